@@ -1,0 +1,70 @@
+/** `modelgate serve`: the gateway on node:http, with a clean shutdown on SIGINT and SIGTERM. */
+
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { toNodeListener } from '../adapters/node'
+import { createGateway } from '../core/gateway'
+import type { Logger } from '../core/logger'
+import type { StorageDriver } from '../storage/contract'
+import type { RunnerConfig } from './config'
+
+/** Starts serving; resolves once the server has shut down after a signal. */
+export const serve = async (config: RunnerConfig, storage: StorageDriver, logger: Logger): Promise<void> => {
+  const gateway = createGateway({
+    storage,
+    logger,
+    basePath: config.basePath,
+    ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
+    ...(config.workspaceDefaults ? { workspaceDefaults: config.workspaceDefaults } : {}),
+  })
+
+  try {
+    await gateway.admin.ensureDefaultAccount()
+    if (config.managementKey) {
+      // Never log the key itself; its label is safe to show.
+      const { record, created } = await gateway.admin.ensureManagementKey(config.managementKey, { name: 'MODELGATE_MANAGEMENT_KEY' })
+      logger.info(created ? 'management key from MODELGATE_MANAGEMENT_KEY created' : 'management key from MODELGATE_MANAGEMENT_KEY present', {
+        label: record.label,
+        disabled: record.disabled,
+      })
+    }
+  } catch (error) {
+    await gateway.close()
+    throw error
+  }
+
+  const server = createServer(toNodeListener(gateway))
+  server.keepAliveTimeout = 65_000
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const { address, port } = server.address() as AddressInfo
+  const host = address.includes(':') ? `[${address}]` : address
+  logger.info('modelgate listening', { url: `http://${host}:${port}${config.basePath}`, storage: gateway.storage.name })
+  // A plain line too, for people and for scripts waiting on start-up.
+  process.stdout.write(`modelgate listening on http://${host}:${port}\n`)
+
+  await new Promise<void>((resolve) => {
+    let isStopping = false
+    const stop = (signal: string) => {
+      if (isStopping) return
+      isStopping = true
+      logger.info('shutting down', { signal })
+      const force = setTimeout(() => server.closeAllConnections(), config.shutdownGraceSeconds * 1000)
+      force.unref()
+      server.close(() => {
+        clearTimeout(force)
+        resolve()
+      })
+      server.closeIdleConnections()
+    }
+    process.once('SIGINT', () => stop('SIGINT'))
+    process.once('SIGTERM', () => stop('SIGTERM'))
+  })
+  await gateway.close()
+  logger.info('stopped')
+}

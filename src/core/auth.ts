@@ -1,0 +1,38 @@
+/** Bearer-token authentication: keys are looked up by their SHA-256 hash, never stored raw. */
+
+import { sha256Hex, timingSafeEqual } from './crypto'
+import { AuthenticationError, PermissionDeniedError } from './errors'
+import type { AccountFlags, AccountRecord } from '../repositories/accounts'
+import type { ApiKeyRecord } from '../repositories/api-keys'
+import type { Repositories } from '../repositories'
+import type { RouteAuth } from './route'
+
+/** Who is calling: the key they presented and the account it belongs to. */
+export interface Caller {
+  key: ApiKeyRecord
+  account: AccountRecord
+  flags: AccountFlags
+}
+
+const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i
+
+/** Resolves the caller from `Authorization: Bearer <key>`, or throws 401 / 403. */
+export const authenticate = async (request: Request, repositories: Repositories, required: RouteAuth): Promise<Caller> => {
+  const header = request.headers.get('authorization')
+  if (!header) throw new AuthenticationError('Missing API key: send it as Authorization: Bearer <key>')
+  const token = BEARER.exec(header)?.[1]
+  if (!token) throw new AuthenticationError('Malformed Authorization header: expected Bearer <key>')
+
+  const hash = await sha256Hex(token)
+  const key = await repositories.apiKeys.get(hash)
+  if (!key || !timingSafeEqual(key.hash, hash)) throw new AuthenticationError('Invalid API key')
+  if (key.disabled) throw new AuthenticationError('API key is disabled')
+  const account = await repositories.accounts.get(key.accountId)
+  if (!account) throw new AuthenticationError('Invalid API key')
+
+  // spec Authentication 2: non-management keys get 403 on management routes.
+  if (required === 'management' && key.kind !== 'management') {
+    throw new PermissionDeniedError('Only management keys can perform this operation')
+  }
+  return { key, account, flags: account.flags }
+}

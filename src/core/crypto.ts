@@ -1,0 +1,42 @@
+/** Web Crypto helpers shared by auth and records; no `node:crypto`, so the core runs on Bun and Deno. */
+
+const encoder = new TextEncoder()
+
+const toHex = (bytes: Uint8Array): string => {
+  let hex = ''
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0')
+  return hex
+}
+
+/** Lowercase hex SHA-256 of a UTF-8 string: the only form in which API keys are stored. */
+export const sha256Hex = async (value: string): Promise<string> =>
+  toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(value))))
+
+/** `byteLength` random bytes as lowercase hex. */
+export const randomHex = (byteLength: number): string => toHex(crypto.getRandomValues(new Uint8Array(byteLength)))
+
+/** A random version-4 UUID. */
+export const randomId = (): string => crypto.randomUUID()
+
+/**
+ * Compares two strings in time that depends only on their length, so a comparison of
+ * secret-derived values does not reveal how many leading characters matched.
+ */
+export const timingSafeEqual = (left: string, right: string): boolean => {
+  if (left.length !== right.length) return false
+  let difference = 0
+  for (let index = 0; index < left.length; index++) difference |= left.charCodeAt(index) ^ right.charCodeAt(index)
+  return difference === 0
+}
+
+/**
+ * A UUID derived from a name, stable across processes and restarts (same input, same id).
+ * Shaped as an RFC 9562 version-8 UUID built from SHA-256.
+ */
+export const deriveId = async (name: string): Promise<string> => {
+  const hex = (await sha256Hex(name)).slice(0, 32).split('')
+  hex[12] = '8'
+  hex[16] = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)
+  const joined = hex.join('')
+  return `${joined.slice(0, 8)}-${joined.slice(8, 12)}-${joined.slice(12, 16)}-${joined.slice(16, 20)}-${joined.slice(20)}`
+}

@@ -1,0 +1,117 @@
+/**
+ * `createGateway`: one web-standard `fetch(Request) => Promise<Response>` serving the whole API.
+ * Every request takes the same fixed steps: request id, route match (404 / 405), authentication,
+ * input parsing, handler, and `renderError` for anything thrown.
+ */
+
+import { authenticate } from './auth'
+import { readObjectBody } from './body'
+import { MethodNotAllowedError, NotFoundError, isGatewayError, renderError, type ErrorFlavor } from './errors'
+import { createConsoleLogger, silentLogger, type Logger } from './logger'
+import { GatewayOptionsSchema, type GatewayOptions } from './options'
+import { REQUEST_ID_HEADER, resolveRequestId } from './request-id'
+import type { AnyRoute } from './route'
+import { createRouter } from './router'
+import type { FetchHandler } from './types'
+import { parseInput, searchParamsToObject } from './validation'
+import { createRepositories } from '../repositories'
+import { routes } from '../routes'
+import { createAdmin, type GatewayAdmin } from '../services/admin'
+import { memoryStorage } from '../storage/memory'
+import type { StorageDriver } from '../storage/contract'
+
+export interface Gateway extends FetchHandler {
+  /** Programmatic administration: accounts, keys, workspaces. */
+  admin: GatewayAdmin
+  /** The storage driver in use. */
+  storage: StorageDriver
+  /** Closes the storage driver. */
+  close(): Promise<void>
+}
+
+// Intern routes speak their own error body (spec Errors), even for 404 and 405.
+const flavorForPath = (relativePath: string | null): ErrorFlavor =>
+  relativePath !== null && /^\/interns(\/|$)/.test(relativePath) ? 'intern' : 'standard'
+
+const withRequestId = (response: Response, requestId: string): Response => {
+  try {
+    response.headers.set(REQUEST_ID_HEADER, requestId)
+    return response
+  } catch {
+    // Responses from `fetch` have immutable headers; copy them.
+    const copy = new Response(response.body, response)
+    copy.headers.set(REQUEST_ID_HEADER, requestId)
+    return copy
+  }
+}
+
+/**
+ * Creates a gateway.
+ * @example
+ * const gateway = createGateway({ storage: memoryStorage() })
+ * Bun.serve({ fetch: gateway.fetch })
+ */
+export const createGateway = (options: GatewayOptions = {}): Gateway => {
+  const config = parseInput(GatewayOptionsSchema, options, 'options')
+  const storage = config.storage ?? memoryStorage()
+  const logger: Logger = config.logger === false ? silentLogger : (config.logger ?? createConsoleLogger())
+  const now = config.now ?? (() => new Date())
+  const repositories = createRepositories(
+    storage,
+    {
+      textModel: config.workspaceDefaults?.textModel ?? 'openai/gpt-4.1-mini',
+      imageModel: config.workspaceDefaults?.imageModel ?? 'google/gemini-2.5-flash-image',
+      providerSort: config.workspaceDefaults?.providerSort ?? 'price',
+    },
+    now,
+  )
+  const router = createRouter<AnyRoute>(config.basePath, routes)
+
+  const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
+    const caller = await authenticate(request, repositories, route.auth)
+    const parsedParams = route.params ? parseInput(route.params, params, 'params') : undefined
+    const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
+    const body = route.body ? parseInput(route.body, await readObjectBody(request, route.bodyLimit ?? config.bodyLimit), 'body') : undefined
+    return route.handle({
+      request,
+      requestId,
+      params: parsedParams,
+      query,
+      body,
+      caller,
+      repositories,
+      logger,
+      signal: request.signal,
+    })
+  }
+
+  const fetch = async (request: Request): Promise<Response> => {
+    const requestId = resolveRequestId(request)
+    let flavor: ErrorFlavor = 'standard'
+    try {
+      const url = new URL(request.url)
+      flavor = flavorForPath(router.relativePath(url.pathname))
+      const match = router.match(request.method, url.pathname)
+      if (match.kind === 'not-found') throw new NotFoundError(`No route for ${request.method} ${url.pathname}`)
+      if (match.kind === 'method-not-allowed') {
+        throw new MethodNotAllowedError(`Method ${request.method} is not allowed here; use ${match.allow.join(', ')}`, {
+          headers: { allow: match.allow.join(', ') },
+        })
+      }
+      flavor = match.route.errorFlavor ?? flavor
+      return withRequestId(await serve(request, requestId, url, match.route, match.params), requestId)
+    } catch (error) {
+      if (!isGatewayError(error) || error.status >= 500) {
+        logger.error('request failed', { requestId, method: request.method, error })
+      }
+      return renderError(error, flavor, { [REQUEST_ID_HEADER]: requestId })
+    }
+  }
+
+  return {
+    fetch,
+    admin: createAdmin(repositories),
+    storage,
+    close: () => storage.close(),
+  }
+}

@@ -1,0 +1,31 @@
+/** The gateway's logging seam. Never pass raw keys, key hashes of callers, or request bodies. */
+
+export type LogFields = Record<string, unknown>
+
+export interface Logger {
+  debug(message: string, fields?: LogFields): void
+  info(message: string, fields?: LogFields): void
+  warn(message: string, fields?: LogFields): void
+  error(message: string, fields?: LogFields): void
+}
+
+const LEVELS = ['debug', 'info', 'warn', 'error'] as const
+export type LogLevel = (typeof LEVELS)[number]
+
+const describeError = (value: unknown): unknown =>
+  value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value
+
+/** One JSON line per entry on stderr, at or above `level`. */
+export const createConsoleLogger = (level: LogLevel = 'info'): Logger => {
+  const threshold = LEVELS.indexOf(level)
+  const write = (entryLevel: LogLevel) => (message: string, fields: LogFields = {}) => {
+    if (LEVELS.indexOf(entryLevel) < threshold) return
+    const entry: LogFields = { level: entryLevel, time: new Date().toISOString(), message }
+    for (const [name, value] of Object.entries(fields)) entry[name] = describeError(value)
+    console.error(JSON.stringify(entry))
+  }
+  return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') }
+}
+
+/** Discards everything; for tests and hosts with their own logging. */
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} }

@@ -1,0 +1,65 @@
+/** Routes are data: method, path, who may call, input schemas and a handler over validated input. */
+
+import type * as v from 'valibot'
+import type { Logger } from './logger'
+import type { ErrorFlavor } from './errors'
+import type { HttpMethod } from './router'
+import type { Repositories } from '../repositories'
+import type { Caller } from './auth'
+
+type AnySchema = v.GenericSchema<unknown, unknown>
+type Infer<S> = S extends AnySchema ? v.InferOutput<S> : undefined
+
+/** Who may call a route: any valid key, or management keys only (spec Authentication 2). */
+export type RouteAuth = 'any' | 'management'
+
+export interface RouteContext<Params, Query, Body> {
+  request: Request
+  requestId: string
+  params: Params
+  query: Query
+  body: Body
+  caller: Caller
+  repositories: Repositories
+  logger: Logger
+  /** Fires when the client goes away; pass it to anything slow. */
+  signal: AbortSignal
+}
+
+export interface RouteDefinition<
+  ParamsSchema extends AnySchema | undefined = undefined,
+  QuerySchema extends AnySchema | undefined = undefined,
+  BodySchema extends AnySchema | undefined = undefined,
+> {
+  method: HttpMethod
+  /** Relative to the gateway's base path, with `:param` segments. */
+  path: string
+  auth: RouteAuth
+  /** Intern routes answer errors with `{reason, retryable}` metadata. */
+  errorFlavor?: ErrorFlavor
+  /** Body size limit in bytes; the gateway's `bodyLimit` when omitted. */
+  bodyLimit?: number
+  params?: ParamsSchema
+  query?: QuerySchema
+  body?: BodySchema
+  handle(context: RouteContext<Infer<ParamsSchema>, Infer<QuerySchema>, Infer<BodySchema>>): Promise<Response>
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDefinition<any, any, any>
+
+/** Declares a route with its input types inferred from its schemas. */
+export const defineRoute = <
+  ParamsSchema extends AnySchema | undefined = undefined,
+  QuerySchema extends AnySchema | undefined = undefined,
+  BodySchema extends AnySchema | undefined = undefined,
+>(
+  route: RouteDefinition<ParamsSchema, QuerySchema, BodySchema>,
+): RouteDefinition<ParamsSchema, QuerySchema, BodySchema> => route
+
+/** A JSON success response. */
+export const json = (data: unknown, status = 200, headers?: HeadersInit): Response => {
+  const responseHeaders = new Headers(headers)
+  responseHeaders.set('content-type', 'application/json')
+  return new Response(JSON.stringify(data), { status, headers: responseHeaders })
+}

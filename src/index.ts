@@ -1,0 +1,42 @@
+/** modelgate: an OpenRouter-style LLM gateway served from any host through one web `fetch` handler. */
+
+export { createGateway, type Gateway } from './core/gateway'
+export type { GatewayOptions } from './core/options'
+export type { FetchHandler } from './core/types'
+export type { GatewayAdmin } from './services/admin'
+export { createConsoleLogger, silentLogger, type Logger, type LogLevel } from './core/logger'
+export {
+  GatewayError,
+  isGatewayError,
+  InvalidRequestError,
+  AuthenticationError,
+  PaymentRequiredError,
+  PermissionDeniedError,
+  NotFoundError,
+  MethodNotAllowedError,
+  RequestTimeoutError,
+  ConflictError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  UnprocessableError,
+  RateLimitError,
+  InternalError,
+  UpstreamError,
+  ServiceUnavailableError,
+  UpstreamTimeoutError,
+  UpstreamOverloadedError,
+  StorageUnavailableError,
+  StorageConflictError,
+  type ErrorFlavor,
+} from './core/errors'
+export type {
+  StorageDriver,
+  RecordInput,
+  StoredRecord,
+  ListQuery,
+  ListResult,
+  CounterResult,
+  JsonObject,
+  JsonValue,
+} from './storage/contract'
+export { memoryStorage } from './storage/memory'

@@ -1,0 +1,93 @@
+/**
+ * API keys. The raw key exists only in the response that creates it; the store keeps its SHA-256
+ * hex hash, which doubles as the key's public address (`/keys/{hash}`, `allowed_api_key_hashes`).
+ */
+
+import { randomHex, sha256Hex } from '../core/crypto'
+import type { RecordInput, StorageDriver } from '../storage/contract'
+import { creationSortKey } from './sort-key'
+import { updateRecord, withoutUndefined } from './mutate'
+
+export const API_KEYS = 'api_keys'
+
+export type ApiKeyKind = 'management' | 'regular'
+
+export type ApiKeyRecord = {
+  /** SHA-256 hex of the raw key; also the record id. */
+  hash: string
+  accountId: string
+  workspaceId: string
+  kind: ApiKeyKind
+  name: string
+  /** Masked form of the raw key, safe to show. */
+  label: string
+  disabled: boolean
+  creatorUserId: string
+  createdAt: string
+  updatedAt: string | null
+  /** Listing order: creation order. */
+  sortKey: string
+}
+
+const RAW_KEY_PREFIX = 'mg-v1-'
+const GENERATED_KEY = /^mg-v1-[0-9a-f]{64}$/
+
+/** A new raw key: our prefix and 256 random bits. Shown to the caller once, never stored. */
+export const generateRawKey = (): string => `${RAW_KEY_PREFIX}${randomHex(32)}`
+
+/** Masks a raw key as its public counterpart does (`mg-v1-0e6...1c96`): never more than 7 characters of secret. */
+export const labelForRawKey = (rawKey: string): string => {
+  if (GENERATED_KEY.test(rawKey)) return `${RAW_KEY_PREFIX}${rawKey.slice(6, 9)}...${rawKey.slice(-4)}`
+  return `${rawKey.slice(0, 3)}...${rawKey.slice(-4)}`
+}
+
+const toInput = (key: ApiKeyRecord): RecordInput<ApiKeyRecord> => ({
+  id: key.hash,
+  data: key,
+  indexes: { accountId: key.accountId, kind: key.kind, disabled: String(key.disabled) },
+  sortKey: key.sortKey,
+})
+
+export type ApiKeyFilter = { kind?: ApiKeyKind; disabled?: boolean }
+
+export const createApiKeysRepository = (storage: StorageDriver, now: () => Date) => ({
+  /** Stores the hash of `rawKey`; throws `StorageConflictError('unique')` when that key already exists. */
+  async create(rawKey: string, fields: Pick<ApiKeyRecord, 'accountId' | 'workspaceId' | 'kind' | 'name' | 'creatorUserId'>) {
+    const createdAt = now().toISOString()
+    const key: ApiKeyRecord = {
+      ...fields,
+      hash: await sha256Hex(rawKey),
+      label: labelForRawKey(rawKey),
+      disabled: false,
+      createdAt,
+      updatedAt: null,
+      sortKey: creationSortKey(createdAt),
+    }
+    return (await storage.create(API_KEYS, toInput(key))).data
+  },
+
+  async get(hash: string): Promise<ApiKeyRecord | null> {
+    return (await storage.get<ApiKeyRecord>(API_KEYS, hash))?.data ?? null
+  },
+
+  async update(hash: string, change: Partial<Pick<ApiKeyRecord, 'name' | 'disabled'>>): Promise<ApiKeyRecord | null> {
+    const record = await updateRecord<ApiKeyRecord>(storage, API_KEYS, hash, (current) =>
+      toInput({ ...current.data, ...withoutUndefined(change), updatedAt: now().toISOString() }),
+    )
+    return record?.data ?? null
+  },
+
+  async delete(hash: string): Promise<boolean> {
+    return storage.delete(API_KEYS, hash)
+  },
+
+  async listForAccount(accountId: string, filter: ApiKeyFilter, offset: number, limit: number) {
+    const where: Record<string, string> = { accountId }
+    if (filter.kind) where.kind = filter.kind
+    if (filter.disabled !== undefined) where.disabled = String(filter.disabled)
+    const page = await storage.list<ApiKeyRecord>(API_KEYS, { where, offset, limit })
+    return { keys: page.items.map((item) => item.data), totalCount: page.totalCount }
+  },
+})
+
+export type ApiKeysRepository = ReturnType<typeof createApiKeysRepository>

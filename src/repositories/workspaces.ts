@@ -1,0 +1,122 @@
+/** Workspaces: group credentials, interns and defaults inside an account (spec: Workspace). */
+
+import { deriveId, randomId } from '../core/crypto'
+import type { RecordInput, StorageDriver } from '../storage/contract'
+import type { AccountRecord } from './accounts'
+import { creationSortKey } from './sort-key'
+import { updateRecord, withoutUndefined } from './mutate'
+
+export const WORKSPACES = 'workspaces'
+
+export type ProviderSort = 'price' | 'throughput' | 'latency' | 'exacto'
+
+export type WorkspaceRecord = {
+  id: string
+  accountId: string
+  name: string
+  slug: string
+  description: string
+  createdBy: string
+  createdAt: string
+  updatedAt: string
+  defaultGuardrailId: string
+  defaultImageModel: string
+  defaultTextModel: string
+  defaultProviderSort: ProviderSort
+  disabledServerTools: string[] | null
+  ioLoggingApiKeyIds: number[] | null
+  ioLoggingSamplingRate: number
+  includeByokInBudgets: boolean
+  isDataDiscountLoggingEnabled: boolean
+  isObservabilityBroadcastEnabled: boolean
+  isObservabilityIoLoggingEnabled: boolean
+  /** Listing order: creation order. */
+  sortKey: string
+}
+
+/** The settings a workspace may be created or updated with; the rest is managed by the gateway. */
+export type WorkspaceSettings = Partial<
+  Omit<WorkspaceRecord, 'id' | 'accountId' | 'createdBy' | 'createdAt' | 'updatedAt' | 'defaultGuardrailId' | 'sortKey'>
+>
+
+/** Defaults for new workspaces, set once in the gateway options. */
+export interface WorkspaceDefaults {
+  textModel: string
+  imageModel: string
+  providerSort: ProviderSort
+}
+
+export const WORKSPACE_SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/
+export const DEFAULT_WORKSPACE_SLUG = 'default'
+
+const slugUnique = (accountId: string, slug: string) => `slug:${accountId}:${slug}`
+
+const toInput = (workspace: WorkspaceRecord): RecordInput<WorkspaceRecord> => ({
+  id: workspace.id,
+  data: workspace,
+  indexes: { accountId: workspace.accountId },
+  uniques: [slugUnique(workspace.accountId, workspace.slug)],
+  sortKey: workspace.sortKey,
+})
+
+export const createWorkspacesRepository = (storage: StorageDriver, defaults: WorkspaceDefaults, now: () => Date) => ({
+  /** Creates a workspace; throws `StorageConflictError('unique')` when the id or the slug is taken. */
+  async create(account: AccountRecord, settings: WorkspaceSettings & { name: string; slug: string }, id = randomId()) {
+    const timestamp = now().toISOString()
+    const workspace: WorkspaceRecord = {
+      id,
+      accountId: account.id,
+      description: '',
+      defaultImageModel: defaults.imageModel,
+      defaultTextModel: defaults.textModel,
+      defaultProviderSort: defaults.providerSort,
+      disabledServerTools: null,
+      ioLoggingApiKeyIds: null,
+      ioLoggingSamplingRate: 1,
+      includeByokInBudgets: false,
+      isDataDiscountLoggingEnabled: false,
+      isObservabilityBroadcastEnabled: false,
+      isObservabilityIoLoggingEnabled: false,
+      ...withoutUndefined(settings),
+      name: settings.name,
+      slug: settings.slug,
+      createdBy: account.ownerUserId,
+      // gaps 1.13: the guardrail id is derived from the workspace id, so it is stable everywhere.
+      defaultGuardrailId: await deriveId(`guardrail:${id}`),
+      createdAt: timestamp,
+      updatedAt: timestamp,
+      sortKey: creationSortKey(timestamp),
+    }
+    return (await storage.create(WORKSPACES, toInput(workspace))).data
+  },
+
+  async get(id: string): Promise<WorkspaceRecord | null> {
+    return (await storage.get<WorkspaceRecord>(WORKSPACES, id))?.data ?? null
+  },
+
+  /** A workspace of `accountId` by UUID or slug; another account's workspace reads as absent. */
+  async findForAccount(accountId: string, idOrSlug: string): Promise<WorkspaceRecord | null> {
+    const bySlug = await storage.findByUnique<WorkspaceRecord>(WORKSPACES, slugUnique(accountId, idOrSlug))
+    if (bySlug) return bySlug.data
+    const byId = await this.get(idOrSlug)
+    return byId && byId.accountId === accountId ? byId : null
+  },
+
+  async update(id: string, settings: WorkspaceSettings): Promise<WorkspaceRecord | null> {
+    const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) =>
+      toInput({ ...current.data, ...withoutUndefined(settings), updatedAt: now().toISOString() }),
+    )
+    return record?.data ?? null
+  },
+
+  async delete(id: string): Promise<boolean> {
+    return storage.delete(WORKSPACES, id)
+  },
+
+  async listForAccount(accountId: string, offset: number, limit: number) {
+    const page = await storage.list<WorkspaceRecord>(WORKSPACES, { where: { accountId }, offset, limit })
+    return { workspaces: page.items.map((item) => item.data), totalCount: page.totalCount }
+  },
+})
+
+export type WorkspacesRepository = ReturnType<typeof createWorkspacesRepository>

@@ -1,0 +1,288 @@
+/**
+ * The embedded on-disk store of the standalone runner. State lives in memory (the shared engine)
+ * and every write is appended to `<directory>/journal.jsonl` before it becomes visible; on open the
+ * snapshot is loaded and the journal replayed. Writes go through one promise chain, so journal
+ * lines never interleave and each mutation is planned against all writes before it.
+ */
+import { mkdir } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { StorageUnavailableError } from '../core/errors'
+import type {
+  CounterResult,
+  JsonObject,
+  ListQuery,
+  ListResult,
+  RecordInput,
+  StorageDriver,
+  StoredRecord,
+} from './contract'
+import { acquireDirectoryLock } from './file-lock'
+import { openJournal, readJournal, type Journal } from './file-journal'
+import { readSnapshot, removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
+import { createMemoryEngine, loadEngineState, type MemoryEngine, type Mutation } from './memory-engine'
+
+export interface FileStorageOptions {
+  /** Directory holding `journal.jsonl`, `snapshot.json` and `LOCK`; created when missing. */
+  directory: string
+  /** fsync every write before it resolves (default true). Off, a power loss may drop the latest writes. */
+  fsync?: boolean
+  /** Fold the journal into a fresh snapshot once it holds this many lines (default 10 000). */
+  compactAfter?: number
+  /** Clock for counter expiry in Unix milliseconds (default `Date.now`). */
+  now?: () => number
+}
+
+const DEFAULT_COMPACT_AFTER = 10_000
+const JOURNAL_FILE = 'journal.jsonl'
+const SNAPSHOT_FILE = 'snapshot.json'
+
+interface OpenStore {
+  engine: MemoryEngine
+  journal: Journal
+  /** Sequence number of the last committed mutation. */
+  seq: number
+  /** Journal length that triggers the next compaction. */
+  compactAt: number
+  releaseLock: () => Promise<void>
+}
+
+interface ResolvedOptions {
+  directory: string
+  shouldSync: boolean
+  compactAfter: number
+  now: () => number
+}
+
+const resolveOptions = (options: FileStorageOptions): ResolvedOptions => {
+  if (typeof options?.directory !== 'string' || options.directory === '') {
+    throw new TypeError('fileStorage: options.directory must be a non-empty string')
+  }
+  if (options.fsync !== undefined && typeof options.fsync !== 'boolean') {
+    throw new TypeError('fileStorage: options.fsync must be a boolean')
+  }
+  const compactAfter = options.compactAfter ?? DEFAULT_COMPACT_AFTER
+  if (!Number.isSafeInteger(compactAfter) || compactAfter < 1) {
+    throw new TypeError('fileStorage: options.compactAfter must be a positive integer')
+  }
+  if (options.now !== undefined && typeof options.now !== 'function') {
+    throw new TypeError('fileStorage: options.now must be a function')
+  }
+  return {
+    directory: resolve(options.directory),
+    shouldSync: options.fsync ?? true,
+    compactAfter,
+    now: options.now ?? Date.now,
+  }
+}
+
+const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
+  const { directory, shouldSync } = options
+  await mkdir(directory, { recursive: true })
+  const releaseLock = await acquireDirectoryLock(directory)
+  try {
+    const snapshotPath = join(directory, SNAPSHOT_FILE)
+    const journalPath = join(directory, JOURNAL_FILE)
+    await removeTemporarySnapshot(snapshotPath)
+
+    const engine = createMemoryEngine(options.now)
+    const snapshot = await readSnapshot(snapshotPath)
+    if (snapshot) loadEngineState(engine, snapshot.state)
+    let seq = snapshot?.seq ?? 0
+
+    const { entries, size } = await readJournal(journalPath)
+    for (const entry of entries) {
+      // A crash between writing a snapshot and emptying the journal leaves entries the snapshot already holds.
+      if (entry.seq <= seq) continue
+      engine.apply(entry)
+      seq = entry.seq
+    }
+
+    const journal = await openJournal(journalPath, { shouldSync, size, lineCount: entries.length })
+    if (shouldSync) await syncDirectory(directory)
+    return { engine, journal, seq, compactAt: options.compactAfter, releaseLock }
+  } catch (error) {
+    await releaseLock()
+    throw error
+  }
+}
+
+const unavailable = (cause: unknown) => new StorageUnavailableError('Storage is unavailable', { cause })
+
+const createFileDriver = (options: FileStorageOptions) => {
+  const resolved = resolveOptions(options)
+  const snapshotPath = join(resolved.directory, SNAPSHOT_FILE)
+  const opening = openStore(resolved)
+  let store: OpenStore | undefined
+  let openError: unknown
+  /** Settles (never rejects) once opening is over; `store` or `openError` says how it went. */
+  const ready = opening.then(
+    (opened) => {
+      store = opened
+    },
+    (error: unknown) => {
+      openError = error
+    },
+  )
+  /** End of the write chain; never rejects. */
+  let tail: Promise<unknown> = ready
+  let isClosed = false
+  let closing: Promise<void> | undefined
+
+  const openedStore = async (): Promise<OpenStore> => {
+    if (isClosed) throw new StorageUnavailableError('Storage is closed')
+    await ready
+    if (!store) throw unavailable(openError)
+    return store
+  }
+
+  const enqueue = <R>(task: () => Promise<R>): Promise<R> => {
+    const run = tail.then(task)
+    tail = run.then(
+      () => {},
+      () => {},
+    )
+    return run
+  }
+
+  const compact = async (current: OpenStore): Promise<void> => {
+    try {
+      await writeSnapshot(snapshotPath, current.seq, current.engine.state(), resolved.shouldSync)
+      await current.journal.reset()
+      current.compactAt = resolved.compactAfter
+    } catch {
+      // The journal still holds every write, so nothing is lost; try again after another round of writes.
+      current.compactAt = current.journal.lineCount + resolved.compactAfter
+    }
+  }
+
+  const scheduleCompactionIfDue = (current: OpenStore): void => {
+    if (current.journal.lineCount < current.compactAt) return
+    current.compactAt = Number.POSITIVE_INFINITY
+    void enqueue(() => compact(current))
+  }
+
+  /** Runs a write after every earlier one, so it is planned against all of them. */
+  const serialized = async <R>(task: (current: OpenStore) => Promise<R>): Promise<R> => {
+    if (isClosed) throw new StorageUnavailableError('Storage is closed')
+    return enqueue(async () => {
+      await ready
+      if (!store) throw unavailable(openError)
+      return task(store)
+    })
+  }
+
+  /** Makes a planned mutation durable, then visible; a failed append leaves the state untouched. */
+  const commit = async (current: OpenStore, mutation: Mutation): Promise<void> => {
+    const seq = current.seq + 1
+    try {
+      await current.journal.append({ seq, ...mutation })
+    } catch (error) {
+      throw unavailable(error)
+    }
+    current.seq = seq
+    current.engine.apply(mutation)
+    scheduleCompactionIfDue(current)
+  }
+
+  void ready.then(() => {
+    if (store) scheduleCompactionIfDue(store)
+  })
+
+  const driver: StorageDriver = {
+    name: 'file',
+
+    create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> {
+      return serialized(async (current) => {
+        const mutation = current.engine.planCreate(collection, input)
+        await commit(current, mutation)
+        return structuredClone(mutation.record) as StoredRecord<T>
+      })
+    },
+
+    async get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {
+      return (await openedStore()).engine.get<T>(collection, id)
+    },
+
+    async findByUnique<T extends JsonObject>(collection: string, uniqueKey: string): Promise<StoredRecord<T> | null> {
+      return (await openedStore()).engine.findByUnique<T>(collection, uniqueKey)
+    },
+
+    update<T extends JsonObject>(
+      collection: string,
+      id: string,
+      expectedVersion: number,
+      input: RecordInput<T>,
+    ): Promise<StoredRecord<T> | null> {
+      return serialized(async (current) => {
+        const mutation = current.engine.planUpdate(collection, id, expectedVersion, input)
+        if (!mutation) return null
+        await commit(current, mutation)
+        return structuredClone(mutation.record) as StoredRecord<T>
+      })
+    },
+
+    delete(collection: string, id: string, expectedVersion?: number): Promise<boolean> {
+      return serialized(async (current) => {
+        const mutation = current.engine.planDelete(collection, id, expectedVersion)
+        if (!mutation) return false
+        await commit(current, mutation)
+        return true
+      })
+    },
+
+    async list<T extends JsonObject>(collection: string, query?: ListQuery): Promise<ListResult<T>> {
+      return (await openedStore()).engine.list<T>(collection, query)
+    },
+
+    increment(key: string, amount: number, ttlMs: number): Promise<CounterResult> {
+      return serialized(async (current) => {
+        const mutation = current.engine.planIncrement(key, amount, ttlMs)
+        await commit(current, mutation)
+        return { value: mutation.value, expiresAt: mutation.expiresAt }
+      })
+    },
+
+    close(): Promise<void> {
+      closing ??= (async () => {
+        isClosed = true
+        // Drain writes accepted before close, including a compaction one of them scheduled.
+        let drained: Promise<unknown>
+        do {
+          drained = tail
+          await drained
+        } while (drained !== tail)
+        if (!store) return
+        try {
+          await store.journal.close()
+        } finally {
+          await store.releaseLock()
+        }
+      })()
+      return closing
+    },
+  }
+
+  return { driver, opening }
+}
+
+/**
+ * The embedded on-disk driver: state survives restarts. Opening happens in the background and
+ * every method waits for it; use `openFileStorage` to see lock or read errors at startup.
+ *
+ * @example
+ * const gateway = createGateway({ storage: fileStorage({ directory: '.modelgate' }) })
+ */
+export const fileStorage = (options: FileStorageOptions): StorageDriver => createFileDriver(options).driver
+
+/**
+ * Opens the on-disk driver and resolves once its state is loaded and its lock held. Rejects when
+ * another live process holds the store or its files cannot be read.
+ *
+ * @example
+ * const storage = await openFileStorage({ directory: '.modelgate' })
+ */
+export const openFileStorage = async (options: FileStorageOptions): Promise<StorageDriver> => {
+  const { driver, opening } = createFileDriver(options)
+  await opening
+  return driver
+}

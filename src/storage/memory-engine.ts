@@ -1,0 +1,224 @@
+/**
+ * The in-memory state behind the memory and file drivers. Every write is split in two: `plan*`
+ * checks everything and describes the change as a `Mutation` without touching state, and `apply`
+ * performs it and cannot fail. The memory driver applies at once; the file driver appends the
+ * mutation to its journal first, so a failed append leaves nothing half-done.
+ */
+import { StorageConflictError } from '../core/errors'
+import type { CounterResult, JsonObject, ListQuery, ListResult, RecordInput, StoredRecord } from './contract'
+import {
+  assertCollection,
+  assertCounterArguments,
+  assertId,
+  assertListQuery,
+  assertVersion,
+  compareRecords,
+  toStoredRecord,
+} from './validate'
+
+/**
+ * One change to the state. Every mutation carries absolute values (the whole record, the counter's
+ * new value), so applying one twice leaves the same state as applying it once.
+ */
+export type Mutation = PutMutation | DeleteMutation | CounterMutation
+
+export interface PutMutation {
+  op: 'put'
+  collection: string
+  record: StoredRecord
+}
+
+export interface DeleteMutation {
+  op: 'delete'
+  collection: string
+  id: string
+}
+
+export interface CounterMutation {
+  op: 'counter'
+  key: string
+  value: number
+  expiresAt: number
+}
+
+export interface CounterEntry extends CounterResult {
+  key: string
+}
+
+/** Everything the engine holds, as plain data. */
+export interface EngineState {
+  collections: Record<string, StoredRecord[]>
+  counters: CounterEntry[]
+}
+
+interface Collection {
+  records: Map<string, StoredRecord>
+  /** unique key → id of the record holding it */
+  uniques: Map<string, string>
+}
+
+/** Expired counters are swept when the map has doubled since the last sweep, so no timer is needed. */
+const MIN_SWEEP_SIZE = 1024
+
+const copy = <T>(value: T): T => structuredClone(value)
+
+/** Builds an empty engine whose counters read time from `now`. */
+export const createMemoryEngine = (now: () => number) => {
+  const collections = new Map<string, Collection>()
+  const counters = new Map<string, CounterResult>()
+  let sweepAtSize = MIN_SWEEP_SIZE
+
+  const collectionFor = (name: string): Collection => {
+    let collection = collections.get(name)
+    if (!collection) {
+      collection = { records: new Map(), uniques: new Map() }
+      collections.set(name, collection)
+    }
+    return collection
+  }
+
+  const assertUniquesFree = (collection: Collection | undefined, record: StoredRecord): void => {
+    for (const key of record.uniques) {
+      const holder = collection?.uniques.get(key)
+      if (holder !== undefined && holder !== record.id) throw new StorageConflictError('unique')
+    }
+  }
+
+  const liveCounter = (key: string, at: number): CounterResult | undefined => {
+    const counter = counters.get(key)
+    return counter && counter.expiresAt > at ? counter : undefined
+  }
+
+  const sweepCounters = (): void => {
+    if (counters.size < sweepAtSize) return
+    const at = now()
+    for (const [key, counter] of counters) if (counter.expiresAt <= at) counters.delete(key)
+    sweepAtSize = Math.max(MIN_SWEEP_SIZE, counters.size * 2)
+  }
+
+  return {
+    planCreate<T extends JsonObject>(collectionName: string, input: RecordInput<T>): PutMutation {
+      assertCollection(collectionName)
+      const record = toStoredRecord(input, 1)
+      const collection = collections.get(collectionName)
+      if (collection?.records.has(record.id)) throw new StorageConflictError('unique')
+      assertUniquesFree(collection, record)
+      return { op: 'put', collection: collectionName, record }
+    },
+
+    planUpdate<T extends JsonObject>(
+      collectionName: string,
+      id: string,
+      expectedVersion: number,
+      input: RecordInput<T>,
+    ): PutMutation | null {
+      assertCollection(collectionName)
+      assertId(id)
+      assertVersion(expectedVersion)
+      const record = toStoredRecord(input, expectedVersion + 1)
+      if (record.id !== id) throw new TypeError('modelgate storage: input.id must equal the id being updated')
+      const collection = collections.get(collectionName)
+      const current = collection?.records.get(id)
+      if (!current) return null
+      if (current.version !== expectedVersion) throw new StorageConflictError('version')
+      assertUniquesFree(collection, record)
+      return { op: 'put', collection: collectionName, record }
+    },
+
+    planDelete(collectionName: string, id: string, expectedVersion?: number): DeleteMutation | null {
+      assertCollection(collectionName)
+      assertId(id)
+      if (expectedVersion !== undefined) assertVersion(expectedVersion)
+      const current = collections.get(collectionName)?.records.get(id)
+      if (!current) return null
+      if (expectedVersion !== undefined && current.version !== expectedVersion) {
+        throw new StorageConflictError('version')
+      }
+      return { op: 'delete', collection: collectionName, id }
+    },
+
+    planIncrement(key: string, amount: number, ttlMs: number): CounterMutation {
+      assertCounterArguments(key, amount, ttlMs)
+      const at = now()
+      const counter = liveCounter(key, at)
+      return counter
+        ? { op: 'counter', key, value: counter.value + amount, expiresAt: counter.expiresAt }
+        : { op: 'counter', key, value: amount, expiresAt: at + ttlMs }
+    },
+
+    /** Performs a planned (or replayed) mutation. Takes ownership of `mutation.record`. */
+    apply(mutation: Mutation): void {
+      if (mutation.op === 'counter') {
+        counters.set(mutation.key, { value: mutation.value, expiresAt: mutation.expiresAt })
+        sweepCounters()
+        return
+      }
+      const collection = collectionFor(mutation.collection)
+      const id = mutation.op === 'put' ? mutation.record.id : mutation.id
+      const previous = collection.records.get(id)
+      // Only free keys this record still holds, so replaying an old journal entry cannot unclaim another's key.
+      for (const key of previous?.uniques ?? []) {
+        if (collection.uniques.get(key) === id) collection.uniques.delete(key)
+      }
+      if (mutation.op === 'delete') {
+        collection.records.delete(id)
+        return
+      }
+      collection.records.set(id, mutation.record)
+      for (const key of mutation.record.uniques) collection.uniques.set(key, id)
+    },
+
+    get<T extends JsonObject>(collectionName: string, id: string): StoredRecord<T> | null {
+      assertCollection(collectionName)
+      assertId(id)
+      const record = collections.get(collectionName)?.records.get(id)
+      return record ? (copy(record) as StoredRecord<T>) : null
+    },
+
+    findByUnique<T extends JsonObject>(collectionName: string, uniqueKey: string): StoredRecord<T> | null {
+      assertCollection(collectionName)
+      if (typeof uniqueKey !== 'string' || uniqueKey === '') {
+        throw new TypeError('modelgate storage: uniqueKey must be a non-empty string')
+      }
+      const collection = collections.get(collectionName)
+      const id = collection?.uniques.get(uniqueKey)
+      const record = id === undefined ? undefined : collection?.records.get(id)
+      return record ? (copy(record) as StoredRecord<T>) : null
+    },
+
+    list<T extends JsonObject>(collectionName: string, query: ListQuery = {}): ListResult<T> {
+      assertCollection(collectionName)
+      assertListQuery(query)
+      const where = Object.entries(query.where ?? {})
+      const records = collections.get(collectionName)?.records.values() ?? []
+      const matches = [...records].filter((record) => where.every(([field, value]) => record.indexes[field] === value))
+      matches.sort(compareRecords)
+      const start = query.offset ?? 0
+      const end = query.limit === undefined ? undefined : start + query.limit
+      return { items: copy(matches.slice(start, end)) as StoredRecord<T>[], totalCount: matches.length }
+    },
+
+    /** The live state as plain data; shares objects with the engine, so serialize it before the next write. */
+    state(): EngineState {
+      const at = now()
+      const state: EngineState = { collections: {}, counters: [] }
+      for (const [name, collection] of collections) {
+        if (collection.records.size > 0) state.collections[name] = [...collection.records.values()]
+      }
+      for (const [key, counter] of counters) {
+        if (counter.expiresAt > at) state.counters.push({ key, ...counter })
+      }
+      return state
+    },
+  }
+}
+
+export type MemoryEngine = ReturnType<typeof createMemoryEngine>
+
+/** Loads a state produced by `engine.state()` (after a JSON round trip) into an empty engine. */
+export const loadEngineState = (engine: MemoryEngine, state: EngineState): void => {
+  for (const [collection, records] of Object.entries(state.collections)) {
+    for (const record of records) engine.apply({ op: 'put', collection, record })
+  }
+  for (const { key, value, expiresAt } of state.counters) engine.apply({ op: 'counter', key, value, expiresAt })
+}

@@ -1,0 +1,86 @@
+import { StorageUnavailableError } from '../core/errors'
+import type {
+  CounterResult,
+  JsonObject,
+  ListQuery,
+  ListResult,
+  RecordInput,
+  StorageDriver,
+  StoredRecord,
+} from './contract'
+import { createMemoryEngine, type MemoryEngine } from './memory-engine'
+
+export interface MemoryStorageOptions {
+  /** Clock for counter expiry in Unix milliseconds (default `Date.now`); tests pass a fake one to move time. */
+  now?: () => number
+}
+
+/**
+ * A driver that keeps all state in this process (lost on exit), for tests and single-process setups.
+ *
+ * @example
+ * const gateway = createGateway({ storage: memoryStorage() })
+ */
+export const memoryStorage = (options: MemoryStorageOptions = {}): StorageDriver => {
+  if (options.now !== undefined && typeof options.now !== 'function') {
+    throw new TypeError('memoryStorage: options.now must be a function')
+  }
+  const engine = createMemoryEngine(options.now ?? Date.now)
+  let isClosed = false
+
+  const openEngine = (): MemoryEngine => {
+    if (isClosed) throw new StorageUnavailableError('Storage is closed')
+    return engine
+  }
+
+  return {
+    name: 'memory',
+
+    async create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> {
+      const mutation = openEngine().planCreate(collection, input)
+      engine.apply(mutation)
+      return structuredClone(mutation.record) as StoredRecord<T>
+    },
+
+    async get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {
+      return openEngine().get<T>(collection, id)
+    },
+
+    async findByUnique<T extends JsonObject>(collection: string, uniqueKey: string): Promise<StoredRecord<T> | null> {
+      return openEngine().findByUnique<T>(collection, uniqueKey)
+    },
+
+    async update<T extends JsonObject>(
+      collection: string,
+      id: string,
+      expectedVersion: number,
+      input: RecordInput<T>,
+    ): Promise<StoredRecord<T> | null> {
+      const mutation = openEngine().planUpdate(collection, id, expectedVersion, input)
+      if (!mutation) return null
+      engine.apply(mutation)
+      return structuredClone(mutation.record) as StoredRecord<T>
+    },
+
+    async delete(collection: string, id: string, expectedVersion?: number): Promise<boolean> {
+      const mutation = openEngine().planDelete(collection, id, expectedVersion)
+      if (!mutation) return false
+      engine.apply(mutation)
+      return true
+    },
+
+    async list<T extends JsonObject>(collection: string, query?: ListQuery): Promise<ListResult<T>> {
+      return openEngine().list<T>(collection, query)
+    },
+
+    async increment(key: string, amount: number, ttlMs: number): Promise<CounterResult> {
+      const mutation = openEngine().planIncrement(key, amount, ttlMs)
+      engine.apply(mutation)
+      return { value: mutation.value, expiresAt: mutation.expiresAt }
+    },
+
+    async close(): Promise<void> {
+      isClosed = true
+    },
+  }
+}

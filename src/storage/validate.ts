@@ -1,0 +1,90 @@
+/**
+ * Argument checks shared by every driver. A bad argument is a bug in the caller, not a client
+ * error or an outage, so these throw a plain `TypeError` (rendered as a generic 500).
+ */
+import type { JsonObject, ListQuery, RecordInput, StoredRecord } from './contract'
+
+function fail(message: string): never {
+  throw new TypeError(`modelgate storage: ${message}`)
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+const isNonNegativeInteger = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0
+
+/** Throws unless `collection` is a non-empty string. */
+export const assertCollection = (collection: unknown): void => {
+  if (typeof collection !== 'string' || collection === '') fail('collection must be a non-empty string')
+}
+
+/** Throws unless `id` is a non-empty string. */
+export const assertId = (id: unknown): void => {
+  if (typeof id !== 'string' || id === '') fail('id must be a non-empty string')
+}
+
+/** Throws unless `version` could be a record version (an integer >= 1). */
+export const assertVersion = (version: unknown, name = 'expectedVersion'): void => {
+  if (!Number.isSafeInteger(version) || (version as number) < 1) fail(`${name} must be an integer >= 1`)
+}
+
+const assertStringRecord = (value: unknown, name: string): void => {
+  if (!isPlainObject(value)) return fail(`${name} must be an object of strings`)
+  for (const [key, entry] of Object.entries(value)) {
+    if (typeof entry !== 'string') fail(`${name}.${key} must be a string`)
+  }
+}
+
+/**
+ * Checks a `RecordInput` and builds the record it describes at `version`, sharing nothing with the
+ * input. `data` goes through a JSON round trip so every driver stores exactly what a JSON backend
+ * would (`undefined` properties disappear).
+ */
+export const toStoredRecord = <T extends JsonObject>(input: RecordInput<T>, version: number): StoredRecord<T> => {
+  if (!isPlainObject(input)) fail('input must be an object')
+  assertId(input.id)
+  if (!isPlainObject(input.data)) fail('input.data must be a JSON object')
+  if (input.indexes !== undefined) assertStringRecord(input.indexes, 'input.indexes')
+  if (input.uniques !== undefined) {
+    if (!Array.isArray(input.uniques)) fail('input.uniques must be an array of strings')
+    for (const key of input.uniques) {
+      if (typeof key !== 'string' || key === '') fail('input.uniques must hold non-empty strings')
+    }
+    // A record claiming one key twice would conflict with itself in a SQL driver; refuse it everywhere.
+    if (new Set(input.uniques).size !== input.uniques.length) fail('input.uniques must not repeat a key')
+  }
+  if (input.sortKey !== undefined && typeof input.sortKey !== 'string') fail('input.sortKey must be a string')
+
+  return {
+    id: input.id,
+    data: JSON.parse(JSON.stringify(input.data)) as T,
+    version,
+    indexes: { ...input.indexes },
+    uniques: [...(input.uniques ?? [])],
+    sortKey: input.sortKey ?? '',
+  }
+}
+
+/** Throws unless `query` is a valid `ListQuery`. */
+export const assertListQuery = (query: ListQuery): void => {
+  if (!isPlainObject(query)) return fail('query must be an object')
+  if (query.where !== undefined) assertStringRecord(query.where, 'query.where')
+  if (query.offset !== undefined && !isNonNegativeInteger(query.offset))
+    fail('query.offset must be a non-negative integer')
+  if (query.limit !== undefined && !isNonNegativeInteger(query.limit))
+    fail('query.limit must be a non-negative integer')
+}
+
+/** Throws unless the arguments of `increment` are usable by every backend (Redis needs integer TTLs). */
+export const assertCounterArguments = (key: unknown, amount: unknown, ttlMs: unknown): void => {
+  if (typeof key !== 'string' || key === '') fail('counter key must be a non-empty string')
+  if (typeof amount !== 'number' || !Number.isFinite(amount)) fail('amount must be a finite number')
+  if (!Number.isSafeInteger(ttlMs) || (ttlMs as number) <= 0) fail('ttlMs must be a positive integer')
+}
+
+/** Code-unit order, the same on every machine (never `localeCompare`): by `sortKey`, then by `id`. */
+export const compareRecords = (a: StoredRecord, b: StoredRecord): number => {
+  if (a.sortKey !== b.sortKey) return a.sortKey < b.sortKey ? -1 : 1
+  if (a.id !== b.id) return a.id < b.id ? -1 : 1
+  return 0
+}

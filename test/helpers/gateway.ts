@@ -1,0 +1,55 @@
+import { createGateway, type Gateway } from '../../src/core/gateway'
+import { silentLogger } from '../../src/core/logger'
+import type { StorageDriver } from '../../src/storage/contract'
+import { memoryStorage } from '../../src/storage/memory'
+
+export const BASE = 'http://gateway.test/api/v1'
+
+export interface TestGateway {
+  gateway: Gateway
+  /** Raw management key of the default account. */
+  managementKey: string
+  /** Raw regular key of the default account. */
+  regularKey: string
+  accountId: string
+  defaultWorkspaceId: string
+  /** Sends a request to the gateway; JSON bodies are encoded when `json` is given. */
+  call(method: string, path: string, init?: { key?: string | null; json?: unknown; body?: BodyInit; headers?: Record<string, string> }): Promise<Response>
+}
+
+/** A gateway on the memory store with a default account, one management and one regular key. */
+export const createTestGateway = async (options: { storage?: StorageDriver; basePath?: string } = {}): Promise<TestGateway> => {
+  const gateway = createGateway({ storage: options.storage ?? memoryStorage(), logger: silentLogger, basePath: options.basePath })
+  const management = await gateway.admin.createKey({ kind: 'management', name: 'test management' })
+  const regular = await gateway.admin.createKey({ kind: 'regular', name: 'test regular' })
+  const account = await gateway.admin.ensureDefaultAccount()
+  const base = options.basePath === undefined ? BASE : `http://gateway.test${options.basePath}`
+
+  const call: TestGateway['call'] = (method, path, init = {}) => {
+    const headers = new Headers(init.headers)
+    const key = init.key === undefined ? management.key : init.key
+    if (key !== null) headers.set('authorization', `Bearer ${key}`)
+    let body = init.body
+    if (init.json !== undefined) {
+      body = JSON.stringify(init.json)
+      if (!headers.has('content-type')) headers.set('content-type', 'application/json')
+    }
+    return gateway.fetch(new Request(`${base}${path}`, { method, headers, body }))
+  }
+
+  return {
+    gateway,
+    managementKey: management.key,
+    regularKey: regular.key,
+    accountId: account.id,
+    defaultWorkspaceId: account.defaultWorkspaceId!,
+    call,
+  }
+}
+
+/** Reads a JSON response, asserting its content type. */
+export const readJson = async (response: Response): Promise<any> => {
+  const type = response.headers.get('content-type') ?? ''
+  if (!type.startsWith('application/json')) throw new Error(`expected JSON, got ${type}: ${await response.text()}`)
+  return response.json()
+}

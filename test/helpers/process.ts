@@ -1,0 +1,67 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+
+export interface RunningProcess {
+  child: ChildProcessWithoutNullStreams
+  /** Base URL parsed from the `modelgate listening on <url>` line. */
+  url: string
+  stdout(): string
+  stderr(): string
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+const LISTENING = /modelgate listening on (http:\/\/\S+)/
+
+/** Starts a process and waits (bounded) for its listening line; rejects with its output if it dies first. */
+export const startListening = (command: string, args: string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}) =>
+  new Promise<RunningProcess>((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }) as ChildProcessWithoutNullStreams
+    let stdout = ''
+    let stderr = ''
+    const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)))
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`timed out waiting for ${command} to listen\nstdout:\n${stdout}\nstderr:\n${stderr}`))
+    }, options.timeoutMs ?? 30_000)
+    const running: RunningProcess = {
+      child,
+      url: '',
+      stdout: () => stdout,
+      stderr: () => stderr,
+      stop: (signal = 'SIGTERM') => {
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+        return exited
+      },
+    }
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString()
+      const match = LISTENING.exec(stdout)
+      if (match && !running.url) {
+        clearTimeout(timer)
+        running.url = match[1]!
+        resolve(running)
+      }
+    })
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString()
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      if (!running.url) reject(new Error(`${command} exited with ${code} before listening\nstdout:\n${stdout}\nstderr:\n${stderr}`))
+    })
+  })
+
+/** Runs a command to completion and returns its exit code and output. */
+export const runToEnd = (command: string, args: string[], options: { env?: Record<string, string>; cwd?: string } = {}) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env } })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.once('close', (code) => resolve({ code, stdout, stderr }))
+  })

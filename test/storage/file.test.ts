@@ -1,0 +1,380 @@
+import { spawnSync } from 'node:child_process'
+import { appendFile, mkdtemp, open, readFile, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { isGatewayError } from '../../src/core/errors'
+import type { StorageDriver } from '../../src/storage/contract'
+import { fileStorage, openFileStorage, type FileStorageOptions } from '../../src/storage/file'
+import { describeStorageContract } from './contract'
+
+const directories: string[] = []
+const drivers: StorageDriver[] = []
+
+const makeDirectory = async (): Promise<string> => {
+  const directory = await mkdtemp(join(tmpdir(), 'modelgate-file-storage-'))
+  directories.push(directory)
+  return directory
+}
+
+/** Opens a driver that is closed after the test even when an assertion fails first. */
+const openTracked = async (options: FileStorageOptions): Promise<StorageDriver> => {
+  const driver = await openFileStorage(options)
+  drivers.push(driver)
+  return driver
+}
+
+afterEach(async () => {
+  vi.restoreAllMocks()
+  await Promise.all(drivers.splice(0).map((driver) => driver.close()))
+  await Promise.all(directories.splice(0).map((directory) => rm(directory, { recursive: true, force: true })))
+})
+
+const rejectionOf = async (promise: Promise<unknown>): Promise<unknown> => {
+  try {
+    await promise
+  } catch (error) {
+    return error
+  }
+  throw new Error('expected a rejection')
+}
+
+const journalLines = async (directory: string): Promise<string[]> =>
+  (await readFile(join(directory, 'journal.jsonl'), 'utf8')).split('\n').filter((line) => line !== '')
+
+/** The prototype every `FileHandle` shares, so a test can make the journal's writes fail. */
+const fileHandlePrototype = async (directory: string): Promise<FileHandle> => {
+  const handle = await open(join(directory, 'probe'), 'w')
+  await handle.close()
+  return Object.getPrototypeOf(handle) as FileHandle
+}
+
+const diskError = () => Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' })
+
+/** Everything a driver holds for the fixed collections and counters these tests use. */
+const dump = async (driver: StorageDriver, counterKeys: string[] = []) => ({
+  widgets: await driver.list('widgets'),
+  gadgets: await driver.list('gadgets'),
+  counters: await Promise.all(counterKeys.map((key) => driver.increment(key, 0, 60_000))),
+})
+
+describeStorageContract('file', async () => openFileStorage({ directory: await makeDirectory() }))
+
+describeStorageContract('file, compacting every 3 writes', async () =>
+  openFileStorage({ directory: await makeDirectory(), compactAfter: 3, fsync: false }),
+)
+
+describeStorageContract('file, opened in the background', async () => fileStorage({ directory: await makeDirectory() }))
+
+describe('fileStorage', () => {
+  it('is named file and checks its options when built', async () => {
+    expect(() => fileStorage({ directory: '' })).toThrow(TypeError)
+    expect(() => fileStorage({ directory: 'x', compactAfter: 0 })).toThrow(TypeError)
+    expect(() => fileStorage({ directory: 'x', fsync: 'yes' as unknown as boolean })).toThrow(TypeError)
+    const driver = await openTracked({ directory: await makeDirectory() })
+    expect(driver.name).toBe('file')
+  })
+
+  it('creates a missing directory', async () => {
+    const directory = join(await makeDirectory(), 'nested', 'store')
+    const driver = await openTracked({ directory })
+    await driver.create('widgets', { id: 'w1', data: {} })
+    expect((await stat(join(directory, 'journal.jsonl'))).isFile()).toBe(true)
+  })
+
+  it('keeps every kind of write across close and reopen', async () => {
+    const directory = await makeDirectory()
+    let time = 1_000_000
+    const now = () => time
+    const first = await openFileStorage({ directory, now })
+    await first.create('widgets', {
+      id: 'w1',
+      data: { n: 1 },
+      indexes: { color: 'red' },
+      uniques: ['slug:one'],
+      sortKey: 'b',
+    })
+    await first.create('widgets', { id: 'w2', data: { n: 2 }, uniques: ['slug:two'], sortKey: 'a' })
+    await first.create('widgets', { id: 'w3', data: { n: 3 }, uniques: ['slug:three'] })
+    await first.create('gadgets', { id: 'g1', data: { deep: { list: [1, null, 'ü'] } } })
+    await first.update('widgets', 'w1', 1, {
+      id: 'w1',
+      data: { n: 10 },
+      indexes: { color: 'blue' },
+      uniques: ['slug:uno'],
+      sortKey: 'c',
+    })
+    await first.delete('widgets', 'w3')
+    await first.increment('hits', 2, 60_000)
+    time += 1_000
+    await first.increment('hits', 3, 60_000)
+    await first.increment('short', 1, 10)
+    const before = await dump(first)
+    await first.close()
+
+    const second = await openTracked({ directory, now })
+    expect(await dump(second)).toEqual(before)
+    expect((await second.get('widgets', 'w1'))?.version).toBe(2)
+    expect(await second.findByUnique('widgets', 'slug:one')).toBeNull()
+    expect((await second.findByUnique('widgets', 'slug:uno'))?.id).toBe('w1')
+    expect(
+      isGatewayError(await rejectionOf(second.create('widgets', { id: 'w9', data: {}, uniques: ['slug:two'] }))),
+    ).toBe(true)
+    await second.create('widgets', { id: 'w4', data: {}, uniques: ['slug:three', 'slug:one'] })
+    expect(await second.increment('hits', 1, 60_000)).toEqual({ value: 6, expiresAt: 1_060_000 })
+    time += 10
+    expect(await second.increment('short', 1, 10)).toEqual({ value: 1, expiresAt: time + 10 })
+  })
+
+  it('waits for a background open before answering', async () => {
+    const directory = await makeDirectory()
+    const first = await openFileStorage({ directory })
+    await first.create('widgets', { id: 'w1', data: { kept: true } })
+    await first.close()
+    const second = fileStorage({ directory })
+    drivers.push(second)
+    expect((await second.get('widgets', 'w1'))?.data).toEqual({ kept: true })
+  })
+
+  it('ignores a torn last line and cuts it away', async () => {
+    const directory = await makeDirectory()
+    const first = await openFileStorage({ directory })
+    await first.create('widgets', { id: 'w1', data: { n: 1 }, uniques: ['slug:one'] })
+    await first.update('widgets', 'w1', 1, { id: 'w1', data: { n: 2 }, uniques: ['slug:one'] })
+    const before = await dump(first)
+    await first.close()
+    const journalPath = join(directory, 'journal.jsonl')
+    const intactSize = (await stat(journalPath)).size
+    await appendFile(journalPath, '{"seq":3,"op":"put","collection":"widgets","record":{"id":"w2","da')
+
+    const second = await openTracked({ directory })
+    expect(await dump(second)).toEqual(before)
+    expect((await stat(journalPath)).size).toBe(intactSize)
+    await second.create('widgets', { id: 'w2', data: { n: 3 } })
+    await second.close()
+
+    const third = await openTracked({ directory })
+    expect((await third.list('widgets')).items.map((item) => item.id)).toEqual(['w1', 'w2'])
+  })
+
+  it('treats an unparsable final line (zeros from a crash) as torn', async () => {
+    const directory = await makeDirectory()
+    const first = await openFileStorage({ directory })
+    await first.create('widgets', { id: 'w1', data: {} })
+    await first.close()
+    await appendFile(join(directory, 'journal.jsonl'), '\0\0\0\0\n')
+    const second = await openTracked({ directory })
+    expect((await second.get('widgets', 'w1'))?.version).toBe(1)
+    expect(await journalLines(directory)).toHaveLength(1)
+  })
+
+  it('refuses a journal corrupted before its last line, and releases its lock', async () => {
+    const directory = await makeDirectory()
+    const first = await openFileStorage({ directory })
+    await first.create('widgets', { id: 'w1', data: {} })
+    await first.create('widgets', { id: 'w2', data: {} })
+    await first.close()
+    const [line1, line2] = await journalLines(directory)
+    await writeFile(join(directory, 'journal.jsonl'), `${line1}\nnot json\n${line2}\n`)
+
+    const error = await rejectionOf(openFileStorage({ directory }))
+    expect(String(error)).toMatch(/journal .* is corrupt/)
+    await expect(stat(join(directory, 'LOCK'))).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+
+  it('compacts into a snapshot, shrinking the journal and keeping the state', async () => {
+    const directory = await makeDirectory()
+    let time = 5_000
+    const now = () => time
+    const first = await openFileStorage({ directory, compactAfter: 5, now })
+    await first.increment('expired-counter', 1, 10)
+    time += 100
+    for (let index = 0; index < 12; index++) {
+      await first.create('widgets', {
+        id: `w${index}`,
+        data: { index },
+        uniques: [`slug:${index}`],
+        sortKey: `${index % 3}`,
+      })
+    }
+    await first.update('widgets', 'w3', 1, { id: 'w3', data: { updated: true }, uniques: ['slug:new'] })
+    await first.delete('widgets', 'w4')
+    await first.increment('live-counter', 7, 60_000)
+    const before = await dump(first, ['live-counter'])
+    await first.close()
+
+    expect((await journalLines(directory)).length).toBeLessThan(5)
+    const snapshot = await readFile(join(directory, 'snapshot.json'), 'utf8')
+    expect(snapshot).toContain('w11')
+    expect(snapshot).not.toContain('expired-counter')
+
+    const second = await openTracked({ directory, compactAfter: 5, now })
+    expect(await dump(second, ['live-counter'])).toEqual(before)
+    expect(await second.findByUnique('widgets', 'slug:3')).toBeNull()
+    expect((await second.findByUnique('widgets', 'slug:new'))?.id).toBe('w3')
+    expect(await second.findByUnique('widgets', 'slug:4')).toBeNull()
+  })
+
+  it('does not apply twice a journal that a crash left behind after its snapshot', async () => {
+    const directory = await makeDirectory()
+    const journalPath = join(directory, 'journal.jsonl')
+    const first = await openFileStorage({ directory, compactAfter: 1_000 })
+    await first.create('widgets', { id: 'w1', data: { n: 1 }, uniques: ['slug:shared'] })
+    await first.update('widgets', 'w1', 1, { id: 'w1', data: { n: 2 }, uniques: ['slug:shared'] })
+    await first.increment('hits', 2, 60_000)
+    await first.increment('hits', 2, 60_000)
+    await first.create('widgets', { id: 'w2', data: {}, uniques: ['slug:other'] })
+    await first.delete('widgets', 'w1')
+    await first.create('widgets', { id: 'w3', data: {}, uniques: ['slug:shared'] })
+    await first.close()
+    const foldedJournal = await readFile(journalPath, 'utf8')
+
+    // Reopening with a tiny threshold folds all of it (plus one more write) into a snapshot.
+    const second = await openFileStorage({ directory, compactAfter: 1 })
+    await second.increment('hits', 1, 60_000)
+    const expected = await dump(second, ['hits'])
+    await second.close()
+    expect(await journalLines(directory)).toHaveLength(0)
+
+    // The crash: the snapshot was renamed into place but the old journal was never emptied.
+    await writeFile(journalPath, foldedJournal)
+    const third = await openTracked({ directory, compactAfter: 1_000 })
+    expect(await dump(third, ['hits'])).toEqual(expected)
+    expect((await third.increment('hits', 0, 60_000)).value).toBe(5)
+    expect((await third.findByUnique('widgets', 'slug:shared'))?.id).toBe('w3')
+
+    await third.create('widgets', { id: 'w4', data: {} })
+    await third.close()
+    const fourth = await openTracked({ directory })
+    expect((await fourth.list('widgets')).items.map((item) => item.id)).toEqual(['w2', 'w3', 'w4'])
+  })
+
+  it('ignores a temporary snapshot left by a crash while writing it', async () => {
+    const directory = await makeDirectory()
+    await writeFile(join(directory, 'snapshot.json.tmp'), '{"format":1,"seq":99,"state":{"coll')
+    const driver = await openTracked({ directory })
+    expect(await driver.list('widgets')).toEqual({ items: [], totalCount: 0 })
+    await expect(stat(join(directory, 'snapshot.json.tmp'))).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+
+  describe('lock', () => {
+    it('refuses a second open while the first is open, naming the holder', async () => {
+      const directory = await makeDirectory()
+      const first = await openTracked({ directory })
+      const error = await rejectionOf(openFileStorage({ directory }))
+      expect(error).toBeInstanceOf(Error)
+      expect((error as Error).message).toBe(`modelgate: the store at ${directory} is in use by process ${process.pid}`)
+      await first.create('widgets', { id: 'w1', data: {} })
+      await first.close()
+
+      await expect(stat(join(directory, 'LOCK'))).rejects.toMatchObject({ code: 'ENOENT' })
+      const second = await openTracked({ directory })
+      expect((await second.get('widgets', 'w1'))?.id).toBe('w1')
+    })
+
+    it('makes every method of a driver that could not open reject as unavailable', async () => {
+      const directory = await makeDirectory()
+      await openTracked({ directory })
+      const blocked = fileStorage({ directory })
+      const error = await rejectionOf(blocked.get('widgets', 'w1'))
+      expect(error).toMatchObject({ status: 503 })
+      expect(String((error as Error).cause)).toMatch(/in use by process/)
+      await blocked.close()
+    })
+
+    it('takes over a lock left by a process that is gone', async () => {
+      const directory = await makeDirectory()
+      const exited = spawnSync(process.execPath, ['-e', ''])
+      expect(exited.status).toBe(0)
+      await writeFile(join(directory, 'LOCK'), String(exited.pid))
+      const driver = await openTracked({ directory })
+      expect(await readFile(join(directory, 'LOCK'), 'utf8')).toBe(String(process.pid))
+      await driver.create('widgets', { id: 'w1', data: {} })
+    })
+
+    it('takes over a lock with its own pid from an earlier run, as after a container restart', async () => {
+      const directory = await makeDirectory()
+      await writeFile(join(directory, 'LOCK'), String(process.pid))
+      const driver = await openTracked({ directory })
+      expect(String(await rejectionOf(openFileStorage({ directory })))).toMatch(/in use by process/)
+      await driver.create('widgets', { id: 'w1', data: {} })
+    })
+
+    it('lets only one of two simultaneous opens in one process win', async () => {
+      const directory = await makeDirectory()
+      const outcomes = await Promise.allSettled([openFileStorage({ directory }), openFileStorage({ directory })])
+      const opened = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []))
+      drivers.push(...opened)
+      expect(opened).toHaveLength(1)
+    })
+
+    it('refuses an unreadable lock file instead of guessing', async () => {
+      const directory = await makeDirectory()
+      await writeFile(join(directory, 'LOCK'), '')
+      expect(String(await rejectionOf(openFileStorage({ directory })))).toMatch(/unreadable lock file/)
+    })
+  })
+
+  describe('a failed append', () => {
+    it('leaves the state unchanged and rejects as unavailable, even after a partial write', async () => {
+      const directory = await makeDirectory()
+      const prototype = await fileHandlePrototype(directory)
+      const originalWrite = prototype.write as (
+        this: FileHandle,
+        ...args: unknown[]
+      ) => Promise<{ bytesWritten: number }>
+      const driver = await openTracked({ directory })
+      await driver.create('widgets', { id: 'w1', data: {}, uniques: ['slug:one'] })
+      const before = await dump(driver)
+
+      vi.spyOn(prototype, 'write').mockImplementationOnce(async function (this: FileHandle, ...args: unknown[]) {
+        const [buffer, offset, length] = args as [Buffer, number, number]
+        await originalWrite.call(this, buffer, offset, Math.floor(length / 2))
+        throw diskError()
+      })
+      const error = await rejectionOf(driver.create('widgets', { id: 'w2', data: {}, uniques: ['slug:two'] }))
+      expect(isGatewayError(error)).toBe(true)
+      expect(error).toMatchObject({ status: 503, name: 'StorageUnavailableError' })
+      expect((error as Error).cause).toMatchObject({ code: 'EIO' })
+
+      expect(await dump(driver)).toEqual(before)
+      expect(await driver.get('widgets', 'w2')).toBeNull()
+      expect(await driver.findByUnique('widgets', 'slug:two')).toBeNull()
+
+      // The store keeps working, and the half-written line is gone from the journal.
+      await driver.create('widgets', { id: 'w2', data: {}, uniques: ['slug:two'] })
+      await driver.close()
+      expect(await journalLines(directory)).toHaveLength(2)
+      const reopened = await openTracked({ directory })
+      expect((await reopened.list('widgets')).items.map((item) => item.id)).toEqual(['w1', 'w2'])
+    })
+
+    it('rolls back an update and an increment whose fsync failed', async () => {
+      const directory = await makeDirectory()
+      const prototype = await fileHandlePrototype(directory)
+      const driver = await openTracked({ directory })
+      await driver.create('widgets', { id: 'w1', data: { n: 1 }, uniques: ['slug:one'] })
+      const counter = await driver.increment('hits', 1, 60_000)
+      const before = await dump(driver)
+
+      const sync = vi.spyOn(prototype, 'sync').mockRejectedValueOnce(diskError())
+      const updateError = await rejectionOf(
+        driver.update('widgets', 'w1', 1, { id: 'w1', data: { n: 2 }, uniques: ['slug:uno'] }),
+      )
+      expect(updateError).toMatchObject({ status: 503 })
+      sync.mockRejectedValueOnce(diskError())
+      expect(await rejectionOf(driver.increment('hits', 5, 60_000))).toMatchObject({ status: 503 })
+      sync.mockRejectedValueOnce(diskError())
+      expect(await rejectionOf(driver.delete('widgets', 'w1'))).toMatchObject({ status: 503 })
+
+      expect(await dump(driver)).toEqual(before)
+      expect((await driver.findByUnique('widgets', 'slug:one'))?.id).toBe('w1')
+      expect(await driver.increment('hits', 1, 60_000)).toEqual({ value: 2, expiresAt: counter.expiresAt })
+      await driver.close()
+
+      const reopened = await openTracked({ directory })
+      expect((await reopened.get('widgets', 'w1'))?.data).toEqual({ n: 1 })
+      expect((await reopened.increment('hits', 0, 60_000)).value).toBe(2)
+    })
+  })
+})

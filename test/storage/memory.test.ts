@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest'
+import { memoryStorage } from '../../src/storage/memory'
+import { describeStorageContract } from './contract'
+
+describeStorageContract('memory', () => memoryStorage())
+
+let fakeTime = 1_700_000_000_000
+describeStorageContract('memory with a fake clock', () => memoryStorage({ now: () => fakeTime }), {
+  now: () => fakeTime,
+  advanceTime: (ms) => {
+    fakeTime += ms
+  },
+})
+
+describe('memoryStorage', () => {
+  it('is named memory', async () => {
+    const storage = memoryStorage()
+    expect(storage.name).toBe('memory')
+    await storage.close()
+  })
+
+  it('rejects a clock that is not a function', () => {
+    expect(() => memoryStorage({ now: 5 as unknown as () => number })).toThrow(TypeError)
+  })
+
+  it('expires a counter exactly at expiresAt by its injected clock', async () => {
+    let time = 1_000
+    const storage = memoryStorage({ now: () => time })
+    expect(await storage.increment('rate', 2, 100)).toEqual({ value: 2, expiresAt: 1_100 })
+    time = 1_099
+    expect(await storage.increment('rate', 1, 100)).toEqual({ value: 3, expiresAt: 1_100 })
+    time = 1_100
+    expect(await storage.increment('rate', 1, 100)).toEqual({ value: 1, expiresAt: 1_200 })
+    await storage.close()
+  })
+
+  it('keeps many short-lived counters correct across its lazy sweeps', async () => {
+    let time = 0
+    const storage = memoryStorage({ now: () => time })
+    for (let round = 0; round < 3; round++) {
+      for (let index = 0; index < 1_500; index++) {
+        expect((await storage.increment(`round-${round}-${index}`, 1, 10)).value).toBe(1)
+      }
+      expect((await storage.increment(`round-${round}-0`, 1, 10)).value).toBe(2)
+      time += 10
+    }
+    expect((await storage.increment('round-0-0', 1, 10)).value).toBe(1)
+    await storage.close()
+  })
+})

@@ -1,0 +1,552 @@
+import { createHash, randomBytes } from 'node:crypto'
+import http, { type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { toNodeListener } from '../../../src/adapters/node'
+import { BodyAlreadyConsumedError } from '../../../src/adapters/node-bridge'
+import type { FetchHandler } from '../../../src/core/types'
+
+interface Deferred<T> {
+  promise: Promise<T>
+  resolve: (value: T) => void
+}
+
+const createDeferred = <T = void>(): Deferred<T> => {
+  let resolve!: (value: T) => void
+  const promise = new Promise<T>((done) => {
+    resolve = done
+  })
+  return { promise, resolve }
+}
+
+/** A fake gateway: records every request and answers with `respond`. */
+const createFakeHandler = (respond: (request: Request) => Response | Promise<Response>) => {
+  const requests: Request[] = []
+  const handler: FetchHandler = {
+    fetch: async (request) => {
+      requests.push(request)
+      return respond(request)
+    },
+  }
+  return { handler, requests }
+}
+
+const servers: Server[] = []
+
+const listen = async (listener: RequestListener): Promise<{ port: number; base: string }> => {
+  const server = http.createServer(listener)
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return { port, base: `http://127.0.0.1:${port}` }
+}
+
+afterEach(async () => {
+  vi.restoreAllMocks()
+  await Promise.all(
+    servers.splice(0).map(
+      (server) =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections()
+          server.close(() => resolve())
+        }),
+    ),
+  )
+})
+
+interface RawResponse {
+  status: number
+  statusMessage: string
+  headers: IncomingHttpHeaders
+  body: Buffer
+}
+
+const readAll = async (message: IncomingMessage): Promise<Buffer> => {
+  const chunks: Buffer[] = []
+  for await (const chunk of message) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks)
+}
+
+/** A raw `http.request` client, for what `fetch` cannot send: repeated headers, HEAD bodies, a bad Host. */
+const send = (
+  port: number,
+  options: { method?: string; path?: string; headers?: http.OutgoingHttpHeaders; body?: Buffer | string },
+): Promise<RawResponse> =>
+  new Promise((resolve, reject) => {
+    const request = http.request(
+      { host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path ?? '/', headers: options.headers },
+      (response) => {
+        readAll(response).then(
+          (body) =>
+            resolve({
+              status: response.statusCode ?? 0,
+              statusMessage: response.statusMessage ?? '',
+              headers: response.headers,
+              body,
+            }),
+          reject,
+        )
+      },
+    )
+    request.on('error', reject)
+    request.end(options.body)
+  })
+
+const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex')
+
+describe('toRequest (through toNodeListener)', () => {
+  it('maps method, URL, query and headers', async () => {
+    const { handler, requests } = createFakeHandler(() => new Response(null, { status: 204 }))
+    const { port } = await listen(toNodeListener(handler))
+
+    const response = await send(port, {
+      method: 'PUT',
+      path: '/api/v1/things?x=1&y=a%20b',
+      headers: { 'x-custom': 'value', 'x-multi': ['1', '2'], cookie: ['a=1', 'b=2'], 'content-length': '0' },
+    })
+
+    expect(response.status).toBe(204)
+    const [request] = requests
+    expect(request?.method).toBe('PUT')
+    expect(request?.url).toBe(`http://127.0.0.1:${port}/api/v1/things?x=1&y=a%20b`)
+    expect(request?.headers.get('x-custom')).toBe('value')
+    expect(request?.headers.get('x-multi')).toBe('1, 2')
+    expect(request?.headers.get('cookie')).toBe('a=1; b=2')
+    expect(request?.headers.get('host')).toBe(`127.0.0.1:${port}`)
+    expect(request?.body).toBeNull()
+  })
+
+  it('keeps a path that starts with // as a path', async () => {
+    const { handler, requests } = createFakeHandler(() => new Response(null, { status: 204 }))
+    const { port } = await listen(toNodeListener(handler))
+
+    await send(port, { path: '//other.example/x?y=1' })
+
+    expect(requests[0]?.url).toBe(`http://127.0.0.1:${port}//other.example/x?y=1`)
+  })
+
+  it('ignores forwarded headers and falls back to the socket address for a malformed Host', async () => {
+    const { handler, requests } = createFakeHandler(() => new Response(null, { status: 204 }))
+    const { port } = await listen(toNodeListener(handler))
+
+    await send(port, {
+      path: '/a',
+      headers: { host: 'evil.example/x?', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'proxy.example' },
+    })
+
+    expect(requests[0]?.url).toBe(`http://127.0.0.1:${port}/a`)
+  })
+
+  it('uses forwarded headers when shouldTrustProxy is set', async () => {
+    const { handler, requests } = createFakeHandler(() => new Response(null, { status: 204 }))
+    const { port } = await listen(toNodeListener(handler, { shouldTrustProxy: true }))
+
+    await send(port, {
+      path: '/a?b=1',
+      headers: { 'x-forwarded-proto': 'https, http', 'x-forwarded-host': 'api.example.com' },
+    })
+
+    expect(requests[0]?.url).toBe('https://api.example.com/a?b=1')
+  })
+
+  it('streams a 5 MB POST body to the handler intact', async () => {
+    const payload = randomBytes(5 * 1024 * 1024)
+    const { handler } = createFakeHandler(async (request) => {
+      const reader = request.body!.getReader()
+      const hash = createHash('sha256')
+      let length = 0
+      let chunkCount = 0
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        hash.update(value)
+        length += value.byteLength
+        chunkCount += 1
+      }
+      return Response.json({ length, chunkCount, hash: hash.digest('hex') })
+    })
+    const { base } = await listen(toNodeListener(handler))
+
+    const response = await fetch(`${base}/upload`, { method: 'POST', body: payload })
+    const result = (await response.json()) as { length: number; chunkCount: number; hash: string }
+
+    expect(result.length).toBe(payload.byteLength)
+    expect(result.hash).toBe(sha256(payload))
+    expect(result.chunkCount).toBeGreaterThan(1)
+  })
+
+  it('lets the handler read the body while the client is still sending it', async () => {
+    const firstChunkRead = createDeferred<string>()
+    const { handler } = createFakeHandler(async (request) => {
+      const reader = request.body!.getReader()
+      const first = await reader.read()
+      firstChunkRead.resolve(new TextDecoder().decode(first.value))
+      let rest = ''
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        rest += new TextDecoder().decode(value)
+      }
+      return new Response(`rest=${rest}`)
+    })
+    const { port } = await listen(toNodeListener(handler))
+
+    const responseBody = new Promise<string>((resolve, reject) => {
+      const request = http.request(
+        { host: '127.0.0.1', port, method: 'POST', path: '/', headers: { 'transfer-encoding': 'chunked' } },
+        (response) => readAll(response).then((body) => resolve(body.toString()), reject),
+      )
+      request.on('error', reject)
+      request.write('first')
+      // The rest is only sent once the handler has seen the first chunk.
+      void firstChunkRead.promise.then(() => request.end('second'))
+    })
+
+    expect(await firstChunkRead.promise).toBe('first')
+    expect(await responseBody).toBe('rest=second')
+  })
+
+  it('aborts request.signal when the client disconnects mid-request', async () => {
+    const handlerCalled = createDeferred()
+    const aborted = createDeferred()
+    const bodyFailed = createDeferred<unknown>()
+    const { handler } = createFakeHandler(async (request) => {
+      request.signal.addEventListener('abort', () => aborted.resolve())
+      const reader = request.body!.getReader()
+      await reader.read()
+      handlerCalled.resolve()
+      await reader.read().then(
+        () => bodyFailed.resolve(undefined),
+        (error: unknown) => bodyFailed.resolve(error),
+      )
+      return new Response('unreachable')
+    })
+    const { port } = await listen(toNodeListener(handler))
+
+    const request = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/',
+      headers: { 'content-length': '1000' },
+    })
+    request.on('error', () => {})
+    request.write('partial')
+    await handlerCalled.promise
+    request.destroy()
+
+    await aborted.promise
+    expect(await bodyFailed.promise).toBeInstanceOf(Error)
+  })
+
+  it('aborts request.signal when the client disconnects while the handler is working', async () => {
+    const handlerCalled = createDeferred<Request>()
+    const { handler } = createFakeHandler(
+      (request) =>
+        new Promise<Response>((resolve) => {
+          handlerCalled.resolve(request)
+          request.signal.addEventListener('abort', () => resolve(new Response('late')))
+        }),
+    )
+    const { port } = await listen(toNodeListener(handler))
+
+    const request = http.request({ host: '127.0.0.1', port, path: '/slow' })
+    request.on('error', () => {})
+    request.end()
+    const seen = await handlerCalled.promise
+    expect(seen.signal.aborted).toBe(false)
+    request.destroy()
+
+    await new Promise((resolve) => seen.signal.addEventListener('abort', resolve, { once: true }))
+    expect(seen.signal.aborted).toBe(true)
+  })
+
+  it('does not abort request.signal after a completed response', async () => {
+    const { handler, requests } = createFakeHandler(() => new Response('done'))
+    const { base } = await listen(toNodeListener(handler))
+
+    const response = await fetch(base)
+    expect(await response.text()).toBe('done')
+
+    expect(requests[0]?.signal.aborted).toBe(false)
+  })
+
+  it('keeps a keep-alive connection usable after a response that ignored the request body', async () => {
+    const { handler, requests } = createFakeHandler(
+      (request) => new Response(null, { status: request.method === 'POST' ? 401 : 204 }),
+    )
+    const { port } = await listen(toNodeListener(handler))
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    const sendWithAgent = (method: string, body?: Buffer) =>
+      new Promise<number>((resolve, reject) => {
+        const request = http.request({ host: '127.0.0.1', port, method, path: '/', agent }, (response) => {
+          response.resume()
+          response.on('end', () => resolve(response.statusCode ?? 0))
+        })
+        request.on('error', reject)
+        request.end(body)
+      })
+
+    try {
+      expect(await sendWithAgent('POST', randomBytes(1024 * 1024))).toBe(401)
+      // The unread megabyte must not block the next request on the same socket.
+      expect(await sendWithAgent('GET')).toBe(204)
+      expect(requests).toHaveLength(2)
+    } finally {
+      agent.destroy()
+    }
+  })
+
+  it('answers 400 without calling the handler for a method Request refuses', async () => {
+    const { handler, requests } = createFakeHandler(() => new Response('no'))
+    const { port } = await listen(toNodeListener(handler))
+
+    const response = await send(port, { method: 'TRACE', path: '/' })
+
+    expect(response.status).toBe(400)
+    expect(response.body.byteLength).toBe(0)
+    expect(requests).toHaveLength(0)
+  })
+})
+
+describe('writeResponse (through toNodeListener)', () => {
+  it('writes status, status text, headers and each set-cookie', async () => {
+    const { handler } = createFakeHandler(
+      () =>
+        new Response('ok', {
+          status: 201,
+          statusText: 'Made It',
+          headers: [
+            ['set-cookie', 'a=1'],
+            ['set-cookie', 'b=2; Path=/; HttpOnly'],
+            ['x-request-id', 'req_1'],
+            ['content-type', 'text/plain'],
+          ],
+        }),
+    )
+    const { port } = await listen(toNodeListener(handler))
+
+    const response = await send(port, { path: '/' })
+
+    expect(response.status).toBe(201)
+    expect(response.statusMessage).toBe('Made It')
+    expect(response.headers['set-cookie']).toEqual(['a=1', 'b=2; Path=/; HttpOnly'])
+    expect(response.headers['x-request-id']).toBe('req_1')
+    expect(response.headers['content-type']).toBe('text/plain')
+    // A body that is complete at once goes out with a length rather than chunked.
+    expect(response.headers['content-length']).toBe('2')
+    expect(response.body.toString()).toBe('ok')
+  })
+
+  it('delivers a 5 MB response body intact', async () => {
+    const payload = randomBytes(5 * 1024 * 1024)
+    const { handler } = createFakeHandler(() => {
+      let offset = 0
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (offset >= payload.byteLength) return controller.close()
+          controller.enqueue(payload.subarray(offset, offset + 256 * 1024))
+          offset += 256 * 1024
+        },
+      })
+      return new Response(body, { headers: { 'content-type': 'application/octet-stream' } })
+    })
+    const { base } = await listen(toNodeListener(handler))
+
+    const response = await fetch(base)
+    const received = new Uint8Array(await response.arrayBuffer())
+
+    expect(received.byteLength).toBe(payload.byteLength)
+    expect(sha256(received)).toBe(sha256(payload))
+  })
+
+  it('sends SSE headers and each event before the stream ends', async () => {
+    let controller!: ReadableStreamDefaultController<Uint8Array>
+    const { handler } = createFakeHandler(() => {
+      const body = new ReadableStream<Uint8Array>({
+        start(streamController) {
+          controller = streamController
+        },
+      })
+      return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+    })
+    const { base } = await listen(toNodeListener(handler))
+    const encoder = new TextEncoder()
+    const decoder = new TextDecoder()
+
+    // Nothing has been enqueued yet, so the headers must have been flushed on their own.
+    const response = await fetch(`${base}/stream`)
+    expect(response.headers.get('content-type')).toBe('text/event-stream')
+    const reader = response.body!.getReader()
+
+    controller.enqueue(encoder.encode('data: one\n\n'))
+    const first = await reader.read()
+    expect(decoder.decode(first.value)).toBe('data: one\n\n')
+
+    controller.enqueue(encoder.encode('data: two\n\n'))
+    controller.close()
+    let rest = ''
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      rest += decoder.decode(value)
+    }
+    expect(rest).toBe('data: two\n\n')
+  })
+
+  it('flushes headers of a stalled stream that has no content-length', async () => {
+    let controller!: ReadableStreamDefaultController<Uint8Array>
+    const { handler } = createFakeHandler(() => {
+      const body = new ReadableStream<Uint8Array>({
+        start(streamController) {
+          controller = streamController
+        },
+      })
+      return new Response(body, { headers: { 'content-type': 'application/x-ndjson' } })
+    })
+    const { base } = await listen(toNodeListener(handler))
+
+    const response = await fetch(base)
+    expect(response.status).toBe(200)
+    const reader = response.body!.getReader()
+
+    controller.enqueue(new TextEncoder().encode('{"a":1}\n'))
+    const first = await reader.read()
+    expect(new TextDecoder().decode(first.value)).toBe('{"a":1}\n')
+    controller.close()
+    expect((await reader.read()).done).toBe(true)
+  })
+
+  it('cancels the response body when the client disconnects mid-stream', async () => {
+    const cancelled = createDeferred<unknown>()
+    const handlerSignal = createDeferred<AbortSignal>()
+    const { handler } = createFakeHandler((request) => {
+      handlerSignal.resolve(request.signal)
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('data: first\n\n'))
+        },
+        cancel(reason) {
+          cancelled.resolve(reason)
+        },
+      })
+      return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+    })
+    const { base } = await listen(toNodeListener(handler))
+
+    const client = new AbortController()
+    const response = await fetch(base, { signal: client.signal })
+    const reader = response.body!.getReader()
+    const first = await reader.read()
+    expect(new TextDecoder().decode(first.value)).toBe('data: first\n\n')
+    client.abort()
+
+    await cancelled.promise
+    const signal = await handlerSignal.promise
+    expect(signal.aborted).toBe(true)
+  })
+
+  it('sends no body for HEAD and cancels the response body', async () => {
+    const cancelled = createDeferred()
+    const { handler, requests } = createFakeHandler(() => {
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('hello'))
+        },
+        cancel() {
+          cancelled.resolve()
+        },
+      })
+      return new Response(body, { headers: { 'content-length': '5', 'x-a': 'b' } })
+    })
+    const { port } = await listen(toNodeListener(handler))
+
+    const response = await send(port, { method: 'HEAD', path: '/thing' })
+
+    expect(requests[0]?.method).toBe('HEAD')
+    expect(response.status).toBe(200)
+    expect(response.headers['content-length']).toBe('5')
+    expect(response.headers['x-a']).toBe('b')
+    expect(response.body.byteLength).toBe(0)
+    await cancelled.promise
+  })
+
+  it('cuts the connection when the body stream fails after the headers went out', async () => {
+    let controller!: ReadableStreamDefaultController<Uint8Array>
+    const errorLog = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const { handler } = createFakeHandler(() => {
+      const body = new ReadableStream<Uint8Array>({
+        start(streamController) {
+          controller = streamController
+        },
+      })
+      return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+    })
+    const { base } = await listen(toNodeListener(handler))
+
+    const response = await fetch(base)
+    const reader = response.body!.getReader()
+    controller.enqueue(new TextEncoder().encode('data: partial\n\n'))
+    await reader.read()
+    controller.error(new Error('upstream said sk-secret-123'))
+
+    await expect(reader.read()).rejects.toThrow()
+    expect(errorLog).toHaveBeenCalledWith('modelgate: the response body stream failed (Error)')
+  })
+
+  it('answers 500 with an empty body when the handler throws, without logging its message', async () => {
+    const errorLog = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const handler: FetchHandler = {
+      fetch: async () => {
+        throw new Error('connection string postgres://user:sk-secret@db')
+      },
+    }
+    const { port } = await listen(toNodeListener(handler))
+
+    const response = await send(port, { path: '/' })
+
+    expect(response.status).toBe(500)
+    expect(response.body.byteLength).toBe(0)
+    expect(errorLog).toHaveBeenCalledTimes(1)
+    expect(String(errorLog.mock.calls[0]?.[0])).not.toContain('sk-secret')
+  })
+})
+
+describe('a body that something else already read', () => {
+  /** Stands in for a body parser that runs before modelgate. */
+  const withBodyParser =
+    (listener: RequestListener): RequestListener =>
+    (req, res) => {
+      void readAll(req).then((body) => {
+        ;(req as IncomingMessage & { body?: unknown }).body = JSON.parse(body.toString() || 'null')
+        listener(req, res)
+      })
+    }
+
+  it('answers 500 with no body, logs the message once and never calls the handler', async () => {
+    const errorLog = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const { handler, requests } = createFakeHandler(() => new Response('no'))
+    const { port } = await listen(withBodyParser(toNodeListener(handler)))
+
+    const first = await send(port, { method: 'POST', path: '/', body: '{"a":1}' })
+    const second = await send(port, { method: 'POST', path: '/', body: '{"a":2}' })
+
+    for (const response of [first, second]) {
+      expect(response.status).toBe(500)
+      expect(response.body.byteLength).toBe(0)
+    }
+    expect(requests).toHaveLength(0)
+    expect(errorLog).toHaveBeenCalledTimes(1)
+    expect(errorLog).toHaveBeenCalledWith(new BodyAlreadyConsumedError().message)
+  })
+
+  it('is not checked for GET', async () => {
+    const { handler, requests } = createFakeHandler(() => new Response('fine'))
+    const { port } = await listen(withBodyParser(toNodeListener(handler)))
+
+    const response = await send(port, { path: '/' })
+
+    expect(response.status).toBe(200)
+    expect(requests).toHaveLength(1)
+  })
+})

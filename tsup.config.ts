@@ -1,0 +1,25 @@
+import { defineConfig } from 'tsup'
+
+/** One entry per `package.json` export; `test/unit/package-exports.test.ts` keeps the two in step. */
+export const entry = {
+  index: 'src/index.ts',
+  cli: 'src/cli/main.ts',
+  'adapters/node': 'src/adapters/node.ts',
+  'adapters/express': 'src/adapters/express.ts',
+  'adapters/bun': 'src/adapters/bun.ts',
+  'adapters/deno': 'src/adapters/deno.ts',
+  'storage/memory': 'src/storage/memory.ts',
+  'storage/file': 'src/storage/file.ts',
+}
+
+export default defineConfig({
+  entry,
+  format: ['esm'],
+  dts: true,
+  sourcemap: true,
+  target: 'node20',
+  platform: 'node',
+  clean: true,
+  splitting: true,
+  treeshake: true,
+})
