@@ -10,6 +10,9 @@ export const entry = {
   'adapters/deno': 'src/adapters/deno.ts',
   'storage/memory': 'src/storage/memory.ts',
   'storage/file': 'src/storage/file.ts',
+  'storage/sql': 'src/storage/sql/index.ts',
+  'storage/redis': 'src/storage/redis.ts',
+  'storage/unstorage': 'src/storage/unstorage.ts',
 }
 
 export default defineConfig({
@@ -22,4 +25,6 @@ export default defineConfig({
   clean: true,
   splitting: true,
   treeshake: true,
+  // Keep `node:` specifiers: Deno and Bun resolve built-ins only through them.
+  removeNodeProtocol: false,
 })

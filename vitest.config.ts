@@ -6,14 +6,19 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['test/unit/**/*.test.ts', 'test/storage/memory.test.ts', 'test/storage/file.test.ts'],
+          include: [
+            'test/unit/**/*.test.ts',
+            'test/storage/memory.test.ts',
+            'test/storage/file.test.ts',
+            'test/storage/unstorage.test.ts',
+          ],
         },
       },
       {
         test: {
           name: 'services',
           include: ['test/integration/**/*.test.ts', 'test/storage/**/*.test.ts'],
-          exclude: ['test/storage/memory.test.ts', 'test/storage/file.test.ts'],
+          exclude: ['test/storage/memory.test.ts', 'test/storage/file.test.ts', 'test/storage/unstorage.test.ts'],
           fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 60_000,

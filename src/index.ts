@@ -3,7 +3,7 @@
 export { createGateway, type Gateway } from './core/gateway'
 export type { GatewayOptions } from './core/options'
 export type { FetchHandler } from './core/types'
-export type { GatewayAdmin } from './services/admin'
+export type { GatewayAdmin } from './admin/admin'
 export { createConsoleLogger, silentLogger, type Logger, type LogLevel } from './core/logger'
 export {
   GatewayError,

@@ -8,17 +8,41 @@ import * as v from 'valibot'
 import { parseInput } from '../core/validation'
 import { MODEL_SLUG_PATTERN } from '../core/patterns'
 
+export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
+
 const PortSchema = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535))
 
 export const RunnerConfigSchema = v.strictObject({
   port: v.optional(PortSchema, 8787),
   host: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),
   basePath: v.optional(v.string(), '/api/v1'),
-  /** `file` (the embedded on-disk store, default) or `memory` (lost on exit). */
-  storage: v.optional(v.picklist(['file', 'memory'], 'must be "file" or "memory"'), 'file'),
+  /**
+   * `file` (the embedded on-disk store, default), `memory` (lost on exit), or a server URL:
+   * `redis://…`, `rediss://…`, `postgres://…`, `postgresql://…`, `mysql://…`, `mariadb://…`.
+   */
+  storage: v.optional(
+    v.pipe(
+      v.string(),
+      v.check(
+        (value) => value === 'file' || value === 'memory' || STORAGE_URL.test(value),
+        'must be "file", "memory", or a redis://, postgres:// or mysql:// URL',
+      ),
+    ),
+    'file',
+  ),
+  /** Key prefix on Redis (default `modelgate:`). */
+  redisPrefix: v.optional(v.pipe(v.string(), v.minLength(1))),
+  /** PostgreSQL schema, or MySQL/MariaDB database, for modelgate's tables. */
+  sqlSchema: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier'))),
+  rateLimitRequests: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  rateLimitWindowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400)), 60),
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1)), '.modelgate'),
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
+  /** Master keys for BYOK secrets, primary first, comma-separated in the environment (never logged). */
+  encryptionKeys: v.optional(v.array(v.string())),
+  /** Development mode: generates and keeps an encryption key in `dataDir` when none is configured. */
+  dev: v.optional(v.boolean(), false),
   /** Raw management key ensured at start (never logged). */
   managementKey: v.optional(v.string()),
   /** Seconds to let in-flight requests finish on shutdown. */
@@ -43,20 +67,29 @@ export const ENVIRONMENT = {
   MODELGATE_HOST: 'host',
   MODELGATE_BASE_PATH: 'basePath',
   MODELGATE_STORAGE: 'storage',
+  MODELGATE_REDIS_PREFIX: 'redisPrefix',
+  MODELGATE_SQL_SCHEMA: 'sqlSchema',
+  MODELGATE_RATE_LIMIT_REQUESTS: 'rateLimitRequests',
+  MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rateLimitWindowSeconds',
   MODELGATE_DATA_DIR: 'dataDir',
   MODELGATE_BODY_LIMIT: 'bodyLimit',
   MODELGATE_LOG_LEVEL: 'logLevel',
   MODELGATE_MANAGEMENT_KEY: 'managementKey',
+  MODELGATE_ENCRYPTION_KEY: 'encryptionKeys',
+  MODELGATE_ENCRYPTION_KEYS: 'encryptionKeys',
+  MODELGATE_DEV: 'dev',
   MODELGATE_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
 } as const satisfies Record<string, keyof RunnerConfigInput>
 
-const NUMERIC = new Set<keyof RunnerConfigInput>(['port', 'bodyLimit', 'shutdownGraceSeconds'])
+const NUMERIC = new Set<keyof RunnerConfigInput>(['port', 'bodyLimit', 'shutdownGraceSeconds', 'rateLimitRequests', 'rateLimitWindowSeconds'])
 
 const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined]>): Partial<RunnerConfigInput> => {
   const config: Record<string, unknown> = {}
   for (const [setting, raw] of entries) {
     if (raw === undefined || raw === '') continue
-    config[setting] = NUMERIC.has(setting) && /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw
+    if (setting === 'encryptionKeys') config[setting] = raw.split(',').map((key) => key.trim()).filter(Boolean)
+    else if (setting === 'dev') config[setting] = raw === '1' || raw.toLowerCase() === 'true'
+    else config[setting] = NUMERIC.has(setting) && /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw
   }
   return config as Partial<RunnerConfigInput>
 }
@@ -97,4 +130,5 @@ export const flagsToConfig = (flags: Record<string, string | boolean | undefined
     ['logLevel', flags['log-level'] as string | undefined],
   ]),
   ...(flags.memory ? { storage: 'memory' as const } : {}),
+  ...(flags.dev ? { dev: true } : {}),
 })

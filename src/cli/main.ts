@@ -12,10 +12,11 @@ import { createGateway, type Gateway } from '../core/gateway'
 import { createConsoleLogger } from '../core/logger'
 import { isGatewayError } from '../core/errors'
 import type { StorageDriver } from '../storage/contract'
-import { openFileStorage } from '../storage/file'
-import { memoryStorage } from '../storage/memory'
 import { configFromEnvironment, flagsToConfig, readConfigFile, resolveConfig, type RunnerConfig } from './config'
 import { serve } from './serve'
+import { resolveEncryptionKeys } from './encryption-keys'
+import { generateMasterKey } from '../core/secrets'
+import { openStorage } from './storage'
 
 const USAGE = `Usage: modelgate <command> [options]
 
@@ -28,11 +29,14 @@ Commands:
       --workspace <id|slug>   workspace (default: the account's default workspace)
   accounts create --slug <slug> [--name <name>] [--interns]
   accounts flags [--account <id|slug>] --interns | --no-interns
+  byok reencrypt              Re-seal BYOK keys with the first of MODELGATE_ENCRYPTION_KEYS
+  secrets generate-key        Print a new random encryption key (base64)
 
 Common options:
   --config <file>             JSON config file (also MODELGATE_CONFIG)
   --data-dir <dir>            embedded store directory (also MODELGATE_DATA_DIR; default .modelgate)
   --memory                    keep state in memory only (lost on exit)
+  --dev                       development mode: generate and keep an encryption key in the data dir
   --port <n> --host <h> --base-path <p> --log-level <debug|info|warn|error>   (serve)
 `
 
@@ -51,6 +55,7 @@ const OPTIONS = {
   slug: { type: 'string' },
   interns: { type: 'boolean' },
   'no-interns': { type: 'boolean' },
+  dev: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -59,9 +64,6 @@ const loadConfig = async (flags: Record<string, string | boolean | undefined>): 
   const fromFile = configPath ? await readConfigFile(configPath) : {}
   return resolveConfig(fromFile, configFromEnvironment(process.env), flagsToConfig(flags))
 }
-
-export const openStorage = async (config: RunnerConfig): Promise<StorageDriver> =>
-  config.storage === 'memory' ? memoryStorage() : openFileStorage({ directory: config.dataDir })
 
 const withGateway = async <T>(config: RunnerConfig, action: (gateway: Gateway) => Promise<T>): Promise<T> => {
   let storage: StorageDriver
@@ -74,7 +76,12 @@ const withGateway = async <T>(config: RunnerConfig, action: (gateway: Gateway) =
       `${(error as Error).message}. Stop that gateway first, or use its HTTP API with a management key (POST ${config.basePath}/keys).`,
     )
   }
-  const gateway = createGateway({ storage, logger: false, basePath: config.basePath })
+  const gateway = createGateway({
+    storage,
+    logger: false,
+    basePath: config.basePath,
+    encryptionKeys: await resolveEncryptionKeys(config, createConsoleLogger('error')),
+  })
   try {
     return await action(gateway)
   } finally {
@@ -127,6 +134,18 @@ const run = async (argv: string[]): Promise<number> => {
       gateway.admin.setAccountFlags(flags.account, { interns: flags.interns === true }),
     )
     process.stdout.write(`${JSON.stringify({ id: account.id, slug: account.slug, flags: account.flags })}\n`)
+    return 0
+  }
+
+  if (command === 'byok' && subcommand === 'reencrypt') {
+    if (!config.encryptionKeys?.length && !config.dev) throw new Error('modelgate: byok reencrypt needs MODELGATE_ENCRYPTION_KEYS (new key first, then the old ones)')
+    const result = await withGateway(config, (gateway) => gateway.admin.reencryptSecrets())
+    process.stdout.write(`${JSON.stringify(result)}\n`)
+    return 0
+  }
+
+  if (command === 'secrets' && subcommand === 'generate-key') {
+    process.stdout.write(`${generateMasterKey()}\n`)
     return 0
   }
 

@@ -7,18 +7,32 @@ import { createGateway } from '../core/gateway'
 import type { Logger } from '../core/logger'
 import type { StorageDriver } from '../storage/contract'
 import type { RunnerConfig } from './config'
+import { assertCanOpenStoredSecrets, resolveEncryptionKeys } from './encryption-keys'
 
 /** Starts serving; resolves once the server has shut down after a signal. */
 export const serve = async (config: RunnerConfig, storage: StorageDriver, logger: Logger): Promise<void> => {
+  let encryptionKeys: string[]
+  try {
+    encryptionKeys = await resolveEncryptionKeys(config, logger)
+  } catch (error) {
+    await storage.close()
+    throw error
+  }
   const gateway = createGateway({
     storage,
+    encryptionKeys,
     logger,
     basePath: config.basePath,
     ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
     ...(config.workspaceDefaults ? { workspaceDefaults: config.workspaceDefaults } : {}),
+    ...(config.rateLimitRequests
+      ? { rateLimit: { requests: config.rateLimitRequests, windowSeconds: config.rateLimitWindowSeconds } }
+      : {}),
   })
 
   try {
+    assertCanOpenStoredSecrets(await gateway.admin.countByokCredentials(), encryptionKeys)
+    if (encryptionKeys.length === 0) logger.warn('no encryption key configured: BYOK credentials cannot be stored (set MODELGATE_ENCRYPTION_KEYS)')
     await gateway.admin.ensureDefaultAccount()
     if (config.managementKey) {
       // Never log the key itself; its label is safe to show.

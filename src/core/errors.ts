@@ -130,7 +130,10 @@ export const toRenderedError = (thrown: unknown, flavor: ErrorFlavor): RenderedE
   } else if (error.metadata && status !== 500) {
     body.error.metadata = error.metadata
   }
-  return { status, headers: { ...error.headers }, body }
+  const headers = { ...error.headers }
+  // A 503 is a passing state (a store restarting, an overload): tell clients when to come back.
+  if (status === 503 && !headers['retry-after']) headers['retry-after'] = '1'
+  return { status, headers, body }
 }
 
 /** Builds the JSON `Response` for an error; the only producer of error JSON. */

@@ -11,12 +11,15 @@ import { createConsoleLogger, silentLogger, type Logger } from './logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
 import { REQUEST_ID_HEADER, resolveRequestId } from './request-id'
 import type { AnyRoute } from './route'
+import { readIdempotencyKey, runIdempotent } from './idempotency'
+import { enforceRateLimit } from './rate-limit'
 import { createRouter } from './router'
+import { createSecretBox } from './secrets'
 import type { FetchHandler } from './types'
 import { parseInput, searchParamsToObject } from './validation'
 import { createRepositories } from '../repositories'
 import { routes } from '../routes'
-import { createAdmin, type GatewayAdmin } from '../services/admin'
+import { createAdmin, type GatewayAdmin } from '../admin/admin'
 import { memoryStorage } from '../storage/memory'
 import type { StorageDriver } from '../storage/contract'
 
@@ -66,23 +69,41 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     now,
   )
   const router = createRouter<AnyRoute>(config.basePath, routes)
+  const secrets = createSecretBox(config.encryptionKeys ?? [])
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
     const caller = await authenticate(request, repositories, route.auth)
+    if (config.rateLimit) await enforceRateLimit(storage, config.rateLimit, caller.key.hash, now().getTime())
     const parsedParams = route.params ? parseInput(route.params, params, 'params') : undefined
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
     const body = route.body ? parseInput(route.body, await readObjectBody(request, route.bodyLimit ?? config.bodyLimit), 'body') : undefined
-    return route.handle({
-      request,
-      requestId,
-      params: parsedParams,
-      query,
-      body,
-      caller,
-      repositories,
-      logger,
-      signal: request.signal,
-    })
+    const handle = () =>
+      route.handle({
+        request,
+        requestId,
+        params: parsedParams,
+        query,
+        body,
+        caller,
+        repositories,
+        secrets,
+        logger,
+        now,
+        signal: request.signal,
+      })
+    const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null
+    if (idempotencyKey === null) return handle()
+    return runIdempotent(
+      repositories.idempotency,
+      {
+        key: idempotencyKey,
+        accountId: caller.account.id,
+        scope: `${route.method} ${url.pathname}`,
+        request: { params: parsedParams, query, body },
+        now: () => now().getTime(),
+      },
+      handle,
+    )
   }
 
   const fetch = async (request: Request): Promise<Response> => {
@@ -110,7 +131,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
 
   return {
     fetch,
-    admin: createAdmin(repositories),
+    admin: createAdmin(repositories, secrets),
     storage,
     close: () => storage.close(),
   }

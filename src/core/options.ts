@@ -39,6 +39,18 @@ export const GatewayOptionsSchema = v.strictObject({
       providerSort: v.optional(v.picklist(['price', 'throughput', 'latency', 'exacto'])),
     }),
   ),
+  /**
+   * Master keys for secrets at rest (BYOK), each 32 bytes as 64 hex characters or base64. The first
+   * seals new secrets; all of them open existing ones, so a rotation lists the new key first.
+   */
+  encryptionKeys: v.optional(v.array(v.string())),
+  /** Per-API-key request limit on every authenticated route; none when omitted. */
+  rateLimit: v.optional(
+    v.strictObject({
+      requests: v.pipe(v.number(), v.integer(), v.minValue(1)),
+      windowSeconds: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400)),
+    }),
+  ),
   /** Clock, for tests. */
   now: v.optional(v.custom<() => Date>((value) => typeof value === 'function', 'must be a function returning a Date')),
 })

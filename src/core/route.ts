@@ -6,6 +6,7 @@ import type { ErrorFlavor } from './errors'
 import type { HttpMethod } from './router'
 import type { Repositories } from '../repositories'
 import type { Caller } from './auth'
+import type { SecretBox } from './secrets'
 
 type AnySchema = v.GenericSchema<unknown, unknown>
 type Infer<S> = S extends AnySchema ? v.InferOutput<S> : undefined
@@ -21,7 +22,11 @@ export interface RouteContext<Params, Query, Body> {
   body: Body
   caller: Caller
   repositories: Repositories
+  /** Seals and opens secrets at rest (BYOK keys). */
+  secrets: SecretBox
   logger: Logger
+  /** The gateway's clock. */
+  now: () => Date
   /** Fires when the client goes away; pass it to anything slow. */
   signal: AbortSignal
 }
@@ -37,6 +42,8 @@ export interface RouteDefinition<
   auth: RouteAuth
   /** Intern routes answer errors with `{reason, retryable}` metadata. */
   errorFlavor?: ErrorFlavor
+  /** Honours `Idempotency-Key`: retries replay the first response (JSON routes only). */
+  isIdempotent?: boolean
   /** Body size limit in bytes; the gateway's `bodyLimit` when omitted. */
   bodyLimit?: number
   params?: ParamsSchema

@@ -1,12 +1,16 @@
 import type { StorageDriver } from '../storage/contract'
 import { createAccountsRepository } from './accounts'
 import { createApiKeysRepository } from './api-keys'
+import { createByokRepository } from './byok-credentials'
+import { createIdempotencyRepository } from './idempotency-keys'
 import { createWorkspacesRepository, type WorkspaceDefaults } from './workspaces'
 
 /** Typed access to every resource; the only way routes and admin reach storage. */
 export const createRepositories = (storage: StorageDriver, workspaceDefaults: WorkspaceDefaults, now: () => Date) => ({
   accounts: createAccountsRepository(storage, now),
   apiKeys: createApiKeysRepository(storage, now),
+  idempotency: createIdempotencyRepository(storage),
+  byok: createByokRepository(storage, now),
   workspaces: createWorkspacesRepository(storage, workspaceDefaults, now),
 })
 

@@ -1,6 +1,23 @@
 import type { AnyRoute } from '../core/route'
+import { createByok, deleteByok, getByok, listByok, updateByok } from './byok'
 import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
-import { getWorkspace } from './workspaces'
+import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
 
 /** Every route the gateway serves, relative to its base path. */
-export const routes: readonly AnyRoute[] = [listKeys, createKey, getKey, updateKey, deleteKey, getWorkspace]
+export const routes: readonly AnyRoute[] = [
+  listKeys,
+  createKey,
+  getKey,
+  updateKey,
+  deleteKey,
+  listWorkspaces,
+  createWorkspace,
+  getWorkspace,
+  updateWorkspace,
+  deleteWorkspace,
+  createByok,
+  listByok,
+  getByok,
+  updateByok,
+  deleteByok,
+]

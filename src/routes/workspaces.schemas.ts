@@ -1,7 +1,72 @@
 import * as v from 'valibot'
+import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN, UUID_PATTERN } from '../core/patterns'
+import { integerQuery } from '../core/validation'
+import { WORKSPACE_SLUG_PATTERN } from '../repositories/workspaces'
+
+export const WORKSPACES_PAGE_MAX = 100
+export const WORKSPACE_NAME_MAX = 255
+export const WORKSPACE_DESCRIPTION_MAX = 2000
 
 export const WorkspaceParamsSchema = v.object({
   // spec GET /workspaces/{id}: the workspace UUID or slug, minimum length 1.
   id: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(256, 'must be at most 256 characters')),
 })
 export type WorkspaceParams = v.InferOutput<typeof WorkspaceParamsSchema>
+
+export const ListWorkspacesQuerySchema = v.object({
+  offset: v.optional(integerQuery(0, Number.MAX_SAFE_INTEGER), '0'),
+  limit: v.optional(integerQuery(1, WORKSPACES_PAGE_MAX), '50'),
+})
+
+const NameSchema = v.pipe(
+  v.string(),
+  v.trim(),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(WORKSPACE_NAME_MAX, `must be at most ${WORKSPACE_NAME_MAX} characters`),
+)
+
+export const WorkspaceSlugSchema = v.pipe(
+  v.string(),
+  v.regex(WORKSPACE_SLUG_PATTERN, 'must be 1 to 64 lowercase letters, digits or inner hyphens'),
+  // A slug shaped like a UUID could shadow another workspace's id in GET /workspaces/{id}.
+  v.check((slug) => !UUID_PATTERN.test(slug), 'must not look like a UUID'),
+)
+
+const ModelSlugSchema = v.pipe(
+  v.string(),
+  v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
+  v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
+)
+
+/** Settings a caller may write, with the spec's wire names (gaps 1.13 for element types). */
+const settingsEntries = {
+  description: v.optional(
+    v.pipe(v.string(), v.maxLength(WORKSPACE_DESCRIPTION_MAX, `must be at most ${WORKSPACE_DESCRIPTION_MAX} characters`)),
+  ),
+  default_text_model: v.optional(ModelSlugSchema),
+  default_image_model: v.optional(ModelSlugSchema),
+  default_provider_sort: v.optional(
+    v.picklist(['price', 'throughput', 'latency', 'exacto'], 'must be one of price, throughput, latency, exacto'),
+  ),
+  disabled_server_tools: v.optional(
+    v.nullable(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty'))), v.maxLength(100, 'at most 100 items'))),
+  ),
+  io_logging_api_key_ids: v.optional(
+    v.nullable(v.pipe(v.array(v.pipe(v.number(), v.integer('must be an integer'))), v.maxLength(1000, 'at most 1000 items'))),
+  ),
+  io_logging_sampling_rate: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0'), v.maxValue(1, 'must be at most 1'))),
+  include_byok_in_budgets: v.optional(v.boolean()),
+  is_data_discount_logging_enabled: v.optional(v.boolean()),
+  is_observability_broadcast_enabled: v.optional(v.boolean()),
+  is_observability_io_logging_enabled: v.optional(v.boolean()),
+}
+
+export const CreateWorkspaceBodySchema = v.object({ name: NameSchema, slug: WorkspaceSlugSchema, ...settingsEntries })
+export type CreateWorkspaceBody = v.InferOutput<typeof CreateWorkspaceBodySchema>
+
+export const UpdateWorkspaceBodySchema = v.object({
+  name: v.optional(NameSchema),
+  slug: v.optional(WorkspaceSlugSchema),
+  ...settingsEntries,
+})
+export type UpdateWorkspaceBody = v.InferOutput<typeof UpdateWorkspaceBodySchema>

@@ -1,9 +1,48 @@
-/** `GET /workspaces/{id}` (spec: Workspace). */
+/**
+ * Workspaces (spec: Workspace; `GET /workspaces/{id}`), plus the list, create, update and delete
+ * routes of the public counterpart (gaps 1.13), all for management keys of the owning account.
+ */
 
-import { NotFoundError } from '../core/errors'
+import { ConflictError, NotFoundError } from '../core/errors'
 import { defineRoute, json } from '../core/route'
-import type { WorkspaceRecord } from '../repositories/workspaces'
-import { WorkspaceParamsSchema } from './workspaces.schemas'
+import { isUniqueConflict } from '../repositories/mutate'
+import { removeWorkspace } from '../services/workspaces'
+import type { WorkspaceRecord, WorkspaceSettings } from '../repositories/workspaces'
+import type { Repositories } from '../repositories'
+import {
+  CreateWorkspaceBodySchema,
+  ListWorkspacesQuerySchema,
+  UpdateWorkspaceBodySchema,
+  WorkspaceParamsSchema,
+  type UpdateWorkspaceBody,
+} from './workspaces.schemas'
+
+/** Wire name of every writable workspace setting; the one table both directions use. */
+export const WORKSPACE_SETTING_WIRE_NAMES = {
+  name: 'name',
+  slug: 'slug',
+  description: 'description',
+  defaultTextModel: 'default_text_model',
+  defaultImageModel: 'default_image_model',
+  defaultProviderSort: 'default_provider_sort',
+  disabledServerTools: 'disabled_server_tools',
+  ioLoggingApiKeyIds: 'io_logging_api_key_ids',
+  ioLoggingSamplingRate: 'io_logging_sampling_rate',
+  includeByokInBudgets: 'include_byok_in_budgets',
+  isDataDiscountLoggingEnabled: 'is_data_discount_logging_enabled',
+  isObservabilityBroadcastEnabled: 'is_observability_broadcast_enabled',
+  isObservabilityIoLoggingEnabled: 'is_observability_io_logging_enabled',
+} as const satisfies Record<keyof WorkspaceSettings, string>
+
+/** Validated wire fields → settings; omitted fields stay omitted (unchanged). */
+export const fromWorkspaceWire = (body: UpdateWorkspaceBody): WorkspaceSettings => {
+  const settings: Record<string, unknown> = {}
+  for (const [setting, wireName] of Object.entries(WORKSPACE_SETTING_WIRE_NAMES)) {
+    const value = (body as Record<string, unknown>)[wireName]
+    if (value !== undefined) settings[setting] = value
+  }
+  return settings as WorkspaceSettings
+}
 
 /** The spec's Workspace object. */
 export const toWorkspaceWire = (workspace: WorkspaceRecord) => ({
@@ -27,14 +66,80 @@ export const toWorkspaceWire = (workspace: WorkspaceRecord) => ({
   is_observability_io_logging_enabled: workspace.isObservabilityIoLoggingEnabled,
 })
 
+const slugTaken = (slug: string) => new ConflictError(`Workspace slug "${slug}" is already taken`)
+
+const requireWorkspace = async (repositories: Repositories, accountId: string, idOrSlug: string) => {
+  const workspace = await repositories.workspaces.findForAccount(accountId, idOrSlug)
+  if (!workspace) throw new NotFoundError('Workspace not found')
+  return workspace
+}
+
 export const getWorkspace = defineRoute({
   method: 'GET',
   path: '/workspaces/:id',
   auth: 'management',
   params: WorkspaceParamsSchema,
   async handle({ params, caller, repositories }) {
-    const workspace = await repositories.workspaces.findForAccount(caller.account.id, params.id)
-    if (!workspace) throw new NotFoundError('Workspace not found')
-    return json({ data: toWorkspaceWire(workspace) })
+    return json({ data: toWorkspaceWire(await requireWorkspace(repositories, caller.account.id, params.id)) })
+  },
+})
+
+export const listWorkspaces = defineRoute({
+  method: 'GET',
+  path: '/workspaces',
+  auth: 'management',
+  query: ListWorkspacesQuerySchema,
+  async handle({ query, caller, repositories }) {
+    const page = await repositories.workspaces.listForAccount(caller.account.id, query.offset, query.limit)
+    return json({ data: page.workspaces.map(toWorkspaceWire), total_count: page.totalCount })
+  },
+})
+
+export const createWorkspace = defineRoute({
+  method: 'POST',
+  path: '/workspaces',
+  auth: 'management',
+  body: CreateWorkspaceBodySchema,
+  isIdempotent: true,
+  async handle({ body, caller, repositories }) {
+    try {
+      const settings = fromWorkspaceWire(body) as WorkspaceSettings & { name: string; slug: string }
+      const workspace = await repositories.workspaces.create(caller.account, settings)
+      return json({ data: toWorkspaceWire(workspace) }, 201)
+    } catch (error) {
+      if (isUniqueConflict(error)) throw slugTaken(body.slug)
+      throw error
+    }
+  },
+})
+
+export const updateWorkspace = defineRoute({
+  method: 'PATCH',
+  path: '/workspaces/:id',
+  auth: 'management',
+  params: WorkspaceParamsSchema,
+  body: UpdateWorkspaceBodySchema,
+  async handle({ params, body, caller, repositories }) {
+    const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
+    try {
+      const updated = await repositories.workspaces.update(workspace.id, fromWorkspaceWire(body))
+      if (!updated) throw new NotFoundError('Workspace not found')
+      return json({ data: toWorkspaceWire(updated) })
+    } catch (error) {
+      if (isUniqueConflict(error)) throw slugTaken(body.slug ?? workspace.slug)
+      throw error
+    }
+  },
+})
+
+export const deleteWorkspace = defineRoute({
+  method: 'DELETE',
+  path: '/workspaces/:id',
+  auth: 'management',
+  params: WorkspaceParamsSchema,
+  async handle({ params, caller, repositories }) {
+    const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
+    if (!(await removeWorkspace(repositories, caller.account, workspace))) throw new NotFoundError('Workspace not found')
+    return json({ deleted: true })
   },
 })

@@ -112,4 +112,65 @@ describe('modelgate CLI and standalone runner', () => {
     expect(unknown.code).toBe(1)
     expect(unknown.stderr).toContain('unknown command "frobnicate"')
   })
+
+  describe('BYOK encryption keys', () => {
+    const KEY_A = 'QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE='
+    const KEY_B = '4242424242424242424242424242424242424242424242424242424242424242'
+    const PROVIDER_KEY = 'sk-live-provider-secret-0123456789'
+
+    const postByok = (url: string) =>
+      fetch(`${url}/api/v1/byok`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${OPERATOR_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ provider: 'openai', key: PROVIDER_KEY }),
+      })
+
+    it('refuses BYOK writes without a key, and refuses to start on BYOK data it could not decrypt', async () => {
+      const keyless = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY })
+      const refused = await postByok(keyless.url)
+      expect(refused.status).toBe(500)
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toContain('no encryption key is configured')
+      await keyless.stop()
+
+      const keyed = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY, MODELGATE_ENCRYPTION_KEYS: KEY_A })
+      expect((await postByok(keyed.url)).status).toBe(200)
+      expect(await keyed.stop()).toBe(0)
+
+      const result = await runToEnd('node', [CLI, 'serve'], { env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0' } })
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain('the store holds 1 BYOK credential(s) but no encryption key is configured')
+      expect(result.stderr).not.toContain(PROVIDER_KEY)
+    })
+
+    it('rotates the master key: new key first, reencrypt, then the old key can go', async () => {
+      const first = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY, MODELGATE_ENCRYPTION_KEYS: KEY_A })
+      expect((await postByok(first.url)).status).toBe(200)
+      await first.stop()
+      const moved = await runToEnd('node', [CLI, 'byok', 'reencrypt'], {
+        env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_ENCRYPTION_KEYS: `${KEY_B},${KEY_A}` },
+      })
+      expect(moved.code).toBe(0)
+      expect(JSON.parse(moved.stdout)).toEqual({ scanned: 1, moved: 1 })
+      const again = await runToEnd('node', [CLI, 'byok', 'reencrypt'], { env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_ENCRYPTION_KEYS: KEY_B } })
+      expect(JSON.parse(again.stdout)).toEqual({ scanned: 1, moved: 0 })
+    })
+
+    it('generates and keeps a development key with --dev, loudly', async () => {
+      const dev = await startListening('node', [CLI, 'serve', '--dev'], {
+        env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0', MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY },
+      })
+      running.push(dev)
+      expect((await postByok(dev.url)).status).toBe(200)
+      expect(dev.stderr()).toContain('DEVELOPMENT MODE')
+      await dev.stop()
+      const generated = await runToEnd('node', [CLI, 'secrets', 'generate-key'])
+      expect(generated.stdout.trim()).toMatch(/^[A-Za-z0-9+/]{43}=$/)
+    })
+
+    it('rejects a malformed encryption key at start', async () => {
+      const result = await runToEnd('node', [CLI, 'serve'], { env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0', MODELGATE_ENCRYPTION_KEYS: 'too-short' } })
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain('encryption key 1 must be 32 bytes, as 64 hex characters or base64')
+    })
+  })
 })

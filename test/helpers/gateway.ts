@@ -4,6 +4,8 @@ import type { StorageDriver } from '../../src/storage/contract'
 import { memoryStorage } from '../../src/storage/memory'
 
 export const BASE = 'http://gateway.test/api/v1'
+/** A fixed master key for tests (base64 of 32 bytes). */
+export const TEST_ENCRYPTION_KEY = 'Zm9yLXRlc3RzLW9ubHktMzItYnl0ZXMtbG9uZy1rZXk='
 
 export interface TestGateway {
   gateway: Gateway
@@ -18,8 +20,15 @@ export interface TestGateway {
 }
 
 /** A gateway on the memory store with a default account, one management and one regular key. */
-export const createTestGateway = async (options: { storage?: StorageDriver; basePath?: string } = {}): Promise<TestGateway> => {
-  const gateway = createGateway({ storage: options.storage ?? memoryStorage(), logger: silentLogger, basePath: options.basePath })
+export const createTestGateway = async (
+  options: { storage?: StorageDriver; basePath?: string; encryptionKeys?: string[] } = {},
+): Promise<TestGateway> => {
+  const gateway = createGateway({
+    storage: options.storage ?? memoryStorage(),
+    logger: silentLogger,
+    basePath: options.basePath,
+    encryptionKeys: options.encryptionKeys ?? [TEST_ENCRYPTION_KEY],
+  })
   const management = await gateway.admin.createKey({ kind: 'management', name: 'test management' })
   const regular = await gateway.admin.createKey({ kind: 'regular', name: 'test regular' })
   const account = await gateway.admin.ensureDefaultAccount()

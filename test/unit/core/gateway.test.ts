@@ -135,3 +135,61 @@ describe('renderError', () => {
     expect(await response.json()).toEqual({ error: { code: 500, message: 'Internal server error' } })
   })
 })
+
+describe('rate limits', () => {
+  it('lets each key make `requests` calls per window, then answers 429 with rate-limit headers', async () => {
+    let clock = Date.parse('2026-01-01T00:00:00Z')
+    const storage = memoryStorage({ now: () => clock })
+    const gateway = createGateway({ storage, logger: silentLogger, rateLimit: { requests: 3, windowSeconds: 60 }, now: () => new Date(clock) })
+    const first = await gateway.admin.createKey({ kind: 'management' })
+    const second = await gateway.admin.createKey({ kind: 'management' })
+    const get = (key: string) =>
+      gateway.fetch(new Request('http://gateway.test/api/v1/workspaces/default', { headers: { authorization: `Bearer ${key}` } }))
+    for (let index = 0; index < 3; index++) {
+      const response = await get(first.key)
+      expect(response.status).toBe(200)
+      expect(response.headers.get('x-ratelimit-limit')).toBeNull()
+    }
+    const limited = await get(first.key)
+    expect(limited.status).toBe(429)
+    expect(await readJson(limited)).toEqual({ error: { code: 429, message: 'Rate limit exceeded: 3 requests per 60 seconds' } })
+    expect(limited.headers.get('retry-after')).toBe('60')
+    expect(limited.headers.get('x-ratelimit-limit')).toBe('3')
+    expect(limited.headers.get('x-ratelimit-remaining')).toBe('0')
+    expect(limited.headers.get('x-ratelimit-reset')).toBe(String(clock + 60_000))
+    // Another key has its own budget; a new window resets the first.
+    expect((await get(second.key)).status).toBe(200)
+    clock += 60_000
+    expect((await get(first.key)).status).toBe(200)
+  })
+
+  it('never counts unauthenticated requests against a key', async () => {
+    const gateway = createGateway({ logger: silentLogger, rateLimit: { requests: 1, windowSeconds: 60 } })
+    const { key } = await gateway.admin.createKey({ kind: 'management' })
+    for (let index = 0; index < 3; index++) {
+      expect((await gateway.fetch(new Request('http://gateway.test/api/v1/workspaces/default'))).status).toBe(401)
+    }
+    const ok = await gateway.fetch(new Request('http://gateway.test/api/v1/workspaces/default', { headers: { authorization: `Bearer ${key}` } }))
+    expect(ok.status).toBe(200)
+  })
+})
+
+describe('storage outages', () => {
+  it('answer 503 in the spec body with Retry-After, without leaking the cause', async () => {
+    const { StorageUnavailableError } = await import('../../../src/core/errors')
+    const storage = memoryStorage()
+    const seed = createGateway({ storage, logger: silentLogger })
+    const { key } = await seed.admin.createKey({ kind: 'management' })
+    const down: StorageDriver = {
+      ...storage,
+      get: async () => {
+        throw new StorageUnavailableError('Storage is unavailable', { cause: new Error('ECONNREFUSED 10.0.0.1:6379 password=x') })
+      },
+    }
+    const gateway = createGateway({ storage: down, logger: silentLogger })
+    const response = await gateway.fetch(new Request('http://gateway.test/api/v1/workspaces/default', { headers: { authorization: `Bearer ${key}` } }))
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('1')
+    expect(await response.text()).toBe('{"error":{"code":503,"message":"Storage is unavailable"}}')
+  })
+})

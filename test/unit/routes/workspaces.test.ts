@@ -134,12 +134,15 @@ describe('GET /workspaces/{id}', () => {
   })
 
   it('answers 405 with Allow for a wrong method', async () => {
-    const response = await t.call('DELETE', '/workspaces/default')
+    const response = await t.call('PUT', '/workspaces/default')
     expect(response.status).toBe(405)
-    expect(response.headers.get('allow')).toBe('GET')
+    expect(response.headers.get('allow')).toBe('GET, PATCH, DELETE')
     expect(await readJson(response)).toEqual({
-      error: { code: 405, message: 'Method DELETE is not allowed here; use GET' },
+      error: { code: 405, message: 'Method PUT is not allowed here; use GET, PATCH, DELETE' },
     })
+    const onList = await t.call('PATCH', '/workspaces')
+    expect(onList.status).toBe(405)
+    expect(onList.headers.get('allow')).toBe('GET, POST')
   })
 
   it('reflects workspace updates and deletion', async () => {
@@ -151,5 +154,96 @@ describe('GET /workspaces/{id}', () => {
     expect(body.data.io_logging_sampling_rate).toBe(0.5)
     expect(await t.gateway.admin.deleteWorkspace(undefined, 'renamed')).toBe(true)
     expect((await t.call('GET', '/workspaces/renamed')).status).toBe(404)
+  })
+})
+
+describe('workspace management routes', () => {
+  let t: TestGateway
+  beforeEach(async () => {
+    t = await createTestGateway()
+  })
+
+  it('creates a workspace (201) with defaults and given settings', async () => {
+    const response = await t.call('POST', '/workspaces', {
+      json: { name: 'Research', slug: 'research', description: 'Lab', default_provider_sort: 'latency', io_logging_sampling_rate: 0.25 },
+    })
+    expect(response.status).toBe(201)
+    const body = await readJson(response)
+    expect(body.data).toMatchObject({
+      name: 'Research',
+      slug: 'research',
+      description: 'Lab',
+      default_provider_sort: 'latency',
+      io_logging_sampling_rate: 0.25,
+      disabled_server_tools: null,
+      include_byok_in_budgets: false,
+    })
+    expect(body.data.id).toMatch(UUID)
+    expect(await readJson(await t.call('GET', `/workspaces/${body.data.id}`))).toEqual(body)
+  })
+
+  it('refuses a taken slug with 409 and validates fields by name', async () => {
+    const taken = await t.call('POST', '/workspaces', { json: { name: 'Again', slug: 'default' } })
+    expect(taken.status).toBe(409)
+    expect(await readJson(taken)).toEqual({ error: { code: 409, message: 'Workspace slug "default" is already taken' } })
+    const cases: Array<[unknown, string]> = [
+      [{ slug: 'x' }, 'body.name: is required'],
+      [{ name: 'x' }, 'body.slug: is required'],
+      [{ name: 'x', slug: 'Bad Slug' }, 'body.slug: must be 1 to 64 lowercase letters, digits or inner hyphens'],
+      [{ name: 'x', slug: '0df9e665-d932-4740-b2c7-b52af166bc11' }, 'body.slug: must not look like a UUID'],
+      [{ name: 'x', slug: 'ok', default_text_model: 'gpt-4o' }, 'body.default_text_model: must be a model slug <author>/<name>'],
+      [{ name: 'x', slug: 'ok', io_logging_sampling_rate: 1.5 }, 'body.io_logging_sampling_rate: must be at most 1'],
+      [{ name: 'x', slug: 'ok', io_logging_api_key_ids: [1.5] }, 'body.io_logging_api_key_ids.0: must be an integer'],
+      [{ name: 'x', slug: 'ok', default_provider_sort: 'random' }, 'body.default_provider_sort: must be one of price, throughput, latency, exacto'],
+    ]
+    for (const [json, message] of cases) {
+      const response = await t.call('POST', '/workspaces', { json })
+      expect(response.status, message).toBe(400)
+      expect(await readJson(response)).toEqual({ error: { code: 400, message } })
+    }
+  })
+
+  it('lists workspaces of the account with paging and total_count', async () => {
+    for (const slug of ['a', 'b', 'c']) await t.call('POST', '/workspaces', { json: { name: slug, slug } })
+    const page = await readJson(await t.call('GET', '/workspaces?offset=1&limit=2'))
+    expect(page.total_count).toBe(4)
+    expect(page.data.map((workspace: { slug: string }) => workspace.slug)).toEqual(['a', 'b'])
+    await t.gateway.admin.createAccount({ name: 'Other', slug: 'other' })
+    const all = await readJson(await t.call('GET', '/workspaces'))
+    expect(all.data.map((workspace: { slug: string }) => workspace.slug)).toEqual(['default', 'a', 'b', 'c'])
+    expect((await t.call('GET', '/workspaces?limit=101')).status).toBe(400)
+  })
+
+  it('updates only the given fields; null clears nullable lists', async () => {
+    await t.call('POST', '/workspaces', { json: { name: 'W', slug: 'w', disabled_server_tools: ['web_search'] } })
+    const renamed = await readJson(await t.call('PATCH', '/workspaces/w', { json: { slug: 'w2', disabled_server_tools: null } }))
+    expect(renamed.data).toMatchObject({ name: 'W', slug: 'w2', disabled_server_tools: null })
+    const clash = await t.call('PATCH', '/workspaces/w2', { json: { slug: 'default' } })
+    expect(clash.status).toBe(409)
+    expect((await readJson(await t.call('GET', '/workspaces/w2'))).data.slug).toBe('w2')
+    expect((await t.call('PATCH', '/workspaces/nope', { json: { name: 'x' } })).status).toBe(404)
+  })
+
+  it('deletes a workspace; deleting the default one makes defaults ask for workspace_id', async () => {
+    await t.call('POST', '/workspaces', { json: { name: 'W', slug: 'w' } })
+    const deleted = await t.call('DELETE', '/workspaces/w')
+    expect(deleted.status).toBe(200)
+    expect(await readJson(deleted)).toEqual({ deleted: true })
+    expect((await t.call('GET', '/workspaces/w')).status).toBe(404)
+    expect((await t.call('DELETE', '/workspaces/w')).status).toBe(404)
+
+    expect((await t.call('DELETE', '/workspaces/default')).status).toBe(200)
+    const key = await t.call('POST', '/keys', { json: { name: 'x' } })
+    expect(key.status).toBe(400)
+    // The default workspace is not resurrected by later reads.
+    expect((await t.call('GET', '/workspaces/default')).status).toBe(404)
+  })
+
+  it('is for management keys of the owning account only', async () => {
+    expect((await t.call('POST', '/workspaces', { key: t.regularKey, json: { name: 'x', slug: 'x' } })).status).toBe(403)
+    expect((await t.call('GET', '/workspaces', { key: null })).status).toBe(401)
+    const other = await t.gateway.admin.createAccount({ name: 'Other', slug: 'other' })
+    expect((await t.call('DELETE', `/workspaces/${other.workspace.id}`)).status).toBe(404)
+    expect((await t.call('PATCH', `/workspaces/${other.workspace.id}`, { json: { name: 'pwned' } })).status).toBe(404)
   })
 })

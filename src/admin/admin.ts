@@ -4,26 +4,43 @@
  * like request bodies; failures are `GatewayError`s with a message naming the field.
  */
 
-import { NotFoundError } from '../core/errors'
+import { InvalidRequestError, NotFoundError } from '../core/errors'
 import { parseInput } from '../core/validation'
+import type { SecretBox } from '../core/secrets'
 import type { AccountRecord } from '../repositories/accounts'
+import { reencryptByokCredentials } from '../services/byok'
 import type { Repositories } from '../repositories'
 import type { WorkspaceRecord } from '../repositories/workspaces'
-import { createAccount, ensureDefaultAccount, requireAccount } from './accounts'
-import { ensureManagementKey, issueApiKey } from './api-keys'
+import { createAccount, ensureDefaultAccount, requireAccount } from '../services/accounts'
+import { ensureManagementKey, issueApiKey } from '../services/api-keys'
+import { removeWorkspace } from '../services/workspaces'
+import { CreateWorkspaceBodySchema, UpdateWorkspaceBodySchema } from '../routes/workspaces.schemas'
+import { WORKSPACE_SETTING_WIRE_NAMES, fromWorkspaceWire } from '../routes/workspaces'
+import type { WorkspaceSettings } from '../repositories/workspaces'
 import {
   AccountFlagsInputSchema,
   CreateAccountInputSchema,
   CreateKeyInputSchema,
-  CreateWorkspaceInputSchema,
-  UpdateWorkspaceInputSchema,
   type CreateAccountInput,
   type CreateKeyInput,
-  type CreateWorkspaceInput,
-  type UpdateWorkspaceInput,
 } from './admin.schemas'
 
-export const createAdmin = (repositories: Repositories) => {
+/** Workspace settings as the admin API takes them: camelCase names of the wire fields. */
+export type WorkspaceSettingsInput = WorkspaceSettings
+export type CreateWorkspaceInput = WorkspaceSettings & { name: string; slug: string }
+
+// The admin API validates workspace settings with the very schemas of the HTTP routes.
+const toWireNames = (input: object): Record<string, unknown> => {
+  const wire: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(input)) {
+    const wireName = (WORKSPACE_SETTING_WIRE_NAMES as Record<string, string>)[name]
+    if (!wireName) throw new InvalidRequestError(`input.${name}: unknown workspace setting`)
+    wire[wireName] = value
+  }
+  return wire
+}
+
+export const createAdmin = (repositories: Repositories, secrets: SecretBox) => {
   const accountFor = (idOrSlug: string | undefined) =>
     idOrSlug === undefined ? ensureDefaultAccount(repositories) : requireAccount(repositories, idOrSlug)
 
@@ -88,9 +105,9 @@ export const createAdmin = (repositories: Repositories) => {
     },
 
     async createWorkspace(accountIdOrSlug: string | undefined, input: CreateWorkspaceInput) {
-      const parsed = parseInput(CreateWorkspaceInputSchema, input, 'input')
+      const parsed = parseInput(CreateWorkspaceBodySchema, toWireNames(input), 'input')
       const account = await accountFor(accountIdOrSlug)
-      return repositories.workspaces.create(account, parsed)
+      return repositories.workspaces.create(account, fromWorkspaceWire(parsed) as CreateWorkspaceInput)
     },
 
     async getWorkspace(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string) {
@@ -102,12 +119,23 @@ export const createAdmin = (repositories: Repositories) => {
       return repositories.workspaces.listForAccount(account.id, offset, limit)
     },
 
-    async updateWorkspace(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string, input: UpdateWorkspaceInput) {
-      const parsed = parseInput(UpdateWorkspaceInputSchema, input, 'input')
+    async updateWorkspace(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string, input: WorkspaceSettingsInput) {
+      const parsed = parseInput(UpdateWorkspaceBodySchema, toWireNames(input), 'input')
       const workspace = await workspaceFor(await accountFor(accountIdOrSlug), workspaceIdOrSlug)
-      const updated = await repositories.workspaces.update(workspace.id, parsed)
+      const updated = await repositories.workspaces.update(workspace.id, fromWorkspaceWire(parsed))
       if (!updated) throw new NotFoundError('Workspace not found')
       return updated
+    },
+
+    /**
+     * Re-seals every BYOK credential with the primary encryption key (the first of `encryptionKeys`),
+     * after a master-key rotation. Old keys must stay configured until this has run.
+     */
+    reencryptSecrets: () => reencryptByokCredentials(repositories, secrets),
+
+    /** How many BYOK credentials exist across all accounts (the runner checks this before starting without a key). */
+    async countByokCredentials() {
+      return (await repositories.byok.list({}, 0, 0)).totalCount
     },
 
     /**
@@ -116,14 +144,7 @@ export const createAdmin = (repositories: Repositories) => {
      */
     async deleteWorkspace(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string) {
       const account = await accountFor(accountIdOrSlug)
-      const workspace = await workspaceFor(account, workspaceIdOrSlug)
-      // Unset the default first: a crash after this step leaves a plain workspace, never a default to resurrect.
-      if (account.defaultWorkspaceId === workspace.id) {
-        await repositories.accounts.update(account.id, (current) =>
-          current.defaultWorkspaceId === workspace.id ? { ...current, defaultWorkspaceId: null } : current,
-        )
-      }
-      return repositories.workspaces.delete(workspace.id)
+      return removeWorkspace(repositories, account, await workspaceFor(account, workspaceIdOrSlug))
     },
   }
 }

@@ -1,0 +1,63 @@
+/**
+ * The upstream providers modelgate can call: the closed list behind BYOK's `provider` slugs and,
+ * later, the routing table. Base URLs are defaults only; configuration may point any of them at a
+ * self-hosted, regional or Azure endpoint.
+ */
+
+/** The wire format a provider speaks upstream. */
+export type ProviderApi = 'openai-responses' | 'openai-chat' | 'anthropic-messages' | 'gemini' | 'azure-openai'
+
+export interface ProviderDescriptor {
+  /** Lowercase slug, as in BYOK `provider` and routing preferences (gaps 1.2). */
+  id: string
+  displayName: string
+  api: ProviderApi
+  /** Default base URL; empty where every account has its own (Azure). */
+  baseURL: string
+}
+
+const provider = (id: string, displayName: string, api: ProviderApi, baseURL: string): ProviderDescriptor => ({
+  id,
+  displayName,
+  api,
+  baseURL,
+})
+
+/** Every provider with a built-in wire format. OpenAI-compatible ones speak Chat Completions. */
+export const BUILT_IN_PROVIDERS: readonly ProviderDescriptor[] = [
+  provider('openai', 'OpenAI', 'openai-responses', 'https://api.openai.com/v1'),
+  provider('azure', 'Azure OpenAI', 'azure-openai', ''),
+  provider('anthropic', 'Anthropic', 'anthropic-messages', 'https://api.anthropic.com/v1'),
+  provider('google-ai-studio', 'Google AI Studio', 'gemini', 'https://generativelanguage.googleapis.com/v1beta'),
+  provider('groq', 'Groq', 'openai-chat', 'https://api.groq.com/openai/v1'),
+  provider('together', 'Together', 'openai-chat', 'https://api.together.xyz/v1'),
+  provider('fireworks', 'Fireworks', 'openai-chat', 'https://api.fireworks.ai/inference/v1'),
+  provider('deepinfra', 'DeepInfra', 'openai-chat', 'https://api.deepinfra.com/v1/openai'),
+  provider('mistral', 'Mistral', 'openai-chat', 'https://api.mistral.ai/v1'),
+  provider('xai', 'xAI', 'openai-chat', 'https://api.x.ai/v1'),
+  provider('deepseek', 'DeepSeek', 'openai-chat', 'https://api.deepseek.com/v1'),
+  provider('cerebras', 'Cerebras', 'openai-chat', 'https://api.cerebras.ai/v1'),
+  provider('perplexity', 'Perplexity', 'openai-chat', 'https://api.perplexity.ai'),
+  provider('sambanova', 'SambaNova', 'openai-chat', 'https://api.sambanova.ai/v1'),
+  provider('nebius', 'Nebius', 'openai-chat', 'https://api.studio.nebius.com/v1'),
+  provider('novita', 'Novita', 'openai-chat', 'https://api.novita.ai/v3/openai'),
+  provider('moonshotai', 'Moonshot AI', 'openai-chat', 'https://api.moonshot.ai/v1'),
+  provider('z-ai', 'Z.AI', 'openai-chat', 'https://api.z.ai/api/paas/v4'),
+  provider('alibaba', 'Alibaba Cloud', 'openai-chat', 'https://dashscope-intl.aliyuncs.com/compatible-mode/v1'),
+  provider('siliconflow', 'SiliconFlow', 'openai-chat', 'https://api.siliconflow.com/v1'),
+  provider('nvidia', 'NVIDIA', 'openai-chat', 'https://integrate.api.nvidia.com/v1'),
+  provider('featherless', 'Featherless', 'openai-chat', 'https://api.featherless.ai/v1'),
+  provider('chutes', 'Chutes', 'openai-chat', 'https://llm.chutes.ai/v1'),
+  provider('parasail', 'Parasail', 'openai-chat', 'https://api.parasail.io/v1'),
+  provider('friendli', 'Friendli', 'openai-chat', 'https://api.friendli.ai/serverless/v1'),
+  provider('inference-net', 'Inference.net', 'openai-chat', 'https://api.inference.net/v1'),
+]
+
+const BY_ID = new Map(BUILT_IN_PROVIDERS.map((descriptor) => [descriptor.id, descriptor]))
+
+/** spec BYOK `provider`: lowercase letters, digits, hyphens, optionally one `/` segment (an endpoint variant). */
+export const PROVIDER_SLUG_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*(?:\/[a-z0-9]+(?:-[a-z0-9]+)*)?$/
+
+/** The provider a slug names (`deepinfra/turbo` → `deepinfra`), or `undefined` when unknown. */
+export const findProvider = (slug: string): ProviderDescriptor | undefined =>
+  PROVIDER_SLUG_PATTERN.test(slug) ? BY_ID.get(slug.split('/', 1)[0]!) : undefined

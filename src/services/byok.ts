@@ -1,0 +1,179 @@
+/**
+ * BYOK credentials: creation, update (including rotation in place), listing and re-encryption.
+ * The raw key is only ever in memory: sealed before it is stored, masked before it is shown.
+ */
+
+import { randomId } from '../core/crypto'
+import { InvalidRequestError, NotFoundError } from '../core/errors'
+import type { SecretBox } from '../core/secrets'
+import { findProvider } from '../providers/catalog'
+import { parseAzureCredentials } from '../providers/azure/credentials'
+import type { AccountRecord } from '../repositories/accounts'
+import type { ByokRecord } from '../repositories/byok-credentials'
+import type { Repositories } from '../repositories'
+import { resolveWorkspace } from './accounts'
+
+/** Associated data binding a sealed key to its credential and workspace: a ciphertext moved elsewhere fails to open. */
+const associatedData = (record: Pick<ByokRecord, 'id' | 'workspaceId'>) => `modelgate:byok:v1:${record.id}:${record.workspaceId}`
+
+/**
+ * Masks a provider key: its recognisable prefix (`sk-`, `sk-ant-`, `gsk_`, …) and its last four
+ * characters, never more than a quarter of a short key.
+ */
+export const maskProviderKey = (raw: string): string => {
+  const secret = raw.trim()
+  if (secret.length < 12) return '****'
+  const prefix = /^[A-Za-z]{1,5}[-_](?:[A-Za-z]{1,6}[-_])?/.exec(secret)?.[0] ?? ''
+  const shownPrefix = prefix.length + 4 <= secret.length / 4 ? prefix : ''
+  return `${shownPrefix}...${secret.slice(-4)}`
+}
+
+/** Checks a raw key for its provider and returns its label. */
+const labelFor = (provider: string, rawKey: string): string => {
+  if (provider.split('/', 1)[0] === 'azure') {
+    const credentials = parseAzureCredentials(rawKey)
+    if (!credentials) {
+      throw new InvalidRequestError(
+        'body.key: an Azure key must be a JSON array of {api_key, resource_name, resource_type} or {model_slug, endpoint_url, api_key, model_id}',
+      )
+    }
+    return maskProviderKey(credentials[0]!.api_key)
+  }
+  return maskProviderKey(rawKey)
+}
+
+/** Throws 400 unless `slug` names a provider the gateway can call. */
+export const requireKnownProvider = (slug: string, field: string) => {
+  if (!findProvider(slug)) throw new InvalidRequestError(`${field}: unknown provider "${slug}"`)
+}
+
+/** spec BYOK: every listed hash must belong to a key of the caller's account (400 otherwise). */
+const assertOwnKeyHashes = async (repositories: Repositories, accountId: string, hashes: string[] | null | undefined) => {
+  if (!hashes) return
+  for (const [index, hash] of hashes.entries()) {
+    const key = await repositories.apiKeys.get(hash)
+    if (!key || key.accountId !== accountId) {
+      throw new InvalidRequestError(`body.allowed_api_key_hashes.${index}: not the hash of an API key of this account`)
+    }
+  }
+}
+
+// spec BYOK credential: is_byok_only is only valid on non-fallback credentials.
+const assertCompatibleFlags = (record: Pick<ByokRecord, 'isFallback' | 'isByokOnly'>) => {
+  if (record.isFallback && record.isByokOnly) throw new InvalidRequestError('body: is_fallback and is_byok_only cannot both be true')
+}
+
+export interface ByokSettings {
+  name?: string
+  disabled?: boolean
+  isFallback?: boolean
+  isByokOnly?: boolean
+  isRequired?: boolean
+  allowedApiKeyHashes?: string[] | null
+  allowedModels?: string[] | null
+  allowedUserIds?: string[] | null
+  declaredZdr?: boolean | null
+}
+
+const withoutUndefined = (settings: ByokSettings): ByokSettings =>
+  Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined))
+
+export const createByokCredential = async (
+  repositories: Repositories,
+  secrets: SecretBox,
+  account: AccountRecord,
+  input: ByokSettings & { provider: string; key: string; workspaceId?: string },
+  now: Date,
+): Promise<ByokRecord> => {
+  requireKnownProvider(input.provider, 'body.provider')
+  const label = labelFor(input.provider, input.key)
+  const workspace = await resolveWorkspace(repositories, account, input.workspaceId)
+  await assertOwnKeyHashes(repositories, account.id, input.allowedApiKeyHashes)
+  const { totalCount } = await repositories.byok.list({ workspaceId: workspace.id, provider: input.provider }, 0, 0)
+  const id = randomId()
+  const timestamp = now.toISOString()
+  const record: ByokRecord = {
+    id,
+    accountId: account.id,
+    workspaceId: workspace.id,
+    provider: input.provider,
+    name: input.name ?? `${findProvider(input.provider)!.displayName} key`,
+    label,
+    sortOrder: totalCount,
+    disabled: input.disabled ?? false,
+    isFallback: input.isFallback ?? false,
+    isByokOnly: input.isByokOnly ?? false,
+    isRequired: input.isRequired ?? false,
+    allowedApiKeyHashes: input.allowedApiKeyHashes ?? null,
+    allowedModels: input.allowedModels ?? null,
+    allowedUserIds: input.allowedUserIds ?? null,
+    declaredZdr: input.declaredZdr ?? null,
+    secret: await secrets.seal(input.key, associatedData({ id, workspaceId: workspace.id })),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  }
+  assertCompatibleFlags(record)
+  return repositories.byok.create(record)
+}
+
+/** A credential of the account, or 404 (another account's reads as absent). */
+export const requireByokCredential = async (repositories: Repositories, accountId: string, id: string) => {
+  const record = await repositories.byok.get(id)
+  if (!record || record.accountId !== accountId) throw new NotFoundError('BYOK credential not found')
+  return record
+}
+
+export const updateByokCredential = async (
+  repositories: Repositories,
+  secrets: SecretBox,
+  account: AccountRecord,
+  id: string,
+  input: ByokSettings & { key?: string },
+): Promise<ByokRecord> => {
+  const current = await requireByokCredential(repositories, account.id, id)
+  await assertOwnKeyHashes(repositories, account.id, input.allowedApiKeyHashes)
+  const settings = withoutUndefined(input)
+  assertCompatibleFlags({ ...current, ...settings })
+  // Rotation overwrites the sealed key in place; the seal is prepared before the compare-and-set.
+  const rotated =
+    input.key === undefined
+      ? undefined
+      : { label: labelFor(current.provider, input.key), secret: await secrets.seal(input.key, associatedData(current)) }
+  const { key: _key, ...fields } = settings as ByokSettings & { key?: string }
+  const updated = await repositories.byok.update(id, (latest) => {
+    const next = { ...latest, ...fields, ...rotated }
+    assertCompatibleFlags(next)
+    return next
+  })
+  if (!updated) throw new NotFoundError('BYOK credential not found')
+  return updated
+}
+
+/** Decrypts a credential's raw key, in memory only, for one upstream call. */
+export const revealByokKey = (secrets: SecretBox, record: ByokRecord): Promise<string> =>
+  secrets.open(record.secret, associatedData(record))
+
+/**
+ * Re-seals every credential not sealed with the primary key (after a master-key rotation).
+ * Returns how many were moved; safe to run while gateways serve (compare-and-set per record).
+ */
+export const reencryptByokCredentials = async (repositories: Repositories, secrets: SecretBox) => {
+  const primary = await secrets.primaryKeyId()
+  let moved = 0
+  let scanned = 0
+  for (let offset = 0; ; offset += 100) {
+    const { credentials } = await repositories.byok.list({}, offset, 100)
+    if (credentials.length === 0) break
+    scanned += credentials.length
+    for (const credential of credentials) {
+      if (credential.secret.kid === primary) continue
+      const raw = await revealByokKey(secrets, credential)
+      const secret = await secrets.seal(raw, associatedData(credential))
+      const updated = await repositories.byok.update(credential.id, (latest) =>
+        latest.secret.kid === credential.secret.kid && latest.secret.ct === credential.secret.ct ? { ...latest, secret } : null,
+      )
+      if (updated) moved++
+    }
+  }
+  return { scanned, moved }
+}

@@ -1,0 +1,19 @@
+/** Workspace operations shared by the HTTP routes and the admin API. */
+
+import type { AccountRecord } from '../repositories/accounts'
+import type { Repositories } from '../repositories'
+import type { WorkspaceRecord } from '../repositories/workspaces'
+
+/**
+ * Deletes a workspace. Deleting the default one leaves the account without a default, so routes
+ * that fall back to it answer 400 and ask for `workspace_id` (spec POST /byok).
+ */
+export const removeWorkspace = async (repositories: Repositories, account: AccountRecord, workspace: WorkspaceRecord) => {
+  if (account.defaultWorkspaceId === workspace.id) {
+    // Unset the default first: a crash after this step leaves a plain workspace, never a default to resurrect.
+    await repositories.accounts.update(account.id, (current) =>
+      current.defaultWorkspaceId === workspace.id ? { ...current, defaultWorkspaceId: null } : current,
+    )
+  }
+  return repositories.workspaces.delete(workspace.id)
+}

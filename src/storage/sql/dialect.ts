@@ -1,0 +1,117 @@
+/**
+ * What the SQL driver needs from a database: sessions that run `?`-placeholder statements, and the
+ * few statements and error codes in which PostgreSQL and MySQL/MariaDB differ. Everything else
+ * (the record, unique and index statements, transactions, retries) is shared in `driver.ts`.
+ */
+
+/** A value bound to a `?` placeholder. */
+export type SqlValue = string | number | null
+
+/** One result row, by column name. */
+export type SqlRow = Record<string, unknown>
+
+/** What one storage call uses: statements on a connection of its own. */
+export interface SqlCall {
+  /** Runs one statement with `?` placeholders and resolves to its rows (none for writes). */
+  query(text: string, params?: readonly SqlValue[]): Promise<SqlRow[]>
+  /**
+   * Cuts the connection now, e.g. after a timeout or a failed ROLLBACK: whatever is in flight fails
+   * and nothing queued is ever sent. A PostgreSQL session reconnects on its next call; a MySQL
+   * session is discarded.
+   */
+  abort(): void
+}
+
+/**
+ * One database connection, used by one storage call at a time (never shared, so a transaction
+ * is simply `BEGIN` ... `COMMIT` on it).
+ */
+export interface SqlSession extends SqlCall {
+  /** Marks the start of a storage call; statements of one call must all run on the same connection. */
+  startCall(): void
+  /** True once the session cannot be used again. */
+  readonly isBroken: boolean
+  /** Closes the connection, waiting at most `graceMs` for a polite goodbye. */
+  end(graceMs: number): Promise<void>
+}
+
+/** Quoted (and schema-qualified) table names, plus the bare prefix for index names. */
+export interface TableNames {
+  records: string
+  uniques: string
+  indexes: string
+  counters: string
+  migrations: string
+  prefix: string
+}
+
+export type DialectName = 'postgres' | 'mysql'
+
+export interface Dialect {
+  readonly name: DialectName
+  readonly tables: TableNames
+  /** Opens a new session (PostgreSQL connects lazily, on the session's first statement). */
+  connect(): Promise<SqlSession>
+  /** The statement that opens a read-write transaction. */
+  readonly beginStatement: string
+  /** `LIMIT ... OFFSET ...` for a page; `limit` undefined means all rows. */
+  pageClause(limit: number | undefined, offset: number): { sql: string; params: SqlValue[] }
+  /**
+   * Adds `amount` to a counter in one atomic upsert using the database clock, and returns the row
+   * (`value`, `expires_at`). Runs inside a transaction when `isIncrementTransactional`.
+   */
+  increment(call: SqlCall, key: string, amount: number, ttlMs: number): Promise<SqlRow>
+  readonly isIncrementTransactional: boolean
+  /** Deletes a bounded batch of expired counters. */
+  readonly sweepCountersStatement: string
+  /** Decodes a key column: MySQL returns VARBINARY columns as bytes. */
+  text(value: unknown): string
+  /** Runs `task` while holding the migration lock of this schema (waits for other processes). */
+  withMigrationLock<T>(call: SqlCall, task: () => Promise<T>): Promise<T>
+  /** Creates the schema (PostgreSQL) or database (MySQL) when it is missing. */
+  ensureContainer(call: SqlCall): Promise<void>
+  migrationsTableExists(call: SqlCall): Promise<boolean>
+  readonly createMigrationsTableStatement: string
+  isUniqueViolation(error: unknown): boolean
+  /** Deadlocks and lock timeouts: the whole transaction may simply run again. */
+  isRetryable(error: unknown): boolean
+  /** The database cannot answer (network, shutdown, overload, refused login): rendered as 503. */
+  isUnavailable(error: unknown): boolean
+}
+
+/** Settings a dialect receives from the validated options. */
+export interface DialectSettings {
+  /** Must never be logged: it may hold a password. */
+  url: string
+  schema: string | undefined
+  tablePrefix: string
+  queryTimeoutMs: number
+  connectTimeoutMs: number
+  /** How long one migration run may take, including waiting for another process's lock. */
+  migrationTimeoutMs: number
+}
+
+/** Socket-level failures from Node, shared by both client libraries. */
+export const NETWORK_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+  'ENOENT', // a unix socket path that does not exist (yet)
+  'ERR_SOCKET_CLOSED',
+  'ERR_STREAM_DESTROYED',
+])
+
+/** The `code` property of an error, when it has a string one. */
+export const errorCode = (error: unknown): string | undefined => {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : undefined
+}

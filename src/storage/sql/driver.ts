@@ -1,0 +1,450 @@
+/**
+ * The `StorageDriver` over a SQL dialect. Every write is one transaction on one connection: the
+ * record row, its unique-key rows and its index rows change together or not at all. Unique keys
+ * and ids are claimed by primary keys, so "create if absent" is decided by the database, never by a
+ * read followed by a write; compare-and-set reads the row with `FOR UPDATE` first.
+ */
+import { isGatewayError, StorageConflictError, StorageUnavailableError } from '../../core/errors'
+import type {
+  CounterResult,
+  JsonObject,
+  ListQuery,
+  ListResult,
+  RecordInput,
+  StorageDriver,
+  StoredRecord,
+} from '../contract'
+import {
+  assertCollection,
+  assertCounterArguments,
+  assertId,
+  assertListQuery,
+  assertVersion,
+  toStoredRecord,
+} from '../validate'
+import type { Dialect, SqlCall, SqlRow, SqlValue } from './dialect'
+import { assertStorableKey, assertStorableRecord, isStorableKey, KEY_LIMITS } from './keys'
+import { migrate } from './migrations'
+import { createSessionPool, SqlConnectionLostError, SqlPoolClosedError, SqlTimeoutError, type SessionPool } from './pool'
+
+export interface SqlDriverSettings {
+  /** Driver name for logs: `postgres`, `mysql` or `mariadb`. */
+  name: string
+  loadDialect: () => Promise<Dialect>
+  poolSize: number
+  queryTimeoutMs: number
+  migrationTimeoutMs: number
+}
+
+/** Attempts per write when the database reports a deadlock or lock timeout. */
+const MAX_ATTEMPTS = 4
+/** How long `close()` lets each connection say goodbye before cutting it. */
+const CLOSE_GRACE_MS = 1_000
+/** Expired counters are deleted in small batches, at most this often per driver. */
+const SWEEP_INTERVAL_MS = 60_000
+
+const RECORD_COLUMNS = 'r.id, r.version, r.data, r.sort_key, r.indexes_json, r.uniques_json'
+
+/** Strings in code-unit order, so concurrent writers lock rows in the same order. */
+const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+const placeholders = (rows: number, columns: number) =>
+  Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => '?').join(', ')})`).join(', ')
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const unavailable = (cause: unknown) => new StorageUnavailableError('Storage is unavailable', { cause })
+
+interface Backend {
+  dialect: Dialect
+  pool: SessionPool
+}
+
+export const createSqlDriver = (settings: SqlDriverSettings) => {
+  let backend: Promise<Backend> | undefined
+  let opened: Backend | undefined
+  let migrating: Promise<void> | undefined
+  let isClosed = false
+  let closing: Promise<void> | undefined
+  let lastSweepAt = Number.NEGATIVE_INFINITY
+
+  /** Client library failures are the caller's to see as is (not installed is not an outage). */
+  const loadBackend = async (): Promise<Backend> => {
+    const dialect = await settings.loadDialect()
+    const pool = createSessionPool({ size: settings.poolSize, connect: dialect.connect })
+    if (isClosed) await pool.close(0)
+    return { dialect, pool }
+  }
+
+  /** Maps driver and network failures to 503; conflicts, argument errors and bugs pass unchanged. */
+  const toStorageError = (dialect: Dialect, error: unknown): unknown => {
+    if (isGatewayError(error)) return error
+    if (error instanceof SqlPoolClosedError) return new StorageUnavailableError('Storage is closed')
+    if (error instanceof SqlTimeoutError || error instanceof SqlConnectionLostError || dialect.isUnavailable(error)) {
+      return unavailable(error)
+    }
+    return error
+  }
+
+  /**
+   * Loads the client and migrates once. A failed attempt is not remembered: the next call tries
+   * again, so a gateway started before its database recovers by itself.
+   */
+  const ready = async (): Promise<Backend> => {
+    if (isClosed) throw new StorageUnavailableError('Storage is closed')
+    if (opened) return opened
+    backend ??= loadBackend()
+    const loaded = await backend
+    migrating ??= loaded.pool
+      .run(settings.migrationTimeoutMs, (call) => migrate(call, loaded.dialect))
+      .then(
+        () => {
+          opened = loaded
+        },
+        (error: unknown) => {
+          migrating = undefined
+          const mapped = toStorageError(loaded.dialect, error)
+          if (isGatewayError(mapped)) throw mapped
+          throw new Error(`modelgate: could not migrate the SQL storage: ${(error as Error)?.message ?? error}`, {
+            cause: error,
+          })
+        },
+      )
+    await migrating
+    return loaded
+  }
+
+  /** Runs one storage call on a session of its own, within the query timeout. */
+  const call = async <T>(task: (call: SqlCall, dialect: Dialect) => Promise<T>): Promise<T> => {
+    const { dialect, pool } = await ready()
+    try {
+      return await pool.run(settings.queryTimeoutMs, (sqlCall) => task(sqlCall, dialect))
+    } catch (error) {
+      throw toStorageError(dialect, error)
+    }
+  }
+
+  /** Runs `body` in a transaction, again from the start after a deadlock or lock timeout. */
+  const transaction = <T>(body: (call: SqlCall, dialect: Dialect) => Promise<T>): Promise<T> =>
+    call(async (sqlCall, dialect) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await sqlCall.query(dialect.beginStatement)
+          let result: T
+          try {
+            result = await body(sqlCall, dialect)
+          } catch (error) {
+            // A connection whose rollback failed is in an unknown state: cut it rather than reuse it.
+            await sqlCall.query('ROLLBACK').catch(() => sqlCall.abort())
+            throw error
+          }
+          await sqlCall.query('COMMIT')
+          return result
+        } catch (error) {
+          if (attempt >= MAX_ATTEMPTS || !dialect.isRetryable(error)) throw error
+          await sleep(5 + Math.random() * 20 * attempt)
+        }
+      }
+    })
+
+  const assertOpen = () => {
+    if (isClosed) throw new StorageUnavailableError('Storage is closed')
+  }
+
+  const toRecord = <T extends JsonObject>(dialect: Dialect, row: SqlRow): StoredRecord<T> => ({
+    id: dialect.text(row.id),
+    data: JSON.parse(String(row.data)) as T,
+    version: Number(row.version),
+    indexes: JSON.parse(String(row.indexes_json)) as Record<string, string>,
+    uniques: JSON.parse(String(row.uniques_json)) as string[],
+    sortKey: dialect.text(row.sort_key),
+  })
+
+  /** Inserts unique-key rows; a key held by anyone (even this record's id space is separate) is a conflict. */
+  const claimUniques = async (sqlCall: SqlCall, dialect: Dialect, collection: string, id: string, keys: string[]) => {
+    if (keys.length === 0) return
+    const sorted = [...keys].sort(byCodeUnit)
+    await sqlCall.query(
+      `INSERT INTO ${dialect.tables.uniques} (collection, unique_key, record_id) VALUES ${placeholders(sorted.length, 3)}`,
+      sorted.flatMap((key) => [collection, key, id]),
+    )
+  }
+
+  const insertIndexes = async (
+    sqlCall: SqlCall,
+    dialect: Dialect,
+    collection: string,
+    id: string,
+    entries: Array<[string, string]>,
+  ) => {
+    if (entries.length === 0) return
+    await sqlCall.query(
+      `INSERT INTO ${dialect.tables.indexes} (collection, field, value, record_id) VALUES ${placeholders(entries.length, 4)}`,
+      entries.flatMap(([field, value]) => [collection, field, value, id]),
+    )
+  }
+
+  const releaseUniques = async (sqlCall: SqlCall, dialect: Dialect, collection: string, id: string, keys: string[]) => {
+    if (keys.length === 0) return
+    await sqlCall.query(
+      `DELETE FROM ${dialect.tables.uniques} WHERE collection = ? AND record_id = ? AND unique_key IN (${keys.map(() => '?').join(', ')})`,
+      [collection, id, ...[...keys].sort(byCodeUnit)],
+    )
+  }
+
+  const deleteIndexes = async (
+    sqlCall: SqlCall,
+    dialect: Dialect,
+    collection: string,
+    id: string,
+    entries: Array<[string, string]>,
+  ) => {
+    if (entries.length === 0) return
+    await sqlCall.query(
+      `DELETE FROM ${dialect.tables.indexes} WHERE collection = ? AND record_id = ? AND (${entries
+        .map(() => '(field = ? AND value = ?)')
+        .join(' OR ')})`,
+      [collection, id, ...entries.flat()],
+    )
+  }
+
+  /** Turns a duplicate-key error inside a write into the contract's unique conflict. */
+  const asConflict = async <T>(dialect: Dialect, work: Promise<T>): Promise<T> => {
+    try {
+      return await work
+    } catch (error) {
+      if (dialect.isUniqueViolation(error)) throw new StorageConflictError('unique')
+      throw error
+    }
+  }
+
+  /** Locks the record's row for the rest of the transaction; `undefined` when it does not exist. */
+  const lockRecord = async (sqlCall: SqlCall, dialect: Dialect, collection: string, id: string) => {
+    const rows = await sqlCall.query(
+      `SELECT version, indexes_json, uniques_json FROM ${dialect.tables.records} WHERE collection = ? AND id = ? FOR UPDATE`,
+      [collection, id],
+    )
+    const row = rows[0]
+    if (!row) return undefined
+    return {
+      version: Number(row.version),
+      indexes: JSON.parse(String(row.indexes_json)) as Record<string, string>,
+      uniques: JSON.parse(String(row.uniques_json)) as string[],
+    }
+  }
+
+  const sweepCounters = (pool: SessionPool, dialect: Dialect) => {
+    const now = performance.now()
+    if (now - lastSweepAt < SWEEP_INTERVAL_MS) return
+    lastSweepAt = now
+    // Best effort and off the caller's path: an expired counter left behind is harmless.
+    void pool.run(settings.queryTimeoutMs, (sqlCall) => sqlCall.query(dialect.sweepCountersStatement)).catch(() => {})
+  }
+
+  const driver: StorageDriver = {
+    name: settings.name,
+
+    async create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> {
+      assertOpen()
+      assertCollection(collection)
+      const record = toStoredRecord(input, 1)
+      assertStorableRecord(collection, record)
+      await transaction(async (sqlCall, dialect) => {
+        await asConflict(
+          dialect,
+          (async () => {
+            await sqlCall.query(
+              `INSERT INTO ${dialect.tables.records} (collection, id, version, data, sort_key, indexes_json, uniques_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?)`,
+              [
+                collection,
+                record.id,
+                record.version,
+                JSON.stringify(record.data),
+                record.sortKey,
+                JSON.stringify(record.indexes),
+                JSON.stringify(record.uniques),
+              ],
+            )
+            await claimUniques(sqlCall, dialect, collection, record.id, record.uniques)
+          })(),
+        )
+        await insertIndexes(sqlCall, dialect, collection, record.id, Object.entries(record.indexes))
+      })
+      return record
+    },
+
+    async get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {
+      assertOpen()
+      assertCollection(collection)
+      assertId(id)
+      if (!isStorableKey(collection, KEY_LIMITS.collection) || !isStorableKey(id, KEY_LIMITS.id)) return null
+      return call(async (sqlCall, dialect) => {
+        const rows = await sqlCall.query(
+          `SELECT ${RECORD_COLUMNS} FROM ${dialect.tables.records} r WHERE r.collection = ? AND r.id = ?`,
+          [collection, id],
+        )
+        return rows[0] ? toRecord<T>(dialect, rows[0]) : null
+      })
+    },
+
+    async findByUnique<T extends JsonObject>(collection: string, uniqueKey: string): Promise<StoredRecord<T> | null> {
+      assertOpen()
+      assertCollection(collection)
+      if (typeof uniqueKey !== 'string' || uniqueKey === '') {
+        throw new TypeError('modelgate storage: uniqueKey must be a non-empty string')
+      }
+      if (!isStorableKey(collection, KEY_LIMITS.collection) || !isStorableKey(uniqueKey, KEY_LIMITS.uniqueKey)) {
+        return null
+      }
+      return call(async (sqlCall, dialect) => {
+        const rows = await sqlCall.query(
+          `SELECT ${RECORD_COLUMNS} FROM ${dialect.tables.uniques} u
+           JOIN ${dialect.tables.records} r ON r.collection = u.collection AND r.id = u.record_id
+           WHERE u.collection = ? AND u.unique_key = ?`,
+          [collection, uniqueKey],
+        )
+        return rows[0] ? toRecord<T>(dialect, rows[0]) : null
+      })
+    },
+
+    async update<T extends JsonObject>(
+      collection: string,
+      id: string,
+      expectedVersion: number,
+      input: RecordInput<T>,
+    ): Promise<StoredRecord<T> | null> {
+      assertOpen()
+      assertCollection(collection)
+      assertId(id)
+      assertVersion(expectedVersion)
+      const record = toStoredRecord(input, expectedVersion + 1)
+      if (record.id !== id) throw new TypeError('modelgate storage: input.id must equal the id being updated')
+      assertStorableRecord(collection, record)
+      return transaction(async (sqlCall, dialect) => {
+        const current = await lockRecord(sqlCall, dialect, collection, id)
+        if (!current) return null
+        // Version before unique keys, as the memory engine does.
+        if (current.version !== expectedVersion) throw new StorageConflictError('version')
+
+        const released = current.uniques.filter((key) => !record.uniques.includes(key))
+        const claimed = record.uniques.filter((key) => !current.uniques.includes(key))
+        await releaseUniques(sqlCall, dialect, collection, id, released)
+        await asConflict(dialect, claimUniques(sqlCall, dialect, collection, id, claimed))
+
+        const oldEntries = Object.entries(current.indexes)
+        const newEntries = Object.entries(record.indexes)
+        await deleteIndexes(
+          sqlCall,
+          dialect,
+          collection,
+          id,
+          oldEntries.filter(([field, value]) => record.indexes[field] !== value),
+        )
+        await insertIndexes(
+          sqlCall,
+          dialect,
+          collection,
+          id,
+          newEntries.filter(([field, value]) => current.indexes[field] !== value),
+        )
+
+        await sqlCall.query(
+          `UPDATE ${dialect.tables.records} SET version = ?, data = ?, sort_key = ?, indexes_json = ?, uniques_json = ?
+           WHERE collection = ? AND id = ?`,
+          [
+            record.version,
+            JSON.stringify(record.data),
+            record.sortKey,
+            JSON.stringify(record.indexes),
+            JSON.stringify(record.uniques),
+            collection,
+            id,
+          ],
+        )
+        return record
+      })
+    },
+
+    async delete(collection: string, id: string, expectedVersion?: number): Promise<boolean> {
+      assertOpen()
+      assertCollection(collection)
+      assertId(id)
+      if (expectedVersion !== undefined) assertVersion(expectedVersion)
+      if (!isStorableKey(collection, KEY_LIMITS.collection) || !isStorableKey(id, KEY_LIMITS.id)) return false
+      return transaction(async (sqlCall, dialect) => {
+        const current = await lockRecord(sqlCall, dialect, collection, id)
+        if (!current) return false
+        if (expectedVersion !== undefined && current.version !== expectedVersion) {
+          throw new StorageConflictError('version')
+        }
+        await releaseUniques(sqlCall, dialect, collection, id, current.uniques)
+        await deleteIndexes(sqlCall, dialect, collection, id, Object.entries(current.indexes))
+        await sqlCall.query(`DELETE FROM ${dialect.tables.records} WHERE collection = ? AND id = ?`, [collection, id])
+        return true
+      })
+    },
+
+    async list<T extends JsonObject>(collection: string, query: ListQuery = {}): Promise<ListResult<T>> {
+      assertOpen()
+      assertCollection(collection)
+      assertListQuery(query)
+      const where = Object.entries(query.where ?? {}).sort(([a], [b]) => byCodeUnit(a, b))
+      const isFindable =
+        isStorableKey(collection, KEY_LIMITS.collection) &&
+        where.every(
+          ([field, value]) => isStorableKey(field, KEY_LIMITS.indexField) && isStorableKey(value, KEY_LIMITS.indexValue),
+        )
+      if (!isFindable) return { items: [], totalCount: 0 }
+
+      return call(async (sqlCall, dialect) => {
+        const filter = where
+          .map(
+            () => ` AND EXISTS (SELECT 1 FROM ${dialect.tables.indexes} i
+              WHERE i.collection = r.collection AND i.field = ? AND i.value = ? AND i.record_id = r.id)`,
+          )
+          .join('')
+        const filterParams: SqlValue[] = where.flat()
+        const page = dialect.pageClause(query.limit, query.offset ?? 0)
+        // One statement sees one snapshot, so the count always agrees with the page; the count
+        // sits on the left of the join so an empty page (offset past the end) still carries it.
+        const rows = await sqlCall.query(
+          `SELECT c.total, p.id, p.version, p.data, p.sort_key, p.indexes_json, p.uniques_json
+           FROM (SELECT COUNT(*) AS total FROM ${dialect.tables.records} r WHERE r.collection = ?${filter}) c
+           LEFT JOIN (
+             SELECT ${RECORD_COLUMNS} FROM ${dialect.tables.records} r WHERE r.collection = ?${filter}
+             ORDER BY r.sort_key, r.id ${page.sql}
+           ) p ON 1 = 1
+           ORDER BY p.sort_key, p.id`,
+          [collection, ...filterParams, collection, ...filterParams, ...page.params],
+        )
+        return {
+          items: rows.filter((row) => row.id !== null).map((row) => toRecord<T>(dialect, row)),
+          totalCount: Number(rows[0]?.total ?? 0),
+        }
+      })
+    },
+
+    async increment(key: string, amount: number, ttlMs: number): Promise<CounterResult> {
+      assertOpen()
+      assertCounterArguments(key, amount, ttlMs)
+      assertStorableKey(key, 'counter key', KEY_LIMITS.counterKey)
+      const run = (sqlCall: SqlCall, dialect: Dialect) => dialect.increment(sqlCall, key, amount, ttlMs)
+      const { dialect, pool } = await ready()
+      const row = await (dialect.isIncrementTransactional ? transaction(run) : call(run))
+      sweepCounters(pool, dialect)
+      return { value: Number(row.value), expiresAt: Number(row.expires_at) }
+    },
+
+    close(): Promise<void> {
+      closing ??= (async () => {
+        isClosed = true
+        const loaded = await backend?.catch(() => undefined)
+        await loaded?.pool.close(CLOSE_GRACE_MS)
+      })()
+      return closing
+    },
+  }
+
+  return { driver, ready }
+}

@@ -1,0 +1,71 @@
+/**
+ * Real servers for integration tests, each run in its own namespace (Redis key prefix, PostgreSQL
+ * schema, MariaDB database) that is dropped afterwards. A server that is down fails the run with the
+ * command that starts it: nothing is skipped silently.
+ */
+
+import { randomUUID } from 'node:crypto'
+import { createConnection } from 'node:net'
+
+export const REDIS_URL = 'redis://127.0.0.1:6379'
+export const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test'
+export const MARIADB_URL = 'mysql://root@127.0.0.1:3306/test'
+
+const START_COMMANDS: Record<string, string> = {
+  6379: 'redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log',
+  5432: 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start',
+  3306: 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd',
+}
+
+/** Rejects with the start command when nothing listens on 127.0.0.1:`port`. */
+export const requireServer = (port: number) =>
+  new Promise<void>((resolve, reject) => {
+    const socket = createConnection({ host: '127.0.0.1', port })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve()
+    })
+    socket.once('error', () => reject(new Error(`Nothing listens on 127.0.0.1:${port}; start it with: ${START_COMMANDS[port]}`)))
+  })
+
+/** A fresh namespace name, valid as a Redis prefix, a SQL schema and a database name. */
+export const uniqueNamespace = (kind: string) => `mg_${kind}_${randomUUID().replaceAll('-', '').slice(0, 16)}`
+
+/** Removes every Redis key under `prefix`. */
+export const dropRedisPrefix = async (prefix: string) => {
+  const { default: Redis } = await import('ioredis')
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 })
+  await redis.connect()
+  try {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+      cursor = next
+      if (keys.length > 0) await redis.unlink(...keys)
+    } while (cursor !== '0')
+  } finally {
+    redis.disconnect()
+  }
+}
+
+/** Drops a PostgreSQL schema and everything in it. */
+export const dropPostgresSchema = async (schema: string) => {
+  const { default: postgres } = await import('postgres')
+  const sql = postgres(POSTGRES_URL, { max: 1, onnotice: () => {} })
+  try {
+    await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  } finally {
+    await sql.end({ timeout: 5 })
+  }
+}
+
+/** Drops a MariaDB database. */
+export const dropMariadbDatabase = async (database: string) => {
+  const mysql = await import('mysql2/promise')
+  const connection = await mysql.createConnection({ host: '127.0.0.1', port: 3306, user: 'root' })
+  try {
+    await connection.query(`DROP DATABASE IF EXISTS \`${database}\``)
+  } finally {
+    await connection.end()
+  }
+}

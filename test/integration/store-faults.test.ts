@@ -1,0 +1,120 @@
+/**
+ * When the store goes away (connection refused) or stops answering mid-request (traffic swallowed),
+ * a gateway process answers a clear 503 quickly, writes nothing by halves, and serves again by
+ * itself once the store is back. The store sits behind a loopback TCP proxy that the test cuts.
+ */
+
+import { resolve } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startListening, type RunningProcess } from '../helpers/process'
+import { dropPostgresSchema, dropRedisPrefix, requireServer, uniqueNamespace } from '../helpers/stores'
+import { startTcpProxy } from '../helpers/tcp-proxy'
+
+const CLI = resolve(__dirname, '../../dist/cli.js')
+const KEY = `operator-${uniqueNamespace('key')}`
+/** Far above every driver timeout: a request that takes this long has hung. */
+const HANG = 20_000
+
+const STORES = [
+  {
+    name: 'Redis',
+    port: 6379,
+    env: (proxyPort: number, namespace: string) => ({
+      MODELGATE_STORAGE: `redis://127.0.0.1:${proxyPort}`,
+      MODELGATE_REDIS_PREFIX: `${namespace}:`,
+    }),
+    drop: (namespace: string) => dropRedisPrefix(`${namespace}:`),
+  },
+  {
+    name: 'PostgreSQL',
+    port: 5432,
+    env: (proxyPort: number, namespace: string) => ({
+      MODELGATE_STORAGE: `postgres://postgres@127.0.0.1:${proxyPort}/test`,
+      MODELGATE_SQL_SCHEMA: namespace,
+    }),
+    drop: (namespace: string) => dropPostgresSchema(namespace),
+  },
+]
+
+describe.each(STORES)('a gateway whose $name goes away', (store) => {
+  const namespace = uniqueNamespace('faults')
+  let proxy: Awaited<ReturnType<typeof startTcpProxy>>
+  let gateway: RunningProcess
+
+  beforeAll(async () => {
+    await requireServer(store.port)
+    proxy = await startTcpProxy({ targetPort: store.port })
+    gateway = await startListening('node', [CLI, 'serve'], {
+      env: { ...store.env(proxy.port, namespace), MODELGATE_PORT: '0', MODELGATE_LOG_LEVEL: 'error', MODELGATE_MANAGEMENT_KEY: KEY },
+    })
+  })
+
+  afterAll(async () => {
+    await gateway?.stop('SIGKILL')
+    await proxy?.close()
+    await store.drop(namespace)
+  })
+
+  const call = (path: string, init: { method?: string; json?: unknown } = {}) =>
+    fetch(`${gateway.url}/api/v1${path}`, {
+      method: init.method ?? 'GET',
+      headers: { authorization: `Bearer ${KEY}`, ...(init.json ? { 'content-type': 'application/json' } : {}) },
+      body: init.json ? JSON.stringify(init.json) : undefined,
+      signal: AbortSignal.timeout(HANG),
+    })
+
+  /** Polls (bounded) until the gateway answers 200 again. */
+  const waitUntilServing = async () => {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const response = await call('/workspaces/default')
+      await response.arrayBuffer()
+      if (response.status === 200) return
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    throw new Error('the gateway did not recover')
+  }
+
+  const expect503 = async (response: Response) => {
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('1')
+    expect(await response.json()).toEqual({ error: { code: 503, message: 'Storage is unavailable' } })
+  }
+
+  it('serves normally through the proxy', async () => {
+    expect((await call('/workspaces/default')).status).toBe(200)
+  })
+
+  it('answers 503 when the store refuses connections, then recovers by itself', async () => {
+    void proxy.cut()
+    await expect503(await call('/workspaces/default'))
+    await expect503(await call('/workspaces', { method: 'POST', json: { name: 'During outage', slug: 'outage' } }))
+    await proxy.restore()
+    await waitUntilServing()
+    // The refused write left nothing behind.
+    expect((await call('/workspaces/outage')).status).toBe(404)
+  })
+
+  it('answers 503 when the store stops answering mid-request, then recovers by itself', async () => {
+    proxy.blackhole()
+    const [read, write] = await Promise.all([
+      call('/workspaces/default'),
+      call('/workspaces', { method: 'POST', json: { name: 'Swallowed', slug: 'swallowed' } }),
+    ])
+    await expect503(read)
+    await expect503(write)
+    await proxy.restore()
+    await waitUntilServing()
+    // A write whose answer was lost either happened completely or not at all.
+    const after = await call('/workspaces/swallowed')
+    if (after.status === 200) {
+      const { data } = (await after.json()) as { data: { name: string; slug: string } }
+      expect(data).toMatchObject({ name: 'Swallowed', slug: 'swallowed' })
+    } else expect(after.status).toBe(404)
+    // And the gateway keeps serving writes.
+    expect((await call('/workspaces', { method: 'POST', json: { name: 'After', slug: 'after' } })).status).toBe(201)
+  })
+
+  it('is still alive: the process never crashed', () => {
+    expect(gateway.child.exitCode).toBeNull()
+  })
+})

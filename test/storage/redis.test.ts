@@ -1,0 +1,459 @@
+import { randomUUID } from 'node:crypto'
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net'
+import calculateSlot from 'cluster-key-slot'
+import { Redis } from 'ioredis'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { isGatewayError } from '../../src/core/errors'
+import type { StorageDriver } from '../../src/storage/contract'
+import { redisStorage, type RedisStorageOptions } from '../../src/storage/redis'
+import { describeStorageContract } from './contract'
+
+const REDIS_URL = 'redis://127.0.0.1:6379/0'
+const START_REDIS =
+  'redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log'
+/** Every key of this run starts with it; all are removed afterwards. */
+const prefix = `modelgate-test:${randomUUID()}:`
+
+let admin: Redis
+const drivers: StorageDriver[] = []
+const clients: Redis[] = []
+const servers: Server[] = []
+
+/** A driver on this run's prefix that is closed after the test even when an assertion fails first. */
+const open = (options: Partial<RedisStorageOptions> = {}): StorageDriver => {
+  const driver = redisStorage(options.client ? { prefix, ...options } : { url: REDIS_URL, prefix, ...options })
+  drivers.push(driver)
+  return driver
+}
+
+const openClient = (): Redis => {
+  const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 0 })
+  clients.push(client)
+  return client
+}
+
+beforeAll(async () => {
+  admin = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  admin.on('error', () => {})
+  try {
+    await admin.connect()
+    await admin.ping()
+  } catch (error) {
+    throw new Error(`Redis is not reachable at ${REDIS_URL}; start it with: ${START_REDIS}`, { cause: error })
+  }
+})
+
+afterEach(async () => {
+  await Promise.all(drivers.splice(0).map((driver) => driver.close()))
+  await Promise.all(clients.splice(0).map((client) => client.quit().catch(() => client.disconnect())))
+  await Promise.all(
+    servers
+      .splice(0)
+      .map((server) => new Promise((resolve) => (server.listening ? server.close(resolve) : resolve(null)))),
+  )
+})
+
+const keysOfRun = async (): Promise<string[]> => {
+  const keys: string[] = []
+  let cursor = '0'
+  do {
+    const [next, batch] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000)
+    keys.push(...batch)
+    cursor = next
+  } while (cursor !== '0')
+  return keys
+}
+
+afterAll(async () => {
+  if (admin?.status !== 'ready') return
+  const keys = await keysOfRun()
+  for (let index = 0; index < keys.length; index += 500) await admin.unlink(...keys.slice(index, index + 500))
+  await admin.quit()
+})
+
+const rejectionOf = async (promise: Promise<unknown>): Promise<unknown> => {
+  try {
+    await promise
+  } catch (error) {
+    return error
+  }
+  throw new Error('expected a rejection')
+}
+
+const expectUnavailable = async (promise: Promise<unknown>, message = 'Storage is unavailable') => {
+  const error = await rejectionOf(promise)
+  expect(isGatewayError(error), `expected a GatewayError, got ${String(error)}`).toBe(true)
+  expect(error).toMatchObject({ status: 503, name: 'StorageUnavailableError', message })
+  return error as Error
+}
+
+const settle = <T>(promise: Promise<T>) =>
+  promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  )
+
+const unique = (label: string) => `${label}-${randomUUID().slice(0, 8)}`
+
+/**
+ * A loopback TCP proxy to Redis. `cut` drops every connection and stops accepting (connection refused);
+ * `swallow` keeps connections open but discards their traffic; `restore` undoes either, on the same port.
+ */
+const startProxy = async () => {
+  const upstream = new URL(REDIS_URL)
+  const sockets = new Set<Socket>()
+  let isSwallowing = false
+  const server = createServer((incoming) => {
+    const outgoing = connect(Number(upstream.port), upstream.hostname)
+    const forward = (from: Socket, to: Socket) =>
+      from.on('data', (chunk) => {
+        if (!isSwallowing) to.write(chunk)
+      })
+    forward(incoming, outgoing)
+    forward(outgoing, incoming)
+    for (const socket of [incoming, outgoing]) {
+      sockets.add(socket)
+      socket.on('error', () => {})
+      socket.on('close', () => {
+        sockets.delete(socket)
+        incoming.destroy()
+        outgoing.destroy()
+      })
+    }
+  })
+  servers.push(server)
+  const listen = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject)
+        resolve((server.address() as AddressInfo).port)
+      })
+    })
+  const dropConnections = () => {
+    for (const socket of sockets) socket.destroy()
+  }
+  const port = await listen(0)
+  return {
+    url: `redis://127.0.0.1:${port}${upstream.pathname}`,
+    async cut() {
+      const closed = new Promise((resolve) => server.close(resolve))
+      dropConnections()
+      await closed
+    },
+    swallow() {
+      isSwallowing = true
+    },
+    async restore() {
+      if (isSwallowing) {
+        isSwallowing = false
+        return
+      }
+      await listen(port)
+    },
+  }
+}
+
+/** Polls a cheap call (bounded) until it succeeds; every failure on the way must be a 503. */
+const waitForRecovery = async <T>(call: () => Promise<T>): Promise<T> => {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    const outcome = await settle(call())
+    if ('value' in outcome) return outcome.value
+    expect(outcome.error).toMatchObject({ status: 503 })
+    if (Date.now() > deadline) throw new Error('the driver did not recover within 15 s')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+describeStorageContract('redis', () => redisStorage({ url: REDIS_URL, prefix }), {
+  // Redis runs on this machine, so its clock is ours; the margin covers rounding to milliseconds.
+  clockToleranceMs: 25,
+})
+
+describe('redisStorage', () => {
+  describe('options', () => {
+    it('rejects programmer errors with a TypeError and is named redis', async () => {
+      const bad: unknown[] = [
+        undefined,
+        {},
+        { url: REDIS_URL, client: openClient() },
+        { url: 'http://127.0.0.1:6379' },
+        { url: 'not a url' },
+        { client: { status: 'ready' } },
+        { url: REDIS_URL, prefix: 'a{b}:' },
+        { url: REDIS_URL, prefix: 5 },
+        { url: REDIS_URL, commandTimeoutMs: 0 },
+        { url: REDIS_URL, commandTimeoutMs: 1.5 },
+      ]
+      for (const options of bad) expect(() => redisStorage(options as RedisStorageOptions)).toThrow(TypeError)
+      expect(open().name).toBe('redis')
+    })
+
+    it('never puts the URL, which may hold a password, in an error', () => {
+      expect(() => redisStorage({ url: 'http://user:s3cret@127.0.0.1' })).toThrow(/^(?!.*s3cret)/)
+    })
+  })
+
+  describe('key layout', () => {
+    it('keeps a collection in one hash slot and escapes ids, keys and values', async () => {
+      const driver = open()
+      const collection = unique('odd:{name}')
+      const encoded = collection.replace(':', '%3A').replace('{', '%7B').replace('}', '%7D')
+      const counter = unique('count:{x}')
+      await driver.create(collection, {
+        id: 'id:{1}%',
+        data: { n: 1 },
+        indexes: { 'co:lor': 're{d' },
+        uniques: ['slug:a'],
+        sortKey: 's',
+      })
+      await driver.increment(counter, 1, 60_000)
+
+      const base = `${prefix}{${encoded}}:`
+      const counterKey = `${prefix}{counter:${counter.replace(':', '%3A').replace('{', '%7B').replace('}', '%7D')}}`
+      const keys = (await keysOfRun()).filter((key) => key.startsWith(base) || key === counterKey)
+      expect(keys.sort()).toEqual(
+        [`${base}r:id%3A%7B1%7D%25`, `${base}u:slug%3Aa`, `${base}all`, `${base}i:co%3Alor:re%7Bd`, counterKey].sort(),
+      )
+      const slot = calculateSlot(encoded)
+      for (const key of keys.filter((key) => key.startsWith(base))) expect(calculateSlot(key)).toBe(slot)
+      expect(calculateSlot(counterKey)).toBe(calculateSlot(counterKey.slice(prefix.length + 1, -1)))
+    })
+
+    it('stores the record once: one hash of its parts, and only ids and members elsewhere', async () => {
+      const driver = open()
+      const collection = unique('widgets')
+      const data = { name: 'Widget', nested: [1, 'ü', null, { price: 12.5 }] }
+      await driver.create(collection, {
+        id: 'w1',
+        data,
+        indexes: { color: 'red' },
+        uniques: ['slug:w1'],
+        sortKey: '2024',
+      })
+      const base = `${prefix}{${collection}}:`
+      expect(await admin.hgetall(`${base}r:w1`)).toEqual({
+        id: 'w1',
+        version: '1',
+        sortKey: '2024',
+        indexes: '{"color":"red"}',
+        uniques: '["slug:w1"]',
+        data: JSON.stringify(data),
+      })
+      expect(await admin.get(`${base}u:slug%3Aw1`)).toBe('w1')
+      expect(await admin.zrange(`${base}all`, 0, -1, 'WITHSCORES')).toEqual(['2024\u0000w1', '0'])
+      expect(await admin.zrange(`${base}i:color:red`, 0, -1)).toEqual(['2024\u0000w1'])
+
+      await driver.delete(collection, 'w1')
+      expect((await keysOfRun()).filter((key) => key.startsWith(base))).toEqual([])
+    })
+
+    it('round-trips control characters and escapes in unique keys and indexes', async () => {
+      const driver = open()
+      const collection = unique('widgets')
+      const created = await driver.create(collection, {
+        id: 'w\u0001"1',
+        data: { text: '\u0000\n"\\ ✓ 😀' },
+        indexes: { 'f\u0000': 'v\n"' },
+        uniques: ['slug\u0000:"\\'],
+      })
+      expect(await driver.findByUnique(collection, 'slug\u0000:"\\')).toEqual(created)
+      expect((await driver.list(collection, { where: { 'f\u0000': 'v\n"' } })).items).toEqual([created])
+      expect(await driver.delete(collection, 'w\u0001"1', 1)).toBe(true)
+      expect(await driver.findByUnique(collection, 'slug\u0000:"\\')).toBeNull()
+    })
+
+    it('refuses a sortKey holding U+0000 and text with lone surrogates', async () => {
+      const driver = open()
+      const collection = unique('widgets')
+      await expect(driver.create(collection, { id: 'w1', data: {}, sortKey: 'a\u0000b' })).rejects.toThrow(TypeError)
+      await expect(driver.create(collection, { id: 'w\uD800', data: {} })).rejects.toThrow(TypeError)
+      await expect(driver.create(collection, { id: 'w1', data: {}, uniques: ['\uDC00'] })).rejects.toThrow(TypeError)
+      await expect(driver.increment('\uD800', 1, 1_000)).rejects.toThrow(TypeError)
+      expect(await driver.list(collection)).toEqual({ items: [], totalCount: 0 })
+    })
+
+    it('orders characters outside the BMP by code point (UTF-8 bytes), unlike UTF-16 code units', async () => {
+      const driver = open()
+      const collection = unique('widgets')
+      await driver.create(collection, { id: 'astral', data: {}, sortKey: '\u{10000}' })
+      await driver.create(collection, { id: 'bmp', data: {}, sortKey: '\uFFFF' })
+      expect((await driver.list(collection)).items.map((item) => item.id)).toEqual(['bmp', 'astral'])
+    })
+  })
+
+  describe('several processes on one prefix', () => {
+    it('shares state between two connections', async () => {
+      const [first, second] = [open(), open()]
+      const collection = unique('widgets')
+      const created = await first.create(collection, {
+        id: 'w1',
+        data: { n: 1 },
+        uniques: ['slug:one'],
+        indexes: { a: 'b' },
+      })
+      expect(await second.get(collection, 'w1')).toEqual(created)
+      expect(await second.findByUnique(collection, 'slug:one')).toEqual(created)
+      expect(await second.list(collection, { where: { a: 'b' } })).toEqual({ items: [created], totalCount: 1 })
+      await expect(second.create(collection, { id: 'w2', data: {}, uniques: ['slug:one'] })).rejects.toMatchObject({
+        status: 409,
+        kind: 'unique',
+      })
+    })
+
+    it('lets exactly one of two compare-and-set updates from the same version win', async () => {
+      const [first, second] = [open(), open()]
+      const collection = unique('widgets')
+      await first.create(collection, { id: 'w1', data: {} })
+      const outcomes = await Promise.all([
+        settle(first.update(collection, 'w1', 1, { id: 'w1', data: { by: 'first' } })),
+        settle(second.update(collection, 'w1', 1, { id: 'w1', data: { by: 'second' } })),
+      ])
+      const winners = outcomes.flatMap((outcome) => ('value' in outcome ? [outcome.value] : []))
+      expect(winners).toHaveLength(1)
+      const loser = outcomes.find((outcome) => 'error' in outcome) as { error: unknown }
+      expect(loser.error).toMatchObject({ status: 409, kind: 'version' })
+      expect(await second.get(collection, 'w1')).toEqual(winners[0])
+    })
+
+    it('lets exactly one of 20 parallel creates from two connections claim a unique key', async () => {
+      const [first, second] = [open(), open()]
+      const collection = unique('widgets')
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          settle((index % 2 ? first : second).create(collection, { id: `w${index}`, data: {}, uniques: ['slug:x'] })),
+        ),
+      )
+      const winners = outcomes.flatMap((outcome) => ('value' in outcome ? [outcome.value] : []))
+      expect(winners).toHaveLength(1)
+      for (const outcome of outcomes) {
+        if ('error' in outcome) expect(outcome.error).toMatchObject({ status: 409, kind: 'unique' })
+      }
+      expect((await first.list(collection)).totalCount).toBe(1)
+    })
+
+    it('adds up counters from two connections, all sharing one expiresAt', async () => {
+      const [first, second] = [open(), open()]
+      const key = unique('counter')
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, index) => (index % 2 ? first : second).increment(key, 1, 60_000)),
+      )
+      expect(results.map((result) => result.value).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 20 }, (_, index) => index + 1),
+      )
+      expect(new Set(results.map((result) => result.expiresAt)).size).toBe(1)
+    })
+
+    it('adds non-integer and negative amounts exactly as JavaScript numbers do', async () => {
+      const driver = open()
+      const key = unique('counter')
+      expect((await driver.increment(key, 0.1, 60_000)).value).toBe(0.1)
+      expect((await driver.increment(key, 0.2, 60_000)).value).toBe(0.1 + 0.2)
+      expect((await driver.increment(key, -1e-20, 60_000)).value).toBe(0.1 + 0.2 - 1e-20)
+      expect((await driver.increment(key, -1.5e300, 60_000)).value).toBe(0.1 + 0.2 - 1e-20 - 1.5e300)
+    })
+  })
+
+  describe('failures', () => {
+    it('fails fast with StorageUnavailableError when Redis is unreachable, leaking no key', async () => {
+      const driver = open({ url: 'redis://127.0.0.1:1', commandTimeoutMs: 300 })
+      const collection = unique('widgets')
+      const calls: Array<Promise<unknown>> = [
+        driver.create(collection, { id: 'w1', data: {} }),
+        driver.get(collection, 'w1'),
+        driver.findByUnique(collection, 'slug'),
+        driver.update(collection, 'w1', 1, { id: 'w1', data: {} }),
+        driver.delete(collection, 'w1'),
+        driver.list(collection),
+        driver.increment(unique('counter'), 1, 1_000),
+      ]
+      for (const call of calls) {
+        const error = await expectUnavailable(call)
+        expect(error.cause).toBeInstanceOf(Error)
+        expect(JSON.stringify({ message: error.message, cause: String(error.cause) })).not.toContain(collection)
+      }
+    })
+
+    it('rejects with StorageUnavailableError when the server accepts connections but never answers', async () => {
+      const silent = createServer((socket) => socket.on('error', () => {}))
+      const sockets = new Set<Socket>()
+      silent.on('connection', (socket) => sockets.add(socket))
+      servers.push(silent)
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+      const port = (silent.address() as AddressInfo).port
+      const driver = open({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 200 })
+      await expectUnavailable(driver.get(unique('widgets'), 'w1'))
+      await expectUnavailable(driver.increment(unique('counter'), 1, 1_000))
+      await driver.close()
+      for (const socket of sockets) socket.destroy()
+    })
+
+    it('rejects while a proxy to Redis is cut and serves again once it is back, on the same driver', async () => {
+      const proxy = await startProxy()
+      const driver = open({ url: proxy.url, commandTimeoutMs: 500 })
+      const collection = unique('widgets')
+      const created = await driver.create(collection, { id: 'w1', data: { kept: true } })
+
+      await proxy.cut()
+      await expectUnavailable(driver.get(collection, 'w1'))
+      await expectUnavailable(driver.increment(unique('counter'), 1, 1_000))
+
+      await proxy.restore()
+      expect(await waitForRecovery(() => driver.get(collection, 'w1'))).toEqual(created)
+      expect((await driver.update(collection, 'w1', 1, { id: 'w1', data: {} }))?.version).toBe(2)
+    })
+
+    it('rejects while traffic is swallowed and serves again afterwards, on a fresh connection', async () => {
+      const proxy = await startProxy()
+      const driver = open({ url: proxy.url, commandTimeoutMs: 300 })
+      const collection = unique('widgets')
+      const created = await driver.create(collection, { id: 'w1', data: {} })
+
+      proxy.swallow()
+      const [read, write] = await Promise.all([
+        settle(driver.get(collection, 'w1')),
+        settle(driver.create(collection, { id: 'w2', data: {} })),
+      ])
+      for (const outcome of [read, write]) expect(outcome).toMatchObject({ error: { status: 503 } })
+
+      // The swallowed bytes are gone for good, so an old connection could never pair replies again.
+      await proxy.restore()
+      expect(await waitForRecovery(() => driver.get(collection, 'w1'))).toEqual(created)
+      const lost = await driver.get(collection, 'w2')
+      expect(lost === null || lost.version === 1).toBe(true)
+      expect((await driver.create(collection, { id: 'w3', data: {} })).version).toBe(1)
+    })
+
+    it('runs its scripts again after the server lost its script cache', async () => {
+      const driver = open()
+      const collection = unique('widgets')
+      await driver.create(collection, { id: 'w1', data: {} })
+      await admin.script('FLUSH')
+      expect((await driver.update(collection, 'w1', 1, { id: 'w1', data: {} }))?.version).toBe(2)
+      expect(await driver.findByUnique(collection, 'none')).toBeNull()
+    })
+  })
+
+  describe('a client passed in', () => {
+    it('is used but never quit by close()', async () => {
+      const client = openClient()
+      const driver = redisStorage({ client, prefix })
+      const collection = unique('widgets')
+      await driver.create(collection, { id: 'w1', data: {} })
+      await driver.close()
+      await expectUnavailable(driver.get(collection, 'w1'), 'Storage is closed')
+      expect(await client.ping()).toBe('PONG')
+      expect(await client.exists(`${prefix}{${collection}}:r:w1`)).toBe(1)
+    })
+
+    it('turns a client that is already closed into StorageUnavailableError, and closes quietly', async () => {
+      const client = openClient()
+      await client.quit()
+      const driver = redisStorage({ client, prefix })
+      await expectUnavailable(driver.get(unique('widgets'), 'w1'))
+      await driver.close()
+      await driver.close()
+    })
+  })
+})

@@ -1,0 +1,406 @@
+/**
+ * The SQL driver's own cases, run against PostgreSQL and MariaDB by `postgres.test.ts` and
+ * `mariadb.test.ts`: the shared contract, plus what only a shared SQL server shows (several driver
+ * instances on one schema, migrations racing, rows left after a failed write, a network that goes
+ * away). Each run works in its own schema or database, dropped afterwards.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { isGatewayError } from '../../src/core/errors'
+import type { StorageDriver } from '../../src/storage/contract'
+import { openSqlStorage, sqlStorage, type SqlStorageOptions } from '../../src/storage/sql'
+import { requireServer, uniqueNamespace } from '../helpers/stores'
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
+import { describeStorageContract } from './contract'
+
+export interface SqlTarget {
+  /** Suite name, also the driver's `name` for `url()`. */
+  name: string
+  port: number
+  /** A URL for the server, or for a proxy in front of it on `port`. */
+  url(port?: number): string
+  /** Runs SQL with `?` placeholders as an administrator. */
+  raw(text: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>
+  /** The qualified name of one of the driver's tables in `namespace`. */
+  table(namespace: string, table: string): string
+  /** An expression giving a JSON column's stored text. */
+  jsonText(column: string): string
+  dropNamespace(namespace: string): Promise<void>
+  /** Closes the administrator connection. */
+  end(): Promise<void>
+}
+
+/** Far above every timeout the tests set: a call still pending after this has hung. */
+const HANG_MS = 5_000
+
+const rejectionOf = async (promise: Promise<unknown>): Promise<unknown> => {
+  try {
+    await promise
+  } catch (error) {
+    return error
+  }
+  throw new Error('expected a rejection')
+}
+
+/** Settles `promise`, failing the test if it is still pending after `HANG_MS`. */
+const boundedly = <T>(promise: Promise<T>): Promise<T> => {
+  let timer: NodeJS.Timeout | undefined
+  const hang = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`still pending after ${HANG_MS} ms`)), HANG_MS)
+  })
+  return Promise.race([promise, hang]).finally(() => clearTimeout(timer))
+}
+
+const expectUnavailable = async (promise: Promise<unknown>, message = 'Storage is unavailable') => {
+  const error = await boundedly(rejectionOf(promise))
+  expect(isGatewayError(error), `expected a GatewayError, got ${String(error)}`).toBe(true)
+  expect(error).toMatchObject({ status: 503, name: 'StorageUnavailableError', message })
+}
+
+const settle = async <T>(promise: Promise<T>) => {
+  try {
+    return { value: await promise }
+  } catch (error) {
+    return { error }
+  }
+}
+
+const conflictKind = (error: unknown) => (isGatewayError(error) ? (error as { kind?: string }).kind : undefined)
+
+/** Polls `attempt` (bounded in time, never a fixed sleep) until it resolves. */
+const eventually = async <T>(attempt: () => Promise<T>, withinMs = 15_000): Promise<T> => {
+  const deadline = Date.now() + withinMs
+  for (;;) {
+    try {
+      return await attempt()
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`did not recover within ${withinMs} ms: ${String(error)}`)
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  }
+}
+
+export function describeSqlDriver(target: SqlTarget): void {
+  const namespace = uniqueNamespace('sql')
+  const namespaces = [namespace]
+  const drivers: StorageDriver[] = []
+  const proxies: TcpProxy[] = []
+
+  /** Opens a driver on this run's namespace, closed after the test even when an assertion fails. */
+  const open = async (options: Partial<SqlStorageOptions> = {}) => {
+    const driver = await openSqlStorage({ url: target.url(), schema: namespace, ...options })
+    drivers.push(driver)
+    return driver
+  }
+
+  const proxy = async () => {
+    const started = await startTcpProxy({ targetPort: target.port })
+    proxies.push(started)
+    return started
+  }
+
+  const count = async (table: string, where: string, params: unknown[], schema = namespace) => {
+    const rows = await target.raw(`SELECT COUNT(*) AS n FROM ${target.table(schema, table)} WHERE ${where}`, params)
+    return Number(rows[0]?.n)
+  }
+
+  beforeAll(() => requireServer(target.port))
+
+  afterEach(async () => {
+    await Promise.all(drivers.splice(0).map((driver) => driver.close()))
+    await Promise.all(proxies.splice(0).map((started) => started.close()))
+  })
+
+  afterAll(async () => {
+    for (const name of namespaces) await target.dropNamespace(name)
+    await target.end()
+  })
+
+  describeStorageContract(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }), {
+    // The database clock is this machine's, read to the millisecond.
+    clockToleranceMs: 20,
+  })
+
+  describe(`${target.name} driver`, () => {
+    it('is named after the URL scheme and checks its options when built', async () => {
+      const driver = sqlStorage({ url: target.url(), schema: namespace })
+      expect(driver.name).toBe(target.name)
+      await driver.close()
+      const secretUrl = target.url().replace('//', '//someone:hunter2@')
+      const bad: Array<Partial<SqlStorageOptions>> = [
+        { url: '' },
+        { url: 'not a url' },
+        { url: 'http://127.0.0.1/test' },
+        { url: 'postgres://a,b/test' },
+        { schema: 'Mixed_Case' },
+        { schema: '1st' },
+        { schema: 'x'.repeat(64) },
+        { tablePrefix: 'has-dash' },
+        { tablePrefix: 'x'.repeat(41) },
+        { poolSize: 0 },
+        { poolSize: 1.5 },
+        { queryTimeoutMs: 0 },
+        { connectTimeoutMs: -1 },
+      ]
+      for (const options of bad) {
+        expect(() => sqlStorage({ url: secretUrl, ...options } as SqlStorageOptions), JSON.stringify(options)).toThrow(
+          TypeError,
+        )
+      }
+      expect(() => sqlStorage({ url: secretUrl, poolSize: 0 })).toThrow(/^sqlStorage: options\.poolSize/)
+      try {
+        sqlStorage({ url: secretUrl, poolSize: 0 })
+      } catch (error) {
+        expect(String(error)).not.toContain('hunter2')
+      }
+      await expect(openSqlStorage({ url: secretUrl, tablePrefix: 'UPPER' })).rejects.toThrow(TypeError)
+    })
+
+    it('refuses keys the database could not store exactly, and finds none of them', async () => {
+      const driver = await open()
+      const widgets = uniqueNamespace('widgets')
+      const typeError = async (promise: Promise<unknown>) => expect(await rejectionOf(promise)).toBeInstanceOf(TypeError)
+      await typeError(driver.create(widgets, { id: 'x'.repeat(513), data: {} }))
+      await typeError(driver.create(widgets, { id: 'nul\0inside', data: {} }))
+      await typeError(driver.create(widgets, { id: 'w1', data: {}, uniques: ['lone \uD800 surrogate'] }))
+      await typeError(driver.create(widgets, { id: 'w1', data: {}, indexes: { color: 'r'.repeat(1025) } }))
+      await typeError(driver.create(widgets, { id: 'w1', data: {}, sortKey: 's'.repeat(1025) }))
+      await typeError(driver.create('c'.repeat(256), { id: 'w1', data: {} }))
+      await typeError(driver.increment('k'.repeat(1025), 1, 1_000))
+      expect(await driver.list(widgets)).toEqual({ items: [], totalCount: 0 })
+
+      expect(await driver.get(widgets, 'x'.repeat(513))).toBeNull()
+      expect(await driver.get(widgets, 'nul\0inside')).toBeNull()
+      expect(await driver.findByUnique(widgets, 'lone \uD800 surrogate')).toBeNull()
+      expect(await driver.list(widgets, { where: { color: '\0' } })).toEqual({ items: [], totalCount: 0 })
+      expect(await driver.delete(widgets, 'x'.repeat(513))).toBe(false)
+
+      // The limits count UTF-8 bytes: 128 four-byte characters fill an id exactly.
+      const longest = '😀'.repeat(128)
+      await driver.create(widgets, { id: longest, data: { ok: true }, sortKey: '\uFFFF' })
+      await driver.create(widgets, { id: 'plain', data: {}, sortKey: 'é' })
+      expect((await driver.get(widgets, longest))?.data).toEqual({ ok: true })
+      expect((await driver.list(widgets)).items.map((item) => item.id)).toEqual(['plain', longest])
+    })
+
+    it('migrates once, however often and however concurrently drivers open', async () => {
+      const fresh = uniqueNamespace('sql_migrate')
+      namespaces.push(fresh)
+      const openFresh = async () => {
+        const driver = await openSqlStorage({ url: target.url(), schema: fresh })
+        drivers.push(driver)
+        return driver
+      }
+      const [first] = await Promise.all([openFresh(), openFresh(), openFresh()])
+      await openFresh()
+      const versions = await target.raw(
+        `SELECT version, COUNT(*) AS n FROM ${target.table(fresh, 'migrations')} GROUP BY version ORDER BY version`,
+      )
+      expect(versions.map((row) => [Number(row.version), Number(row.n)])).toEqual([[1, 1]])
+      await first!.create('widgets', { id: 'w1', data: { n: 1 }, uniques: ['slug:a'], indexes: { color: 'red' } })
+      expect(await count('records', 'id = ?', ['w1'], fresh)).toBe(1)
+    })
+
+    it('keeps the tables of two prefixes in one schema apart', async () => {
+      const widgets = uniqueNamespace('widgets')
+      const plain = await open()
+      const other = await open({ tablePrefix: 'other_' })
+      await plain.create(widgets, { id: 'w1', data: { side: 'plain' }, uniques: ['slug:a'] })
+      await other.create(widgets, { id: 'w1', data: { side: 'other' }, uniques: ['slug:a'] })
+      expect((await plain.get(widgets, 'w1'))?.data).toEqual({ side: 'plain' })
+      expect((await other.get(widgets, 'w1'))?.data).toEqual({ side: 'other' })
+    })
+
+    it('stores data as the exact text JSON.stringify wrote', async () => {
+      const driver = await open()
+      const widgets = uniqueNamespace('widgets')
+      const data = {
+        zebra: 1,
+        apple: 'x\u0000y',
+        emoji: '😀 ünïcödé',
+        lone: '\uD800',
+        sum: 0.1 + 0.2,
+        big: 1e300,
+        tiny: -5e-324,
+        nested: { list: [null, true, { deep: [] }], empty: {} },
+      }
+      await driver.create(widgets, { id: 'w1', data })
+      const [row] = await target.raw(
+        `SELECT ${target.jsonText('data')} AS text FROM ${target.table(namespace, 'records')} WHERE collection = ? AND id = ?`,
+        [widgets, 'w1'],
+      )
+      expect(row?.text).toBe(JSON.stringify(data))
+      const stored = await driver.get(widgets, 'w1')
+      expect(stored?.data).toEqual(data)
+      expect(Object.keys(stored?.data ?? {})).toEqual(Object.keys(data))
+      expect(await driver.increment(uniqueNamespace('sum'), 0.1, 60_000)).toMatchObject({ value: 0.1 })
+    })
+
+    it('leaves no row behind when a write fails halfway', async () => {
+      const driver = await open()
+      const widgets = uniqueNamespace('widgets')
+      await driver.create(widgets, { id: 'w1', data: {}, uniques: ['slug:taken'], indexes: { color: 'red' } })
+      const refused = await rejectionOf(
+        driver.create(widgets, {
+          id: 'w2',
+          data: {},
+          uniques: ['slug:free', 'slug:taken'],
+          indexes: { color: 'blue', size: 's' },
+        }),
+      )
+      expect(conflictKind(refused)).toBe('unique')
+      expect(await count('records', 'collection = ? AND id = ?', [widgets, 'w2'])).toBe(0)
+      expect(await count('uniques', 'collection = ? AND record_id = ?', [widgets, 'w2'])).toBe(0)
+      expect(await count('indexes', 'collection = ? AND record_id = ?', [widgets, 'w2'])).toBe(0)
+
+      await driver.create(widgets, { id: 'w3', data: {}, uniques: ['slug:other'] })
+      const refusedUpdate = await rejectionOf(
+        driver.update(widgets, 'w1', 1, { id: 'w1', data: { n: 2 }, uniques: ['slug:new', 'slug:other'], indexes: {} }),
+      )
+      expect(conflictKind(refusedUpdate)).toBe('unique')
+      const uniques = await target.raw(
+        `SELECT unique_key FROM ${target.table(namespace, 'uniques')} WHERE collection = ? AND record_id = ?`,
+        [widgets, 'w1'],
+      )
+      expect(uniques.map((row) => String(row.unique_key))).toEqual(['slug:taken'])
+      expect(await count('indexes', 'collection = ? AND record_id = ? AND field = ?', [widgets, 'w1', 'color'])).toBe(1)
+      expect(await count('records', 'collection = ? AND id = ? AND version = 1', [widgets, 'w1'])).toBe(1)
+    })
+
+    it('lets two drivers on one schema race: one compare-and-set winner, one unique winner, shared counters', async () => {
+      const [a, b] = await Promise.all([open({ poolSize: 5 }), open({ poolSize: 5 })])
+      const pick = (index: number) => (index % 2 === 0 ? a : b)
+      const widgets = uniqueNamespace('widgets')
+
+      await a.create(widgets, { id: 'w1', data: { n: 0 } })
+      const updates = await Promise.all(
+        Array.from({ length: 20 }, (_, index) => settle(pick(index).update(widgets, 'w1', 1, { id: 'w1', data: { n: index } }))),
+      )
+      expect(updates.filter((outcome) => 'value' in outcome)).toHaveLength(1)
+      expect(updates.filter((outcome) => 'error' in outcome && conflictKind(outcome.error) === 'version')).toHaveLength(19)
+
+      const creates = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          settle(pick(index).create(widgets, { id: `c${index}`, data: {}, uniques: ['slug:contested'] })),
+        ),
+      )
+      const winners = creates.flatMap((outcome) => ('value' in outcome ? [outcome.value] : []))
+      expect(winners).toHaveLength(1)
+      expect(creates.filter((outcome) => 'error' in outcome && conflictKind(outcome.error) === 'unique')).toHaveLength(19)
+      expect((await b.findByUnique(widgets, 'slug:contested'))?.id).toBe(winners[0]?.id)
+
+      const key = uniqueNamespace('counter')
+      const counts = await Promise.all(Array.from({ length: 20 }, (_, index) => pick(index).increment(key, 1, 60_000)))
+      expect(counts.map((result) => result.value).sort((x, y) => x - y)).toEqual(
+        Array.from({ length: 20 }, (_, index) => index + 1),
+      )
+      expect(new Set(counts.map((result) => result.expiresAt)).size).toBe(1)
+    })
+
+    it('sweeps expired counters in the background', async () => {
+      const expired = uniqueNamespace('expired')
+      const driver = await open()
+      await driver.increment(uniqueNamespace('first'), 1, 60_000)
+      await target.raw(
+        `INSERT INTO ${target.table(namespace, 'counters')} (counter_key, value, expires_at) VALUES (?, 1, 1)`,
+        [expired],
+      )
+      // Each driver sweeps on its first increment, then at most once a minute.
+      const fresh = await open()
+      await fresh.increment(uniqueNamespace('trigger'), 1, 60_000)
+      await eventually(async () => {
+        if ((await count('counters', 'counter_key = ?', [expired])) !== 0) throw new Error('not swept yet')
+      })
+    })
+
+    it('fails fast with a 503 when the server is unreachable', async () => {
+      const unreachable = { url: target.url(1), schema: namespace, connectTimeoutMs: 500, queryTimeoutMs: 500 }
+      const error = await boundedly(rejectionOf(openSqlStorage(unreachable)))
+      expect(error).toMatchObject({ status: 503, name: 'StorageUnavailableError', message: 'Storage is unavailable' })
+      expect((error as Error).cause).toBeDefined()
+
+      const background = sqlStorage(unreachable)
+      await expectUnavailable(background.get('widgets', 'w1'))
+      await expectUnavailable(background.increment('counter', 1, 1_000))
+      await boundedly(background.close())
+      await expectUnavailable(background.get('widgets', 'w1'), 'Storage is closed')
+    })
+
+    it('answers 503 while the connection is cut, and recovers by itself', async () => {
+      const cutter = await proxy()
+      const driver = await open({ url: target.url(cutter.port), queryTimeoutMs: 500, connectTimeoutMs: 500 })
+      const widgets = uniqueNamespace('widgets')
+      await driver.create(widgets, { id: 'w1', data: { n: 1 } })
+
+      void cutter.cut()
+      await expectUnavailable(driver.get(widgets, 'w1'))
+      await expectUnavailable(driver.create(widgets, { id: 'w2', data: {}, uniques: ['slug:w2'] }))
+      await expectUnavailable(driver.increment(uniqueNamespace('counter'), 1, 60_000))
+      await expectUnavailable(driver.list(widgets))
+
+      await cutter.restore()
+      expect((await eventually(() => driver.get(widgets, 'w1')))?.data).toEqual({ n: 1 })
+      expect(await driver.get(widgets, 'w2')).toBeNull()
+      await driver.create(widgets, { id: 'w2', data: {}, uniques: ['slug:w2'] })
+    })
+
+    it('answers 503 within the query timeout when the server stops answering, and recovers by itself', async () => {
+      const hole = await proxy()
+      const driver = await open({ url: target.url(hole.port), queryTimeoutMs: 500, connectTimeoutMs: 500, poolSize: 2 })
+      const widgets = uniqueNamespace('widgets')
+      await Promise.all([
+        driver.create(widgets, { id: 'w1', data: { n: 1 }, uniques: ['slug:w1'] }),
+        driver.create(widgets, { id: 'w2', data: { n: 2 } }),
+      ])
+
+      hole.blackhole()
+      // More calls than connections: the ones waiting for a connection time out too.
+      await Promise.all([
+        expectUnavailable(driver.get(widgets, 'w1')),
+        expectUnavailable(driver.create(widgets, { id: 'w3', data: {}, uniques: ['slug:w3'], indexes: { color: 'red' } })),
+        expectUnavailable(driver.update(widgets, 'w2', 1, { id: 'w2', data: { n: 3 } })),
+        expectUnavailable(driver.increment(uniqueNamespace('counter'), 1, 60_000)),
+      ])
+      await expectUnavailable(driver.list(widgets))
+
+      // Old connections stay silent after the restore: the driver must have dropped them itself.
+      await hole.restore({ shouldResetBlackholed: false })
+      await eventually(() => driver.get(widgets, 'w1'))
+      const w3 = await driver.get(widgets, 'w3')
+      const w3Rows = await count('uniques', 'collection = ? AND record_id = ?', [widgets, 'w3'])
+      expect(w3Rows).toBe(w3 ? 1 : 0)
+      expect((await driver.update(widgets, 'w1', 1, { id: 'w1', data: { n: 9 } }))?.version).toBe(2)
+      expect((await driver.list(widgets)).totalCount).toBe(w3 ? 3 : 2)
+    })
+
+    it('never runs a call that timed out while connecting, even once the connection comes up', async () => {
+      const hole = await proxy()
+      const driver = await open({ url: target.url(hole.port), queryTimeoutMs: 300, connectTimeoutMs: 5_000, poolSize: 1 })
+      const widgets = uniqueNamespace('widgets')
+      const key = uniqueNamespace('late')
+      // Drop the connection and let the driver notice, then swallow the next connection's handshake.
+      await hole.cut()
+      await expectUnavailable(driver.get(widgets, 'late'))
+      await expectUnavailable(driver.get(widgets, 'late'))
+      await hole.restore()
+      hole.blackhole()
+      await expectUnavailable(driver.increment(key, 1, 60_000))
+      // The client may still be connecting in the background; let that connection through.
+      await hole.restore()
+      expect(await eventually(() => driver.get(widgets, 'late'))).toBeNull()
+      expect(await count('counters', 'counter_key = ?', [key])).toBe(0)
+    })
+
+    it('closes promptly even when the server stopped answering', async () => {
+      const hole = await proxy()
+      const driver = sqlStorage({ url: target.url(hole.port), schema: namespace, queryTimeoutMs: 500, connectTimeoutMs: 500 })
+      const widgets = uniqueNamespace('widgets')
+      await driver.create(widgets, { id: 'w1', data: {} })
+      hole.blackhole()
+      const pending = rejectionOf(driver.get(widgets, 'w1'))
+      await boundedly(driver.close())
+      expect(await pending).toMatchObject({ status: 503 })
+      await expectUnavailable(driver.get(widgets, 'w1'), 'Storage is closed')
+      await driver.close()
+    })
+  })
+}
