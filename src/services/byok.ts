@@ -17,15 +17,14 @@ import { resolveWorkspace } from './accounts'
 const associatedData = (record: Pick<ByokRecord, 'id' | 'workspaceId'>) => `modelgate:byok:v1:${record.id}:${record.workspaceId}`
 
 /**
- * Masks a provider key: its recognisable prefix (`sk-`, `sk-ant-`, `gsk_`, …) and its last four
- * characters, never more than a quarter of a short key.
+ * Masks a provider key: its public type prefix (`sk-`, `sk-ant-`, `gsk_`, …, the same for every key
+ * of that kind) and its last four characters. Keys too short for that to hide enough show less.
  */
 export const maskProviderKey = (raw: string): string => {
   const secret = raw.trim()
-  if (secret.length < 12) return '****'
   const prefix = /^[A-Za-z]{1,5}[-_](?:[A-Za-z]{1,6}[-_])?/.exec(secret)?.[0] ?? ''
-  const shownPrefix = prefix.length + 4 <= secret.length / 4 ? prefix : ''
-  return `${shownPrefix}...${secret.slice(-4)}`
+  if (secret.length - prefix.length >= 16) return `${prefix}...${secret.slice(-4)}`
+  return secret.length >= 16 ? `...${secret.slice(-4)}` : '****'
 }
 
 /** Checks a raw key for its provider and returns its label. */
@@ -86,6 +85,7 @@ export const createByokCredential = async (
   now: Date,
 ): Promise<ByokRecord> => {
   requireKnownProvider(input.provider, 'body.provider')
+  assertCompatibleFlags({ isFallback: input.isFallback ?? false, isByokOnly: input.isByokOnly ?? false })
   const label = labelFor(input.provider, input.key)
   const workspace = await resolveWorkspace(repositories, account, input.workspaceId)
   await assertOwnKeyHashes(repositories, account.id, input.allowedApiKeyHashes)
@@ -161,13 +161,21 @@ export const reencryptByokCredentials = async (repositories: Repositories, secre
   const primary = await secrets.primaryKeyId()
   let moved = 0
   let scanned = 0
+  // One unreadable credential (tampered, or sealed with a key no longer configured) must not stop the rest.
+  const failed: string[] = []
   for (let offset = 0; ; offset += 100) {
     const { credentials } = await repositories.byok.list({}, offset, 100)
     if (credentials.length === 0) break
     scanned += credentials.length
     for (const credential of credentials) {
       if (credential.secret.kid === primary) continue
-      const raw = await revealByokKey(secrets, credential)
+      let raw: string
+      try {
+        raw = await revealByokKey(secrets, credential)
+      } catch {
+        failed.push(credential.id)
+        continue
+      }
       const secret = await secrets.seal(raw, associatedData(credential))
       const updated = await repositories.byok.update(credential.id, (latest) =>
         latest.secret.kid === credential.secret.kid && latest.secret.ct === credential.secret.ct ? { ...latest, secret } : null,
@@ -175,5 +183,5 @@ export const reencryptByokCredentials = async (repositories: Repositories, secre
       if (updated) moved++
     }
   }
-  return { scanned, moved }
+  return failed.length > 0 ? { scanned, moved, failed } : { scanned, moved }
 }

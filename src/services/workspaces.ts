@@ -15,5 +15,12 @@ export const removeWorkspace = async (repositories: Repositories, account: Accou
       current.defaultWorkspaceId === workspace.id ? { ...current, defaultWorkspaceId: null } : current,
     )
   }
-  return repositories.workspaces.delete(workspace.id)
+  const deleted = await repositories.workspaces.delete(workspace.id)
+  // Provider keys belong to their workspace: they go with it, so no key material outlives it.
+  for (;;) {
+    const { credentials } = await repositories.byok.list({ workspaceId: workspace.id }, 0, 100)
+    if (credentials.length === 0) break
+    for (const credential of credentials) await repositories.byok.delete(credential.id)
+  }
+  return deleted
 }

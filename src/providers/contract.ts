@@ -1,0 +1,83 @@
+/**
+ * The provider adapter contract. Adapters translate wire formats and nothing else: routing,
+ * fallbacks, keys, billing and logging live in core (src/responses). The canonical format on our
+ * side is the OpenAI Responses API (our own public wire). Versioned so a change is a visible decision.
+ */
+
+import type { GatewayError } from '../core/errors'
+import type { ProviderApi } from './catalog'
+import type { OutputItem, ResponsesRequest, StreamEvent, Usage } from '../responses/types'
+
+/** One upstream call, as core hands it to an adapter. */
+export interface UpstreamCall {
+  /** The validated client request (canonical Responses shape). Adapters must not mutate it. */
+  request: ResponsesRequest
+  /** The provider's own model id for this endpoint (`gpt-4.1-mini`, `claude-sonnet-4-5`, …). */
+  upstreamModel: string
+  /** Whether the upstream is asked to stream. */
+  stream: boolean
+  /** A keyed hash standing in for `user` / `safety_identifier`; the raw values never go upstream. */
+  endUserId?: string
+}
+
+/** Where and as whom to call. */
+export interface UpstreamTarget {
+  /** Base URL without a trailing slash, e.g. `https://api.openai.com/v1` or a loopback fixture. */
+  baseURL: string
+  /** The provider credential (never logged). */
+  apiKey: string
+  /** Extra headers from configuration (e.g. `OpenAI-Organization`). */
+  headers?: Record<string, string>
+  /** Provider-specific settings from configuration (e.g. Azure `apiVersion`, a deployment URL). */
+  options?: Record<string, string>
+}
+
+/** What an adapter asks the transport to send. Plain data, so core can use a pooled client. */
+export interface UpstreamRequest {
+  url: string
+  method: 'POST'
+  headers: Record<string, string>
+  body: string
+}
+
+/** Why generation stopped, in Responses terms. */
+export type FinishStatus = 'completed' | 'incomplete'
+
+/** A complete (non-streaming) upstream answer, translated. */
+export interface UpstreamResult {
+  output: OutputItem[]
+  usage: Usage
+  status: FinishStatus
+  /** Set when `status` is `incomplete` (e.g. `{reason: 'max_output_tokens'}`). */
+  incompleteDetails: { reason: string } | null
+  /** The provider's own response id, for logs. */
+  upstreamId?: string
+}
+
+/**
+ * What a stream adapter yields: the item-level Responses events (without `sequence_number`; core
+ * numbers them and adds `logprobs`), plus two internal events at the end.
+ */
+export type UpstreamStreamEvent =
+  | StreamEvent
+  | { type: 'upstream.usage'; usage: Usage }
+  | { type: 'upstream.finish'; status: FinishStatus; incompleteDetails: { reason: string } | null }
+
+export interface ProviderAdapter {
+  readonly contractVersion: 1
+  readonly api: ProviderApi
+  /** Builds the upstream HTTP request (URL, headers with credentials, JSON body). */
+  buildRequest(call: UpstreamCall, target: UpstreamTarget): UpstreamRequest
+  /** Translates a successful non-streaming JSON body. */
+  readResult(body: unknown, call: UpstreamCall): UpstreamResult
+  /**
+   * Translates a successful streaming body incrementally. Must never buffer the whole body.
+   * Throws (from the iterator) a `GatewayError` for an in-band upstream error event.
+   */
+  readStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent>
+  /**
+   * Turns an upstream error status and (capped) body text into a `GatewayError` carrying
+   * `metadata.error_type`, surviving empty or non-JSON bodies. Never copies credentials.
+   */
+  toError(status: number, bodyText: string): GatewayError
+}

@@ -1,0 +1,153 @@
+/**
+ * Canonical shapes of the Responses API as modelgate speaks it on both sides. Item and event kinds
+ * beyond these stay loose (`Record<string, unknown>`): a new upstream field must never break us.
+ */
+
+export type Role = 'user' | 'assistant' | 'system' | 'developer'
+
+export type InputContentPart =
+  | { type: 'input_text'; text: string }
+  | { type: 'input_image'; image_url?: string | null; file_id?: string | null; detail?: 'auto' | 'low' | 'high' }
+  | { type: 'input_file'; file_data?: string; file_url?: string; file_id?: string | null; filename?: string }
+  | { type: 'output_text'; text: string; annotations?: unknown[] }
+  | { type: 'refusal'; refusal: string }
+  | ({ type: string } & Record<string, unknown>)
+
+export type MessageItem = {
+  type: 'message'
+  role: Role
+  content: string | InputContentPart[]
+  id?: string
+  status?: string
+}
+
+export type FunctionCallItem = {
+  type: 'function_call'
+  id?: string
+  call_id: string
+  name: string
+  arguments: string
+  status?: string
+}
+
+export type FunctionCallOutputItem = {
+  type: 'function_call_output'
+  call_id: string
+  output: string | InputContentPart[]
+  id?: string
+  status?: string
+}
+
+export type ReasoningItem = {
+  type: 'reasoning'
+  id?: string
+  summary: Array<{ type: 'summary_text'; text: string }>
+  content?: Array<{ type: 'reasoning_text'; text: string }>
+  encrypted_content?: string | null
+  signature?: string
+  format?: string
+  status?: string
+}
+
+export type InputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem | ({ type?: string } & Record<string, unknown>)
+
+export type OutputText = { type: 'output_text'; text: string; annotations: unknown[]; logprobs?: unknown[] }
+
+export type OutputMessage = {
+  id: string
+  type: 'message'
+  role: 'assistant'
+  status: 'in_progress' | 'completed' | 'incomplete'
+  content: Array<OutputText | { type: 'refusal'; refusal: string }>
+}
+
+export type OutputFunctionCall = {
+  id: string
+  type: 'function_call'
+  status: 'in_progress' | 'completed' | 'incomplete'
+  call_id: string
+  name: string
+  arguments: string
+}
+
+export type OutputReasoning = {
+  id: string
+  type: 'reasoning'
+  summary: Array<{ type: 'summary_text'; text: string }>
+  content?: Array<{ type: 'reasoning_text'; text: string }>
+  encrypted_content?: string | null
+  /** Provider signature needed to send the reasoning back (Anthropic, Gemini). */
+  signature?: string
+  /** Which provider family produced it (gaps 1.11 `format`). */
+  format?: string
+  status?: 'in_progress' | 'completed' | 'incomplete'
+}
+
+export type OutputItem = OutputMessage | OutputFunctionCall | OutputReasoning
+
+export type FunctionTool = {
+  type: 'function'
+  name: string
+  description?: string | null
+  parameters?: Record<string, unknown> | null
+  strict?: boolean | null
+}
+
+export type Tool = FunctionTool | ({ type: string } & Record<string, unknown>)
+
+export type ToolChoice =
+  | 'auto'
+  | 'none'
+  | 'required'
+  | { type: 'function'; name: string }
+  | ({ type: string } & Record<string, unknown>)
+
+export type TextFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; description?: string; strict?: boolean | null }
+
+/** The request fields adapters translate (validated by src/responses/request.schemas.ts). */
+export interface ResponsesRequest {
+  model: string
+  input: string | InputItem[]
+  instructions?: string | null
+  stream?: boolean
+  tools?: Tool[]
+  tool_choice?: ToolChoice
+  parallel_tool_calls?: boolean | null
+  temperature?: number | null
+  top_p?: number | null
+  top_k?: number
+  frequency_penalty?: number | null
+  presence_penalty?: number | null
+  max_output_tokens?: number | null
+  top_logprobs?: number | null
+  reasoning?: { effort?: string | null; summary?: string | null; enabled?: boolean; max_tokens?: number } | null
+  text?: { format?: TextFormat; verbosity?: string | null } | null
+  metadata?: Record<string, string> | null
+  service_tier?: string | null
+  cache_control?: { type: 'ephemeral'; ttl?: string }
+  prompt_cache_key?: string | null
+  include?: string[] | null
+  [key: string]: unknown
+}
+
+export type Usage = {
+  input_tokens: number
+  input_tokens_details: { cached_tokens: number }
+  output_tokens: number
+  output_tokens_details: { reasoning_tokens: number }
+  total_tokens: number
+}
+
+/** An item-level stream event, as OpenAI defines it, minus `sequence_number`. */
+export type StreamEvent = { type: string } & Record<string, unknown>
+
+export const emptyUsage = (): Usage => ({
+  input_tokens: 0,
+  input_tokens_details: { cached_tokens: 0 },
+  output_tokens: 0,
+  output_tokens_details: { reasoning_tokens: 0 },
+  total_tokens: 0,
+})
