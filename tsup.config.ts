@@ -8,6 +8,7 @@ export const entry = {
   'adapters/express': 'src/adapters/express.ts',
   'adapters/bun': 'src/adapters/bun.ts',
   'adapters/deno': 'src/adapters/deno.ts',
+  'transport/undici': 'src/transport/undici.ts',
   'storage/memory': 'src/storage/memory.ts',
   'storage/file': 'src/storage/file.ts',
   'storage/sql': 'src/storage/sql/index.ts',

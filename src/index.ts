@@ -40,3 +40,9 @@ export type {
   JsonValue,
 } from './storage/contract'
 export { memoryStorage } from './storage/memory'
+export type { ProviderConfig } from './responses/providers'
+export type { ModelEntry, ModelEndpoint, EndpointPricing } from './responses/models'
+export { BUILT_IN_MODELS } from './responses/models'
+export { BUILT_IN_PROVIDERS, type ProviderApi, type ProviderDescriptor } from './providers/catalog'
+export { fetchTransport, type UpstreamTransport, type UpstreamTimeouts, type UpstreamResponse } from './responses/transport'
+export type { ProviderAdapter, UpstreamCall, UpstreamTarget, UpstreamRequest, UpstreamResult, UpstreamStreamEvent } from './providers/contract'

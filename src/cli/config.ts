@@ -47,6 +47,10 @@ export const RunnerConfigSchema = v.strictObject({
   managementKey: v.optional(v.string()),
   /** Seconds to let in-flight requests finish on shutdown. */
   shutdownGraceSeconds: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(600)), 10),
+  /** Upstream providers (see `createGateway`'s `providers`); keys also come from the environment. */
+  providers: v.optional(v.record(v.string(), v.record(v.string(), v.unknown()))),
+  /** Extra or replaced model catalog entries (see `createGateway`'s `models`). */
+  models: v.optional(v.array(v.record(v.string(), v.unknown()))),
   workspaceDefaults: v.optional(
     v.strictObject({
       textModel: v.optional(v.pipe(v.string(), v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'))),
@@ -132,3 +136,42 @@ export const flagsToConfig = (flags: Record<string, string | boolean | undefined
   ...(flags.memory ? { storage: 'memory' as const } : {}),
   ...(flags.dev ? { dev: true } : {}),
 })
+
+/** The conventional environment names of providers' keys, read when present. */
+const CONVENTIONAL_KEYS: Record<string, string[]> = {
+  openai: ['OPENAI_API_KEY'],
+  anthropic: ['ANTHROPIC_API_KEY'],
+  'google-ai-studio': ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+  groq: ['GROQ_API_KEY'],
+  together: ['TOGETHER_API_KEY'],
+  fireworks: ['FIREWORKS_API_KEY'],
+  deepinfra: ['DEEPINFRA_API_KEY'],
+  mistral: ['MISTRAL_API_KEY'],
+  xai: ['XAI_API_KEY'],
+  deepseek: ['DEEPSEEK_API_KEY'],
+  cerebras: ['CEREBRAS_API_KEY'],
+  perplexity: ['PERPLEXITY_API_KEY'],
+}
+
+/**
+ * Provider settings from the environment: `MODELGATE_PROVIDER_<ID>_API_KEY`, `_BASE_URL` and `_API`
+ * (ID upper-cased, `-` as `_`), plus the conventional names above. They fill in the config file's.
+ */
+export const providersFromEnvironment = (
+  environment: Record<string, string | undefined>,
+  fromFile: Record<string, Record<string, unknown>> = {},
+): Record<string, Record<string, unknown>> => {
+  const providers: Record<string, Record<string, unknown>> = structuredClone(fromFile)
+  const set = (id: string, field: string, value: string | undefined) => {
+    if (!value) return
+    providers[id] = { ...providers[id], [field]: value }
+  }
+  for (const [id, names] of Object.entries(CONVENTIONAL_KEYS)) set(id, 'apiKey', names.map((name) => environment[name]).find(Boolean))
+  for (const [name, value] of Object.entries(environment)) {
+    const match = /^MODELGATE_PROVIDER_([A-Z0-9_]+)_(API_KEY|BASE_URL|API)$/.exec(name)
+    if (!match) continue
+    const id = match[1]!.toLowerCase().replaceAll('_', '-')
+    set(id, { API_KEY: 'apiKey', BASE_URL: 'baseURL', API: 'api' }[match[2] as 'API_KEY' | 'BASE_URL' | 'API'], value)
+  }
+  return providers
+}

@@ -6,7 +6,10 @@ import { toNodeListener } from '../adapters/node'
 import { createGateway } from '../core/gateway'
 import type { Logger } from '../core/logger'
 import type { StorageDriver } from '../storage/contract'
-import type { RunnerConfig } from './config'
+import { providersFromEnvironment, type RunnerConfig } from './config'
+import { undiciTransport } from '../transport/undici'
+import type { GatewayOptions } from '../core/options'
+import type { ModelEntry } from '../responses/models'
 import { assertCanOpenStoredSecrets, resolveEncryptionKeys } from './encryption-keys'
 
 /** Starts serving; resolves once the server has shut down after a signal. */
@@ -18,9 +21,13 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
     await storage.close()
     throw error
   }
+  const transport = undiciTransport()
   const gateway = createGateway({
     storage,
     encryptionKeys,
+    transport,
+    providers: providersFromEnvironment(process.env, config.providers) as GatewayOptions['providers'],
+    ...(config.models ? { models: config.models as unknown as ModelEntry[] } : {}),
     logger,
     basePath: config.basePath,
     ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
@@ -80,5 +87,6 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
     process.once('SIGTERM', () => stop('SIGTERM'))
   })
   await gateway.close()
+  await transport.close()
   logger.info('stopped')
 }

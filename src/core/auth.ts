@@ -34,5 +34,8 @@ export const authenticate = async (request: Request, repositories: Repositories,
   if (required === 'management' && key.kind !== 'management') {
     throw new PermissionDeniedError('Only management keys can perform this operation')
   }
+  if (required === 'inference' && key.kind === 'management') {
+    throw new PermissionDeniedError('Management keys cannot be used for inference; use a regular API key')
+  }
   return { key, account, flags: account.flags }
 }

@@ -17,6 +17,8 @@ export interface GatewayErrorOptions {
   retryable?: boolean
   /** Response headers that belong with this error (e.g. `Allow`, `Retry-After`). */
   headers?: Record<string, string>
+  /** Extra top-level fields of the standard body (spec: `service_metadata`, `user_id`). */
+  extraBody?: Record<string, unknown>
   cause?: unknown
 }
 
@@ -28,6 +30,7 @@ export class GatewayError extends Error {
   readonly reason: string | undefined
   readonly retryable: boolean | undefined
   readonly headers: Record<string, string> | undefined
+  readonly extraBody: Record<string, unknown> | undefined
 
   constructor(status: number, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
@@ -37,6 +40,7 @@ export class GatewayError extends Error {
     this.reason = options.reason
     this.retryable = options.retryable
     this.headers = options.headers
+    this.extraBody = options.extraBody
   }
 }
 
@@ -107,7 +111,7 @@ const GENERIC_500 = 'Internal server error'
 export interface RenderedError {
   status: number
   headers: Record<string, string>
-  body: { error: { code: number; message: string; metadata?: Record<string, unknown> } }
+  body: { error: { code: number; message: string; metadata?: Record<string, unknown> }; [field: string]: unknown }
 }
 
 /**
@@ -127,8 +131,9 @@ export const toRenderedError = (thrown: unknown, flavor: ErrorFlavor): RenderedE
       const reason = error.reason ?? DEFAULT_INTERN_REASONS[status] ?? (status >= 500 ? 'internal_error' : 'invalid_body')
       body.error.metadata = { reason, retryable: error.retryable ?? RETRYABLE_REASONS.has(reason) }
     }
-  } else if (error.metadata && status !== 500) {
-    body.error.metadata = error.metadata
+  } else if (status !== 500) {
+    if (error.metadata) body.error.metadata = error.metadata
+    if (error.extraBody) Object.assign(body, error.extraBody)
   }
   const headers = { ...error.headers }
   // A 503 is a passing state (a store restarting, an overload): tell clients when to come back.

@@ -15,6 +15,8 @@ import { readIdempotencyKey, runIdempotent } from './idempotency'
 import { enforceRateLimit } from './rate-limit'
 import { createRouter } from './router'
 import { createSecretBox } from './secrets'
+import { createRuntime } from '../responses/runtime'
+import { ADAPTERS } from '../providers'
 import type { FetchHandler } from './types'
 import { parseInput, searchParamsToObject } from './validation'
 import { createRepositories } from '../repositories'
@@ -70,6 +72,12 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   )
   const router = createRouter<AnyRoute>(config.basePath, routes)
   const secrets = createSecretBox(config.encryptionKeys ?? [])
+  const runtime = createRuntime({
+    ...config,
+    adapters: ADAPTERS,
+    // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
+    endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
+  })
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
     const caller = await authenticate(request, repositories, route.auth)
@@ -89,6 +97,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         secrets,
         logger,
         now,
+        runtime,
         signal: request.signal,
       })
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null

@@ -4,6 +4,8 @@ import * as v from 'valibot'
 import type { StorageDriver } from '../storage/contract'
 import type { Logger } from './logger'
 import { MODEL_SLUG_PATTERN } from './patterns'
+import type { ModelEntry } from '../responses/models'
+import type { UpstreamTransport } from '../responses/transport'
 
 const isStorageDriver = (value: unknown): value is StorageDriver =>
   typeof value === 'object' &&
@@ -51,6 +53,43 @@ export const GatewayOptionsSchema = v.strictObject({
       windowSeconds: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400)),
     }),
   ),
+  /**
+   * Upstream providers: built-in ones take a shared `apiKey`, `baseURL`, `headers`, `options`;
+   * others (self-hosted vLLM/Ollama, proxies) also need `api` (their wire format) and `baseURL`.
+   */
+  providers: v.optional(
+    v.record(
+      v.pipe(v.string(), v.regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'provider ids are lowercase slugs')),
+      v.strictObject({
+        api: v.optional(v.picklist(['openai-responses', 'openai-chat', 'azure-openai', 'anthropic-messages', 'gemini'])),
+        displayName: v.optional(v.string()),
+        baseURL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+        apiKey: v.optional(v.pipe(v.string(), v.minLength(1))),
+        isKeyless: v.optional(v.boolean()),
+        headers: v.optional(v.record(v.string(), v.string())),
+        options: v.optional(v.record(v.string(), v.string())),
+      }),
+    ),
+  ),
+  /** Models added to, or replacing by slug, the built-in catalog. */
+  models: v.optional(v.array(v.custom<ModelEntry>((value) => typeof value === 'object' && value !== null && 'slug' in value && 'endpoints' in value, 'must be a model entry with slug and endpoints'))),
+  /** Upstream HTTP: `undiciTransport()` on Node (pooled); the runtime's fetch otherwise. */
+  transport: v.optional(v.custom<UpstreamTransport>((value) => typeof value === 'function', 'must be a transport function')),
+  upstream: v.optional(
+    v.strictObject({
+      connectTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      firstByteTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      totalTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    }),
+  ),
+  /** Share of the list price charged on BYOK requests (default 0.05). */
+  byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
+  /** Reported as `service_metadata.region`. */
+  region: v.optional(v.string()),
+  /** How long a stream waits for content before committing the HTTP response with keep-alives (ms). */
+  streamCommitAfterMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  /** Interval of `: PROCESSING` keep-alive comments while a committed stream waits (ms). */
+  keepAliveMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10))),
   /** Clock, for tests. */
   now: v.optional(v.custom<() => Date>((value) => typeof value === 'function', 'must be a function returning a Date')),
 })

@@ -7,12 +7,16 @@ import type { HttpMethod } from './router'
 import type { Repositories } from '../repositories'
 import type { Caller } from './auth'
 import type { SecretBox } from './secrets'
+import type { GatewayRuntime } from '../responses/runtime'
 
 type AnySchema = v.GenericSchema<unknown, unknown>
 type Infer<S> = S extends AnySchema ? v.InferOutput<S> : undefined
 
-/** Who may call a route: any valid key, or management keys only (spec Authentication 2). */
-export type RouteAuth = 'any' | 'management'
+/**
+ * Who may call a route: any valid key, management keys only (spec Authentication 2), or keys that
+ * may run inference (management keys may not, as with the public counterpart).
+ */
+export type RouteAuth = 'any' | 'management' | 'inference'
 
 export interface RouteContext<Params, Query, Body> {
   request: Request
@@ -27,6 +31,8 @@ export interface RouteContext<Params, Query, Body> {
   logger: Logger
   /** The gateway's clock. */
   now: () => Date
+  /** Upstream machinery (providers, models, transport) for inference routes. */
+  runtime: GatewayRuntime
   /** Fires when the client goes away; pass it to anything slow. */
   signal: AbortSignal
 }

@@ -14,13 +14,16 @@ export interface ProviderDescriptor {
   api: ProviderApi
   /** Default base URL; empty where every account has its own (Azure). */
   baseURL: string
+  /** Adapter settings this provider needs by default (configuration may override each). */
+  options?: Record<string, string>
 }
 
-const provider = (id: string, displayName: string, api: ProviderApi, baseURL: string): ProviderDescriptor => ({
+const provider = (id: string, displayName: string, api: ProviderApi, baseURL: string, options?: Record<string, string>): ProviderDescriptor => ({
   id,
   displayName,
   api,
   baseURL,
+  ...(options ? { options } : {}),
 })
 
 /** Every provider with a built-in wire format. OpenAI-compatible ones speak Chat Completions. */
@@ -30,18 +33,20 @@ export const BUILT_IN_PROVIDERS: readonly ProviderDescriptor[] = [
   provider('anthropic', 'Anthropic', 'anthropic-messages', 'https://api.anthropic.com/v1'),
   provider('google-ai-studio', 'Google AI Studio', 'gemini', 'https://generativelanguage.googleapis.com/v1beta'),
   provider('groq', 'Groq', 'openai-chat', 'https://api.groq.com/openai/v1'),
-  provider('together', 'Together', 'openai-chat', 'https://api.together.xyz/v1'),
-  provider('fireworks', 'Fireworks', 'openai-chat', 'https://api.fireworks.ai/inference/v1'),
-  provider('deepinfra', 'DeepInfra', 'openai-chat', 'https://api.deepinfra.com/v1/openai'),
-  provider('mistral', 'Mistral', 'openai-chat', 'https://api.mistral.ai/v1'),
+  provider('together', 'Together', 'openai-chat', 'https://api.together.xyz/v1', { topK: 'true' }),
+  provider('fireworks', 'Fireworks', 'openai-chat', 'https://api.fireworks.ai/inference/v1', { topK: 'true' }),
+  provider('deepinfra', 'DeepInfra', 'openai-chat', 'https://api.deepinfra.com/v1/openai', { topK: 'true' }),
+  // Mistral rejects fields it does not know.
+  provider('mistral', 'Mistral', 'openai-chat', 'https://api.mistral.ai/v1', { omitFields: 'user,stream_options' }),
   provider('xai', 'xAI', 'openai-chat', 'https://api.x.ai/v1'),
-  provider('deepseek', 'DeepSeek', 'openai-chat', 'https://api.deepseek.com/v1'),
+  // Thinking models want their reasoning back during tool-calling turns.
+  provider('deepseek', 'DeepSeek', 'openai-chat', 'https://api.deepseek.com/v1', { reasoningField: 'reasoning_content' }),
   provider('cerebras', 'Cerebras', 'openai-chat', 'https://api.cerebras.ai/v1'),
   provider('perplexity', 'Perplexity', 'openai-chat', 'https://api.perplexity.ai'),
   provider('sambanova', 'SambaNova', 'openai-chat', 'https://api.sambanova.ai/v1'),
   provider('nebius', 'Nebius', 'openai-chat', 'https://api.studio.nebius.com/v1'),
   provider('novita', 'Novita', 'openai-chat', 'https://api.novita.ai/v3/openai'),
-  provider('moonshotai', 'Moonshot AI', 'openai-chat', 'https://api.moonshot.ai/v1'),
+  provider('moonshotai', 'Moonshot AI', 'openai-chat', 'https://api.moonshot.ai/v1', { reasoningField: 'reasoning_content' }),
   provider('z-ai', 'Z.AI', 'openai-chat', 'https://api.z.ai/api/paas/v4'),
   provider('alibaba', 'Alibaba Cloud', 'openai-chat', 'https://dashscope-intl.aliyuncs.com/compatible-mode/v1'),
   provider('siliconflow', 'SiliconFlow', 'openai-chat', 'https://api.siliconflow.com/v1'),

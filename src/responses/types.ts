@@ -83,7 +83,8 @@ export type OutputReasoning = {
   status?: 'in_progress' | 'completed' | 'incomplete'
 }
 
-export type OutputItem = OutputMessage | OutputFunctionCall | OutputReasoning
+/** Output items modelgate builds, plus kinds a provider runs itself (`web_search_call`, …) passed through. */
+export type OutputItem = OutputMessage | OutputFunctionCall | OutputReasoning | ({ type: string; id?: string } & Record<string, unknown>)
 
 export type FunctionTool = {
   type: 'function'
@@ -123,7 +124,7 @@ export interface ResponsesRequest {
   presence_penalty?: number | null
   max_output_tokens?: number | null
   top_logprobs?: number | null
-  reasoning?: { effort?: string | null; summary?: string | null; enabled?: boolean; max_tokens?: number } | null
+  reasoning?: { effort?: string | null; summary?: string | null; enabled?: boolean; max_tokens?: number | null } | null
   text?: { format?: TextFormat; verbosity?: string | null } | null
   metadata?: Record<string, string> | null
   service_tier?: string | null

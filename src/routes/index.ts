@@ -1,6 +1,7 @@
 import type { AnyRoute } from '../core/route'
 import { createByok, deleteByok, getByok, listByok, updateByok } from './byok'
 import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
+import { createResponse } from './responses'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
 
 /** Every route the gateway serves, relative to its base path. */
@@ -20,4 +21,5 @@ export const routes: readonly AnyRoute[] = [
   getByok,
   updateByok,
   deleteByok,
+  createResponse,
 ]

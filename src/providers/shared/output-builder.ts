@@ -46,6 +46,8 @@ export interface OutputBuilder {
   reasoningSignature(signature: string, format?: string): Events
   /** Records opaque reasoning (e.g. Anthropic redacted thinking) on the current reasoning item. */
   reasoningEncrypted(data: string, format?: string): Events
+  /** Closes the current reasoning item, so the next reasoning starts a new one (one per upstream block). */
+  endReasoning(): Events
   /** Opens the function call known upstream by `key` (a tool-call index or id), once. */
   functionCall(key: string | number, call: { callId?: string; name?: string }): Events
   functionCallArguments(key: string | number, delta: string): Events
@@ -242,6 +244,10 @@ export const createOutputBuilder = (): OutputBuilder => {
       const { open, events } = reasoning(format)
       open.item.encrypted_content = (open.item.encrypted_content ?? '') + data
       return events
+    },
+
+    endReasoning() {
+      return sequential?.kind === 'reasoning' ? closeSequential() : []
     },
 
     functionCall(key, call) {

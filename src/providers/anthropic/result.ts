@@ -1,0 +1,99 @@
+/**
+ * Anthropic Message → Responses result. The same output builder as the stream path turns the
+ * content blocks into items, so both paths produce the same output.
+ */
+
+import type { FinishStatus, UpstreamCall, UpstreamResult } from '../contract'
+import type { OutputBuilder } from '../shared/output-builder'
+import { createOutputBuilder } from '../shared/output-builder'
+import { UpstreamFailure } from '../shared/errors'
+import type { StreamEvent, Usage } from '../../responses/types'
+import { toInBandFailure } from './errors'
+import { ANTHROPIC_REASONING_FORMAT, isRecord, type WireContentBlock, type WireError, type WireUsage } from './wire'
+
+const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0)
+
+/**
+ * Anthropic usage → canonical usage. Anthropic's `input_tokens` excludes cache reads and cache
+ * writes, so all three add up to the whole prompt; thinking is already inside `output_tokens`.
+ */
+export const toUsage = (usage: WireUsage | undefined): Usage => {
+  const cacheRead = count(usage?.cache_read_input_tokens)
+  const input = count(usage?.input_tokens) + cacheRead + count(usage?.cache_creation_input_tokens)
+  const output = count(usage?.output_tokens)
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: cacheRead },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: count(usage?.output_tokens_details?.thinking_tokens) },
+    total_tokens: input + output,
+  }
+}
+
+export interface Finish {
+  status: FinishStatus
+  incompleteDetails: { reason: string } | null
+}
+
+const COMPLETED: Finish = { status: 'completed', incompleteDetails: null }
+
+/**
+ * `stop_reason` → finish. `max_tokens` and `model_context_window_exceeded` ran out of room;
+ * `refusal` (a safety classifier stopped the answer) is reported as a content filter, the
+ * Responses reason for "the provider stopped it", since Anthropic sends no refusal text to show.
+ * `end_turn`, `tool_use`, `stop_sequence` and `pause_turn` are normal ends.
+ */
+export const toFinish = (stopReason: string | null | undefined): Finish => {
+  switch (stopReason) {
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return { status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' } }
+    case 'refusal':
+      return { status: 'incomplete', incompleteDetails: { reason: 'content_filter' } }
+    default:
+      return COMPLETED
+  }
+}
+
+/** Feeds one whole content block to the builder. Unknown block kinds (server tools, …) are skipped. */
+export const feedBlock = (builder: OutputBuilder, block: WireContentBlock, index: number): StreamEvent[] => {
+  switch (block.type) {
+    case 'text':
+      return typeof block.text === 'string' ? builder.text(block.text) : []
+    case 'thinking': {
+      const events = typeof block.thinking === 'string' ? builder.reasoningText(block.thinking, ANTHROPIC_REASONING_FORMAT) : []
+      if (typeof block.signature === 'string' && block.signature !== '') events.push(...builder.reasoningSignature(block.signature, ANTHROPIC_REASONING_FORMAT))
+      // Each thinking block is its own reasoning item: its signature covers that block alone.
+      return [...events, ...builder.endReasoning()]
+    }
+    case 'redacted_thinking':
+      return typeof block.data === 'string' ? [...builder.reasoningEncrypted(block.data, ANTHROPIC_REASONING_FORMAT), ...builder.endReasoning()] : []
+    case 'tool_use': {
+      const events = builder.functionCall(index, { callId: String(block.id ?? ''), name: String(block.name ?? '') })
+      events.push(...builder.functionCallArguments(index, JSON.stringify(block.input ?? {})))
+      return events
+    }
+    default:
+      return []
+  }
+}
+
+const malformed = () => new UpstreamFailure('provider_unavailable', 'Anthropic returned a malformed message', { upstreamStatus: 200 })
+
+/** `readResult` for a non-streaming Message body. */
+export const readMessagesResult = (body: unknown, _call: UpstreamCall): UpstreamResult => {
+  if (!isRecord(body)) throw malformed()
+  if (body.type === 'error') throw toInBandFailure(body.error as WireError | undefined)
+  if (!Array.isArray(body.content)) throw malformed()
+  const builder = createOutputBuilder()
+  for (const [index, block] of body.content.entries()) if (isRecord(block)) feedBlock(builder, block as WireContentBlock, index)
+  const finish = toFinish(body.stop_reason as string | null | undefined)
+  builder.finish(finish.status)
+  return {
+    output: builder.items,
+    usage: toUsage(body.usage as WireUsage | undefined),
+    status: finish.status,
+    incompleteDetails: finish.incompleteDetails,
+    ...(typeof body.id === 'string' ? { upstreamId: body.id } : {}),
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * The Google Gemini adapter (Generative Language API, `generateContent` and
+ * `streamGenerateContent?alt=sse`, key in `x-goog-api-key`). Mapping decisions are documented in
+ * request.ts, input.ts, media.ts, thinking.ts, output.ts and errors.ts.
+ */
+
+import type { ProviderAdapter } from '../contract'
+import { toGeminiError } from './errors'
+import { buildGeminiRequest } from './request'
+import { readGeminiResult } from './result'
+import { readGeminiStream } from './stream'
+
+export const geminiAdapter: ProviderAdapter = {
+  contractVersion: 1,
+  api: 'gemini',
+  buildRequest: buildGeminiRequest,
+  readResult: readGeminiResult,
+  readStream: readGeminiStream,
+  toError: toGeminiError,
+}

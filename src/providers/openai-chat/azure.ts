@@ -1,0 +1,116 @@
+/**
+ * Where an Azure OpenAI call goes, and with which key. `target.apiKey` is a plain key or the BYOK
+ * JSON of gaps 1.2. Precedence, highest first:
+ *
+ * 1. The credential entry. A legacy entry `{model_slug, endpoint_url, api_key, model_id}` whose
+ *    `model_slug` is the requested public model (or whose `model_id` is the upstream model) gives
+ *    the full endpoint and the deployment (`model_id`). Otherwise the first resource entry
+ *    `{api_key, resource_name, resource_type}` gives the resource. A plain key takes the resource
+ *    from `options.resourceName` (+ `options.resourceType`, default `openai`).
+ * 2. The path: `openai` resources use the deployment form
+ *    `/openai/deployments/{deployment}/chat/completions?api-version={apiVersion}`; `ai_foundry`
+ *    resources (and `options.apiVersion: v1`) use the v1 form `/openai/v1/chat/completions`, which
+ *    needs no api-version and takes the deployment as `model` in the body
+ *    (learn.microsoft.com/azure/ai-foundry/openai/api-version-lifecycle). The deployment is
+ *    the legacy `model_id`, else `options.deployment`, else `call.upstreamModel`.
+ * 3. The host: a non-empty `target.baseURL` always wins over the resource-derived host
+ *    (`https://{resource}.openai.azure.com`, `https://{resource}.services.ai.azure.com`) and the
+ *    legacy URL's origin, so configuration can point at a proxy, a regional endpoint or a
+ *    loopback fixture. A baseURL that already ends in `/openai/v1` or contains
+ *    `/openai/deployments/{name}` is used as the full prefix; otherwise the path is appended.
+ */
+
+import type { UpstreamCall, UpstreamTarget } from '../contract'
+import { parseAzureCredentials } from '../azure/credentials'
+import { UpstreamFailure } from '../shared/errors'
+
+/** The latest GA dated api-version (2024-10-21). For `reasoning_effort` use a newer preview or `v1`. */
+export const AZURE_API_VERSION = '2024-10-21'
+
+const V1_PATH = '/openai/v1'
+const DEPLOYMENTS_SEGMENT = '/openai/deployments/'
+const CHAT_PATH = '/chat/completions'
+const TRAILING_SLASHES = /\/+$/
+
+export interface AzureEndpoint {
+  url: string
+  /** The key for this endpoint (never logged). */
+  apiKey: string
+  /** What goes in the body's `model`: the deployment (v1) or the model id. */
+  model: string
+}
+
+type Resource = { name: string; type: 'openai' | 'ai_foundry' }
+
+const deploymentPath = (deployment: string, apiVersion: string) =>
+  `${DEPLOYMENTS_SEGMENT}${encodeURIComponent(deployment)}${CHAT_PATH}?api-version=${encodeURIComponent(apiVersion)}`
+
+const v1Path = (apiVersion: string | undefined) => `${V1_PATH}${CHAT_PATH}${apiVersion === 'preview' ? '?api-version=preview' : ''}`
+
+/** A base (no trailing slash) that may already name the API surface. */
+const joinBase = (base: string, path: string, apiVersion: string): string => {
+  if (base.endsWith(V1_PATH)) return `${base}${CHAT_PATH}`
+  if (base.includes(DEPLOYMENTS_SEGMENT)) return `${base}${CHAT_PATH}?api-version=${encodeURIComponent(apiVersion)}`
+  return `${base.endsWith('/openai') ? base.slice(0, -'/openai'.length) : base}${path}`
+}
+
+/** Splits a legacy endpoint URL into its origin and a chat-completions path (with query). */
+const legacyParts = (endpointURL: string, deployment: string, apiVersion: string): { origin: string; path: string } => {
+  const url = new URL(endpointURL)
+  const base = url.pathname.replace(TRAILING_SLASHES, '')
+  let path: string
+  if (base.endsWith(CHAT_PATH)) path = `${base}${url.search}`
+  else if (base.endsWith(V1_PATH)) path = `${base}${CHAT_PATH}`
+  else if (base.includes(DEPLOYMENTS_SEGMENT)) path = `${base}${CHAT_PATH}${url.search || `?api-version=${encodeURIComponent(apiVersion)}`}`
+  else path = deploymentPath(deployment, apiVersion)
+  return { origin: url.origin, path }
+}
+
+export const resolveAzureEndpoint = (call: UpstreamCall, target: UpstreamTarget): AzureEndpoint => {
+  const options = target.options ?? {}
+  const apiVersion = options.apiVersion || AZURE_API_VERSION
+  let apiKey = target.apiKey
+  let deployment = options.deployment || call.upstreamModel
+  let resource: Resource | undefined
+  let legacy: { origin: string; path: string } | undefined
+
+  if (apiKey.trimStart().startsWith('[')) {
+    const credentials = parseAzureCredentials(apiKey)
+    if (!credentials) {
+      throw new UpstreamFailure('authentication', 'The Azure key is not a valid list of Azure credentials', { upstreamStatus: 401 })
+    }
+    const match =
+      credentials.find((entry) => 'model_slug' in entry && entry.model_slug === call.request.model) ??
+      credentials.find((entry) => 'model_slug' in entry && entry.model_id === call.upstreamModel)
+    if (match && 'model_slug' in match) {
+      apiKey = match.api_key
+      deployment = match.model_id
+      legacy = legacyParts(match.endpoint_url, deployment, apiVersion)
+    } else {
+      const entry = credentials.find((candidate) => 'resource_name' in candidate)
+      if (!entry || !('resource_name' in entry)) {
+        throw new UpstreamFailure('not_found', `No Azure deployment is configured for ${call.request.model}`, { upstreamStatus: 404 })
+      }
+      apiKey = entry.api_key
+      resource = { name: entry.resource_name, type: entry.resource_type }
+    }
+  } else if (options.resourceName) {
+    resource = { name: options.resourceName, type: options.resourceType === 'ai_foundry' ? 'ai_foundry' : 'openai' }
+  }
+
+  const isV1 = resource?.type === 'ai_foundry' || options.apiVersion === 'v1'
+  const path = legacy?.path ?? (isV1 ? v1Path(options.apiVersion) : deploymentPath(deployment, apiVersion))
+  const base = target.baseURL.replace(TRAILING_SLASHES, '')
+  let url: string
+  if (base) url = joinBase(base, path, apiVersion)
+  else if (legacy) url = `${legacy.origin}${legacy.path}`
+  else if (resource) {
+    const host = resource.type === 'ai_foundry' ? 'services.ai.azure.com' : 'openai.azure.com'
+    url = `https://${resource.name}.${host}${path}`
+  } else {
+    throw new UpstreamFailure('provider_unavailable', 'Azure OpenAI needs a baseURL, options.resourceName or resource credentials', {
+      upstreamStatus: 502,
+    })
+  }
+  return { url, apiKey, model: deployment }
+}

@@ -1,0 +1,56 @@
+/**
+ * The Chat Completions adapters: `openAIChatAdapter` for OpenAI and the compatible family
+ * (`POST {baseURL}/chat/completions`, `Authorization: Bearer`), and `azureOpenAIAdapter` for Azure
+ * OpenAI (`api-key` header, deployment or v1 URLs, see ./azure). `target.options` keys are
+ * documented in ./options (`dialect`, `developerRole`, `maxTokensField`, `topK`, `omitFields`,
+ * `reasoningField`) and ./azure (`resourceName`, `resourceType`, `deployment`, `apiVersion`).
+ */
+
+import type { ProviderAdapter, UpstreamCall, UpstreamRequest, UpstreamTarget } from '../contract'
+import { resolveAzureEndpoint } from './azure'
+import { toChatError } from './errors'
+import { readChatSettings } from './options'
+import { buildChatBody } from './request'
+import { readChatResult } from './result'
+import { readChatStream } from './stream'
+
+const headersFor = (call: UpstreamCall, target: UpstreamTarget, auth: Record<string, string>): Record<string, string> => ({
+  'content-type': 'application/json',
+  accept: call.stream ? 'text/event-stream' : 'application/json',
+  ...auth,
+  ...target.headers,
+})
+
+/** Translates Responses calls to OpenAI-compatible Chat Completions and back. */
+export const openAIChatAdapter: ProviderAdapter = {
+  contractVersion: 1,
+  api: 'openai-chat',
+  buildRequest(call, target): UpstreamRequest {
+    const body = buildChatBody(call, readChatSettings(target, false), 'Chat Completions')
+    return {
+      url: `${target.baseURL}/chat/completions`,
+      method: 'POST',
+      // Self-hosted servers (vLLM, Ollama) may run keyless: then no Authorization at all.
+      headers: headersFor(call, target, target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
+      body: JSON.stringify(body),
+    }
+  },
+  readResult: (body) => readChatResult(body),
+  readStream: (body) => readChatStream(body),
+  toError: toChatError,
+}
+
+/** Translates Responses calls to Azure OpenAI Chat Completions and back. */
+export const azureOpenAIAdapter: ProviderAdapter = {
+  contractVersion: 1,
+  api: 'azure-openai',
+  buildRequest(call, target): UpstreamRequest {
+    const endpoint = resolveAzureEndpoint(call, target)
+    const body = buildChatBody(call, readChatSettings(target, true), 'Azure OpenAI')
+    body.model = endpoint.model
+    return { url: endpoint.url, method: 'POST', headers: headersFor(call, target, { 'api-key': endpoint.apiKey }), body: JSON.stringify(body) }
+  },
+  readResult: (body) => readChatResult(body),
+  readStream: (body) => readChatStream(body),
+  toError: toChatError,
+}

@@ -1,0 +1,104 @@
+/**
+ * Chat Completions body → Responses items, plus the readers the stream shares with it: usage,
+ * finish reason, and message content. Both paths drive the same output builder, so a streamed
+ * answer and its non-streamed twin produce the same items.
+ */
+
+import type { Usage } from '../../responses/types'
+import type { FinishStatus, UpstreamResult } from '../contract'
+import { createOutputBuilder, type OutputBuilder } from '../shared/output-builder'
+import { toInBandFailure } from './errors'
+import type { ChatCompletionWire, ChatMessageWire, ChatUsageWire } from './wire'
+
+/** gaps 1.11: reasoning from providers without a format of their own is `unknown`. */
+export const REASONING_FORMAT = 'unknown'
+
+type StreamEvents = ReturnType<OutputBuilder['text']>
+
+const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.trunc(value)) : 0)
+
+/**
+ * Canonical usage. `prompt_tokens` already includes cached tokens. `completion_tokens` includes
+ * reasoning everywhere except xAI, whose total adds reasoning on top: detected from the total.
+ */
+export const readUsage = (usage: ChatUsageWire | null | undefined): Usage => {
+  const input = count(usage?.prompt_tokens)
+  let output = count(usage?.completion_tokens)
+  const reasoning = count(usage?.completion_tokens_details?.reasoning_tokens)
+  const cached = count(usage?.prompt_tokens_details?.cached_tokens) || count(usage?.prompt_cache_hit_tokens)
+  if (reasoning > 0 && count(usage?.total_tokens) === input + output + reasoning) output += reasoning
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: Math.min(cached, input) },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: Math.min(reasoning, output) },
+    total_tokens: input + output,
+  }
+}
+
+export interface Finish {
+  status: FinishStatus
+  incompleteDetails: { reason: string } | null
+}
+
+const COMPLETED: Finish = { status: 'completed', incompleteDetails: null }
+
+/** `length` and `content_filter` cut the answer short; everything else (`stop`, `tool_calls`, …) completed it. */
+export const readFinish = (reason: string | null | undefined): Finish => {
+  if (reason === 'length') return { status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' } }
+  if (reason === 'content_filter') return { status: 'incomplete', incompleteDetails: { reason: 'content_filter' } }
+  return COMPLETED
+}
+
+/**
+ * Feeds `content`, `refusal` and reasoning of a message or delta to the builder. Content is a
+ * string, except for Mistral's reasoning models, which send `text` and `thinking` parts.
+ */
+export const feedContent = (builder: OutputBuilder, message: ChatMessageWire): StreamEvents => {
+  const events: StreamEvents = []
+  const reasoning = message.reasoning_content ?? message.reasoning
+  if (typeof reasoning === 'string') events.push(...builder.reasoningText(reasoning, REASONING_FORMAT))
+  const content = message.content
+  if (typeof content === 'string') events.push(...builder.text(content))
+  else if (Array.isArray(content)) {
+    for (const part of content as Array<{ type?: string; text?: unknown; thinking?: unknown }>) {
+      if (part?.type === 'text' && typeof part.text === 'string') events.push(...builder.text(part.text))
+      else if (part?.type === 'thinking' && Array.isArray(part.thinking)) {
+        for (const thought of part.thinking as Array<{ text?: unknown }>) {
+          if (typeof thought?.text === 'string') events.push(...builder.reasoningText(thought.text, REASONING_FORMAT))
+        }
+      }
+    }
+  }
+  if (typeof message.refusal === 'string') events.push(...builder.refusal(message.refusal))
+  return events
+}
+
+/** Tool-call arguments are a JSON string; a few members send the parsed object instead. */
+export const argumentsText = (value: unknown): string =>
+  typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value)
+
+export const readChatResult = (body: unknown): UpstreamResult => {
+  const completion = (body ?? {}) as ChatCompletionWire
+  if (completion.error !== undefined && completion.error !== null) throw toInBandFailure(completion.error)
+  const choice = completion.choices?.[0]
+  const builder = createOutputBuilder()
+  const message = choice?.message ?? {}
+  feedContent(builder, message)
+  for (const [index, call] of (message.tool_calls ?? []).entries()) {
+    builder.functionCall(index, {
+      ...(call.id ? { callId: call.id } : {}),
+      ...(call.function?.name ? { name: call.function.name } : {}),
+    })
+    builder.functionCallArguments(index, argumentsText(call.function?.arguments))
+  }
+  const finish = readFinish(choice?.finish_reason)
+  builder.finish(finish.status)
+  return {
+    output: builder.items,
+    usage: readUsage(completion.usage ?? completion.x_groq?.usage),
+    status: finish.status,
+    incompleteDetails: finish.incompleteDetails,
+    ...(typeof completion.id === 'string' && completion.id ? { upstreamId: completion.id } : {}),
+  }
+}

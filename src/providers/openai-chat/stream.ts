@@ -1,0 +1,71 @@
+/**
+ * Chat Completions SSE → Responses events, incrementally. The family streams `data: {chunk}`
+ * lines and ends with `data: [DONE]`. Quirks handled here:
+ * - tool-call deltas are keyed by `index`; the first carries id and name, later ones only argument
+ *   text, but some members send a whole call in one chunk or omit `index` (then the id, or the
+ *   last call, is the key);
+ * - usage comes on a last chunk with empty `choices` (OpenAI, Azure), on the finish chunk
+ *   (DeepSeek, Mistral), or under `x_groq` (Groq); the last one seen wins;
+ * - Azure opens with a `prompt_filter_results` chunk that has no choices;
+ * - an `{"error": …}` data line (or an `event: error`) mid-stream is an in-band failure;
+ * - a stream that ends with neither `[DONE]` nor a finish reason was cut off.
+ */
+
+import { emptyUsage, type Usage } from '../../responses/types'
+import type { UpstreamStreamEvent } from '../contract'
+import { createOutputBuilder } from '../shared/output-builder'
+import { parseSseJson, readSse } from '../shared/sse'
+import { toInBandFailure, truncatedStreamFailure } from './errors'
+import { argumentsText, feedContent, readFinish, readUsage } from './result'
+import type { ChatCompletionWire, ChatErrorWire, ChatToolCallWire } from './wire'
+
+export async function* readChatStream(body: AsyncIterable<Uint8Array>): AsyncIterable<UpstreamStreamEvent> {
+  const builder = createOutputBuilder()
+  let usage: Usage | undefined
+  let finishReason: string | null = null
+  let hasEnded = false
+  let lastToolKey: string | number | undefined
+
+  const toolKey = (call: ChatToolCallWire): string | number => {
+    if (typeof call.index === 'number') return call.index
+    if (typeof call.id === 'string' && call.id) return `id:${call.id}`
+    return lastToolKey ?? 0
+  }
+
+  for await (const message of readSse(body)) {
+    if (message.data === '[DONE]') {
+      hasEnded = true
+      break
+    }
+    const chunk = parseSseJson(message.data) as ChatCompletionWire | undefined
+    if (message.event === 'error') throw toInBandFailure(chunk?.error ?? (chunk as ChatErrorWire | undefined) ?? message.data)
+    if (!chunk || typeof chunk !== 'object') continue
+    if (chunk.error !== undefined && chunk.error !== null) throw toInBandFailure(chunk.error)
+    const chunkUsage = chunk.usage ?? chunk.x_groq?.usage
+    if (chunkUsage) usage = readUsage(chunkUsage)
+    for (const choice of chunk.choices ?? []) {
+      // One answer is asked for; other choices (n > 1) are not ours to translate.
+      if ((choice.index ?? 0) !== 0) continue
+      const delta = choice.delta
+      if (delta) {
+        yield* feedContent(builder, delta)
+        for (const call of delta.tool_calls ?? []) {
+          const key = toolKey(call)
+          lastToolKey = key
+          yield* builder.functionCall(key, {
+            ...(call.id ? { callId: call.id } : {}),
+            ...(call.function?.name ? { name: call.function.name } : {}),
+          })
+          yield* builder.functionCallArguments(key, argumentsText(call.function?.arguments))
+        }
+      }
+      if (choice.finish_reason) finishReason = choice.finish_reason
+    }
+  }
+
+  if (!hasEnded && finishReason === null) throw truncatedStreamFailure()
+  const finish = readFinish(finishReason)
+  yield* builder.finish(finish.status)
+  yield { type: 'upstream.usage', usage: usage ?? emptyUsage() }
+  yield { type: 'upstream.finish', status: finish.status, incompleteDetails: finish.incompleteDetails }
+}

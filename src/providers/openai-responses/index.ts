@@ -1,0 +1,28 @@
+/**
+ * The native OpenAI Responses API (`POST {baseURL}/responses`).
+ *
+ * Our public wire is this API, so the adapter passes OpenAI's output items and stream events
+ * through verbatim instead of rebuilding them with the output builder. Rebuilding would lose
+ * what OpenAI adds beyond message/function_call/reasoning: its own ids (a reasoning item's
+ * `rs_…` id must match its `encrypted_content` when sent back), annotation events and
+ * `url_citation`s, logprobs, and server-tool items (`web_search_call`, `mcp_call`,
+ * `image_generation_call`, …) with their events, whose `output_index`es would otherwise have
+ * to be renumbered around builder-made items. Both paths apply the same two touches (reasoning
+ * items gain `format: "openai-responses-v1"`; text events always carry `logprobs`), so a
+ * stream's `output_item.done` items equal the non-streaming `output`.
+ */
+
+import type { ProviderAdapter } from '../contract'
+import { toOpenAIError } from './errors'
+import { buildOpenAIRequest } from './request'
+import { readOpenAIResult } from './result'
+import { readOpenAIStream } from './stream'
+
+export const openAIResponsesAdapter: ProviderAdapter = {
+  contractVersion: 1,
+  api: 'openai-responses',
+  buildRequest: buildOpenAIRequest,
+  readResult: (body) => readOpenAIResult(body),
+  readStream: (body) => readOpenAIStream(body),
+  toError: toOpenAIError,
+}

@@ -1,0 +1,58 @@
+/**
+ * An OpenAI Responses stream (`event: <type>` + `data: {…, sequence_number}`, no `[DONE]`: it ends
+ * after `response.completed`) re-emitted as our item-level events. OpenAI's events already are
+ * our events, so each one passes through minus `sequence_number` (core numbers its own stream)
+ * and minus the response-level ones (core sends its own created/in_progress/completed).
+ */
+
+import type { UpstreamStreamEvent } from '../contract'
+import { UpstreamFailure } from '../shared/errors'
+import { parseSseJson, readSse } from '../shared/sse'
+import type { StreamEvent } from '../../responses/types'
+import { toInBandFailure } from './errors'
+import { toFinish, toOutputItem, toUsage } from './result'
+import type { OpenAIStreamEvent } from './wire'
+
+/**
+ * Dropped: the response-level events core emits itself, and OpenAI's undocumented `keepalive`
+ * heartbeat on long reasoning, which older SDKs reject as an unknown event (openai-node #1964).
+ */
+const SKIPPED_EVENTS = new Set(['response.created', 'response.in_progress', 'response.queued', 'keepalive'])
+
+/** gaps §2: clients expect `logprobs` on both; OpenAI omits it on some models. */
+const TEXT_EVENTS = new Set(['response.output_text.delta', 'response.output_text.done'])
+
+const ITEM_EVENTS = new Set(['response.output_item.added', 'response.output_item.done'])
+
+const toStreamEvent = (event: OpenAIStreamEvent): StreamEvent => {
+  const { sequence_number: _sequenceNumber, ...rest } = event
+  if (TEXT_EVENTS.has(rest.type) && !Array.isArray(rest.logprobs)) rest.logprobs = []
+  else if (ITEM_EVENTS.has(rest.type) && rest.item) rest.item = toOutputItem(rest.item) as OpenAIStreamEvent['item']
+  return rest
+}
+
+export async function* readOpenAIStream(body: AsyncIterable<Uint8Array>): AsyncIterable<UpstreamStreamEvent> {
+  for await (const message of readSse(body)) {
+    const event = parseSseJson(message.data) as OpenAIStreamEvent | undefined
+    if (!event || typeof event !== 'object') continue
+    const type = typeof event.type === 'string' ? event.type : message.event
+    if (!type || SKIPPED_EVENTS.has(type)) continue
+    switch (type) {
+      case 'response.completed':
+      case 'response.incomplete': {
+        const response = event.response ?? {}
+        yield { type: 'upstream.usage', usage: toUsage(response.usage) }
+        yield { type: 'upstream.finish', ...toFinish(response, type === 'response.incomplete') }
+        // OpenAI ends the body here; returning also releases the connection if it did not.
+        return
+      }
+      case 'response.failed':
+        throw toInBandFailure(event.response?.error, 'OpenAI reported the response as failed')
+      case 'error':
+        throw toInBandFailure(event.error ?? { code: event.code ?? null, message: event.message ?? null }, 'OpenAI sent an error event')
+      default:
+        yield toStreamEvent(event.type === type ? event : { ...event, type })
+    }
+  }
+  throw new UpstreamFailure('provider_unavailable', 'OpenAI stream ended before response.completed', { upstreamStatus: 200 })
+}

@@ -1,0 +1,68 @@
+/**
+ * The Response object (spec: Response result), complete in every state: real clients read
+ * `parallel_tool_calls`, `tools`, `temperature`… even on `response.created` (gaps §2).
+ */
+
+import type { BilledUsage } from './billing'
+import type { ResponsesRequestBody } from './request.schemas'
+import type { OutputItem } from './types'
+
+export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed'
+
+export interface ResponseState {
+  status: ResponseStatus
+  output: OutputItem[]
+  usage: BilledUsage | null
+  error: { code: string; message: string } | null
+  errorType: string | null
+  incompleteDetails: { reason: string } | null
+  completedAt: number | null
+  serviceMetadata?: Record<string, unknown>
+}
+
+// spec service_tier: `fast` is an alias of `priority`.
+const normalizeServiceTier = (tier: string | null | undefined) => (tier === 'fast' ? 'priority' : (tier ?? 'auto'))
+
+export const toResponseObject = (
+  base: { id: string; createdAt: number; model: string; request: ResponsesRequestBody },
+  state: ResponseState,
+) => {
+  const { request } = base
+  return {
+    id: base.id,
+    object: 'response' as const,
+    created_at: base.createdAt,
+    completed_at: state.completedAt,
+    status: state.status,
+    error: state.error,
+    error_type: state.errorType,
+    incomplete_details: state.incompleteDetails,
+    instructions: request.instructions ?? null,
+    max_output_tokens: request.max_output_tokens ?? null,
+    max_tool_calls: request.max_tool_calls ?? null,
+    metadata: request.metadata ?? {},
+    model: base.model,
+    output: state.output,
+    parallel_tool_calls: request.parallel_tool_calls ?? true,
+    temperature: request.temperature ?? null,
+    top_p: request.top_p ?? null,
+    presence_penalty: request.presence_penalty ?? null,
+    frequency_penalty: request.frequency_penalty ?? null,
+    top_logprobs: request.top_logprobs ?? null,
+    tool_choice: request.tool_choice ?? 'auto',
+    tools: request.tools ?? [],
+    prompt: request.prompt ?? null,
+    prompt_cache_key: request.prompt_cache_key ?? null,
+    prompt_cache_options: request.prompt_cache_options ?? null,
+    reasoning: request.reasoning ?? null,
+    safety_identifier: request.safety_identifier ?? null,
+    service_tier: normalizeServiceTier(request.service_tier),
+    store: false,
+    background: false,
+    text: request.text ?? { format: { type: 'text' } },
+    truncation: request.truncation ?? 'disabled',
+    user: request.user ?? null,
+    usage: state.usage,
+    ...(state.serviceMetadata ? { service_metadata: state.serviceMetadata } : {}),
+  }
+}

@@ -1,0 +1,370 @@
+/**
+ * Runs a response over its planned attempts. Before the first byte of content, any failure moves
+ * on to the next endpoint (gaps 1.6); the client sees only the last failure, as a clean HTTP error.
+ * Streams hold their start-up events until content arrives, so a fallback stays invisible; after
+ * that, failures go in-band (`response.failed`, then `[DONE]`).
+ */
+
+import { randomHex } from '../core/crypto'
+import { GatewayError, InternalError, isGatewayError } from '../core/errors'
+import type { Logger } from '../core/logger'
+import type { UpstreamCall, UpstreamStreamEvent } from '../providers/contract'
+import { isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
+import { openAttempt, readJsonBody, toAttemptFailure, ClientClosedError, type AttemptEnvironment, type OpenedAttempt } from './attempts'
+import { billUsage, type BilledUsage } from './billing'
+import { toResponseObject, type ResponseState } from './envelope'
+import type { ResponsesRequestBody } from './request.schemas'
+import type { Attempt } from './routing'
+import { emptyUsage, type OutputItem, type ResponsesRequest, type Usage } from './types'
+
+export interface ExecutionOptions extends AttemptEnvironment {
+  body: ResponsesRequestBody
+  attempts: Attempt[]
+  requestedModel: string
+  endUserId: string
+  byokFeeRate: number
+  isMetadataRequested: boolean
+  region: string
+  /** How long a stream may wait for content before the HTTP response is committed with keep-alives. */
+  commitAfterMs: number
+  keepAliveMs: number
+  logger: Logger
+}
+
+interface Served {
+  attempt: Attempt
+  attemptNumber: number
+}
+
+const newResponseId = () => `resp_${randomHex(24)}`
+const nowSeconds = () => Math.floor(Date.now() / 1000)
+
+const serviceMetadata = (options: ExecutionOptions, served: Served | null, startedAt: number, strategy: string) => {
+  const available = options.attempts.map((attempt) => ({
+    model: attempt.model.slug,
+    provider: attempt.provider.descriptor.id,
+    selected: served?.attempt === attempt,
+  }))
+  return {
+    attempt: served?.attemptNumber ?? options.attempts.length,
+    endpoints: { available, total: available.length },
+    generation_time: Math.round(performance.now() - startedAt),
+    is_byok: served?.attempt.credential != null,
+    pipeline: [],
+    region: options.region,
+    requested: options.requestedModel,
+    strategy,
+    summary: served
+      ? `${served.attempt.model.slug} via ${served.attempt.provider.descriptor.id} on attempt ${served.attemptNumber} of ${options.attempts.length}`
+      : `no endpoint succeeded after ${options.attempts.length} attempts`,
+  }
+}
+
+const strategyOf = (served: Served | null, options: ExecutionOptions) =>
+  served && (served.attemptNumber > 1 || served.attempt.model.slug !== options.requestedModel) ? 'fallback' : 'direct'
+
+const callFor = (options: ExecutionOptions, attempt: Attempt, stream: boolean): UpstreamCall => ({
+  request: options.body as unknown as ResponsesRequest,
+  upstreamModel: attempt.endpoint.model,
+  stream,
+  endUserId: options.endUserId,
+})
+
+const bill = (usage: Usage, attempt: Attempt, options: ExecutionOptions): BilledUsage =>
+  billUsage(usage, attempt.endpoint.pricing, { isByok: attempt.credential !== null, byokFeeRate: options.byokFeeRate })
+
+/**
+ * The error the client sees for a failed attempt. A provider refusing the operator's shared key is
+ * the operator's problem, not the caller's: it becomes a 502, never a 401 that blames the caller.
+ */
+const clientError = (failure: GatewayError, attempt: Attempt | undefined, options: ExecutionOptions, extraBody?: Record<string, unknown>) => {
+  if (!isUpstreamFailure(failure)) return failure
+  const provider = attempt?.provider.descriptor
+  const isSharedCredentialProblem = attempt?.credential === null && ['authentication', 'permission_denied', 'payment_required'].includes(failure.errorType)
+  const errorType = isSharedCredentialProblem ? 'provider_unavailable' : failure.errorType
+  const status = isSharedCredentialProblem ? 502 : failure.status
+  const message = isSharedCredentialProblem ? `${provider?.displayName ?? 'The provider'} is unavailable` : `${provider?.displayName ?? 'Provider'}: ${failure.message}`
+  return new GatewayError(status, redactSecrets(message), {
+    metadata: {
+      error_type: errorType,
+      ...(provider ? { provider_name: provider.id } : {}),
+      ...(failure.providerCode && !isSharedCredentialProblem ? { provider_code: failure.providerCode } : {}),
+    },
+    ...(failure.retryAfterSeconds ? { headers: { 'retry-after': String(Math.ceil(failure.retryAfterSeconds)) } } : {}),
+    ...(extraBody ? { extraBody } : {}),
+    cause: failure,
+  })
+}
+
+/** Runs the attempts in order until one answers; returns the complete Response object. */
+export const executeNonStreaming = async (options: ExecutionOptions) => {
+  const startedAt = performance.now()
+  let upstreamMs = 0
+  let lastFailure: GatewayError = new InternalError('No attempt was made')
+  let lastAttempt: Attempt | undefined
+  for (const [index, attempt] of options.attempts.entries()) {
+    const call = callFor(options, attempt, false)
+    let opened: OpenedAttempt | undefined
+    try {
+      const attemptStarted = performance.now()
+      opened = await openAttempt(attempt, call, options)
+      const body = await readJsonBody(opened.response)
+      upstreamMs += performance.now() - attemptStarted
+      opened.abort()
+      const result = attempt.provider.adapter.readResult(body, call)
+      const served = { attempt, attemptNumber: index + 1 }
+      const state: ResponseState = {
+        status: result.status,
+        output: result.output,
+        usage: bill(result.usage, attempt, options),
+        error: null,
+        errorType: null,
+        incompleteDetails: result.incompleteDetails,
+        completedAt: nowSeconds(),
+        ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, startedAt, strategyOf(served, options)) } : {}),
+      }
+      return {
+        response: toResponseObject({ id: newResponseId(), createdAt: nowSeconds(), model: attempt.model.slug, request: options.body }, state),
+        overheadMs: performance.now() - startedAt - upstreamMs,
+      }
+    } catch (error) {
+      opened?.abort()
+      if (error instanceof ClientClosedError || options.signal.aborted) throw new ClientClosedError()
+      lastFailure = toAttemptFailure(error, attempt, opened ? [opened.target.apiKey] : [])
+      lastAttempt = attempt
+      logAttemptFailure(options, attempt, index, lastFailure)
+    }
+  }
+  throw clientError(
+    lastFailure,
+    lastAttempt,
+    options,
+    options.isMetadataRequested ? { service_metadata: serviceMetadata(options, null, startedAt, 'fallback') } : undefined,
+  )
+}
+
+const logAttemptFailure = (options: ExecutionOptions, attempt: Attempt, index: number, failure: GatewayError) => {
+  options.logger.warn('upstream attempt failed', {
+    requestId: options.requestId,
+    attempt: index + 1,
+    model: attempt.model.slug,
+    provider: attempt.provider.descriptor.id,
+    isByok: attempt.credential !== null,
+    status: failure.status,
+    errorType: isUpstreamFailure(failure) ? failure.errorType : undefined,
+  })
+}
+
+interface OpenStream {
+  served: Served
+  opened: OpenedAttempt
+  iterator: AsyncIterator<UpstreamStreamEvent>
+  first: IteratorResult<UpstreamStreamEvent>
+  upstreamMs: number
+}
+
+/** Tries attempts until one yields its first event. */
+const openStream = async (options: ExecutionOptions): Promise<OpenStream> => {
+  let lastFailure: GatewayError = new InternalError('No attempt was made')
+  let lastAttempt: Attempt | undefined
+  let upstreamMs = 0
+  for (const [index, attempt] of options.attempts.entries()) {
+    const call = callFor(options, attempt, true)
+    let opened: OpenedAttempt | undefined
+    try {
+      const attemptStarted = performance.now()
+      opened = await openAttempt(attempt, call, options)
+      const iterator = attempt.provider.adapter.readStream(opened.response.body, call)[Symbol.asyncIterator]()
+      const first = await iterator.next()
+      upstreamMs += performance.now() - attemptStarted
+      return { served: { attempt, attemptNumber: index + 1 }, opened, iterator, first, upstreamMs }
+    } catch (error) {
+      opened?.abort()
+      if (error instanceof ClientClosedError || options.signal.aborted) throw new ClientClosedError()
+      lastFailure = toAttemptFailure(error, attempt, opened ? [opened.target.apiKey] : [])
+      lastAttempt = attempt
+      logAttemptFailure(options, attempt, index, lastFailure)
+    }
+  }
+  throw Object.assign(clientError(lastFailure, lastAttempt, options), { attemptFailure: lastFailure })
+}
+
+const encoder = new TextEncoder()
+const encodeEvent = (event: Record<string, unknown> & { type: string }) =>
+  encoder.encode(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
+const KEEP_ALIVE = encoder.encode(': PROCESSING\n\n')
+const DONE = encoder.encode('data: [DONE]\n\n')
+
+/** Closes a stream the client may already have cancelled. */
+const closeQuietly = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+  try {
+    controller.close()
+  } catch {
+    // Already cancelled by the client.
+  }
+}
+
+const wait = (ms: number) => new Promise<'commit'>((resolve) => setTimeout(() => resolve('commit'), ms))
+
+/**
+ * Starts a streamed response. Resolves once content arrived (or the commit deadline passed), so an
+ * early failure can still reject with a clean HTTP error.
+ */
+export const executeStreaming = async (options: ExecutionOptions): Promise<{ stream: ReadableStream<Uint8Array>; overheadMs: number }> => {
+  const startedAt = performance.now()
+  const opening = openStream(options)
+  const early = await Promise.race([opening.then(() => 'ready' as const, () => 'failed' as const), wait(options.commitAfterMs)])
+  if (early === 'failed') await opening
+  const responseId = newResponseId()
+  const createdAt = nowSeconds()
+  let sequence = 0
+  let open: OpenStream | undefined
+  let isFinished = false
+  let pendingFirst: IteratorResult<UpstreamStreamEvent> | null = null
+  // Keep-alive comments whenever the upstream goes quiet (long reasoning), so proxies keep the connection.
+  let lastWrite = performance.now()
+  let idleTimer: ReturnType<typeof setInterval> | undefined
+  const stopIdleTimer = () => clearInterval(idleTimer)
+  const items: OutputItem[] = []
+  let usage: Usage | undefined
+  let finished: { status: 'completed' | 'incomplete'; incompleteDetails: { reason: string } | null } = { status: 'completed', incompleteDetails: null }
+
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      let keepAlive: ReturnType<typeof setInterval> | undefined
+      if (early === 'commit') {
+        controller.enqueue(KEEP_ALIVE)
+        keepAlive = setInterval(() => controller.enqueue(KEEP_ALIVE), options.keepAliveMs)
+      }
+      const emit = (event: Record<string, unknown> & { type: string }) => {
+        lastWrite = performance.now()
+        controller.enqueue(encodeEvent({ ...event, sequence_number: sequence++ }))
+      }
+      const base = (model: string) => ({ id: responseId, createdAt, model, request: options.body })
+      const inProgress = (model: string) =>
+        toResponseObject(base(model), { status: 'in_progress', output: [], usage: null, error: null, errorType: null, incompleteDetails: null, completedAt: null })
+      try {
+        open = await opening
+      } catch (error) {
+        clearInterval(keepAlive)
+        if (error instanceof ClientClosedError) return controller.close()
+        // Committed before any content, and every attempt failed: report it in-band.
+        const failure = isGatewayError(error) ? error : new InternalError('Internal server error')
+        emit({ type: 'response.created', response: inProgress(options.requestedModel) })
+        emit({ type: 'response.in_progress', response: inProgress(options.requestedModel) })
+        emit({
+          type: 'response.failed',
+          response: toResponseObject(base(options.requestedModel), {
+            status: 'failed',
+            output: [],
+            usage: null,
+            error: { code: String((failure.metadata?.error_type as string | undefined) ?? 'server_error'), message: failure.status === 500 ? 'Internal server error' : failure.message },
+            errorType: (failure.metadata?.error_type as string | undefined) ?? 'server',
+            incompleteDetails: null,
+            completedAt: nowSeconds(),
+          }),
+        })
+        controller.enqueue(DONE)
+        isFinished = true
+        return controller.close()
+      }
+      clearInterval(keepAlive)
+      pendingFirst = open.first
+      const model = open.served.attempt.model.slug
+      if (options.body.debug?.echo_upstream_body) {
+        let upstreamBody: unknown
+        try {
+          upstreamBody = JSON.parse(redactSecrets(open.opened.request.body, [open.opened.target.apiKey]))
+        } catch {
+          upstreamBody = null
+        }
+        emit({ type: 'response.debug', debug: { upstream_body: upstreamBody, provider: open.served.attempt.provider.descriptor.id } })
+      }
+      emit({ type: 'response.created', response: inProgress(model) })
+      emit({ type: 'response.in_progress', response: inProgress(model) })
+      idleTimer = setInterval(() => {
+        if (isFinished || performance.now() - lastWrite < options.keepAliveMs) return
+        lastWrite = performance.now()
+        controller.enqueue(KEEP_ALIVE)
+      }, options.keepAliveMs)
+    },
+
+    async pull(controller) {
+      if (!open || isFinished) return
+      const { served, iterator } = open
+      const emit = (event: Record<string, unknown> & { type: string }) => {
+        lastWrite = performance.now()
+        controller.enqueue(encodeEvent({ ...event, sequence_number: sequence++ }))
+      }
+      const finish = (status: ResponseState['status'], extra: Partial<ResponseState>) => {
+        const response = toResponseObject(
+          { id: responseId, createdAt, model: served.attempt.model.slug, request: options.body },
+          {
+            status,
+            output: items.filter(Boolean),
+            usage: bill(usage ?? emptyUsage(), served.attempt, options),
+            error: null,
+            errorType: null,
+            incompleteDetails: null,
+            completedAt: nowSeconds(),
+            ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, startedAt, strategyOf(served, options)) } : {}),
+            ...extra,
+          },
+        )
+        emit({ type: status === 'completed' ? 'response.completed' : status === 'incomplete' ? 'response.incomplete' : 'response.failed', response })
+        controller.enqueue(DONE)
+        isFinished = true
+        stopIdleTimer()
+        open?.opened.abort()
+        controller.close()
+      }
+
+      try {
+        // Emit one client-visible event per pull, so the consumer's pace sets the upstream's.
+        let result = pendingFirst ?? (await iterator.next())
+        pendingFirst = null
+        for (;;) {
+          if (result.done) return finish(finished.status, { incompleteDetails: finished.incompleteDetails })
+          const event = result.value
+          if (event.type === 'upstream.usage') usage = (event as { usage: Usage }).usage
+          else if (event.type === 'upstream.finish') finished = event as typeof finished
+          else {
+            if (event.type === 'response.output_item.done') items[event.output_index as number] = event.item as OutputItem
+            return emit(event)
+          }
+          result = await iterator.next()
+        }
+      } catch (error) {
+        if (error instanceof ClientClosedError || options.signal.aborted) {
+          open.opened.abort()
+          isFinished = true
+          stopIdleTimer()
+          return closeQuietly(controller)
+        }
+        const failure = toAttemptFailure(error, served.attempt, [open.opened.target.apiKey])
+        const visible = clientError(failure, served.attempt, options)
+        options.logger.warn('upstream stream failed after content', {
+          requestId: options.requestId,
+          provider: served.attempt.provider.descriptor.id,
+          status: failure.status,
+        })
+        return finish('failed', {
+          error: { code: String(visible.metadata?.error_type ?? 'server_error'), message: visible.status === 500 ? 'Internal server error' : visible.message },
+          errorType: String(visible.metadata?.error_type ?? 'server'),
+        })
+      }
+    },
+
+    cancel() {
+      // The client went away: abort the upstream at once.
+      isFinished = true
+      stopIdleTimer()
+      open?.opened.abort()
+      void opening.then((opened) => opened.opened.abort(), () => {})
+      open?.iterator.return?.()?.catch(() => {})
+    },
+  })
+
+  const upstreamMs = early === 'ready' ? (await opening).upstreamMs : 0
+  return { stream, overheadMs: performance.now() - startedAt - upstreamMs }
+}

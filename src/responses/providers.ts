@@ -1,0 +1,77 @@
+/**
+ * Provider configuration: built-in providers with their default base URLs, plus configured ones
+ * (self-hosted vLLM/Ollama, regional or Azure endpoints), each with an optional shared key — the
+ * operator's own credential, used when a workspace has no BYOK key that applies.
+ */
+
+import { BUILT_IN_PROVIDERS, type ProviderApi, type ProviderDescriptor } from '../providers/catalog'
+import type { ProviderAdapter, UpstreamTarget } from '../providers/contract'
+
+export interface ProviderConfig {
+  /** Wire format; required for providers that are not built in. */
+  api?: ProviderApi
+  displayName?: string
+  /** Overrides the default base URL (self-hosted, proxies, regional endpoints, tests). */
+  baseURL?: string
+  /** The operator's shared key for this provider. Never logged or returned. */
+  apiKey?: string
+  /** Serve without any key (self-hosted endpoints that need none). */
+  isKeyless?: boolean
+  headers?: Record<string, string>
+  /** Provider-specific settings handed to the adapter (e.g. Azure `apiVersion`). */
+  options?: Record<string, string>
+}
+
+export interface ResolvedProvider {
+  descriptor: ProviderDescriptor
+  adapter: ProviderAdapter
+  /** The target with the shared key, or `null` when the operator configured none. */
+  shared: UpstreamTarget | null
+  /** The target for a caller's own key. */
+  withKey(apiKey: string): UpstreamTarget
+}
+
+export const createProviderRegistry = (
+  configured: Record<string, ProviderConfig>,
+  adapters: Partial<Record<ProviderApi, ProviderAdapter>>,
+) => {
+  const resolved = new Map<string, ResolvedProvider>()
+  const descriptors = new Map(BUILT_IN_PROVIDERS.map((descriptor) => [descriptor.id, descriptor]))
+  for (const [id, config] of Object.entries(configured)) {
+    const builtIn = descriptors.get(id)
+    if (!builtIn && !config.api) throw new TypeError(`modelgate: provider "${id}" is not built in, so it needs an api`)
+    if (!builtIn && !config.baseURL) throw new TypeError(`modelgate: provider "${id}" is not built in, so it needs a baseURL`)
+    descriptors.set(id, {
+      id,
+      displayName: config.displayName ?? builtIn?.displayName ?? id,
+      api: config.api ?? builtIn!.api,
+      baseURL: (config.baseURL ?? builtIn!.baseURL).replace(/\/+$/, ''),
+      ...(builtIn?.options ? { options: builtIn.options } : {}),
+    })
+  }
+  for (const descriptor of descriptors.values()) {
+    const adapter = adapters[descriptor.api]
+    if (!adapter) continue
+    const config = configured[descriptor.id] ?? {}
+    const options = { ...descriptor.options, ...config.options }
+    const target = (apiKey: string): UpstreamTarget => ({
+      baseURL: descriptor.baseURL,
+      apiKey,
+      ...(config.headers ? { headers: config.headers } : {}),
+      ...(Object.keys(options).length > 0 ? { options } : {}),
+    })
+    resolved.set(descriptor.id, {
+      descriptor,
+      adapter,
+      shared: config.apiKey ? target(config.apiKey) : config.isKeyless ? target('') : null,
+      withKey: target,
+    })
+  }
+  return {
+    /** The provider a slug names (`deepinfra/turbo` resolves to `deepinfra`). */
+    get: (slug: string): ResolvedProvider | undefined => resolved.get(slug.split('/', 1)[0]!),
+    ids: () => [...resolved.keys()],
+  }
+}
+
+export type ProviderRegistry = ReturnType<typeof createProviderRegistry>

@@ -1,0 +1,322 @@
+/**
+ * `POST /responses` body (spec: Response request), with every rule and limit of the spec and the
+ * enumerations gaps.md fills in. Unknown top-level fields are ignored, as the public counterpart does.
+ */
+
+import * as v from 'valibot'
+import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
+
+// spec Limits.
+export const METADATA_MAX_PAIRS = 16
+export const METADATA_KEY_MAX = 64
+export const METADATA_VALUE_MAX = 512
+export const SESSION_ID_MAX = 256
+export const USER_MAX = 256
+export const MAX_TOOL_CALLS_MAX = 30
+export const MODELS_MAX = 16
+
+const ModelSlugSchema = v.pipe(
+  v.string(),
+  v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
+  v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
+)
+
+const nullableNumber = (minimum: number, maximum: number) =>
+  v.optional(v.nullable(v.pipe(v.number(), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))))
+
+const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
+  v.pipe(v.number(), v.integer('must be an integer'), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))
+
+// ---- input items (gaps 1.11) ----
+
+const ImageDetailSchema = v.optional(v.picklist(['auto', 'low', 'high']))
+
+const InputPartSchema = v.variant('type', [
+  v.looseObject({ type: v.literal('input_text'), text: v.string() }),
+  v.looseObject({
+    type: v.literal('input_image'),
+    image_url: v.optional(v.nullable(v.string())),
+    file_id: v.optional(v.nullable(v.string())),
+    detail: ImageDetailSchema,
+  }),
+  v.looseObject({
+    type: v.literal('input_file'),
+    file_data: v.optional(v.string()),
+    file_url: v.optional(v.string()),
+    file_id: v.optional(v.nullable(v.string())),
+    filename: v.optional(v.string()),
+  }),
+  v.looseObject({ type: v.literal('input_audio') }),
+  v.looseObject({ type: v.literal('input_video') }),
+  v.looseObject({ type: v.literal('output_text'), text: v.string(), annotations: v.optional(v.array(v.unknown())) }),
+  v.looseObject({ type: v.literal('refusal'), refusal: v.string() }),
+  v.looseObject({ type: v.literal('reasoning_text'), text: v.string() }),
+  v.looseObject({ type: v.literal('summary_text'), text: v.string() }),
+])
+
+const MessageItemSchema = v.looseObject({
+  type: v.optional(v.literal('message')),
+  role: v.picklist(['user', 'assistant', 'system', 'developer'], 'must be one of user, assistant, system, developer'),
+  content: v.union([v.string(), v.array(InputPartSchema)], 'must be a string or an array of content parts'),
+  id: v.optional(v.string()),
+  status: v.optional(v.string()),
+})
+
+const FunctionCallItemSchema = v.looseObject({
+  type: v.literal('function_call'),
+  call_id: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
+  name: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
+  arguments: v.string(),
+  id: v.optional(v.string()),
+  status: v.optional(v.string()),
+})
+
+const FunctionCallOutputItemSchema = v.looseObject({
+  type: v.literal('function_call_output'),
+  call_id: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
+  output: v.union([v.string(), v.array(InputPartSchema)]),
+  id: v.optional(v.nullable(v.string())),
+  status: v.optional(v.nullable(v.string())),
+})
+
+const ReasoningItemSchema = v.looseObject({
+  type: v.literal('reasoning'),
+  id: v.optional(v.string()),
+  summary: v.optional(v.array(v.looseObject({ type: v.string(), text: v.string() })), []),
+  content: v.optional(v.nullable(v.array(v.looseObject({ type: v.string(), text: v.string() })))),
+  encrypted_content: v.optional(v.nullable(v.string())),
+  signature: v.optional(v.nullable(v.string())),
+  format: v.optional(v.nullable(v.string())),
+  status: v.optional(v.string()),
+})
+
+/** Items we translate are checked in detail; other kinds pass through for adapters that know them. */
+const InputItemSchema = v.union(
+  [
+    MessageItemSchema,
+    FunctionCallItemSchema,
+    FunctionCallOutputItemSchema,
+    ReasoningItemSchema,
+    v.looseObject({
+      type: v.pipe(
+        v.string(),
+        v.check((type) => !['message', 'function_call', 'function_call_output', 'reasoning'].includes(type)),
+      ),
+    }),
+  ],
+  'must be an input item (message, function_call, function_call_output, reasoning, …)',
+)
+
+// ---- tools (gaps 1.10) ----
+
+const FunctionToolSchema = v.looseObject({
+  type: v.literal('function'),
+  name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'must be 1 to 128 letters, digits, _ . : or -')),
+  description: v.optional(v.nullable(v.string())),
+  parameters: v.optional(v.nullable(v.record(v.string(), v.unknown()))),
+  strict: v.optional(v.nullable(v.boolean())),
+  async: v.optional(v.boolean()),
+  defer_loading: v.optional(v.boolean()),
+})
+
+const ToolSchema = v.union(
+  [FunctionToolSchema, v.looseObject({ type: v.pipe(v.string(), v.minLength(1), v.check((type) => type !== 'function')) })],
+  'must be a tool object with a type',
+)
+
+const ToolChoiceSchema = v.union(
+  [
+    v.picklist(['auto', 'none', 'required']),
+    v.looseObject({ type: v.literal('function'), name: v.string() }),
+    v.looseObject({ type: v.literal('allowed_tools'), mode: v.picklist(['auto', 'required']), tools: v.array(v.record(v.string(), v.unknown())) }),
+    v.looseObject({ type: v.picklist(['web_search_preview', 'web_search_preview_2025_03_11', 'apply_patch', 'shell']) }),
+  ],
+  'must be "auto", "none", "required" or a tool choice object',
+)
+
+// ---- stop conditions (gaps 1.4: five kinds) ----
+
+const StopConditionSchema = v.variant(
+  'type',
+  [
+    v.object({ type: v.literal('step_count_is'), step_count: integer(1) }),
+    v.object({ type: v.literal('has_tool_call'), tool_name: v.pipe(v.string(), v.minLength(1, 'must not be empty')) }),
+    v.object({ type: v.literal('max_tokens_used'), max_tokens: integer(1) }),
+    v.object({ type: v.literal('max_cost'), max_cost_in_dollars: v.pipe(v.number(), v.minValue(0, 'must be at least 0')) }),
+    v.object({ type: v.literal('finish_reason_is'), reason: v.pipe(v.string(), v.minLength(1, 'must not be empty')) }),
+  ],
+  'must be one of step_count_is, has_tool_call, max_tokens_used, max_cost, finish_reason_is',
+)
+
+// ---- provider preferences (gaps 1.5) ----
+
+const ProviderSlugListSchema = v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty')))
+const PriceSchema = v.union([v.number(), v.pipe(v.string(), v.regex(/^\d+(\.\d+)?$/, 'must be a decimal number'))])
+const PercentilesSchema = v.union([v.number(), v.object({ p50: v.optional(v.number()), p75: v.optional(v.number()), p90: v.optional(v.number()), p99: v.optional(v.number()) })])
+export const PROVIDER_SORTS = ['price', 'throughput', 'latency', 'exacto'] as const
+
+const ProviderPreferencesSchema = v.strictObject({
+  order: v.optional(ProviderSlugListSchema),
+  only: v.optional(ProviderSlugListSchema),
+  ignore: v.optional(ProviderSlugListSchema),
+  allow_fallbacks: v.optional(v.boolean()),
+  require_parameters: v.optional(v.boolean()),
+  data_collection: v.optional(v.picklist(['allow', 'deny'])),
+  zdr: v.optional(v.boolean()),
+  enforce_distillable_text: v.optional(v.boolean()),
+  quantizations: v.optional(v.array(v.picklist(['int4', 'int8', 'fp4', 'mxfp4', 'nvfp4', 'fp6', 'fp8', 'mxfp8', 'fp16', 'bf16', 'fp32', 'unknown']))),
+  sort: v.optional(
+    v.union([
+      v.picklist(PROVIDER_SORTS),
+      v.object({ by: v.picklist(PROVIDER_SORTS), partition: v.optional(v.picklist(['model', 'none'])) }),
+    ]),
+  ),
+  preferred_max_latency: v.optional(PercentilesSchema),
+  preferred_min_throughput: v.optional(PercentilesSchema),
+  max_price: v.optional(
+    v.strictObject({
+      prompt: v.optional(PriceSchema),
+      completion: v.optional(PriceSchema),
+      image: v.optional(PriceSchema),
+      audio: v.optional(PriceSchema),
+      request: v.optional(PriceSchema),
+    }),
+  ),
+})
+export type ProviderPreferences = v.InferOutput<typeof ProviderPreferencesSchema>
+
+// ---- plugins (spec + gaps 1.9) ----
+
+const PLUGIN_IDS = [
+  'auto-router', 'auto-beta-router', 'moderation', 'web', 'web-fetch', 'file-parser', 'response-healing',
+  'context-compression', 'pareto-router', 'fusion', 'switchyard-router',
+] as const
+
+const PluginSchema = v.variant(
+  'id',
+  [
+    v.looseObject({
+      id: v.picklist(['auto-router', 'auto-beta-router']),
+      allowed_models: v.optional(v.array(v.string())),
+      excluded_models: v.optional(v.array(v.string())),
+      cost_tier: v.optional(v.string()),
+      enabled: v.optional(v.boolean()),
+      pin_model: v.optional(v.boolean()),
+    }),
+    v.looseObject({ id: v.picklist(PLUGIN_IDS.filter((id) => id !== 'auto-router' && id !== 'auto-beta-router')), enabled: v.optional(v.boolean()) }),
+  ],
+  `must have an id among ${PLUGIN_IDS.join(', ')}`,
+)
+
+// ---- text (gaps 1.11) ----
+
+const TextFormatSchema = v.variant('type', [
+  v.object({ type: v.literal('text') }),
+  v.object({ type: v.literal('json_object') }),
+  v.object({
+    type: v.literal('json_schema'),
+    name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -')),
+    schema: v.record(v.string(), v.unknown()),
+    description: v.optional(v.string()),
+    strict: v.optional(v.nullable(v.boolean())),
+  }),
+])
+
+const MetadataSchema = v.pipe(
+  v.record(
+    v.pipe(
+      v.string(),
+      v.maxLength(METADATA_KEY_MAX, `keys must be at most ${METADATA_KEY_MAX} characters`),
+      v.regex(/^[^[\]]*$/, 'keys must not contain brackets'),
+    ),
+    v.pipe(v.string(), v.maxLength(METADATA_VALUE_MAX, `values must be at most ${METADATA_VALUE_MAX} characters`)),
+  ),
+  v.check((metadata) => Object.keys(metadata).length <= METADATA_MAX_PAIRS, `at most ${METADATA_MAX_PAIRS} pairs`),
+)
+
+export const ResponsesRequestSchema = v.pipe(
+  v.looseObject({
+    input: v.union([v.string(), v.array(InputItemSchema)], 'must be a string or an array of input items'),
+    model: v.optional(ModelSlugSchema),
+    models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
+    instructions: v.optional(v.nullable(v.string())),
+    stream: v.optional(v.boolean(), false),
+    // spec: store is the constant false; `true` is rejected because nothing is stored.
+    store: v.optional(v.literal(false, 'must be false: responses are not stored'), false),
+    previous_response_id: v.optional(v.unknown()),
+    background: v.optional(v.nullable(v.boolean())),
+    cache_control: v.optional(v.object({ type: v.literal('ephemeral'), ttl: v.optional(v.string()) })),
+    debug: v.optional(v.object({ echo_upstream_body: v.optional(v.boolean()) })),
+    frequency_penalty: nullableNumber(-2, 2),
+    presence_penalty: nullableNumber(-2, 2),
+    temperature: nullableNumber(0, 2),
+    top_p: nullableNumber(0, 1),
+    top_k: v.optional(integer(0)),
+    top_logprobs: v.optional(v.nullable(integer(0, 20))),
+    max_output_tokens: v.optional(v.nullable(integer(1))),
+    max_tool_calls: v.optional(v.nullable(integer(1, MAX_TOOL_CALLS_MAX))),
+    stop_server_tools_when: v.optional(v.pipe(v.array(StopConditionSchema), v.minLength(1, 'must have at least 1 condition'))),
+    include: v.optional(
+      v.nullable(
+        v.array(
+          v.picklist(
+            [
+              'file_search_call.results',
+              'message.input_image.image_url',
+              'computer_call_output.output.image_url',
+              'reasoning.encrypted_content',
+              'code_interpreter_call.outputs',
+            ],
+            'must be one of file_search_call.results, message.input_image.image_url, computer_call_output.output.image_url, reasoning.encrypted_content, code_interpreter_call.outputs',
+          ),
+        ),
+      ),
+    ),
+    image_config: v.optional(v.record(v.string(), v.union([v.string(), v.number(), v.array(v.unknown())]))),
+    metadata: v.optional(v.nullable(MetadataSchema)),
+    modalities: v.optional(v.array(v.picklist(['text', 'image']))),
+    parallel_tool_calls: v.optional(v.nullable(v.boolean())),
+    plugins: v.optional(v.array(PluginSchema)),
+    prompt: v.optional(v.object({ id: v.string(), variables: v.optional(v.record(v.string(), v.unknown())), version: v.optional(v.nullable(v.string())) })),
+    prompt_cache_key: v.optional(v.nullable(v.string())),
+    prompt_cache_options: v.optional(v.object({ mode: v.optional(v.literal('explicit')), ttl: v.optional(v.string()) })),
+    provider: v.optional(v.nullable(ProviderPreferencesSchema)),
+    reasoning: v.optional(
+      v.nullable(
+        v.object({
+          effort: v.optional(v.nullable(v.picklist(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none']))),
+          summary: v.optional(v.nullable(v.picklist(['auto', 'concise', 'detailed']))),
+          enabled: v.optional(v.boolean()),
+          max_tokens: v.optional(v.nullable(integer(0))),
+          mode: v.optional(v.picklist(['standard', 'pro'])),
+          context: v.optional(v.picklist(['auto', 'all_turns', 'current_turn'])),
+        }),
+      ),
+    ),
+    route: v.optional(v.nullable(v.picklist(['fallback', 'sort']))),
+    safety_identifier: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`)))),
+    service_tier: v.optional(v.nullable(v.picklist(['auto', 'default', 'fast', 'flex', 'priority', 'scale'])), 'auto'),
+    session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
+    text: v.optional(
+      v.nullable(
+        v.object({
+          format: v.optional(TextFormatSchema),
+          verbosity: v.optional(v.nullable(v.picklist(['low', 'medium', 'high', 'xhigh', 'max']))),
+        }),
+      ),
+    ),
+    tool_choice: v.optional(ToolChoiceSchema),
+    tools: v.optional(v.pipe(v.array(ToolSchema), v.maxLength(256, 'at most 256 tools'))),
+    trace: v.optional(v.record(v.string(), v.unknown())),
+    truncation: v.optional(v.nullable(v.picklist(['auto', 'disabled']))),
+    user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
+  }),
+  // spec: requests are stateless; a previous response cannot be referenced.
+  v.check(
+    (body) => body.previous_response_id === undefined || body.previous_response_id === null,
+    'previous_response_id is not supported: send the whole conversation in input',
+  ),
+  v.check((body) => body.background !== true, 'background mode is not supported: responses are not stored'),
+)
+
+export type ResponsesRequestBody = v.InferOutput<typeof ResponsesRequestSchema>

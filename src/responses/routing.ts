@@ -1,0 +1,146 @@
+/**
+ * Which endpoints to try, in which order (gaps 1.5 to 1.7): the requested model's endpoints, then
+ * each fallback model's; provider preferences filter and order them; the workspace's BYOK keys
+ * become endpoint copies (prioritized keys first, then shared endpoints, then fallback keys).
+ */
+
+import { InvalidRequestError, NotFoundError } from '../core/errors'
+import type { ByokRecord } from '../repositories/byok-credentials'
+import type { ModelCatalog, ModelEndpoint, ModelEntry } from './models'
+import type { ProviderRegistry, ResolvedProvider } from './providers'
+import type { ProviderPreferences } from './request.schemas'
+
+export interface Attempt {
+  model: ModelEntry
+  endpoint: ModelEndpoint
+  provider: ResolvedProvider
+  /** The caller's own key for this attempt, or `null` for the operator's shared key. */
+  credential: ByokRecord | null
+}
+
+export interface RoutingInput {
+  /** Requested models in priority order (`model` first, then `models`). */
+  models: string[]
+  preferences: ProviderPreferences | null | undefined
+  /** Request parameters the caller set (for `require_parameters`). */
+  parametersUsed: string[]
+  /** All BYOK credentials of the workspace. */
+  credentials: ByokRecord[]
+  callerKeyHash: string
+  userId: string | undefined
+}
+
+const baseSlug = (slug: string) => slug.split('/', 1)[0]!
+
+/** A base slug matches every variant of its provider (gaps 1.2); a variant matches only itself. */
+const matchesProvider = (endpointProvider: string, wanted: string) =>
+  wanted.includes('/') ? endpointProvider === wanted : baseSlug(endpointProvider) === wanted
+
+const listPrice = (endpoint: ModelEndpoint) => endpoint.pricing.prompt + endpoint.pricing.completion
+
+const toPerMillion = (value: string | number) => Number(value) / 1_000_000
+
+const withinMaxPrice = (endpoint: ModelEndpoint, maxPrice: NonNullable<ProviderPreferences['max_price']>) =>
+  (maxPrice.prompt === undefined || endpoint.pricing.prompt <= toPerMillion(maxPrice.prompt)) &&
+  (maxPrice.completion === undefined || endpoint.pricing.completion <= toPerMillion(maxPrice.completion)) &&
+  (maxPrice.request === undefined || (endpoint.pricing.request ?? 0) <= Number(maxPrice.request))
+
+const sortBy = (preferences: ProviderPreferences | null | undefined) => {
+  const sort = preferences?.sort
+  if (!sort) return undefined
+  return typeof sort === 'string' ? { by: sort, partition: 'model' as const } : { by: sort.by, partition: sort.partition ?? 'model' }
+}
+
+/** Whether a credential may serve this model for this caller (spec: allowed_* filters must all match). */
+const credentialApplies = (credential: ByokRecord, model: ModelEntry, input: RoutingInput) =>
+  !credential.disabled &&
+  (credential.allowedModels === null || credential.allowedModels.includes(model.slug) || credential.allowedModels.includes(baseSlug(model.slug))) &&
+  (credential.allowedApiKeyHashes === null || credential.allowedApiKeyHashes.includes(input.callerKeyHash)) &&
+  (credential.allowedUserIds === null || (input.userId !== undefined && credential.allowedUserIds.includes(input.userId)))
+
+// spec declared_zdr: true allows ZDR-requiring requests even when the shared endpoint retains data; false never.
+const credentialMeetsZdr = (credential: ByokRecord, endpoint: ModelEndpoint, requiresZdr: boolean) =>
+  !requiresZdr || credential.declaredZdr === true || (credential.declaredZdr === null && endpoint.isZeroDataRetention === true)
+
+export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, input: RoutingInput): Attempt[] => {
+  const preferences = input.preferences ?? {}
+  const sort = sortBy(preferences)
+  const requiresZdr = preferences.zdr === true
+  const perModel: Attempt[][] = []
+
+  for (const slug of input.models) {
+    const model = catalog.find(slug)
+    if (!model) throw new NotFoundError(`Model "${slug}" not found`, { metadata: { error_type: 'not_found' } })
+
+    let endpoints = model.endpoints.filter((endpoint) => registry.get(endpoint.provider))
+    if (preferences.only) endpoints = endpoints.filter((endpoint) => preferences.only!.some((wanted) => matchesProvider(endpoint.provider, wanted)))
+    if (preferences.ignore) endpoints = endpoints.filter((endpoint) => !preferences.ignore!.some((wanted) => matchesProvider(endpoint.provider, wanted)))
+    if (preferences.max_price) endpoints = endpoints.filter((endpoint) => withinMaxPrice(endpoint, preferences.max_price!))
+    if (preferences.require_parameters) {
+      endpoints = endpoints.filter((endpoint) => input.parametersUsed.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
+    }
+    if (preferences.data_collection === 'deny') endpoints = endpoints.filter((endpoint) => endpoint.collectsData !== true)
+
+    // Default and price order: cheapest first. Throughput and latency are not measured yet, so those keep catalog order.
+    if (!sort || sort.by === 'price') endpoints = [...endpoints].sort((left, right) => listPrice(left) - listPrice(right))
+    if (preferences.order) {
+      const rank = (endpoint: ModelEndpoint) => {
+        const index = preferences.order!.findIndex((wanted) => matchesProvider(endpoint.provider, wanted))
+        return index < 0 ? Number.MAX_SAFE_INTEGER : index
+      }
+      endpoints = [...endpoints].sort((left, right) => rank(left) - rank(right))
+      // allow_fallbacks false with an order: only the listed providers.
+      if (preferences.allow_fallbacks === false) endpoints = endpoints.filter((endpoint) => rank(endpoint) !== Number.MAX_SAFE_INTEGER)
+    }
+
+    const prioritized: Attempt[] = []
+    const shared: Attempt[] = []
+    const fallbackKeys: Attempt[] = []
+    for (const endpoint of endpoints) {
+      const provider = registry.get(endpoint.provider)!
+      const forProvider = input.credentials.filter((credential) => baseSlug(credential.provider) === baseSlug(endpoint.provider) && (!credential.provider.includes('/') || credential.provider === endpoint.provider))
+      const active = forProvider.filter((credential) => !credential.disabled)
+      // spec is_byok_only: shared capacity on this provider is gone for every model; is_required: for the models it covers.
+      const isSharedRemoved = active.some(
+        (credential) => credential.isByokOnly || (credential.isRequired && (credential.allowedModels === null || credential.allowedModels.includes(model.slug))),
+      )
+      const usable = active
+        .filter((credential) => credentialApplies(credential, model, input) && credentialMeetsZdr(credential, endpoint, requiresZdr))
+        .sort((left, right) => left.sortOrder - right.sortOrder || left.createdAt.localeCompare(right.createdAt))
+      for (const credential of usable) {
+        ;(credential.isFallback ? fallbackKeys : prioritized).push({ model, endpoint, provider, credential })
+      }
+      const sharedAllowed = !isSharedRemoved && provider.shared !== null && (!requiresZdr || endpoint.isZeroDataRetention === true)
+      if (sharedAllowed) shared.push({ model, endpoint, provider, credential: null })
+    }
+    perModel.push([...prioritized, ...shared, ...fallbackKeys])
+  }
+
+  let attempts = sort?.partition === 'none' ? perModel.flat().sort((left, right) => listPrice(left.endpoint) - listPrice(right.endpoint)) : perModel.flat()
+  if (preferences.allow_fallbacks === false && !preferences.order && attempts.length > 0) {
+    // Only the primary endpoint: its provider, through any of the caller's keys for it, then shared.
+    const first = attempts[0]!
+    attempts = attempts.filter((attempt) => attempt.model === first.model && attempt.endpoint === first.endpoint)
+  }
+  if (attempts.length === 0) {
+    throw new NotFoundError(
+      `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials`,
+      { metadata: { error_type: 'not_found' } },
+    )
+  }
+  return attempts
+}
+
+/** The request parameters that need endpoint support (for `require_parameters`). */
+export const parametersUsed = (request: Record<string, unknown>): string[] => {
+  const names = ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty', 'include']
+  return names.filter((name) => request[name] !== undefined && request[name] !== null)
+}
+
+/** Requested models in order: `model` (or the workspace default) then `models`, without repeats. */
+export const requestedModels = (model: string | undefined, models: string[] | undefined, workspaceDefault: string): string[] => {
+  const all = [model ?? models?.[0] ?? workspaceDefault, ...(models ?? [])]
+  const unique = [...new Set(all)]
+  if (unique.length === 0) throw new InvalidRequestError('body.model: is required')
+  return unique
+}

@@ -1,0 +1,54 @@
+/** Everything inference routes need beyond storage, built once per gateway from its options. */
+
+import type { ProviderApi } from '../providers/catalog'
+import type { ProviderAdapter } from '../providers/contract'
+import { createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } from './models'
+import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } from './providers'
+import { fetchTransport, type UpstreamTimeouts, type UpstreamTransport } from './transport'
+
+export interface UpstreamOptions {
+  connectTimeoutMs?: number
+  firstByteTimeoutMs?: number
+  totalTimeoutMs?: number
+}
+
+export interface GatewayRuntime {
+  providers: ProviderRegistry
+  models: ModelCatalog
+  transport: UpstreamTransport
+  timeouts: UpstreamTimeouts
+  /** Share of the list price charged for BYOK requests (gaps 1.7: 5%). */
+  byokFeeRate: number
+  region: string
+  /** Secret behind the end-user hashes sent upstream. */
+  endUserSecret: string
+  commitAfterMs: number
+  keepAliveMs: number
+}
+
+export const createRuntime = (options: {
+  providers?: Record<string, ProviderConfig>
+  models?: ModelEntry[]
+  transport?: UpstreamTransport
+  upstream?: UpstreamOptions
+  adapters: Partial<Record<ProviderApi, ProviderAdapter>>
+  byokFeeRate?: number
+  region?: string
+  endUserSecret: string
+  streamCommitAfterMs?: number
+  keepAliveMs?: number
+}): GatewayRuntime => ({
+  providers: createProviderRegistry(options.providers ?? {}, options.adapters),
+  models: createModelCatalog(mergeModels(options.models)),
+  transport: options.transport ?? fetchTransport(),
+  timeouts: {
+    connectMs: options.upstream?.connectTimeoutMs ?? 10_000,
+    firstByteMs: options.upstream?.firstByteTimeoutMs ?? 300_000,
+    totalMs: options.upstream?.totalTimeoutMs ?? 600_000,
+  },
+  byokFeeRate: options.byokFeeRate ?? 0.05,
+  region: options.region ?? 'default',
+  endUserSecret: options.endUserSecret,
+  commitAfterMs: options.streamCommitAfterMs ?? 8_000,
+  keepAliveMs: options.keepAliveMs ?? 15_000,
+})

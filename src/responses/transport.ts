@@ -1,0 +1,79 @@
+/**
+ * How core reaches upstreams: a fetch-shaped seam, injected at the edge. On Node the runner uses
+ * undici with a pooled keep-alive dispatcher (src/transport/undici.ts); elsewhere the runtime's fetch.
+ */
+
+import type { UpstreamRequest } from '../providers/contract'
+
+export interface UpstreamTimeouts {
+  /** Time to open the connection. */
+  connectMs: number
+  /** Time until the response headers arrive (for a non-streaming upstream: the whole answer). */
+  firstByteMs: number
+  /** Upper bound for the whole exchange. */
+  totalMs: number
+}
+
+export interface UpstreamResponse {
+  status: number
+  headers: Headers
+  /** The body, read incrementally. Must be consumed or cancelled. */
+  body: AsyncIterable<Uint8Array>
+  /** Releases the connection without reading the rest of the body. */
+  cancel(): Promise<void>
+}
+
+export type UpstreamTransport = (request: UpstreamRequest, options: { signal: AbortSignal; timeouts: UpstreamTimeouts }) => Promise<UpstreamResponse>
+
+/** Thrown by transports when the connection or the first byte does not come in time. */
+export class UpstreamTimeoutSignal extends Error {
+  constructor(readonly phase: 'connect' | 'first_byte' | 'total') {
+    super(`upstream ${phase} timeout`)
+    this.name = 'UpstreamTimeoutSignal'
+  }
+}
+
+const emptyBody = async function* (): AsyncIterable<Uint8Array> {}
+
+/** A transport over a WHATWG `fetch` (Bun, Deno, browsers' workers, or Node's global fetch). */
+export const fetchTransport =
+  (fetchImplementation: typeof fetch = globalThis.fetch): UpstreamTransport =>
+  async (request, { signal, timeouts }) => {
+    const firstByte = AbortSignal.timeout(timeouts.firstByteMs)
+    const response = await fetchImplementation(request.url, {
+      method: request.method,
+      headers: request.headers,
+      body: request.body,
+      signal: AbortSignal.any([signal, firstByte]),
+    }).catch((error: unknown) => {
+      if (firstByte.aborted && !signal.aborted) throw new UpstreamTimeoutSignal('first_byte')
+      throw error
+    })
+    const body = response.body
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: body ? (body as unknown as AsyncIterable<Uint8Array>) : emptyBody(),
+      cancel: async () => {
+        await body?.cancel().catch(() => {})
+      },
+    }
+  }
+
+/** Reads at most `limit` bytes of a body as text (for error bodies), then releases the rest. */
+export const readCapped = async (response: UpstreamResponse, limit = 64 * 1024): Promise<string> => {
+  const decoder = new TextDecoder()
+  let text = ''
+  let size = 0
+  try {
+    for await (const chunk of response.body) {
+      size += chunk.byteLength
+      text += decoder.decode(chunk, { stream: true })
+      if (size >= limit) break
+    }
+  } catch {
+    // An error body that breaks off is still an error; what arrived is enough.
+  }
+  await response.cancel()
+  return text + decoder.decode()
+}
