@@ -81,6 +81,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
     const caller = await authenticate(request, repositories, route.auth)
+    route.authorize?.({ caller, request, runtime })
     if (config.rateLimit) await enforceRateLimit(storage, config.rateLimit, caller.key.hash, now().getTime())
     const parsedParams = route.params ? parseInput(route.params, params, 'params') : undefined
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
@@ -142,6 +143,10 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     fetch,
     admin: createAdmin(repositories, secrets),
     storage,
-    close: () => storage.close(),
+    close: async () => {
+      // Let provisioning and destruction started by this process finish their writes first.
+      await Promise.allSettled([...runtime.interns.tasks])
+      await storage.close()
+    },
   }
 }

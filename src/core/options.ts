@@ -6,6 +6,7 @@ import type { Logger } from './logger'
 import { MODEL_SLUG_PATTERN } from './patterns'
 import type { ModelEntry } from '../responses/models'
 import type { UpstreamTransport } from '../responses/transport'
+import type { InternRuntime } from '../interns/runtime'
 
 const isStorageDriver = (value: unknown): value is StorageDriver =>
   typeof value === 'object' &&
@@ -90,6 +91,15 @@ export const GatewayOptionsSchema = v.strictObject({
   streamCommitAfterMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   /** Interval of `: PROCESSING` keep-alive comments while a committed stream waits (ms). */
   keepAliveMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10))),
+  /** Where interns run (provision, suspend, destroy, chat); the built-in in-process runtime by default. */
+  internRuntime: v.optional(
+    v.custom<InternRuntime>(
+      (value) => typeof value === 'object' && value !== null && ['provision', 'suspend', 'destroy', 'chat'].every((name) => typeof (value as Record<string, unknown>)[name] === 'function'),
+      'must implement provision, suspend, destroy and chat',
+    ),
+  ),
+  /** Hostnames of regional deployments: intern routes answer 403 there (spec Authentication 3). */
+  regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   /** Clock, for tests. */
   now: v.optional(v.custom<() => Date>((value) => typeof value === 'function', 'must be a function returning a Date')),
 })

@@ -48,6 +48,8 @@ export interface RouteDefinition<
   auth: RouteAuth
   /** Intern routes answer errors with `{reason, retryable}` metadata. */
   errorFlavor?: ErrorFlavor
+  /** Checks run right after authentication, before any input is read (e.g. programme membership). */
+  authorize?: (context: { caller: Caller; request: Request; runtime: GatewayRuntime }) => void
   /** Honours `Idempotency-Key`: retries replay the first response (JSON routes only). */
   isIdempotent?: boolean
   /** Body size limit in bytes; the gateway's `bodyLimit` when omitted. */

@@ -3,6 +3,7 @@ import { createAccountsRepository } from './accounts'
 import { createApiKeysRepository } from './api-keys'
 import { createByokRepository } from './byok-credentials'
 import { createIdempotencyRepository } from './idempotency-keys'
+import { createInternsRepository } from './interns'
 import { createWorkspacesRepository, type WorkspaceDefaults } from './workspaces'
 
 /** Typed access to every resource; the only way routes and admin reach storage. */
@@ -11,6 +12,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   apiKeys: createApiKeysRepository(storage, now),
   idempotency: createIdempotencyRepository(storage),
   byok: createByokRepository(storage, now),
+  interns: createInternsRepository(storage, now),
   workspaces: createWorkspacesRepository(storage, workspaceDefaults, now),
 })
 

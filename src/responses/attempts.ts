@@ -47,7 +47,16 @@ const targetFor = async (attempt: Attempt, secrets: SecretBox): Promise<Upstream
 
 /** Classifies a thrown value from transport or adapter. */
 export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: readonly string[]): GatewayError => {
-  if (isUpstreamFailure(error)) return error
+  if (isUpstreamFailure(error)) {
+    // Adapters redact key-like text only; an in-band error can still quote the caller's raw key verbatim.
+    const message = redactSecrets(error.message, secrets)
+    if (message === error.message) return error
+    return new UpstreamFailure(error.errorType, message, {
+      upstreamStatus: error.upstreamStatus,
+      ...(error.providerCode ? { providerCode: error.providerCode } : {}),
+      ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds }),
+    })
+  }
   if (error instanceof UpstreamTimeoutSignal) {
     return new UpstreamFailure('timeout', `${attempt.provider.descriptor.displayName} did not answer in time (${error.phase.replace('_', ' ')})`, {
       upstreamStatus: 0,

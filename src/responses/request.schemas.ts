@@ -90,8 +90,13 @@ const ReasoningItemSchema = v.looseObject({
   status: v.optional(v.string()),
 })
 
-/** Items we translate are checked in detail; other kinds pass through for adapters that know them. */
-const InputItemSchema = v.union(
+/**
+ * Items we translate are checked in detail; other kinds pass through for adapters that know them.
+ * Chosen by `type` (a message may omit it), so an error names the field at fault, e.g.
+ * `body.input.0.role`, not the type of an item that was fine.
+ */
+const InputItemSchema = v.variant(
+  'type',
   [
     MessageItemSchema,
     FunctionCallItemSchema,
@@ -119,7 +124,9 @@ const FunctionToolSchema = v.looseObject({
   defer_loading: v.optional(v.boolean()),
 })
 
-const ToolSchema = v.union(
+// Chosen by `type`, so a bad function tool reports its own field (`body.tools.0.name`).
+const ToolSchema = v.variant(
+  'type',
   [FunctionToolSchema, v.looseObject({ type: v.pipe(v.string(), v.minLength(1), v.check((type) => type !== 'function')) })],
   'must be a tool object with a type',
 )
@@ -236,7 +243,10 @@ const MetadataSchema = v.pipe(
 
 export const ResponsesRequestSchema = v.pipe(
   v.looseObject({
-    input: v.union([v.string(), v.array(InputItemSchema)], 'must be a string or an array of input items'),
+    // By the value's kind, so an item's own error is not swallowed by a string-or-array union.
+    input: v.lazy((input) =>
+      typeof input === 'string' ? v.string() : v.array(InputItemSchema, 'must be a string or an array of input items'),
+    ),
     model: v.optional(ModelSlugSchema),
     models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
     instructions: v.optional(v.nullable(v.string())),

@@ -54,7 +54,7 @@ const sortBy = (preferences: ProviderPreferences | null | undefined) => {
 /** Whether a credential may serve this model for this caller (spec: allowed_* filters must all match). */
 const credentialApplies = (credential: ByokRecord, model: ModelEntry, input: RoutingInput) =>
   !credential.disabled &&
-  (credential.allowedModels === null || credential.allowedModels.includes(model.slug) || credential.allowedModels.includes(baseSlug(model.slug))) &&
+  (credential.allowedModels === null || credential.allowedModels.includes(model.slug)) &&
   (credential.allowedApiKeyHashes === null || credential.allowedApiKeyHashes.includes(input.callerKeyHash)) &&
   (credential.allowedUserIds === null || (input.userId !== undefined && credential.allowedUserIds.includes(input.userId)))
 

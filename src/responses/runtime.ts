@@ -1,6 +1,8 @@
 /** Everything inference routes need beyond storage, built once per gateway from its options. */
 
 import type { ProviderApi } from '../providers/catalog'
+import { inProcessRuntime } from '../interns/in-process'
+import type { InternRuntime } from '../interns/runtime'
 import type { ProviderAdapter } from '../providers/contract'
 import { createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } from './models'
 import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } from './providers'
@@ -24,6 +26,13 @@ export interface GatewayRuntime {
   endUserSecret: string
   commitAfterMs: number
   keepAliveMs: number
+  interns: {
+    runtime: InternRuntime
+    /** Hostnames of regional deployments, where intern routes are refused (spec Authentication 3). */
+    regionalHostnames: ReadonlySet<string>
+    /** Background work (provisioning, destruction) running in this process. */
+    tasks: Set<Promise<unknown>>
+  }
 }
 
 export const createRuntime = (options: {
@@ -37,6 +46,8 @@ export const createRuntime = (options: {
   endUserSecret: string
   streamCommitAfterMs?: number
   keepAliveMs?: number
+  internRuntime?: InternRuntime
+  regionalHostnames?: string[]
 }): GatewayRuntime => ({
   providers: createProviderRegistry(options.providers ?? {}, options.adapters),
   models: createModelCatalog(mergeModels(options.models)),
@@ -51,4 +62,9 @@ export const createRuntime = (options: {
   endUserSecret: options.endUserSecret,
   commitAfterMs: options.streamCommitAfterMs ?? 8_000,
   keepAliveMs: options.keepAliveMs ?? 15_000,
+  interns: {
+    runtime: options.internRuntime ?? inProcessRuntime(),
+    regionalHostnames: new Set((options.regionalHostnames ?? []).map((hostname) => hostname.toLowerCase())),
+    tasks: new Set(),
+  },
 })

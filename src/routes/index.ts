@@ -2,6 +2,16 @@ import type { AnyRoute } from '../core/route'
 import { createByok, deleteByok, getByok, listByok, updateByok } from './byok'
 import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
 import { createResponse } from './responses'
+import {
+  chatInternRoute,
+  createInternRoute,
+  deleteInternRoute,
+  getInternRoute,
+  listInternsRoute,
+  provisionInternRoute,
+  suspendInternRoute,
+  updateInternRoute,
+} from './interns'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
 
 /** Every route the gateway serves, relative to its base path. */
@@ -22,4 +32,12 @@ export const routes: readonly AnyRoute[] = [
   updateByok,
   deleteByok,
   createResponse,
+  listInternsRoute,
+  createInternRoute,
+  getInternRoute,
+  updateInternRoute,
+  deleteInternRoute,
+  provisionInternRoute,
+  suspendInternRoute,
+  chatInternRoute,
 ]

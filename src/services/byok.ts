@@ -89,7 +89,9 @@ export const createByokCredential = async (
   const label = labelFor(input.provider, input.key)
   const workspace = await resolveWorkspace(repositories, account, input.workspaceId)
   await assertOwnKeyHashes(repositories, account.id, input.allowedApiKeyHashes)
-  const { totalCount } = await repositories.byok.list({ workspaceId: workspace.id, provider: input.provider }, 0, 0)
+  // After the last one, even when earlier ones were deleted (listing is in sort_order).
+  const { credentials: existing } = await repositories.byok.list({ workspaceId: workspace.id, provider: input.provider }, 0)
+  const sortOrder = existing.length === 0 ? 0 : existing.at(-1)!.sortOrder + 1
   const id = randomId()
   const timestamp = now.toISOString()
   const record: ByokRecord = {
@@ -99,7 +101,7 @@ export const createByokCredential = async (
     provider: input.provider,
     name: input.name ?? `${findProvider(input.provider)!.displayName} key`,
     label,
-    sortOrder: totalCount,
+    sortOrder,
     disabled: input.disabled ?? false,
     isFallback: input.isFallback ?? false,
     isByokOnly: input.isByokOnly ?? false,

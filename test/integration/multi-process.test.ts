@@ -5,7 +5,7 @@
 
 import { resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startListening, type RunningProcess } from '../helpers/process'
+import { runToEnd, startListening, type RunningProcess } from '../helpers/process'
 import { POSTGRES_URL, REDIS_URL, dropPostgresSchema, dropRedisPrefix, requireServer, uniqueNamespace } from '../helpers/stores'
 
 const CLI = resolve(__dirname, '../../dist/cli.js')
@@ -145,6 +145,42 @@ describe.each(STORES)('three gateway processes on one $name', (store) => {
     expect(statuses.filter((status) => status === 200)).toHaveLength(RATE_LIMIT)
     expect(statuses.filter((status) => status === 429)).toHaveLength(total - RATE_LIMIT)
     await Promise.all(responses.map((response) => response.arrayBuffer()))
+  })
+
+  it('concurrent intern creates with one idempotency key make one intern and one vault', async () => {
+    const flagged = await runToEnd('node', [CLI, 'accounts', 'flags', '--interns'], { env: store.env(namespace) })
+    expect(flagged.code, flagged.stderr).toBe(0)
+    const body = { name: 'racer', description: 'one of thirty' }
+    const responses = await Promise.all(
+      Array.from({ length: 30 }, (_, index) =>
+        send(index, '/interns', { key: OPERATOR_KEY, method: 'POST', json: body, headers: { 'idempotency-key': 'race-1' } }),
+      ),
+    )
+    const statuses = responses.map((response) => response.status)
+    expect(statuses.filter((status) => status === 201)).toHaveLength(1)
+    expect(statuses.filter((status) => status === 200)).toHaveLength(29)
+    const interns = (await Promise.all(responses.map((response) => response.json()))) as Array<{ id: string; vault_id: string }>
+    expect(new Set(interns.map((intern) => intern.id)).size).toBe(1)
+    // Every answer names the same vault once the create completed (a racer may answer before the link).
+    const settled = (await (await send(0, `/interns/${interns[0]!.id}`, { key: OPERATOR_KEY })).json()) as { vault_id: string }
+    for (const intern of interns) if (intern.vault_id) expect(intern.vault_id).toBe(settled.vault_id)
+    const list = (await (await send(1, '/interns', { key: OPERATOR_KEY })).json()) as { data: Array<{ name: string }> }
+    expect(list.data.filter((intern) => intern.name === 'racer')).toHaveLength(1)
+  })
+
+  it('concurrent intern creates of one name from all three yield exactly one winner', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 30 }, (_, index) =>
+        send(index, '/interns', { key: OPERATOR_KEY, method: 'POST', json: { name: 'unique-one', description: `attempt ${index}` } }),
+      ),
+    )
+    const statuses = responses.map((response) => response.status)
+    expect(statuses.filter((status) => status === 201)).toHaveLength(1)
+    expect(statuses.filter((status) => status === 409)).toHaveLength(29)
+    for (const response of responses) {
+      if (response.status !== 409) continue
+      expect(((await response.json()) as { error: { metadata: { reason: string } } }).error.metadata.reason).toBe('name_taken')
+    }
   })
 
   it('nothing is lost or duplicated under concurrent distinct writes', async () => {

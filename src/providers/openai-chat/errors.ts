@@ -107,7 +107,8 @@ export const toChatError = (status: number, bodyText: string): UpstreamFailure =
  */
 export const toInBandFailure = (error: ChatErrorWire | string): UpstreamFailure => {
   const fields = readErrorFields(error, 'The upstream stream failed')
-  const status = fields.status ?? (fields.type === 'rate_limit_error' || fields.type === 'tokens' ? 429 : 500)
+  const isAuthentication = fields.code === 'invalid_api_key' || fields.type === 'authentication_error'
+  const status = fields.status ?? (isAuthentication ? 401 : fields.type === 'rate_limit_error' || fields.type === 'tokens' ? 429 : 500)
   return failure(status, fields, status)
 }
 

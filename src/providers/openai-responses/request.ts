@@ -132,6 +132,9 @@ const withoutFields = (object: Json, fields: Set<string>): Json => {
 
 const CACHE_CONTROL = new Set(['cache_control'])
 const ID = new Set(['id'])
+// The openai SDK adds these to items it parsed; sending a finalResponse() back must not trip OpenAI.
+const SDK_PART_FIELDS = new Set(['cache_control', 'parsed'])
+const SDK_CALL_FIELDS = new Set(['id', 'parsed_arguments'])
 
 /**
  * OpenAI validates the optional ids of history items: "Expected an ID that begins with 'msg'"
@@ -141,14 +144,16 @@ const MESSAGE_ID = /^msg[\w-]{0,61}$/
 const FUNCTION_CALL_ID = /^fc[\w-]{0,62}$/
 const hasForeignId = (item: Json, pattern: RegExp) => typeof item.id === 'string' && !pattern.test(item.id)
 
-/** Copies a message only when it carries `cache_control` markers (Anthropic-style, ours). */
+/** Copies a message only when it carries `cache_control` markers (Anthropic-style, ours) or SDK-added `parsed`. */
 const toOpenAIMessage = (item: Json): Json => {
   let message = 'cache_control' in item ? withoutFields(item, CACHE_CONTROL) : item
   const content = message.content
-  if (Array.isArray(content) && content.some((part) => part && typeof part === 'object' && 'cache_control' in part)) {
+  if (Array.isArray(content) && content.some((part) => part && typeof part === 'object' && ('cache_control' in part || 'parsed' in part))) {
     message = {
       ...message,
-      content: content.map((part: Json) => (part && typeof part === 'object' && 'cache_control' in part ? withoutFields(part, CACHE_CONTROL) : part)),
+      content: content.map((part: Json) =>
+        part && typeof part === 'object' && ('cache_control' in part || 'parsed' in part) ? withoutFields(part, SDK_PART_FIELDS) : part,
+      ),
     }
   }
   return hasForeignId(message, MESSAGE_ID) ? withoutFields(message, ID) : message
@@ -178,8 +183,10 @@ const toOpenAIInput = (input: InputItem[]): Json[] => {
     else if (type === 'reasoning') {
       const reasoning = toOpenAIReasoning(item)
       if (reasoning) items.push(reasoning)
-    } else if (type === 'function_call' && hasForeignId(item, FUNCTION_CALL_ID)) items.push(withoutFields(item, ID))
-    else items.push(item)
+    } else if (type === 'function_call') {
+      const fields = hasForeignId(item, FUNCTION_CALL_ID) ? SDK_CALL_FIELDS : new Set(['parsed_arguments'])
+      items.push('parsed_arguments' in item || fields.has('id') ? withoutFields(item, fields) : item)
+    } else items.push(item)
   }
   return items
 }

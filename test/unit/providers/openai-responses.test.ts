@@ -539,3 +539,27 @@ describe('openAIResponsesAdapter', () => {
     })
   })
 })
+
+describe('history sent back from the openai SDK', () => {
+  it('drops the parsed fields the SDK adds to items', async () => {
+    const { openAIResponsesAdapter } = await import('../../../src/providers/openai-responses')
+    const request = openAIResponsesAdapter.buildRequest(
+      {
+        request: {
+          model: 'openai/gpt-4.1-mini',
+          input: [
+            { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hi', annotations: [], parsed: null }] },
+            { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'f', arguments: '{}', parsed_arguments: null },
+          ],
+        } as never,
+        upstreamModel: 'gpt-4.1-mini',
+        stream: false,
+      },
+      { baseURL: 'http://upstream.test/v1', apiKey: 'sk-test' },
+    )
+    const body = JSON.parse(request.body)
+    expect(body.input[0].content[0]).not.toHaveProperty('parsed')
+    expect(body.input[1]).not.toHaveProperty('parsed_arguments')
+    expect(body.input[1].id).toBe('fc_1')
+  })
+})

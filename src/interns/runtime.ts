@@ -1,0 +1,54 @@
+/**
+ * Where interns run. The gateway keeps each intern's record and lifecycle; a runtime does the work:
+ * provisioning a place for the intern to live, suspending it, destroying it, and chatting with it.
+ * The built-in runtime (in-process.ts) runs interns inside the gateway; a user may plug their own
+ * (containers, VMs, a remote agent host).
+ */
+
+import type { InputItem } from '../responses/types'
+
+/** What a runtime knows about an intern. */
+export interface InternView {
+  id: string
+  name: string
+  workspaceId: string
+  instructions: string | null
+  /** The model to run with: the configured one, or the workspace default. */
+  model: string
+  vaultId: string | null
+  attachedVaultId: string | null
+  hostname: string | null
+}
+
+export interface ProvisioningStep {
+  label: string
+  /** 1-based. */
+  number: number
+  total: number
+}
+
+export interface ChatContext {
+  /**
+   * Runs one model turn through the gateway's own response pipeline, as the intern's owner: same
+   * routing, keys (BYOK) and billing as `POST /responses`. Returns the SSE `Response`.
+   */
+  respond(body: Record<string, unknown>, signal: AbortSignal): Promise<Response>
+  signal: AbortSignal
+}
+
+export interface InternRuntime {
+  /** Makes the intern ready; reports each step as it starts. Resolves with the intern's hostname. */
+  provision(intern: InternView, report: (step: ProvisioningStep) => Promise<void>, signal: AbortSignal): Promise<{ hostname: string }>
+  suspend(intern: InternView): Promise<void>
+  destroy(intern: InternView): Promise<void>
+  /**
+   * One chat turn with a running intern: `history` is the conversation so far (input items), `input`
+   * the new items. Returns a Responses event stream (SSE). When the intern needs permission or an
+   * answer it ends the turn with a `service.provide_input` function call, which the caller answers
+   * with a `function_call_output` in the next turn.
+   */
+  chat(intern: InternView, history: InputItem[], input: InputItem[], context: ChatContext): Promise<Response>
+}
+
+/** The tool a running intern calls to pause and ask its user (gaps: `service.provide_input`). */
+export const PROVIDE_INPUT_TOOL = 'service.provide_input'

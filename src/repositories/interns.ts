@@ -1,0 +1,181 @@
+/**
+ * Interns, their vaults, and the idempotency records of intern creation. An intern's name is unique
+ * per creator within a workspace: the store's unique key decides between concurrent writers.
+ */
+
+import { StorageConflictError } from '../core/errors'
+import type { JsonValue, RecordInput, StorageDriver } from '../storage/contract'
+import { updateRecord, isUniqueConflict } from './mutate'
+import { creationSortKey } from './sort-key'
+
+export const INTERNS = 'interns'
+export const VAULTS = 'vaults'
+export const INTERN_CREATIONS = 'intern_creations'
+export const INTERN_CONVERSATIONS = 'intern_conversations'
+
+/** A running intern's conversation is kept to this many items (the oldest go first). */
+const CONVERSATION_MAX_ITEMS = 400
+
+export type InternStatus =
+  | 'awaiting_messaging_install'
+  | 'queued'
+  | 'provisioning'
+  | 'running'
+  | 'failed'
+  | 'stopped'
+  | 'destroying'
+  | 'destroy_failed'
+
+export type InternProgress = { step_label: string; step_number: number; total_steps: number }
+
+export type InternRecord = {
+  id: string
+  accountId: string
+  workspaceId: string
+  /** The acting user that created it; names are unique per creator within a workspace. */
+  creatorUserId: string
+  name: string
+  description: string | null
+  instructions: string | null
+  /** The configured model; `null` means the workspace default. */
+  model: string | null
+  /** The model the running intern uses (set at provisioning; a `model` update waits for the next one). */
+  runningModel: string | null
+  status: InternStatus
+  hostname: string | null
+  progress: InternProgress | null
+  lastFailureMessage: string | null
+  vaultId: string | null
+  attachedVaultId: string | null
+  createdAt: string
+  updatedAt: string
+  sortKey: string
+}
+
+export type VaultRecord = {
+  id: string
+  accountId: string
+  workspaceId: string
+  /** The intern that owns the vault. */
+  internId: string
+  createdAt: string
+}
+
+export type InternCreationRecord = {
+  id: string
+  accountId: string
+  fingerprint: string
+  internId: string
+  vaultId: string
+  state: 'started' | 'completed'
+  createdAt: string
+}
+
+const nameUnique = (intern: Pick<InternRecord, 'workspaceId' | 'creatorUserId' | 'name'>) =>
+  `name:${intern.workspaceId}:${intern.creatorUserId}:${intern.name}`
+
+const toInput = (intern: InternRecord): RecordInput<InternRecord> => ({
+  id: intern.id,
+  data: intern,
+  indexes: { accountId: intern.accountId, workspaceId: intern.workspaceId, status: intern.status },
+  uniques: [nameUnique(intern)],
+  sortKey: intern.sortKey,
+})
+
+export const createInternsRepository = (storage: StorageDriver, now: () => Date) => ({
+  newSortKey: (createdAt: string) => creationSortKey(createdAt),
+
+  /** Creates the intern; `'exists'` when this id is already stored, `'name_taken'` when another holds the name. */
+  async create(intern: InternRecord): Promise<InternRecord | 'exists' | 'name_taken'> {
+    try {
+      return (await storage.create(INTERNS, toInput(intern))).data
+    } catch (error) {
+      if (!isUniqueConflict(error)) throw error
+      return (await storage.get(INTERNS, intern.id)) ? 'exists' : 'name_taken'
+    }
+  },
+
+  async get(id: string): Promise<InternRecord | null> {
+    return (await storage.get<InternRecord>(INTERNS, id))?.data ?? null
+  },
+
+  /** Compare-and-set update; `change` returns `null` to leave the record alone. Unique conflicts propagate. */
+  async update(id: string, change: (current: InternRecord) => InternRecord | null): Promise<InternRecord | null> {
+    const record = await updateRecord<InternRecord>(storage, INTERNS, id, (current) => {
+      const next = change(current.data)
+      return next ? toInput({ ...next, id, updatedAt: now().toISOString() }) : null
+    })
+    return record?.data ?? null
+  },
+
+  delete: (id: string) => storage.delete(INTERNS, id),
+
+  async list(where: { workspaceId: string; status?: string }, offset: number, limit: number) {
+    const filter: Record<string, string> = { workspaceId: where.workspaceId }
+    if (where.status) filter.status = where.status
+    const page = await storage.list<InternRecord>(INTERNS, { where: filter, offset, limit })
+    return { interns: page.items.map((item) => item.data), totalCount: page.totalCount }
+  },
+
+  vaults: {
+    async create(vault: VaultRecord): Promise<VaultRecord> {
+      try {
+        return (await storage.create(VAULTS, { id: vault.id, data: vault, indexes: { internId: vault.internId } })).data
+      } catch (error) {
+        if (!isUniqueConflict(error)) throw error
+        const existing = await storage.get<VaultRecord>(VAULTS, vault.id)
+        if (!existing) throw error
+        return existing.data
+      }
+    },
+    async get(id: string): Promise<VaultRecord | null> {
+      return (await storage.get<VaultRecord>(VAULTS, id))?.data ?? null
+    },
+    delete: (id: string) => storage.delete(VAULTS, id),
+  },
+
+  conversations: {
+    async get(internId: string): Promise<JsonValue[]> {
+      return ((await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId))?.data.items ?? []) as JsonValue[]
+    },
+    /** Appends items with compare-and-set, creating the conversation on first use. */
+    async append(internId: string, items: JsonValue[]) {
+      for (let attempt = 0; attempt < 8; attempt++) {
+        const current = await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId)
+        const next = [...(current?.data.items ?? []), ...items].slice(-CONVERSATION_MAX_ITEMS)
+        try {
+          if (current) await storage.update(INTERN_CONVERSATIONS, internId, current.version, { id: internId, data: { items: next } })
+          else await storage.create(INTERN_CONVERSATIONS, { id: internId, data: { items: next } })
+          return
+        } catch (error) {
+          if (!(error instanceof StorageConflictError)) throw error
+        }
+      }
+    },
+    delete: (internId: string) => storage.delete(INTERN_CONVERSATIONS, internId),
+  },
+
+  creations: {
+    /** Claims a creation key; returns the stored record, whether this call created it or not. */
+    async claim(record: InternCreationRecord): Promise<{ record: InternCreationRecord; version: number; isNew: boolean }> {
+      try {
+        const stored = await storage.create(INTERN_CREATIONS, { id: record.id, data: record })
+        return { record: stored.data, version: stored.version, isNew: true }
+      } catch (error) {
+        if (!isUniqueConflict(error)) throw error
+        const existing = await storage.get<InternCreationRecord>(INTERN_CREATIONS, record.id)
+        if (!existing) throw error
+        return { record: existing.data, version: existing.version, isNew: false }
+      }
+    },
+    async complete(id: string) {
+      await updateRecord<InternCreationRecord>(storage, INTERN_CREATIONS, id, (current) =>
+        current.data.state === 'completed' ? null : { id, data: { ...current.data, state: 'completed' } },
+      )
+    },
+    /** Frees a creation key; with `expectedVersion`, only while the claim is unchanged (else a version conflict). */
+    release: (id: string, expectedVersion?: number) => storage.delete(INTERN_CREATIONS, id, expectedVersion),
+  },
+})
+
+export type InternsRepository = ReturnType<typeof createInternsRepository>

@@ -1,0 +1,91 @@
+/**
+ * One `/responses` request from validated body to `Response`: shared by the HTTP route and by
+ * anything inside the gateway that runs a model turn on a caller's behalf (interns).
+ */
+
+import type { Caller } from '../core/auth'
+import type { Logger } from '../core/logger'
+import { json } from '../core/route'
+import type { SecretBox } from '../core/secrets'
+import type { Repositories } from '../repositories'
+import { ClientClosedError } from './attempts'
+import { endUserIdFor } from './end-user'
+import { executeNonStreaming, executeStreaming, type ExecutionOptions } from './execute'
+import type { ResponsesRequestBody } from './request.schemas'
+import { parametersUsed, planAttempts, requestedModels } from './routing'
+import type { GatewayRuntime } from './runtime'
+
+export const OVERHEAD_HEADER = 'x-modelgate-overhead-ms'
+
+export interface ResponseDependencies {
+  caller: Caller
+  repositories: Repositories
+  secrets: SecretBox
+  logger: Logger
+  runtime: GatewayRuntime
+  requestId: string
+  signal: AbortSignal
+  /** Whether the caller opted in to `service_metadata`. */
+  isMetadataRequested: boolean
+  sessionId?: string
+}
+
+// spec: `route` is the deprecated alias of the sort partition (fallback → model, sort → none).
+const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provider'] => {
+  if (!body.route) return body.provider
+  const provider = body.provider ?? {}
+  if (provider.sort) return provider
+  return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
+}
+
+export const runResponse = async (dependencies: ResponseDependencies, body: ResponsesRequestBody): Promise<Response> => {
+  const { caller, repositories, runtime, logger, requestId } = dependencies
+  const workspace = await repositories.workspaces.get(caller.key.workspaceId)
+  const models = requestedModels(body.model, body.models, workspace?.defaultTextModel ?? 'openai/gpt-4.1-mini')
+  const credentials = workspace ? (await repositories.byok.list({ workspaceId: workspace.id }, 0)).credentials : []
+  const attempts = planAttempts(runtime.models, runtime.providers, {
+    models,
+    preferences: withRouteAlias(body),
+    parametersUsed: parametersUsed(body),
+    credentials,
+    callerKeyHash: caller.key.hash,
+    userId: body.user,
+  })
+  const options: ExecutionOptions = {
+    body,
+    attempts,
+    requestedModel: models[0]!,
+    endUserId: await endUserIdFor(runtime.endUserSecret, caller.account.id, body.safety_identifier ?? body.user),
+    byokFeeRate: runtime.byokFeeRate,
+    isMetadataRequested: dependencies.isMetadataRequested,
+    region: runtime.region,
+    commitAfterMs: runtime.commitAfterMs,
+    keepAliveMs: runtime.keepAliveMs,
+    transport: runtime.transport,
+    timeouts: runtime.timeouts,
+    secrets: dependencies.secrets,
+    logger,
+    requestId,
+    signal: dependencies.signal,
+  }
+  logger.debug('response requested', { requestId, models, stream: body.stream, attempts: attempts.length, sessionId: dependencies.sessionId })
+  try {
+    if (body.stream) {
+      const { stream, overheadMs } = await executeStreaming(options)
+      return new Response(stream, {
+        headers: {
+          'content-type': 'text/event-stream',
+          'cache-control': 'no-cache',
+          'x-accel-buffering': 'no',
+          [OVERHEAD_HEADER]: overheadMs.toFixed(3),
+        },
+      })
+    }
+    const { response, overheadMs } = await executeNonStreaming(options)
+    return json(response, 200, { [OVERHEAD_HEADER]: overheadMs.toFixed(3) })
+  } catch (error) {
+    // Nobody is listening any more; the status is for logs only (nginx's "client closed request").
+    if (error instanceof ClientClosedError) return new Response(null, { status: 499 })
+    throw error
+  }
+}

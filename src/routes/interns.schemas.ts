@@ -1,0 +1,95 @@
+import * as v from 'valibot'
+import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN, UUID_PATTERN } from '../core/patterns'
+import { integerQuery } from '../core/validation'
+
+// spec Intern table and Limits.
+export const INTERN_NAME_MIN = 2
+export const INTERN_NAME_MAX = 17
+export const INTERN_NAME_PATTERN = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/
+export const INTERN_DESCRIPTION_MAX = 2000
+export const INTERN_INSTRUCTIONS_MAX = 100_000
+export const INTERNS_PAGE_MAX = 500
+export const INTERN_BODY_LIMIT = 1_048_576
+
+const UuidSchema = v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a UUID'))
+
+const NameSchema = v.pipe(
+  v.string(),
+  v.minLength(INTERN_NAME_MIN, `must be ${INTERN_NAME_MIN} to ${INTERN_NAME_MAX} characters`),
+  v.maxLength(INTERN_NAME_MAX, `must be ${INTERN_NAME_MIN} to ${INTERN_NAME_MAX} characters`),
+  v.regex(INTERN_NAME_PATTERN, 'must be lowercase letters and digits in hyphen-separated words, starting with a letter'),
+)
+
+const DescriptionSchema = v.nullable(
+  v.pipe(v.string(), v.maxLength(INTERN_DESCRIPTION_MAX, `must be at most ${INTERN_DESCRIPTION_MAX} characters`)),
+)
+
+const InstructionsSchema = v.nullable(
+  v.pipe(v.string(), v.maxLength(INTERN_INSTRUCTIONS_MAX, `must be at most ${INTERN_INSTRUCTIONS_MAX} characters`)),
+)
+
+// spec Intern model: 1 to 200 characters `<author>/<name>` with an optional `:variant`.
+const ModelSchema = v.nullable(
+  v.pipe(
+    v.string(),
+    v.minLength(1, 'must not be empty'),
+    v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
+    v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>, optionally with :variant'),
+  ),
+)
+
+export const CreateInternBodySchema = v.object({
+  name: NameSchema,
+  description: v.optional(DescriptionSchema),
+  instructions: v.optional(InstructionsSchema),
+  model: v.optional(ModelSchema),
+  provision: v.optional(v.boolean(), false),
+  workspace_id: v.optional(UuidSchema),
+  // gaps 1.1: the vault-attach field is `vault_id` on input, reflected as `attached_vault_id`.
+  vault_id: v.optional(v.nullable(UuidSchema)),
+})
+export type CreateInternBody = v.InferOutput<typeof CreateInternBodySchema>
+
+export const UpdateInternBodySchema = v.object({
+  name: v.optional(NameSchema),
+  description: v.optional(DescriptionSchema),
+  instructions: v.optional(InstructionsSchema),
+  model: v.optional(ModelSchema),
+})
+export type UpdateInternBody = v.InferOutput<typeof UpdateInternBodySchema>
+
+export const InternParamsSchema = v.object({ internId: UuidSchema })
+
+export const INTERN_STATUSES = [
+  'awaiting_messaging_install',
+  'queued',
+  'provisioning',
+  'running',
+  'failed',
+  'stopped',
+  'destroying',
+  'destroy_failed',
+] as const
+
+export const ListInternsQuerySchema = v.object({
+  limit: v.optional(integerQuery(1, INTERNS_PAGE_MAX), '50'),
+  cursor: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a cursor from next_cursor'))),
+  status: v.optional(
+    v.pipe(
+      v.string(),
+      v.transform((value) => value.split(',').map((status) => status.trim())),
+      v.check(
+        (statuses) => statuses.every((status) => (INTERN_STATUSES as readonly string[]).includes(status)),
+        `must be a comma-separated list of ${INTERN_STATUSES.join(', ')}`,
+      ),
+    ),
+  ),
+  workspace_id: v.optional(UuidSchema),
+})
+
+export const ChatBodySchema = v.object({
+  input: v.union(
+    [v.pipe(v.string(), v.minLength(1, 'must not be empty')), v.pipe(v.array(v.looseObject({ type: v.optional(v.string()) })), v.minLength(1, 'must not be empty'))],
+    'must be a string or an array of input items',
+  ),
+})

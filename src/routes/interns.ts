@@ -1,0 +1,244 @@
+/**
+ * Interns (spec: Intern; `POST /interns`, `PATCH /interns/{internId}`), plus the lifecycle routes
+ * the spec names and the public counterpart serves (gaps 1.1): list, inspect, provision, suspend,
+ * delete and chat. Members of the interns programme only (others get 404); refused on regional
+ * hostnames (403); the key's own workspace only, with no default-workspace fallback.
+ */
+
+import { InvalidRequestError, NotFoundError, PermissionDeniedError, RequestTimeoutError } from '../core/errors'
+import { defineRoute, json } from '../core/route'
+import type { Caller } from '../core/auth'
+import type { Repositories } from '../repositories'
+import type { InternRecord } from '../repositories/interns'
+import { parseInput } from '../core/validation'
+import { appendTurn, rewriteChatStream } from '../interns/chat'
+import {
+  createIntern,
+  destroyIntern,
+  startProvisioning,
+  suspendIntern,
+  toInternWire,
+  toView,
+  updateIntern,
+  conflict,
+  type InternEnvironment,
+} from '../interns/service'
+import { ResponsesRequestSchema } from '../responses/request.schemas'
+import { runResponse } from '../responses/run'
+import type { GatewayRuntime } from '../responses/runtime'
+import type { InputItem } from '../responses/types'
+import type { JsonValue } from '../storage/contract'
+import { readIdempotencyKey } from '../core/idempotency'
+import {
+  ChatBodySchema,
+  CreateInternBodySchema,
+  INTERN_BODY_LIMIT,
+  InternParamsSchema,
+  ListInternsQuerySchema,
+  UpdateInternBodySchema,
+} from './interns.schemas'
+
+/** spec Errors: the sample 408 cites 10 seconds. */
+const INTERN_TIMEOUT_MS = 10_000
+
+const withTimeout = async <T>(work: Promise<T>): Promise<T> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RequestTimeoutError('The request timed out after 10 seconds', { reason: 'timeout' })), INTERN_TIMEOUT_MS)
+  })
+  try {
+    return await Promise.race([work, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** spec Authentication 3: outside the programme every intern route is 404; regional hostnames are refused. */
+const authorizeInterns = ({ caller, request, runtime }: { caller: Caller; request: Request; runtime: GatewayRuntime }) => {
+  if (!caller.flags.interns) throw new NotFoundError('Not found', { reason: 'not_found' })
+  const hostname = new URL(request.url).hostname.toLowerCase()
+  if (runtime.interns.regionalHostnames.has(hostname)) {
+    throw new PermissionDeniedError('Interns are not available on regional hostnames; use the global endpoint', { reason: 'regional_host' })
+  }
+}
+
+const environmentOf = (context: { repositories: Repositories; runtime: GatewayRuntime; logger: InternEnvironment['logger']; now: () => Date }): InternEnvironment => ({
+  repositories: context.repositories,
+  runtime: context.runtime.interns.runtime,
+  logger: context.logger,
+  now: context.now,
+  tasks: context.runtime.interns.tasks,
+})
+
+/** The key's workspace: intern routes never fall back to the account's default (spec). */
+const keyWorkspace = async (repositories: Repositories, caller: Caller) => {
+  const workspace = await repositories.workspaces.get(caller.key.workspaceId)
+  if (!workspace) throw new NotFoundError("The API key's workspace no longer exists", { reason: 'not_found' })
+  return workspace
+}
+
+/** An intern visible to the key (its workspace, which must still exist), or 404. */
+const visibleIntern = async (repositories: Repositories, caller: Caller, internId: string): Promise<InternRecord> => {
+  await keyWorkspace(repositories, caller)
+  const intern = await repositories.interns.get(internId)
+  if (!intern || intern.workspaceId !== caller.key.workspaceId || intern.accountId !== caller.account.id) {
+    throw new NotFoundError('Intern not found', { reason: 'not_found' })
+  }
+  return intern
+}
+
+const common = { auth: 'any', errorFlavor: 'intern', bodyLimit: INTERN_BODY_LIMIT, authorize: authorizeInterns } as const
+
+export const createInternRoute = defineRoute({
+  ...common,
+  method: 'POST',
+  path: '/interns',
+  body: CreateInternBodySchema,
+  async handle(context) {
+    const { body, caller, repositories, request } = context
+    const idempotencyKey = readIdempotencyKey(request)
+    const workspace = await keyWorkspace(repositories, caller)
+    if (body.workspace_id !== undefined && body.workspace_id !== workspace.id) {
+      throw new InvalidRequestError("body.workspace_id: must be the API key's workspace", { reason: 'invalid_body' })
+    }
+    const { intern, isFirst } = await withTimeout(
+      createIntern(
+        environmentOf(context),
+        caller,
+        workspace,
+        {
+          name: body.name,
+          description: body.description,
+          instructions: body.instructions,
+          model: body.model,
+          provision: body.provision,
+          vaultId: body.vault_id,
+        },
+        idempotencyKey,
+      ),
+    )
+    // gaps 1.1: 201 on the first create, 200 when a create is replayed or resumed.
+    return json(toInternWire(intern), isFirst ? 201 : 200)
+  },
+})
+
+export const listInternsRoute = defineRoute({
+  ...common,
+  method: 'GET',
+  path: '/interns',
+  query: ListInternsQuerySchema,
+  async handle({ query, caller, repositories }) {
+    const workspace = await keyWorkspace(repositories, caller)
+    if (query.workspace_id !== undefined && query.workspace_id !== workspace.id) {
+      throw new InvalidRequestError("query.workspace_id: must be the API key's workspace", { reason: 'invalid_body' })
+    }
+    const offset = Number(query.cursor ?? 0)
+    let interns: InternRecord[]
+    let total: number
+    if (query.status && query.status.length > 0) {
+      const all = (await repositories.interns.list({ workspaceId: workspace.id }, 0, Number.MAX_SAFE_INTEGER)).interns.filter((intern) =>
+        query.status!.includes(intern.status),
+      )
+      interns = all.slice(offset, offset + query.limit)
+      total = all.length
+    } else {
+      const page = await repositories.interns.list({ workspaceId: workspace.id }, offset, query.limit)
+      interns = page.interns
+      total = page.totalCount
+    }
+    const hasMore = offset + interns.length < total
+    return json({ data: interns.map(toInternWire), has_more: hasMore, next_cursor: hasMore ? String(offset + interns.length) : null })
+  },
+})
+
+export const getInternRoute = defineRoute({
+  ...common,
+  method: 'GET',
+  path: '/interns/:internId',
+  params: InternParamsSchema,
+  async handle({ params, caller, repositories }) {
+    return json(toInternWire(await visibleIntern(repositories, caller, params.internId)))
+  },
+})
+
+export const updateInternRoute = defineRoute({
+  ...common,
+  method: 'PATCH',
+  path: '/interns/:internId',
+  params: InternParamsSchema,
+  body: UpdateInternBodySchema,
+  async handle(context) {
+    const { params, body, caller, repositories } = context
+    const intern = await visibleIntern(repositories, caller, params.internId)
+    const updated = await withTimeout(updateIntern(environmentOf(context), intern, body))
+    return json(toInternWire(updated))
+  },
+})
+
+export const provisionInternRoute = defineRoute({
+  ...common,
+  method: 'POST',
+  path: '/interns/:internId/provision',
+  params: InternParamsSchema,
+  async handle(context) {
+    const { params, caller, repositories } = context
+    const intern = await visibleIntern(repositories, caller, params.internId)
+    await startProvisioning(environmentOf(context), intern, await repositories.workspaces.get(intern.workspaceId))
+    return json({ provisioning: true }, 202)
+  },
+})
+
+export const suspendInternRoute = defineRoute({
+  ...common,
+  method: 'POST',
+  path: '/interns/:internId/suspend',
+  params: InternParamsSchema,
+  async handle(context) {
+    const { params, caller, repositories } = context
+    const intern = await visibleIntern(repositories, caller, params.internId)
+    await suspendIntern(environmentOf(context), intern, await repositories.workspaces.get(intern.workspaceId))
+    return json({ suspended: true })
+  },
+})
+
+export const deleteInternRoute = defineRoute({
+  ...common,
+  method: 'DELETE',
+  path: '/interns/:internId',
+  params: InternParamsSchema,
+  async handle(context) {
+    const { params, caller, repositories } = context
+    const intern = await visibleIntern(repositories, caller, params.internId)
+    await destroyIntern(environmentOf(context), intern, await repositories.workspaces.get(intern.workspaceId))
+    return json({ deleting: true }, 202)
+  },
+})
+
+export const chatInternRoute = defineRoute({
+  ...common,
+  method: 'POST',
+  path: '/interns/:internId/chat',
+  params: InternParamsSchema,
+  body: ChatBodySchema,
+  async handle(context) {
+    const { params, body, caller, repositories, secrets, logger, runtime, requestId, signal } = context
+    const intern = await visibleIntern(repositories, caller, params.internId)
+    if (intern.status !== 'running') throw conflict('not_running', `The intern is ${intern.status}; provision it before chatting`)
+    const workspace = await repositories.workspaces.get(intern.workspaceId)
+    const input: InputItem[] = typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : (body.input as InputItem[])
+    const history = (await repositories.interns.conversations.get(intern.id)) as InputItem[]
+    const response = await runtime.interns.runtime.chat(toView(intern, workspace, 'openai/gpt-4.1-mini'), history, input, {
+      signal,
+      respond: (turn, turnSignal) =>
+        runResponse(
+          { caller, repositories, secrets, logger, runtime, requestId, signal: turnSignal, isMetadataRequested: false },
+          parseInput(ResponsesRequestSchema, turn, 'body'),
+        ),
+    })
+    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response
+    const stream = rewriteChatStream(response.body, (final) =>
+      appendTurn(repositories, intern.id, input as unknown as JsonValue[], final.output),
+    )
+    return new Response(stream, { status: response.status, headers: response.headers })
+  },
+})

@@ -1,0 +1,606 @@
+/**
+ * `POST /responses` request validation (spec: Response request, Errors, Limits; gaps 1.4, 1.5, 1.11):
+ * every rule of the request table, at and past each bound. Rejections are 400s naming the field;
+ * accepted requests run against a loopback Groq upstream and echo their settings in the result.
+ */
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { LogFields, Logger } from '../../../src/core/logger'
+import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
+import { jsonFixture } from '../../helpers/upstream'
+
+const MODEL = 'meta-llama/llama-3.3-70b-instruct'
+const URL = 'http://gateway.test/api/v1/responses'
+const MIB = 1024 * 1024
+
+let harness: ResponsesHarness
+const logged: Array<{ message: string; fields: LogFields }> = []
+const recordingLogger: Logger = {
+  debug: (message, fields = {}) => void logged.push({ message, fields }),
+  info() {},
+  warn() {},
+  error() {},
+}
+
+beforeAll(async () => {
+  // Only Groq has a shared key, so every accepted request is served by this one upstream.
+  harness = await createResponsesHarness({ groq: {} }, { logger: recordingLogger })
+  harness.upstreams.groq!.setHandler(() => jsonFixture('openai-chat', 'text.json'))
+})
+afterAll(async () => {
+  await harness.close()
+})
+
+/** A minimal valid request with `extra` fields merged in. */
+const request = (extra: Record<string, unknown> = {}) => ({ model: MODEL, input: 'Say hello', ...extra })
+
+const expectRejected = async (body: unknown, message: string) => {
+  const response = await harness.post(body)
+  expect(response.status).toBe(400)
+  expect(response.headers.get('content-type')).toBe('application/json')
+  expect(await response.json()).toEqual({ error: { code: 400, message } })
+}
+
+const expectAccepted = async (body: unknown) => {
+  const response = await harness.post(body)
+  const result = await response.json()
+  expect(response.status, JSON.stringify(result)).toBe(200)
+  expect(result).toMatchObject({ object: 'response', status: 'completed', model: MODEL })
+  return result
+}
+
+const postRaw = (body: BodyInit, contentType: string | null) =>
+  harness.gateway.fetch(
+    new Request(URL, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${harness.key}`, ...(contentType ? { 'content-type': contentType } : {}) },
+      body,
+    }),
+  )
+
+const pairs = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, index) => [`key${index}`, `value${index}`]))
+
+const WEATHER_TOOL = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Current weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+}
+
+describe('input', () => {
+  it('is required', async () => {
+    await expectRejected({ model: MODEL }, 'body.input: is required')
+  })
+
+  it('must be a string or an array of items', async () => {
+    await expectRejected(request({ input: 42 }), 'body.input: must be a string or an array of input items')
+    await expectRejected(request({ input: { role: 'user', content: 'hi' } }), 'body.input: must be a string or an array of input items')
+  })
+
+  it('rejects a message with an unknown role, naming the role', async () => {
+    await expectRejected(
+      request({ input: [{ type: 'message', role: 'robot', content: 'beep' }] }),
+      'body.input.0.role: must be one of user, assistant, system, developer',
+    )
+  })
+
+  it('rejects a function_call without call_id, naming call_id', async () => {
+    await expectRejected(
+      request({ input: [{ type: 'function_call', name: 'get_weather', arguments: '{}' }] }),
+      'body.input.0.call_id: is required',
+    )
+  })
+
+  it('rejects an item that is not an object', async () => {
+    await expectRejected(request({ input: ['hi'] }), 'body.input.0: must be an input item (message, function_call, function_call_output, reasoning, …)')
+  })
+
+  it('accepts a string, and a conversation of messages, function calls and their outputs', async () => {
+    await expectAccepted(request({ input: 'hi' }))
+    await expectAccepted(
+      request({
+        input: [
+          { role: 'developer', content: 'Answer in French.' },
+          { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Weather in Paris?' }] },
+          { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+          { type: 'function_call_output', call_id: 'call_1', output: '{"celsius":21}' },
+        ],
+        tools: [WEATHER_TOOL],
+      }),
+    )
+  })
+})
+
+describe('metadata (16 pairs, keys ≤ 64 without brackets, values ≤ 512)', () => {
+  it('accepts 16 pairs, a 64-character key and a 512-character value, and echoes them', async () => {
+    expect((await expectAccepted(request({ metadata: pairs(16) }))).metadata).toEqual(pairs(16))
+    const edge = { ['k'.repeat(64)]: 'v'.repeat(512) }
+    expect((await expectAccepted(request({ metadata: edge }))).metadata).toEqual(edge)
+    expect((await expectAccepted(request({ metadata: null }))).metadata).toEqual({})
+  })
+
+  it('rejects 17 pairs', async () => {
+    await expectRejected(request({ metadata: pairs(17) }), 'body.metadata: at most 16 pairs')
+  })
+
+  it('rejects a 65-character key', async () => {
+    const key = 'k'.repeat(65)
+    await expectRejected(request({ metadata: { [key]: 'v' } }), `body.metadata.${key}: keys must be at most 64 characters`)
+  })
+
+  it('rejects keys with brackets', async () => {
+    await expectRejected(request({ metadata: { 'tags[0]': 'v' } }), 'body.metadata.tags[0]: keys must not contain brackets')
+    await expectRejected(request({ metadata: { 'a]': 'v' } }), 'body.metadata.a]: keys must not contain brackets')
+  })
+
+  it('rejects a 513-character value and a non-string value', async () => {
+    await expectRejected(request({ metadata: { team: 'v'.repeat(513) } }), 'body.metadata.team: values must be at most 512 characters')
+    await expectRejected(request({ metadata: { team: 7 } }), 'body.metadata.team: Invalid type: Expected string but received 7')
+  })
+})
+
+describe('string lengths (256 characters)', () => {
+  it.each(['session_id', 'user', 'safety_identifier'])('%s: 256 ok, 257 → 400', async (field) => {
+    await expectAccepted(request({ [field]: 's'.repeat(256) }))
+    await expectRejected(request({ [field]: 's'.repeat(257) }), `body.${field}: must be at most 256 characters`)
+  })
+
+  it('session_id in the body wins over the x-session-id header', async () => {
+    const sessionOf = async (body: unknown, headers: Record<string, string>) => {
+      logged.length = 0
+      expect((await harness.post(body, headers)).status).toBe(200)
+      return logged.find((entry) => entry.message === 'response requested')!.fields.sessionId
+    }
+    expect(await sessionOf(request({ session_id: 'from-body' }), { 'x-session-id': 'from-header' })).toBe('from-body')
+    expect(await sessionOf(request(), { 'x-session-id': 'from-header' })).toBe('from-header')
+  })
+})
+
+describe('server-tool loop limits', () => {
+  it('max_tool_calls: 1 and 30 ok, 0 and 31 → 400', async () => {
+    expect((await expectAccepted(request({ max_tool_calls: 1 }))).max_tool_calls).toBe(1)
+    expect((await expectAccepted(request({ max_tool_calls: 30 }))).max_tool_calls).toBe(30)
+    await expectAccepted(request({ max_tool_calls: null }))
+    await expectRejected(request({ max_tool_calls: 0 }), 'body.max_tool_calls: must be at least 1')
+    await expectRejected(request({ max_tool_calls: 31 }), 'body.max_tool_calls: must be at most 30')
+    await expectRejected(request({ max_tool_calls: 2.5 }), 'body.max_tool_calls: must be an integer')
+  })
+
+  it('stop_server_tools_when needs at least one condition', async () => {
+    await expectRejected(request({ stop_server_tools_when: [] }), 'body.stop_server_tools_when: must have at least 1 condition')
+  })
+
+  it.each([
+    { type: 'step_count_is', step_count: 3 },
+    { type: 'has_tool_call', tool_name: 'get_weather' },
+    { type: 'max_tokens_used', max_tokens: 10_000 },
+    { type: 'max_cost', max_cost_in_dollars: 0.25 },
+    { type: 'finish_reason_is', reason: 'length' },
+  ])('stop_server_tools_when accepts $type', async (condition) => {
+    await expectAccepted(request({ stop_server_tools_when: [condition] }))
+  })
+
+  it('accepts all five kinds together (any firing condition stops the loop)', async () => {
+    await expectAccepted(
+      request({
+        stop_server_tools_when: [
+          { type: 'step_count_is', step_count: 3 },
+          { type: 'has_tool_call', tool_name: 'get_weather' },
+          { type: 'max_tokens_used', max_tokens: 10_000 },
+          { type: 'max_cost', max_cost_in_dollars: 0.25 },
+          { type: 'finish_reason_is', reason: 'length' },
+        ],
+      }),
+    )
+  })
+
+  it('rejects an unknown kind and a condition missing its field', async () => {
+    await expectRejected(
+      request({ stop_server_tools_when: [{ type: 'wall_clock_is', seconds: 5 }] }),
+      'body.stop_server_tools_when.0.type: must be one of step_count_is, has_tool_call, max_tokens_used, max_cost, finish_reason_is',
+    )
+    await expectRejected(request({ stop_server_tools_when: [{ type: 'step_count_is' }] }), 'body.stop_server_tools_when.0.step_count: is required')
+    await expectRejected(request({ stop_server_tools_when: [{ type: 'has_tool_call' }] }), 'body.stop_server_tools_when.0.tool_name: is required')
+    await expectRejected(request({ stop_server_tools_when: [{ type: 'max_tokens_used' }] }), 'body.stop_server_tools_when.0.max_tokens: is required')
+    await expectRejected(request({ stop_server_tools_when: [{ type: 'max_cost' }] }), 'body.stop_server_tools_when.0.max_cost_in_dollars: is required')
+    await expectRejected(request({ stop_server_tools_when: [{ type: 'finish_reason_is' }] }), 'body.stop_server_tools_when.0.reason: is required')
+    await expectRejected(request({ stop_server_tools_when: [{ type: 'has_tool_call', tool_name: '' }] }), 'body.stop_server_tools_when.0.tool_name: must not be empty')
+  })
+})
+
+describe('include', () => {
+  it.each([
+    'file_search_call.results',
+    'message.input_image.image_url',
+    'computer_call_output.output.image_url',
+    'reasoning.encrypted_content',
+    'code_interpreter_call.outputs',
+  ])('accepts %s', async (item) => {
+    await expectAccepted(request({ include: [item] }))
+  })
+
+  it('accepts null and rejects any other item', async () => {
+    await expectAccepted(request({ include: null }))
+    await expectRejected(
+      request({ include: ['output_text.logprobs'] }),
+      'body.include.0: must be one of file_search_call.results, message.input_image.image_url, computer_call_output.output.image_url, reasoning.encrypted_content, code_interpreter_call.outputs',
+    )
+  })
+})
+
+describe('service_tier', () => {
+  it.each([
+    ['auto', 'auto'],
+    ['default', 'default'],
+    ['fast', 'priority'],
+    ['flex', 'flex'],
+    ['priority', 'priority'],
+    ['scale', 'scale'],
+    [null, 'auto'],
+  ])('accepts %s and echoes %s', async (tier, echoed) => {
+    expect((await expectAccepted(request({ service_tier: tier }))).service_tier).toBe(echoed)
+  })
+
+  it('defaults to auto and rejects other values', async () => {
+    expect((await expectAccepted(request())).service_tier).toBe('auto')
+    await expectRejected(
+      request({ service_tier: 'turbo' }),
+      'body.service_tier: Invalid type: Expected ("auto" | "default" | "fast" | "flex" | "priority" | "scale") but received "turbo"',
+    )
+  })
+})
+
+describe('route (deprecated partition alias)', () => {
+  it.each(['fallback', 'sort', null])('accepts %s', async (route) => {
+    await expectAccepted(request({ route }))
+  })
+
+  it('rejects other values', async () => {
+    await expectRejected(request({ route: 'cheapest' }), 'body.route: Invalid type: Expected ("fallback" | "sort") but received "cheapest"')
+  })
+})
+
+describe('statelessness: previous_response_id, store, background', () => {
+  it('accepts previous_response_id null and rejects any value, pointing at input', async () => {
+    await expectAccepted(request({ previous_response_id: null }))
+    await expectRejected(request({ previous_response_id: 'resp_0123' }), 'body: previous_response_id is not supported: send the whole conversation in input')
+    await expectRejected(request({ previous_response_id: 0 }), 'body: previous_response_id is not supported: send the whole conversation in input')
+  })
+
+  it('accepts store false and rejects store true', async () => {
+    expect((await expectAccepted(request({ store: false }))).store).toBe(false)
+    await expectRejected(request({ store: true }), 'body.store: must be false: responses are not stored')
+  })
+
+  it('accepts background false or null and rejects background true', async () => {
+    await expectAccepted(request({ background: false }))
+    await expectAccepted(request({ background: null }))
+    await expectRejected(request({ background: true }), 'body: background mode is not supported: responses are not stored')
+  })
+})
+
+describe('sampling settings', () => {
+  it('temperature: 0 and 2 ok, -0.1 and 2.1 → 400', async () => {
+    expect((await expectAccepted(request({ temperature: 0 }))).temperature).toBe(0)
+    expect((await expectAccepted(request({ temperature: 2 }))).temperature).toBe(2)
+    await expectRejected(request({ temperature: -0.1 }), 'body.temperature: must be at least 0')
+    await expectRejected(request({ temperature: 2.1 }), 'body.temperature: must be at most 2')
+  })
+
+  it('top_p: 0 and 1 ok, 1.1 and -0.1 → 400', async () => {
+    expect((await expectAccepted(request({ top_p: 0 }))).top_p).toBe(0)
+    expect((await expectAccepted(request({ top_p: 1 }))).top_p).toBe(1)
+    await expectRejected(request({ top_p: 1.1 }), 'body.top_p: must be at most 1')
+    await expectRejected(request({ top_p: -0.1 }), 'body.top_p: must be at least 0')
+  })
+
+  it.each(['presence_penalty', 'frequency_penalty'])('%s: -2 and 2 ok, -2.1 and 2.1 → 400', async (field) => {
+    expect((await expectAccepted(request({ [field]: -2 })))[field]).toBe(-2)
+    expect((await expectAccepted(request({ [field]: 2 })))[field]).toBe(2)
+    expect((await expectAccepted(request({ [field]: null })))[field]).toBeNull()
+    await expectRejected(request({ [field]: -2.1 }), `body.${field}: must be at least -2`)
+    await expectRejected(request({ [field]: 2.1 }), `body.${field}: must be at most 2`)
+  })
+
+  it('top_k: 0 and 40 ok, negative or fractional → 400', async () => {
+    await expectAccepted(request({ top_k: 0 }))
+    await expectAccepted(request({ top_k: 40 }))
+    await expectRejected(request({ top_k: -1 }), 'body.top_k: must be at least 0')
+    await expectRejected(request({ top_k: 1.5 }), 'body.top_k: must be an integer')
+  })
+
+  it('top_logprobs: 0 and 20 ok, 21 → 400', async () => {
+    expect((await expectAccepted(request({ top_logprobs: 0 }))).top_logprobs).toBe(0)
+    expect((await expectAccepted(request({ top_logprobs: 20 }))).top_logprobs).toBe(20)
+    await expectRejected(request({ top_logprobs: 21 }), 'body.top_logprobs: must be at most 20')
+  })
+
+  it('max_output_tokens: 1 ok, 0 → 400', async () => {
+    expect((await expectAccepted(request({ max_output_tokens: 1 }))).max_output_tokens).toBe(1)
+    await expectRejected(request({ max_output_tokens: 0 }), 'body.max_output_tokens: must be at least 1')
+    await expectRejected(request({ max_output_tokens: 10.5 }), 'body.max_output_tokens: must be an integer')
+  })
+})
+
+describe('reasoning', () => {
+  it.each(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none', null])('effort %s is accepted and echoed', async (effort) => {
+    expect((await expectAccepted(request({ reasoning: { effort } }))).reasoning).toEqual({ effort })
+  })
+
+  it.each(['auto', 'concise', 'detailed', null])('summary %s is accepted and echoed', async (summary) => {
+    expect((await expectAccepted(request({ reasoning: { summary } }))).reasoning).toEqual({ summary })
+  })
+
+  it('rejects other effort and summary values', async () => {
+    await expectRejected(
+      request({ reasoning: { effort: 'extreme' } }),
+      'body.reasoning.effort: Invalid type: Expected ("max" | "xhigh" | "high" | "medium" | "low" | "minimal" | "none") but received "extreme"',
+    )
+    await expectRejected(
+      request({ reasoning: { summary: 'verbose' } }),
+      'body.reasoning.summary: Invalid type: Expected ("auto" | "concise" | "detailed") but received "verbose"',
+    )
+  })
+})
+
+describe('text', () => {
+  it.each(['low', 'medium', 'high', 'xhigh', 'max', null])('verbosity %s is accepted and echoed', async (verbosity) => {
+    expect((await expectAccepted(request({ text: { verbosity } }))).text).toEqual({ verbosity })
+  })
+
+  it('rejects another verbosity', async () => {
+    await expectRejected(
+      request({ text: { verbosity: 'loud' } }),
+      'body.text.verbosity: Invalid type: Expected ("low" | "medium" | "high" | "xhigh" | "max") but received "loud"',
+    )
+  })
+
+  it.each([
+    { type: 'text' },
+    { type: 'json_object' },
+    { type: 'json_schema', name: 'answer', schema: { type: 'object', properties: { city: { type: 'string' } } }, strict: true },
+  ])('format $type is accepted and echoed', async (format) => {
+    expect((await expectAccepted(request({ input: 'Reply in JSON', text: { format } }))).text).toEqual({ format })
+  })
+
+  it('rejects json_schema without name or schema, and other format types', async () => {
+    await expectRejected(request({ text: { format: { type: 'json_schema', schema: { type: 'object' } } } }), 'body.text.format.name: is required')
+    await expectRejected(request({ text: { format: { type: 'json_schema', name: 'answer' } } }), 'body.text.format.schema: is required')
+    await expectRejected(
+      request({ text: { format: { type: 'json_schema', name: 'has space', schema: {} } } }),
+      'body.text.format.name: must be 1 to 64 letters, digits, _ or -',
+    )
+    await expectRejected(
+      request({ text: { format: { type: 'yaml' } } }),
+      'body.text.format.type: Invalid type: Expected ("text" | "json_object" | "json_schema") but received "yaml"',
+    )
+  })
+})
+
+describe('tools and tool_choice', () => {
+  it.each(['auto', 'none', 'required'])('tool_choice %s is accepted and echoed', async (choice) => {
+    expect((await expectAccepted(request({ tools: [WEATHER_TOOL], tool_choice: choice }))).tool_choice).toBe(choice)
+  })
+
+  it('tool_choice {type: function, name} is accepted and echoed', async () => {
+    const choice = { type: 'function', name: 'get_weather' }
+    expect((await expectAccepted(request({ tools: [WEATHER_TOOL], tool_choice: choice }))).tool_choice).toEqual(choice)
+  })
+
+  it('rejects another tool_choice', async () => {
+    await expectRejected(request({ tool_choice: 'sometimes' }), 'body.tool_choice: must be "auto", "none", "required" or a tool choice object')
+  })
+
+  it('rejects a function tool without a valid name, naming the name', async () => {
+    await expectRejected(request({ tools: [{ type: 'function', name: 'get weather' }] }), 'body.tools.0.name: must be 1 to 128 letters, digits, _ . : or -')
+    await expectRejected(request({ tools: [{ type: 'function', name: 'x'.repeat(129) }] }), 'body.tools.0.name: must be 1 to 128 letters, digits, _ . : or -')
+    await expectRejected(request({ tools: [{ type: 'function', description: 'no name' }] }), 'body.tools.0.name: is required')
+  })
+
+  it('accepts a 128-character function name and echoes the tools', async () => {
+    const tool = { ...WEATHER_TOOL, name: 'x'.repeat(128) }
+    expect((await expectAccepted(request({ tools: [tool] }))).tools).toEqual([tool])
+  })
+
+  it('rejects a tool that is not an object with a type', async () => {
+    await expectRejected(request({ tools: ['get_weather'] }), 'body.tools.0: must be a tool object with a type')
+  })
+})
+
+describe('provider preferences (strict object)', () => {
+  it('rejects an unknown field', async () => {
+    await expectRejected(request({ provider: { favourite: 'groq' } }), 'body.provider.favourite: Invalid key: Expected never but received "favourite"')
+  })
+
+  it.each(['price', 'throughput', 'latency', 'exacto'])('sort %s is accepted, as a string and as {by, partition}', async (by) => {
+    await expectAccepted(request({ provider: { sort: by } }))
+    await expectAccepted(request({ provider: { sort: { by } } }))
+    await expectAccepted(request({ provider: { sort: { by, partition: 'model' } } }))
+    await expectAccepted(request({ provider: { sort: { by, partition: 'none' } } }))
+  })
+
+  it('rejects another sort or partition', async () => {
+    await expectRejected(
+      request({ provider: { sort: 'cheapest' } }),
+      'body.provider.sort: Invalid type: Expected (("price" | "throughput" | "latency" | "exacto") | Object) but received "cheapest"',
+    )
+    await expectRejected(
+      request({ provider: { sort: { by: 'price', partition: 'all' } } }),
+      'body.provider.sort: Invalid type: Expected (("price" | "throughput" | "latency" | "exacto") | Object) but received Object',
+    )
+  })
+
+  it('max_price takes numbers or decimal strings, not other strings', async () => {
+    await expectAccepted(request({ provider: { max_price: { prompt: '1.5', completion: 2 } } }))
+    await expectRejected(request({ provider: { max_price: { prompt: 'cheap' } } }), 'body.provider.max_price.prompt: must be a decimal number')
+    await expectRejected(request({ provider: { max_price: { prompt: '1e3' } } }), 'body.provider.max_price.prompt: must be a decimal number')
+  })
+
+  it('accepts the other documented preferences', async () => {
+    await expectAccepted(
+      request({
+        provider: {
+          order: ['groq'],
+          only: ['groq'],
+          ignore: ['together'],
+          allow_fallbacks: true,
+          require_parameters: false,
+          data_collection: 'allow',
+          enforce_distillable_text: false,
+          quantizations: ['fp8', 'bf16'],
+          preferred_max_latency: { p50: 2, p90: 5 },
+          preferred_min_throughput: 50,
+        },
+      }),
+    )
+  })
+})
+
+describe('plugins', () => {
+  it.each([
+    'auto-router',
+    'auto-beta-router',
+    'moderation',
+    'web',
+    'web-fetch',
+    'file-parser',
+    'response-healing',
+    'context-compression',
+    'pareto-router',
+    'fusion',
+    'switchyard-router',
+  ])('accepts %s', async (id) => {
+    await expectAccepted(request({ plugins: [{ id }] }))
+  })
+
+  it('rejects an unknown id', async () => {
+    await expectRejected(
+      request({ plugins: [{ id: 'magic' }] }),
+      'body.plugins.0.id: must have an id among auto-router, auto-beta-router, moderation, web, web-fetch, file-parser, response-healing, context-compression, pareto-router, fusion, switchyard-router',
+    )
+  })
+})
+
+describe('model, models, modalities, cache_control', () => {
+  it('models: 16 ok, 17 → 400', async () => {
+    await expectAccepted(request({ models: Array.from({ length: 16 }, () => MODEL) }))
+    await expectRejected(request({ models: Array.from({ length: 17 }, () => MODEL) }), 'body.models: at most 16 models')
+  })
+
+  it('rejects a model that is not <author>/<name>', async () => {
+    await expectRejected(request({ model: 'llama-3.3-70b' }), 'body.model: must be a model slug <author>/<name>')
+    await expectRejected(request({ models: ['not a slug'] }), 'body.models.0: must be a model slug <author>/<name>')
+  })
+
+  it('modalities: text and image ok, others → 400', async () => {
+    await expectAccepted(request({ modalities: ['text'] }))
+    await expectAccepted(request({ modalities: ['text', 'image'] }))
+    await expectRejected(request({ modalities: ['audio'] }), 'body.modalities.0: Invalid type: Expected ("text" | "image") but received "audio"')
+  })
+
+  it('cache_control: ephemeral ok, other types → 400', async () => {
+    await expectAccepted(request({ cache_control: { type: 'ephemeral', ttl: '5m' } }))
+    await expectRejected(request({ cache_control: { type: 'persistent' } }), 'body.cache_control.type: Invalid type: Expected "ephemeral" but received "persistent"')
+    await expectRejected(request({ cache_control: {} }), 'body.cache_control.type: is required')
+  })
+})
+
+describe('echoed settings', () => {
+  it('echoes every setting the spec lists in the result', async () => {
+    const settings = {
+      instructions: 'Be brief.',
+      max_output_tokens: 64,
+      metadata: { team: 'geo' },
+      temperature: 0.5,
+      top_p: 0.9,
+      presence_penalty: 0.25,
+      frequency_penalty: -0.5,
+      tool_choice: { type: 'function', name: 'get_weather' },
+      tools: [WEATHER_TOOL],
+      reasoning: { effort: 'low', summary: 'auto' },
+      text: { format: { type: 'json_schema', name: 'answer', schema: { type: 'object' }, strict: true }, verbosity: 'low' },
+      parallel_tool_calls: false,
+      service_tier: 'flex',
+    }
+    const result = await expectAccepted(request(settings))
+    expect(result).toMatchObject(settings)
+  })
+
+  it('echoes defaults when the settings are omitted', async () => {
+    const result = await expectAccepted(request())
+    expect(result).toMatchObject({
+      instructions: null,
+      max_output_tokens: null,
+      metadata: {},
+      temperature: null,
+      top_p: null,
+      presence_penalty: null,
+      frequency_penalty: null,
+      tool_choice: 'auto',
+      tools: [],
+      reasoning: null,
+      text: { format: { type: 'text' } },
+      parallel_tool_calls: true,
+      service_tier: 'auto',
+      store: false,
+    })
+  })
+})
+
+describe('the HTTP body itself', () => {
+  it('accepts a body of exactly 20 MiB and rejects one byte more with 413', async () => {
+    const json = JSON.stringify(request())
+    const atLimit = json + ' '.repeat(20 * MIB - json.length)
+    expect(new TextEncoder().encode(atLimit).byteLength).toBe(20 * MIB)
+    const accepted = await postRaw(atLimit, 'application/json')
+    expect(accepted.status).toBe(200)
+    await accepted.body?.cancel()
+
+    const rejected = await postRaw(`${atLimit} `, 'application/json')
+    expect(rejected.status).toBe(413)
+    expect(await rejected.json()).toEqual({ error: { code: 413, message: 'Request body exceeds the limit of 20971520 bytes' } })
+  })
+
+  it('rejects a declared Content-Length over 20 MiB before reading', async () => {
+    const response = await harness.gateway.fetch(
+      new Request(URL, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${harness.key}`, 'content-type': 'application/json', 'content-length': String(20 * MIB + 1) },
+        body: JSON.stringify(request()),
+      }),
+    )
+    expect(response.status).toBe(413)
+    expect(await response.json()).toEqual({ error: { code: 413, message: 'Request body exceeds the limit of 20971520 bytes' } })
+  })
+
+  it('rejects a body that is not application/json with 415', async () => {
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', null]) {
+      const response = await postRaw(JSON.stringify(request()), contentType)
+      expect(response.status, String(contentType)).toBe(415)
+      expect(await response.json()).toEqual({ error: { code: 415, message: 'Content-Type must be application/json' } })
+    }
+  })
+
+  it('accepts application/json with a charset parameter', async () => {
+    const response = await postRaw(JSON.stringify(request()), 'application/json; charset=utf-8')
+    expect(response.status).toBe(200)
+    await response.body?.cancel()
+  })
+
+  it('rejects malformed JSON with 400, saying where, without echoing the body', async () => {
+    const truncated = await postRaw('{"model": "meta-llama/llama-3.3-70b-instruct", "input": ', 'application/json')
+    expect(truncated.status).toBe(400)
+    expect(await truncated.json()).toEqual({
+      error: { code: 400, message: 'Malformed JSON in request body: unexpected end of input, expected a value' },
+    })
+    const broken = await postRaw('{"model": sk-secret-value}', 'application/json')
+    expect(broken.status).toBe(400)
+    expect(await broken.json()).toEqual({ error: { code: 400, message: 'Malformed JSON in request body at line 1, column 11: expected a value' } })
+  })
+
+  it('rejects a JSON body that is not an object', async () => {
+    const response = await postRaw('["hi"]', 'application/json')
+    expect(response.status).toBe(400)
+    expect(await response.json()).toEqual({ error: { code: 400, message: 'body: must be a JSON object' } })
+  })
+})
