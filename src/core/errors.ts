@@ -91,8 +91,9 @@ export class StorageConflictError extends GatewayError {
   }
 }
 
-// spec Errors: intern `retryable` is false for every reason except these.
-const RETRYABLE_REASONS = new Set(['timeout', 'internal_error'])
+// spec Errors: intern `retryable` is false for every reason except timeout and internal_error. Our
+// addition (gaps 1.1, docs/decisions.md): passing upstream and store outages are retryable too.
+const RETRYABLE_REASONS = new Set(['timeout', 'internal_error', 'upstream_unavailable', 'service_unavailable'])
 
 const DEFAULT_INTERN_REASONS: Record<number, string> = {
   400: 'invalid_body',
@@ -103,7 +104,10 @@ const DEFAULT_INTERN_REASONS: Record<number, string> = {
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   500: 'internal_error',
+  502: 'upstream_unavailable',
   503: 'service_unavailable',
+  524: 'upstream_unavailable',
+  529: 'upstream_unavailable',
 }
 
 const GENERIC_500 = 'Internal server error'

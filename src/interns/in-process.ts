@@ -55,7 +55,7 @@ export const inProcessRuntime = (options: InProcessRuntimeOptions = {}): InternR
         model: intern.model,
         instructions: [
           intern.instructions ?? 'You are a helpful intern.',
-          `When you need permission or an answer from your user, call ${UPSTREAM_PROVIDE_INPUT_TOOL}.`,
+          'When you need permission or an answer from your user, ask them with the tool for that instead of guessing.',
         ].join('\n\n'),
         input: toUpstream([...history, ...input]),
         tools: [provideInputTool],

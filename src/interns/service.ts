@@ -129,6 +129,7 @@ export const createIntern = async (
     instructions: input.instructions ?? null,
     model: input.model ?? null,
     runningModel: null,
+    provisioningId: null,
     // Not provisioned yet: stopped until a provision call (or `provision: true`) starts it.
     status: 'stopped',
     hostname: null,
@@ -171,10 +172,12 @@ export const startProvisioning = async (environment: InternEnvironment, intern: 
   const { repositories, runtime } = environment
   if (PROVISIONING.has(intern.status)) return intern
   let queued: InternRecord | null = null
+  // Each provisioning run has its own id, so a run overtaken by suspend + provision cannot finish the newer one.
+  const attemptId = randomId()
   const updated = await repositories.interns.update(intern.id, (current) => {
     if (PROVISIONING.has(current.status)) return null
     if (!PROVISIONABLE.has(current.status)) throw invalidTransition(current.status, 'provision')
-    queued = { ...current, status: 'queued', progress: null, lastFailureMessage: null }
+    queued = { ...current, status: 'queued', progress: null, lastFailureMessage: null, provisioningId: attemptId }
     return queued
   })
   if (!queued || !updated) return (await repositories.interns.get(intern.id)) ?? intern
@@ -183,7 +186,7 @@ export const startProvisioning = async (environment: InternEnvironment, intern: 
   const model = updated.model ?? fallbackModel
   const view = toView({ ...updated, runningModel: model }, workspace, fallbackModel)
   const controller = new AbortController()
-  const stillWanted = (current: InternRecord) => PROVISIONING.has(current.status)
+  const stillWanted = (current: InternRecord) => PROVISIONING.has(current.status) && current.provisioningId === attemptId
 
   track(
     environment,

@@ -41,6 +41,8 @@ export type InternRecord = {
   model: string | null
   /** The model the running intern uses (set at provisioning; a `model` update waits for the next one). */
   runningModel: string | null
+  /** The provisioning run that may still change this record (see interns/service.ts). */
+  provisioningId?: string | null
   status: InternStatus
   hostname: string | null
   progress: InternProgress | null

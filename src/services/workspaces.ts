@@ -1,5 +1,6 @@
 /** Workspace operations shared by the HTTP routes and the admin API. */
 
+import { ConflictError } from '../core/errors'
 import type { AccountRecord } from '../repositories/accounts'
 import type { Repositories } from '../repositories'
 import type { WorkspaceRecord } from '../repositories/workspaces'
@@ -9,6 +10,9 @@ import type { WorkspaceRecord } from '../repositories/workspaces'
  * that fall back to it answer 400 and ask for `workspace_id` (spec POST /byok).
  */
 export const removeWorkspace = async (repositories: Repositories, account: AccountRecord, workspace: WorkspaceRecord) => {
+  // Interns live somewhere (their runtime) and own vaults: they must be destroyed through their own route first.
+  const { totalCount: interns } = await repositories.interns.list({ workspaceId: workspace.id }, 0, 0)
+  if (interns > 0) throw new ConflictError(`The workspace still has ${interns} intern(s); delete them first`)
   if (account.defaultWorkspaceId === workspace.id) {
     // Unset the default first: a crash after this step leaves a plain workspace, never a default to resurrect.
     await repositories.accounts.update(account.id, (current) =>
