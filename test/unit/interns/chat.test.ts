@@ -304,3 +304,51 @@ describe('POST /interns/{internId}/chat', () => {
     expect(await h.gateway.storage.get('vaults', intern.vault_id)).toBeNull()
   })
 })
+
+describe('an intern from create to delete', () => {
+  it('is created, provisioned, chats (pausing for permission and resuming with the answer), is suspended and deleted', async () => {
+    await start()
+    // Create without provisioning: stopped, with its private vault.
+    const created = await call('POST', '/interns', { json: { name: 'ada', model: 'test/intern', instructions: INSTRUCTIONS } })
+    expect(created.status).toBe(201)
+    const intern = await readJson(created)
+    expect(intern).toMatchObject({ status: 'stopped', hostname: null, progress: null })
+    expect(intern.vault_id).toMatch(/^[0-9a-f-]{36}$/)
+
+    // Provision: 202, then running with a hostname.
+    const provision = await call('POST', `/interns/${intern.id}/provision`)
+    expect(provision.status).toBe(202)
+    expect(await provision.json()).toEqual({ provisioning: true })
+    const running = await waitForIntern(intern.id, (current) => current.status === 'running')
+    expect(running.hostname).toMatch(/^ada-[0-9a-f]{6}\.interns\.local$/)
+    expect(running.progress).toBeNull()
+
+    // Chat: the intern pauses to ask; the caller answers in the next turn.
+    harness!.upstreams.alpha!.setHandler(askPermission)
+    const paused = await chat(intern.id, 'Book me a flight to Lisbon')
+    const call1 = paused.final.output.find((item: { type: string }) => item.type === 'function_call')
+    expect(call1).toMatchObject({ name: 'service.provide_input', call_id: CALL_ID })
+    expect(JSON.parse(call1.arguments)).toEqual(PROMPT)
+    harness!.upstreams.alpha!.setHandler(answer('Booked: TAP 1234, $289.'))
+    const resumed = await chat(intern.id, [{ type: 'function_call_output', call_id: CALL_ID, output: 'Yes, go ahead' }])
+    expect(resumed.final.model).toBe('test/intern')
+    expect(resumed.final.output[0].content[0].text).toBe('Booked: TAP 1234, $289.')
+    const second = harness!.upstreams.alpha!.requests.at(-1)!.json
+    expect(second.messages.map((message: { role: string }) => message.role)).toEqual(['system', 'user', 'assistant', 'tool'])
+
+    // Suspend: stopped, and chat is refused until it is provisioned again.
+    const suspended = await call('POST', `/interns/${intern.id}/suspend`)
+    expect(suspended.status).toBe(200)
+    expect(await suspended.json()).toEqual({ suspended: true })
+    expect((await readJson(await call('GET', `/interns/${intern.id}`))).status).toBe('stopped')
+    expect((await call('POST', `/interns/${intern.id}/chat`, { json: { input: 'hi' } })).status).toBe(409)
+
+    // Delete: 202, then gone, with its vault.
+    const deleted = await call('DELETE', `/interns/${intern.id}`)
+    expect(deleted.status).toBe(202)
+    expect(await deleted.json()).toEqual({ deleting: true })
+    for (let attempt = 0; attempt < 500 && (await call('GET', `/interns/${intern.id}`)).status !== 404; attempt++) await settle()
+    expect((await call('GET', `/interns/${intern.id}`)).status).toBe(404)
+    expect((await harness!.gateway.storage.get('vaults', intern.vault_id))).toBeNull()
+  })
+})
