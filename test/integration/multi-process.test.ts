@@ -41,7 +41,7 @@ describe.each(STORES)('three gateway processes on one $name', (store) => {
   beforeAll(async () => {
     await requireServer(store.port)
     // All three start at once: the default account and the operator key are created by exactly one.
-    gateways = await Promise.all(
+    const started = await Promise.allSettled(
       [0, 1, 2].map(() =>
         startListening('node', [CLI, 'serve'], {
           env: {
@@ -55,6 +55,10 @@ describe.each(STORES)('three gateway processes on one $name', (store) => {
         }),
       ),
     )
+    gateways = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []))
+    // One failed start must not leave the others running after the suite.
+    const failure = started.find((result) => result.status === 'rejected')
+    if (failure) throw (failure as PromiseRejectedResult).reason
   })
 
   afterAll(async () => {
