@@ -100,7 +100,8 @@ const clientError = (failure: GatewayError, attempt: Attempt | undefined, option
 export const executeNonStreaming = async (options: ExecutionOptions) => {
   const startedAt = performance.now()
   let upstreamMs = 0
-  let lastFailure: GatewayError = new InternalError('No attempt was made')
+  // Built only when every attempt failed: an error's stack trace is not free on every request.
+  let lastFailure: GatewayError | undefined
   let lastAttempt: Attempt | undefined
   for (const [index, attempt] of options.attempts.entries()) {
     const call = callFor(options, attempt, false)
@@ -110,7 +111,7 @@ export const executeNonStreaming = async (options: ExecutionOptions) => {
       opened = await openAttempt(attempt, call, options)
       const body = await readJsonBody(opened.response)
       upstreamMs += performance.now() - attemptStarted
-      opened.abort()
+      opened.release()
       const result = attempt.provider.adapter.readResult(body, call)
       const served = { attempt, attemptNumber: index + 1 }
       const state: ResponseState = {
@@ -136,7 +137,7 @@ export const executeNonStreaming = async (options: ExecutionOptions) => {
     }
   }
   throw clientError(
-    lastFailure,
+    lastFailure ?? new InternalError('No attempt was made'),
     lastAttempt,
     options,
     options.isMetadataRequested ? { service_metadata: serviceMetadata(options, null, startedAt, 'fallback') } : undefined,
@@ -165,7 +166,8 @@ interface OpenStream {
 
 /** Tries attempts until one yields its first event. */
 const openStream = async (options: ExecutionOptions): Promise<OpenStream> => {
-  let lastFailure: GatewayError = new InternalError('No attempt was made')
+  // Built only when every attempt failed: an error's stack trace is not free on every request.
+  let lastFailure: GatewayError | undefined
   let lastAttempt: Attempt | undefined
   let upstreamMs = 0
   for (const [index, attempt] of options.attempts.entries()) {
@@ -186,6 +188,7 @@ const openStream = async (options: ExecutionOptions): Promise<OpenStream> => {
       logAttemptFailure(options, attempt, index, lastFailure)
     }
   }
+  lastFailure ??= new InternalError('No attempt was made')
   throw Object.assign(clientError(lastFailure, lastAttempt, options), { attemptFailure: lastFailure })
 }
 

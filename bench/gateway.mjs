@@ -1,0 +1,44 @@
+// @ts-check
+/**
+ * The gateway under test, alone in its own process so its CPU time is its own: the built package
+ * (`BENCH_BUILD_DIR`, dist/ or the bench's private build of the same tsup config) served by
+ * node:http through `toNodeListener`, pooled undici upstream transport, memory storage, no logger,
+ * and the `openai` provider pointed at the loopback upstream (`BENCH_UPSTREAM_URL`).
+ */
+
+import { createServer } from 'node:http'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { answerStatsRequests, reportReady } from './process-stats.mjs'
+
+const buildDir = process.env.BENCH_BUILD_DIR
+const upstreamUrl = process.env.BENCH_UPSTREAM_URL
+if (!buildDir || !upstreamUrl) throw new Error('gateway.mjs needs BENCH_BUILD_DIR and BENCH_UPSTREAM_URL')
+
+const load = (/** @type {string} */ file) => import(pathToFileURL(join(buildDir, file)).href)
+const [{ createGateway, memoryStorage }, { toNodeListener }, { undiciTransport }] = await Promise.all([
+  load('index.js'),
+  load('adapters/node.js'),
+  load('transport/undici.js'),
+])
+
+const transport = undiciTransport()
+const gateway = createGateway({
+  storage: memoryStorage(),
+  logger: false,
+  transport,
+  providers: { openai: { baseURL: upstreamUrl, apiKey: 'sk-bench-0123456789abcdef' } },
+})
+const { key } = await gateway.admin.createKey({ kind: 'regular', name: 'bench' })
+
+const server = createServer(toNodeListener(gateway))
+server.keepAliveTimeout = 60_000
+server.listen(0, '127.0.0.1', () => {
+  const address = /** @type {import('node:net').AddressInfo} */ (server.address())
+  reportReady({ url: `http://127.0.0.1:${address.port}`, key })
+})
+answerStatsRequests(async () => {
+  await new Promise((resolve) => server.close(() => resolve(undefined)))
+  await transport.close()
+  await gateway.close()
+})

@@ -1,0 +1,181 @@
+/**
+ * `npm run bench`: modelgate's overhead on `POST /api/v1/responses` (issue #5), measured side by side
+ * in one run against the upstream called directly and against bare pass-through baselines.
+ * See bench/README.md for what each figure means.
+ *
+ * Environment: BENCH_SECONDS (measured seconds per target and phase, default 3), BENCH_REQUESTS
+ * (measured requests per target and phase at most, default 100000), BENCH_CONNECTIONS (default 16),
+ * BENCH_WARMUP_SECONDS (per target, before any phase, default 2), BENCH_PROFILE=1 (CPU-profile the gateway process and print its
+ * hot spots; its figures are then inflated by the profiler), BENCH_PHASES (a comma-separated subset of
+ * json-n, stream-n, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
+ * another build, e.g. a branch's dist/).
+ */
+
+import { mkdtempSync, readdirSync } from 'node:fs'
+import { cpus, loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { Agent } from 'undici'
+import { resolveBuild } from './build'
+import { runLoad, type LoadResult } from './load'
+import { killAll, startServer, type ServerProcess } from './processes'
+import { summarizeProfile } from './profile'
+import { renderCounts, renderTable, type Cell, type PhaseId, type Results } from './report'
+import { OTHER_GATEWAYS, directTarget, startModelgate, startPassthrough, type Target } from './targets'
+
+const readNumber = (name: string, fallback: number): number => {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`)
+  return value
+}
+
+const SECONDS = readNumber('BENCH_SECONDS', 3)
+const REQUESTS = Math.floor(readNumber('BENCH_REQUESTS', 100_000))
+const CONNECTIONS = Math.floor(readNumber('BENCH_CONNECTIONS', 16))
+const WARMUP_SECONDS = readNumber('BENCH_WARMUP_SECONDS', 2)
+/** Enough for V8 to optimise the hot path (measured: the gateway still compiles after 1,000 requests). */
+const WARMUP_REQUESTS = 5_000
+/** Before each phase, to settle the connection pools at that phase's concurrency. */
+const SETTLE_MS = 400
+const IS_PROFILING = process.env.BENCH_PROFILE === '1'
+/** Targets take turns in short rounds, so a slow drift of the machine hits every column alike. */
+const ROUNDS = 3
+/** The whole run, however it is configured, ends by then. */
+const TIME_LIMIT_MS = 10 * 60_000
+
+const ALL_PHASES: Array<{ id: PhaseId; isStream: boolean; connections: number }> = [
+  { id: 'json-n', isStream: false, connections: CONNECTIONS },
+  { id: 'stream-n', isStream: true, connections: CONNECTIONS },
+  { id: 'json-1', isStream: false, connections: 1 },
+  { id: 'stream-1', isStream: true, connections: 1 },
+]
+/** BENCH_PHASES=json-n,stream-1 runs only those (e.g. to profile one load shape). */
+const PHASES = process.env.BENCH_PHASES ? ALL_PHASES.filter((phase) => process.env.BENCH_PHASES!.split(',').includes(phase.id)) : ALL_PHASES
+
+const watchdog = setTimeout(() => {
+  console.error(`bench: still running after ${TIME_LIMIT_MS / 60_000} minutes; stopping`)
+  killAll()
+  process.exit(1)
+}, TIME_LIMIT_MS)
+watchdog.unref()
+process.once('SIGINT', () => {
+  killAll()
+  process.exit(130)
+})
+
+const emptyCell = (): Cell => ({ completed: 0, failed: 0, elapsedMs: 0, latencies: [], firstTokens: [], serverCpuMicros: 0, upstreamCpuMicros: 0 })
+
+const addLoad = (cell: Cell, load: LoadResult) => {
+  cell.completed += load.completed
+  cell.failed += load.failed
+  cell.elapsedMs += load.elapsedMs
+  for (const value of load.latencies) cell.latencies.push(value)
+  for (const value of load.firstTokens) cell.firstTokens.push(value)
+  cell.firstFailure ??= load.firstFailure
+}
+
+const main = async () => {
+  const runStarted = performance.now()
+  // Before the bench starts anything: how busy the machine already is.
+  const loadAverageBefore = loadavg()[0]!
+  const build = await resolveBuild()
+  const profileDir = IS_PROFILING ? mkdtempSync(join(tmpdir(), 'modelgate-bench-profile-')) : undefined
+  const upstream = await startServer('upstream', './upstream.mjs', {})
+  const upstreamUrl = upstream.ready.url!
+  const targets: Target[] = [
+    directTarget(upstream),
+    ...(await Promise.all([startPassthrough(upstreamUrl, 'undici'), startPassthrough(upstreamUrl, 'fetch')])),
+  ]
+  const skipped: string[] = []
+  for (const other of OTHER_GATEWAYS) {
+    const started = await other.start(upstreamUrl)
+    if ('skipped' in started) skipped.push(`${other.name}: ${started.skipped}`)
+    else targets.push(started)
+  }
+  // modelgate is the last column, next to its targets.
+  targets.push(await startModelgate(upstreamUrl, build.dir, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-interval', '250'] : []))
+  const agents = targets.map(() => new Agent({ connections: CONNECTIONS, keepAliveTimeout: 60_000, pipelining: 1 }))
+
+  const load = (index: number, isStream: boolean, connections: number, maxRequests: number, maxMs: number) => {
+    const target = targets[index]!
+    return runLoad(agents[index]!, { url: target.url, headers: target.headers, body: target.body(isStream), isStream, connections, maxRequests, maxMs })
+  }
+
+  // One request of each kind per target first: a broken target stops the run with its answer.
+  for (const [index, target] of targets.entries()) {
+    for (const isStream of [false, true]) {
+      const check = await load(index, isStream, 1, 1, 10_000)
+      if (check.completed !== 1) throw new Error(`${target.label} failed its ${isStream ? 'streaming' : 'non-streaming'} check: ${check.firstFailure}`)
+    }
+  }
+
+  // Warm-up: half non-streaming, half streaming, at full concurrency; nothing of it is counted.
+  for (const index of targets.keys()) {
+    for (const isStream of [false, true]) await load(index, isStream, CONNECTIONS, WARMUP_REQUESTS / 2, (WARMUP_SECONDS * 1000) / 2)
+  }
+
+  const cells: Partial<Record<PhaseId, Cell[]>> = {}
+  let peakRssBytes: number[] = []
+  for (const phase of PHASES) {
+    const row = (cells[phase.id] = targets.map(emptyCell))
+    for (const index of targets.keys()) await load(index, phase.isStream, phase.connections, WARMUP_REQUESTS, SETTLE_MS)
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [index, target] of targets.entries()) {
+        const before = await Promise.all([target.server.stats(), upstream.stats()])
+        const result = await load(index, phase.isStream, phase.connections, Math.ceil(REQUESTS / ROUNDS), (SECONDS * 1000) / ROUNDS)
+        const after = await Promise.all([target.server.stats(), upstream.stats()])
+        const cell = row[index]!
+        addLoad(cell, result)
+        cell.serverCpuMicros += after[0].cpuMicros - before[0].cpuMicros
+        cell.upstreamCpuMicros += after[1].cpuMicros - before[1].cpuMicros
+      }
+    }
+    if (phase.connections > 1) peakRssBytes = (await Promise.all(targets.map((target) => target.server.stats()))).map((stats) => stats.maxRssBytes)
+  }
+
+  const liveHeapBytes = (await Promise.all(targets.map((target) => target.server.stats(true)))).map((stats) => stats.heapUsedBytes)
+  await Promise.all(agents.map((agent) => agent.close()))
+  await Promise.all(targets.map((target) => target.server.stop()))
+
+  const results: Results = { labels: targets.map((target) => target.label), connections: CONNECTIONS, cells, peakRssBytes, liveHeapBytes }
+  const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU'
+  console.log(`modelgate bench: POST /responses, loopback upstream with 0 ms latency (OpenAI Responses fixtures text.json / text.sse)`)
+  console.log(`node ${process.version}, ${cpus().length} × ${cpu}; gateway from ${build.description}`)
+  console.log(
+    `each cell: ${SECONDS} s or ${REQUESTS} requests (whichever first) in ${ROUNDS} interleaved rounds, after a ${WARMUP_SECONDS} s warm-up per target; ` +
+      `×${CONNECTIONS} / ×1 = concurrent connections; "server" = the target's own process (direct: the upstream)`,
+  )
+  const loadAverageAfter = loadavg()[0]!
+  console.log(
+    `load average (1 min) before the bench / at its end: ${loadAverageBefore.toFixed(2)} / ${loadAverageAfter.toFixed(2)}` +
+      (loadAverageBefore > 0.5
+        ? ' — the machine was busy before the bench started: latencies are noisy, CPU per request less so'
+        : ''),
+  )
+  if (IS_PROFILING) console.log('PROFILING: the gateway ran under --cpu-prof, so its figures are inflated')
+  console.log('')
+  console.log(renderTable(results))
+  console.log('')
+  console.log('requests measured per cell:')
+  console.log(renderCounts(results))
+  console.log('')
+  console.log('other gateways not run:')
+  for (const line of skipped) console.log(`  ${line}`)
+  console.log(`\ntotal ${((performance.now() - runStarted) / 1000).toFixed(1)} s`)
+
+  if (profileDir) {
+    const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'))
+    console.log('')
+    console.log(file ? summarizeProfile(join(profileDir, file)) : `no .cpuprofile was written to ${profileDir}`)
+  }
+  const hasFailures = Object.values(cells).some((row) => row?.some((cell) => cell.failed > 0))
+  process.exitCode = hasFailures ? 1 : 0
+}
+
+main().catch((error: unknown) => {
+  console.error('bench failed:', error instanceof Error ? error.message : error)
+  killAll()
+  process.exit(1)
+})
