@@ -8,9 +8,30 @@ const toHex = (bytes: Uint8Array): string => {
   return hex
 }
 
+interface SyncHash {
+  createHash(algorithm: 'sha256'): { update(value: string): { digest(encoding: 'hex'): string } }
+}
+
+/**
+ * Node runs Web Crypto digests on its thread pool: hashing a request's API key costs about 18 µs that
+ * way and 1.5 µs in place (measured by `npm run bench`). Runtimes that hand out their built-ins
+ * synchronously (Node ≥ 20.16, Bun) get the in-place hash; everywhere else Web Crypto does the job.
+ * Nothing is imported, so the core still loads unchanged on every runtime.
+ */
+const syncHash: SyncHash | undefined = (() => {
+  try {
+    const runtime = (globalThis as { process?: { getBuiltinModule?: (name: string) => unknown } }).process
+    return runtime?.getBuiltinModule?.('node:crypto') as SyncHash | undefined
+  } catch {
+    return undefined
+  }
+})()
+
 /** Lowercase hex SHA-256 of a UTF-8 string: the only form in which API keys are stored. */
 export const sha256Hex = async (value: string): Promise<string> =>
-  toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(value))))
+  syncHash
+    ? syncHash.createHash('sha256').update(value).digest('hex')
+    : toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(value))))
 
 /** `byteLength` random bytes as lowercase hex. */
 export const randomHex = (byteLength: number): string => toHex(crypto.getRandomValues(new Uint8Array(byteLength)))
