@@ -17,6 +17,7 @@ import { createRouter } from './router'
 import { createSecretBox } from './secrets'
 import { createRuntime } from '../responses/runtime'
 import { ADAPTERS } from '../providers'
+import { DEFAULT_TEXT_MODEL } from '../responses/models'
 import type { FetchHandler } from './types'
 import { parseInput, searchParamsToObject } from './validation'
 import { createRepositories } from '../repositories'
@@ -61,10 +62,11 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const storage = config.storage ?? memoryStorage()
   const logger: Logger = config.logger === false ? silentLogger : (config.logger ?? createConsoleLogger())
   const now = config.now ?? (() => new Date())
+  const defaultTextModel = config.workspaceDefaults?.textModel ?? DEFAULT_TEXT_MODEL
   const repositories = createRepositories(
     storage,
     {
-      textModel: config.workspaceDefaults?.textModel ?? 'openai/gpt-4.1-mini',
+      textModel: defaultTextModel,
       imageModel: config.workspaceDefaults?.imageModel ?? 'google/gemini-2.5-flash-image',
       providerSort: config.workspaceDefaults?.providerSort ?? 'price',
     },
@@ -75,6 +77,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const runtime = createRuntime({
     ...config,
     adapters: ADAPTERS,
+    defaultTextModel,
     // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
     endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
   })

@@ -50,12 +50,12 @@ const track = (environment: InternEnvironment, work: Promise<unknown>) => {
 }
 
 /** The intern as its runtime sees it: the model it should run with now. */
-export const toView = (intern: InternRecord, workspace: WorkspaceRecord | null, fallbackModel: string): InternView => ({
+export const toView = (intern: InternRecord, workspace: WorkspaceRecord): InternView => ({
   id: intern.id,
   name: intern.name,
   workspaceId: intern.workspaceId,
   instructions: intern.instructions,
-  model: intern.runningModel ?? intern.model ?? workspace?.defaultTextModel ?? fallbackModel,
+  model: intern.runningModel ?? intern.model ?? workspace.defaultTextModel,
   vaultId: intern.vaultId,
   attachedVaultId: intern.attachedVaultId,
   hostname: intern.hostname,
@@ -168,7 +168,7 @@ const PROVISIONABLE: ReadonlySet<InternStatus> = new Set(['stopped', 'failed'])
 const PROVISIONING: ReadonlySet<InternStatus> = new Set(['queued', 'provisioning'])
 
 /** Queues provisioning and runs it in the background. Idempotent while already queued or provisioning. */
-export const startProvisioning = async (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord | null) => {
+export const startProvisioning = async (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord) => {
   const { repositories, runtime } = environment
   if (PROVISIONING.has(intern.status)) return intern
   let queued: InternRecord | null = null
@@ -181,10 +181,9 @@ export const startProvisioning = async (environment: InternEnvironment, intern: 
     return queued
   })
   if (!queued || !updated) return (await repositories.interns.get(intern.id)) ?? intern
-  const fallbackModel = workspace?.defaultTextModel ?? 'openai/gpt-4.1-mini'
   // The configured model takes effect at this provision (spec: Update intern `model`).
-  const model = updated.model ?? fallbackModel
-  const view = toView({ ...updated, runningModel: model }, workspace, fallbackModel)
+  const model = updated.model ?? workspace.defaultTextModel
+  const view = toView({ ...updated, runningModel: model }, workspace)
   const controller = new AbortController()
   const stillWanted = (current: InternRecord) => PROVISIONING.has(current.status) && current.provisioningId === attemptId
 
@@ -226,9 +225,9 @@ export const invalidTransition = (status: InternStatus, action: string): Gateway
   conflict('invalid_transition', `Cannot ${action} an intern whose status is ${status}`)
 
 /** Suspends a running (or still provisioning) intern. */
-export const suspendIntern = async (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord | null) => {
+export const suspendIntern = async (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord) => {
   if (!['running', 'queued', 'provisioning'].includes(intern.status)) throw invalidTransition(intern.status, 'suspend')
-  if (intern.status === 'running') await environment.runtime.suspend(toView(intern, workspace, 'openai/gpt-4.1-mini'))
+  if (intern.status === 'running') await environment.runtime.suspend(toView(intern, workspace))
   const updated = await environment.repositories.interns.update(intern.id, (current) => {
     if (!['running', 'queued', 'provisioning'].includes(current.status)) throw invalidTransition(current.status, 'suspend')
     return { ...current, status: 'stopped', progress: null }
@@ -238,7 +237,7 @@ export const suspendIntern = async (environment: InternEnvironment, intern: Inte
 }
 
 /** Starts destruction: the record goes (with its vault and conversation) or ends in destroy_failed. */
-export const destroyIntern = async (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord | null) => {
+export const destroyIntern = async (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord) => {
   const { repositories, runtime } = environment
   if (intern.status === 'destroying') return intern
   const updated = await repositories.interns.update(intern.id, (current) =>
@@ -249,7 +248,7 @@ export const destroyIntern = async (environment: InternEnvironment, intern: Inte
     environment,
     (async () => {
       try {
-        await runtime.destroy(toView(updated, workspace, 'openai/gpt-4.1-mini'))
+        await runtime.destroy(toView(updated, workspace))
         if (updated.vaultId) await repositories.interns.vaults.delete(updated.vaultId)
         await repositories.interns.conversations.delete(updated.id)
         await repositories.interns.delete(updated.id)

@@ -51,6 +51,9 @@ const OPEN = ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice
 
 const model = (slug: string, name: string, endpoints: ModelEndpoint[]): ModelEntry => ({ slug, name, endpoints })
 
+/** The text model of new workspaces unless `workspaceDefaults.textModel` says otherwise. */
+export const DEFAULT_TEXT_MODEL = 'openai/gpt-4.1-mini'
+
 /** List prices as published by each provider (USD). Override them in configuration as they change. */
 export const BUILT_IN_MODELS: readonly ModelEntry[] = [
   model('openai/gpt-4.1-mini', 'GPT-4.1 mini', [

@@ -41,7 +41,7 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
 export const runResponse = async (dependencies: ResponseDependencies, body: ResponsesRequestBody): Promise<Response> => {
   const { caller, repositories, runtime, logger, requestId } = dependencies
   const workspace = await repositories.workspaces.get(caller.key.workspaceId)
-  const models = requestedModels(body.model, body.models, workspace?.defaultTextModel ?? 'openai/gpt-4.1-mini')
+  const models = requestedModels(body.model, body.models, workspace?.defaultTextModel ?? runtime.defaultTextModel)
   const credentials = workspace ? (await repositories.byok.list({ workspaceId: workspace.id }, 0)).credentials : []
   const attempts = planAttempts(runtime.models, runtime.providers, {
     models,

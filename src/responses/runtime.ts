@@ -22,6 +22,8 @@ export interface GatewayRuntime {
   /** Share of the list price charged for BYOK requests (gaps 1.7: 5%). */
   byokFeeRate: number
   region: string
+  /** The gateway's default text model, for callers whose workspace is gone. */
+  defaultTextModel: string
   /** Secret behind the end-user hashes sent upstream. */
   endUserSecret: string
   commitAfterMs: number
@@ -43,6 +45,7 @@ export const createRuntime = (options: {
   adapters: Partial<Record<ProviderApi, ProviderAdapter>>
   byokFeeRate?: number
   region?: string
+  defaultTextModel: string
   endUserSecret: string
   streamCommitAfterMs?: number
   keepAliveMs?: number
@@ -59,6 +62,7 @@ export const createRuntime = (options: {
   },
   byokFeeRate: options.byokFeeRate ?? 0.05,
   region: options.region ?? 'default',
+  defaultTextModel: options.defaultTextModel,
   endUserSecret: options.endUserSecret,
   commitAfterMs: options.streamCommitAfterMs ?? 8_000,
   keepAliveMs: options.keepAliveMs ?? 15_000,

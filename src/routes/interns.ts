@@ -10,6 +10,7 @@ import { defineRoute, json } from '../core/route'
 import type { Caller } from '../core/auth'
 import type { Repositories } from '../repositories'
 import type { InternRecord } from '../repositories/interns'
+import type { WorkspaceRecord } from '../repositories/workspaces'
 import { parseInput } from '../core/validation'
 import { appendTurn, rewriteChatStream } from '../interns/chat'
 import {
@@ -77,14 +78,14 @@ const keyWorkspace = async (repositories: Repositories, caller: Caller) => {
   return workspace
 }
 
-/** An intern visible to the key (its workspace, which must still exist), or 404. */
-const visibleIntern = async (repositories: Repositories, caller: Caller, internId: string): Promise<InternRecord> => {
-  await keyWorkspace(repositories, caller)
+/** An intern visible to the key (in the key's workspace, which must still exist), with that workspace; or 404. */
+const visibleIntern = async (repositories: Repositories, caller: Caller, internId: string) => {
+  const workspace = await keyWorkspace(repositories, caller)
   const intern = await repositories.interns.get(internId)
-  if (!intern || intern.workspaceId !== caller.key.workspaceId || intern.accountId !== caller.account.id) {
+  if (!intern || intern.workspaceId !== workspace.id || intern.accountId !== caller.account.id) {
     throw new NotFoundError('Intern not found', { reason: 'not_found' })
   }
-  return intern
+  return { intern, workspace }
 }
 
 const common = { auth: 'any', errorFlavor: 'intern', bodyLimit: INTERN_BODY_LIMIT, authorize: authorizeInterns } as const
@@ -157,7 +158,7 @@ export const getInternRoute = defineRoute({
   path: '/interns/:internId',
   params: InternParamsSchema,
   async handle({ params, caller, repositories }) {
-    return json(toInternWire(await visibleIntern(repositories, caller, params.internId)))
+    return json(toInternWire((await visibleIntern(repositories, caller, params.internId)).intern))
   },
 })
 
@@ -169,50 +170,35 @@ export const updateInternRoute = defineRoute({
   body: UpdateInternBodySchema,
   async handle(context) {
     const { params, body, caller, repositories } = context
-    const intern = await visibleIntern(repositories, caller, params.internId)
+    const { intern } = await visibleIntern(repositories, caller, params.internId)
     const updated = await withTimeout(updateIntern(environmentOf(context), intern, body))
     return json(toInternWire(updated))
   },
 })
 
-export const provisionInternRoute = defineRoute({
-  ...common,
-  method: 'POST',
-  path: '/interns/:internId/provision',
-  params: InternParamsSchema,
-  async handle(context) {
-    const { params, caller, repositories } = context
-    const intern = await visibleIntern(repositories, caller, params.internId)
-    await startProvisioning(environmentOf(context), intern, await repositories.workspaces.get(intern.workspaceId))
-    return json({ provisioning: true }, 202)
-  },
-})
+/** A lifecycle action on a visible intern, answered with a fixed acknowledgement (gaps 1.1 shapes). */
+const lifecycleRoute = (
+  method: 'POST' | 'DELETE',
+  path: string,
+  act: (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord) => Promise<unknown>,
+  acknowledgement: Record<string, boolean>,
+  status: number,
+) =>
+  defineRoute({
+    ...common,
+    method,
+    path,
+    params: InternParamsSchema,
+    async handle(context) {
+      const { intern, workspace } = await visibleIntern(context.repositories, context.caller, context.params.internId)
+      await act(environmentOf(context), intern, workspace)
+      return json(acknowledgement, status)
+    },
+  })
 
-export const suspendInternRoute = defineRoute({
-  ...common,
-  method: 'POST',
-  path: '/interns/:internId/suspend',
-  params: InternParamsSchema,
-  async handle(context) {
-    const { params, caller, repositories } = context
-    const intern = await visibleIntern(repositories, caller, params.internId)
-    await suspendIntern(environmentOf(context), intern, await repositories.workspaces.get(intern.workspaceId))
-    return json({ suspended: true })
-  },
-})
-
-export const deleteInternRoute = defineRoute({
-  ...common,
-  method: 'DELETE',
-  path: '/interns/:internId',
-  params: InternParamsSchema,
-  async handle(context) {
-    const { params, caller, repositories } = context
-    const intern = await visibleIntern(repositories, caller, params.internId)
-    await destroyIntern(environmentOf(context), intern, await repositories.workspaces.get(intern.workspaceId))
-    return json({ deleting: true }, 202)
-  },
-})
+export const provisionInternRoute = lifecycleRoute('POST', '/interns/:internId/provision', startProvisioning, { provisioning: true }, 202)
+export const suspendInternRoute = lifecycleRoute('POST', '/interns/:internId/suspend', suspendIntern, { suspended: true }, 200)
+export const deleteInternRoute = lifecycleRoute('DELETE', '/interns/:internId', destroyIntern, { deleting: true }, 202)
 
 export const chatInternRoute = defineRoute({
   ...common,
@@ -222,12 +208,11 @@ export const chatInternRoute = defineRoute({
   body: ChatBodySchema,
   async handle(context) {
     const { params, body, caller, repositories, secrets, logger, runtime, requestId, signal } = context
-    const intern = await visibleIntern(repositories, caller, params.internId)
+    const { intern, workspace } = await visibleIntern(repositories, caller, params.internId)
     if (intern.status !== 'running') throw conflict('not_running', `The intern is ${intern.status}; provision it before chatting`)
-    const workspace = await repositories.workspaces.get(intern.workspaceId)
     const input: InputItem[] = typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : (body.input as InputItem[])
     const history = (await repositories.interns.conversations.get(intern.id)) as InputItem[]
-    const response = await runtime.interns.runtime.chat(toView(intern, workspace, 'openai/gpt-4.1-mini'), history, input, {
+    const response = await runtime.interns.runtime.chat(toView(intern, workspace), history, input, {
       signal,
       respond: (turn, turnSignal) =>
         runResponse(
