@@ -3,6 +3,8 @@
  * `renderError` is the only place that turns one into the spec's error body.
  */
 
+import { jsonResponse } from './json-response'
+
 const BRAND = Symbol.for('modelgate.error')
 
 /** Which error body a route speaks: the spec gives intern routes `{reason, retryable}` metadata. */
@@ -148,8 +150,7 @@ export const toRenderedError = (thrown: unknown, flavor: ErrorFlavor): RenderedE
 /** Builds the JSON `Response` for an error; the only producer of error JSON. */
 export const renderError = (thrown: unknown, flavor: ErrorFlavor, headers?: HeadersInit): Response => {
   const rendered = toRenderedError(thrown, flavor)
-  const responseHeaders = new Headers(headers)
-  responseHeaders.set('content-type', 'application/json')
-  for (const [name, value] of Object.entries(rendered.headers)) responseHeaders.set(name, value)
-  return new Response(JSON.stringify(rendered.body), { status: rendered.status, headers: responseHeaders })
+  const response = jsonResponse(JSON.stringify(rendered.body), rendered.status, headers)
+  for (const [name, value] of Object.entries(rendered.headers)) response.headers.set(name, value)
+  return response
 }

@@ -6,6 +6,7 @@
 
 import { authenticate } from './auth'
 import { readObjectBody } from './body'
+import { FETCH_UNMATERIALIZED, materialize, type UnmaterializedFetch } from './json-response'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, renderError, type ErrorFlavor } from './errors'
 import { createConsoleLogger, silentLogger, type Logger } from './logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
@@ -33,6 +34,8 @@ export interface Gateway extends FetchHandler {
   storage: StorageDriver
   /** Closes the storage driver. */
   close(): Promise<void>
+  /** For modelgate's own Node bridge: `fetch` without turning JSON answers into plain Responses. */
+  [FETCH_UNMATERIALIZED]: UnmaterializedFetch
 }
 
 // Intern routes speak their own error body (spec Errors), even for 404 and 405.
@@ -119,7 +122,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     )
   }
 
-  const fetch = async (request: Request): Promise<Response> => {
+  const fetchUnmaterialized: UnmaterializedFetch = async (request) => {
     const requestId = resolveRequestId(request)
     let flavor: ErrorFlavor = 'standard'
     try {
@@ -143,7 +146,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   }
 
   return {
-    fetch,
+    fetch: async (request) => materialize(await fetchUnmaterialized(request)),
+    [FETCH_UNMATERIALIZED]: fetchUnmaterialized,
     admin: createAdmin(repositories, secrets),
     storage,
     close: async () => {

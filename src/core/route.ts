@@ -1,6 +1,7 @@
 /** Routes are data: method, path, who may call, input schemas and a handler over validated input. */
 
 import type * as v from 'valibot'
+import { jsonResponse } from './json-response'
 import type { Logger } from './logger'
 import type { ErrorFlavor } from './errors'
 import type { HttpMethod } from './router'
@@ -73,8 +74,4 @@ export const defineRoute = <
 ): RouteDefinition<ParamsSchema, QuerySchema, BodySchema> => route
 
 /** A JSON success response. */
-export const json = (data: unknown, status = 200, headers?: HeadersInit): Response => {
-  const responseHeaders = new Headers(headers)
-  responseHeaders.set('content-type', 'application/json')
-  return new Response(JSON.stringify(data), { status, headers: responseHeaders })
-}
+export const json = (data: unknown, status = 200, headers?: HeadersInit): Response => jsonResponse(JSON.stringify(data), status, headers)

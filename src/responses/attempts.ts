@@ -132,12 +132,16 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
   }
 }
 
-/** Reads a whole (non-streaming) JSON body. */
-export const readJsonBody = async (response: UpstreamResponse): Promise<unknown> => {
+const readText = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
   const decoder = new TextDecoder()
   let text = ''
-  for await (const chunk of response.body) text += decoder.decode(chunk, { stream: true })
-  text += decoder.decode()
+  for await (const chunk of body) text += decoder.decode(chunk, { stream: true })
+  return text + decoder.decode()
+}
+
+/** Reads a whole (non-streaming) JSON body. */
+export const readJsonBody = async (response: UpstreamResponse): Promise<unknown> => {
+  const text = response.text ? await response.text() : await readText(response.body)
   try {
     return JSON.parse(text)
   } catch (error) {

@@ -207,6 +207,29 @@ const closeQuietly = (controller: ReadableStreamDefaultController<Uint8Array>) =
   }
 }
 
+/** How long an upstream may take to end its body after its last event before the connection is dropped. */
+const DRAIN_DEADLINE_MS = 5_000
+
+/**
+ * Reads an upstream stream to its end after its finish event. An exchange that ends cleanly leaves its
+ * keep-alive connection reusable; aborting one mid-body costs a new connection (and a handshake) next time.
+ */
+const drainThenRelease = (iterator: AsyncIterator<UpstreamStreamEvent>, opened: OpenedAttempt): void => {
+  const deadline = setTimeout(() => {
+    opened.abort()
+    iterator.return?.()?.catch(() => {})
+  }, DRAIN_DEADLINE_MS)
+  const drain = async () => {
+    while (!(await iterator.next()).done) {
+      // Events after the finish (a trailing keep-alive) carry nothing the client still needs.
+    }
+  }
+  drain().then(
+    () => opened.release(),
+    () => opened.abort(),
+  ).finally(() => clearTimeout(deadline))
+}
+
 const wait = (ms: number) => new Promise<'commit'>((resolve) => setTimeout(() => resolve('commit'), ms))
 
 /**
@@ -318,7 +341,6 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ str
         controller.enqueue(DONE)
         isFinished = true
         stopIdleTimer()
-        open?.opened.abort()
         controller.close()
       }
 
@@ -327,11 +349,18 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ str
         let result = pendingFirst ?? (await iterator.next())
         pendingFirst = null
         for (;;) {
-          if (result.done) return finish(finished.status, { incompleteDetails: finished.incompleteDetails })
+          if (result.done) {
+            open.opened.release()
+            return finish(finished.status, { incompleteDetails: finished.incompleteDetails })
+          }
           const event = result.value
           if (event.type === 'upstream.usage') usage = (event as { usage: Usage }).usage
-          else if (event.type === 'upstream.finish') finished = event as typeof finished
-          else {
+          else if (event.type === 'upstream.finish') {
+            // Nothing after the finish reaches the client: answer now, and let the upstream end its body in the background.
+            finished = event as typeof finished
+            drainThenRelease(iterator, open.opened)
+            return finish(finished.status, { incompleteDetails: finished.incompleteDetails })
+          } else {
             if (event.type === 'response.output_item.done') items[event.output_index as number] = event.item as OutputItem
             return emit(event)
           }
@@ -344,6 +373,7 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ str
           stopIdleTimer()
           return closeQuietly(controller)
         }
+        open.opened.abort()
         const failure = toAttemptFailure(error, served.attempt, [open.opened.target.apiKey])
         const visible = clientError(failure, served.attempt, options)
         options.logger.warn('upstream stream failed after content', {

@@ -34,7 +34,10 @@ export interface RecordInput<T extends JsonObject = JsonObject> {
   sortKey?: string
 }
 
-/** A record as the store holds it. */
+/**
+ * A record as the store holds it. Treat records a driver returns as read-only: the memory and file
+ * drivers hand out their own frozen copy instead of cloning on every read (a mutation throws).
+ */
 export interface StoredRecord<T extends JsonObject = JsonObject> {
   id: string
   data: T

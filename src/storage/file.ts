@@ -195,7 +195,7 @@ const createFileDriver = (options: FileStorageOptions) => {
       return serialized(async (current) => {
         const mutation = current.engine.planCreate(collection, input)
         await commit(current, mutation)
-        return structuredClone(mutation.record) as StoredRecord<T>
+        return mutation.record as StoredRecord<T>
       })
     },
 
@@ -217,7 +217,7 @@ const createFileDriver = (options: FileStorageOptions) => {
         const mutation = current.engine.planUpdate(collection, id, expectedVersion, input)
         if (!mutation) return null
         await commit(current, mutation)
-        return structuredClone(mutation.record) as StoredRecord<T>
+        return mutation.record as StoredRecord<T>
       })
     },
 

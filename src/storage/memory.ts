@@ -39,7 +39,7 @@ export const memoryStorage = (options: MemoryStorageOptions = {}): StorageDriver
     async create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> {
       const mutation = openEngine().planCreate(collection, input)
       engine.apply(mutation)
-      return structuredClone(mutation.record) as StoredRecord<T>
+      return mutation.record as StoredRecord<T>
     },
 
     async get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {
@@ -59,7 +59,7 @@ export const memoryStorage = (options: MemoryStorageOptions = {}): StorageDriver
       const mutation = openEngine().planUpdate(collection, id, expectedVersion, input)
       if (!mutation) return null
       engine.apply(mutation)
-      return structuredClone(mutation.record) as StoredRecord<T>
+      return mutation.record as StoredRecord<T>
     },
 
     async delete(collection: string, id: string, expectedVersion?: number): Promise<boolean> {

@@ -14,6 +14,16 @@ export interface UndiciTransportOptions {
   keepAliveTimeoutMs?: number
 }
 
+const toHeaders = (raw: Record<string, string | string[] | undefined>): Headers => {
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(raw)) {
+    if (value === undefined) continue
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item)
+    else headers.set(name, value)
+  }
+  return headers
+}
+
 /**
  * Creates a pooled upstream transport for Node.
  * @example createGateway({ transport: undiciTransport() })
@@ -47,16 +57,15 @@ export const undiciTransport = (options: UndiciTransportOptions = {}): UpstreamT
         headersTimeout: timeouts.firstByteMs,
         bodyTimeout: timeouts.totalMs,
       })
-      const headers = new Headers()
-      for (const [name, value] of Object.entries(response.headers)) {
-        if (value === undefined) continue
-        if (Array.isArray(value)) for (const item of value) headers.append(name, item)
-        else headers.set(name, value)
-      }
+      let headers: Headers | undefined
       return {
         status: response.statusCode,
-        headers,
+        // Built on first use: a successful answer is read without looking at its headers.
+        get headers() {
+          return (headers ??= toHeaders(response.headers))
+        },
         body: response.body,
+        text: () => response.body.text(),
         cancel: async () => {
           response.body.destroy()
         },

@@ -45,6 +45,10 @@ export interface Upstream {
   setHandler(handler: UpstreamHandler): void
   /** Resolves when a request's socket was closed by the client before the reply ended. */
   nextClientAbort(): Promise<RecordedRequest>
+  /** TCP connections the gateway has opened to this upstream so far. */
+  connectionCount(): number
+  /** Replies the gateway cut off by closing the connection before they ended. */
+  abortCount(): number
   close(): Promise<void>
 }
 
@@ -78,6 +82,7 @@ export const startUpstream = async (handler: UpstreamHandler = () => ({ status: 
   let current = handler
   const requests: RecordedRequest[] = []
   const abortWaiters: Array<(request: RecordedRequest) => void> = []
+  let aborts = 0
 
   const server = createServer(async (req, res) => {
     const parts: Buffer[] = []
@@ -92,7 +97,9 @@ export const startUpstream = async (handler: UpstreamHandler = () => ({ status: 
     const recorded: RecordedRequest = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, text, json }
     requests.push(recorded)
     res.on('close', () => {
-      if (!res.writableFinished) abortWaiters.splice(0).forEach((resolve) => resolve(recorded))
+      if (res.writableFinished) return
+      aborts++
+      abortWaiters.splice(0).forEach((resolve) => resolve(recorded))
     })
     try {
       const reply = await current(recorded)
@@ -112,7 +119,10 @@ export const startUpstream = async (handler: UpstreamHandler = () => ({ status: 
       res.end(String(error))
     }
   })
-  server.keepAliveTimeout = 1000
+  // Well above undici's keep-alive threshold, which drops connections whose server hint is shorter than it.
+  server.keepAliveTimeout = 10_000
+  let connections = 0
+  server.on('connection', () => connections++)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
 
@@ -123,6 +133,8 @@ export const startUpstream = async (handler: UpstreamHandler = () => ({ status: 
       current = next
     },
     nextClientAbort: () => new Promise((resolve) => abortWaiters.push(resolve)),
+    connectionCount: () => connections,
+    abortCount: () => aborts,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

@@ -32,7 +32,12 @@ const toStreamEvent = (event: OpenAIStreamEvent): StreamEvent => {
 }
 
 export async function* readOpenAIStream(body: AsyncIterable<Uint8Array>): AsyncIterable<UpstreamStreamEvent> {
+  let isFinished = false
   for await (const message of readSse(body)) {
+    // Read on to the end of the body after the finish, so the connection is released rather than cut.
+    if (isFinished) continue
+    // Named events core does not forward are dropped unread: `response.created` carries the whole response object.
+    if (message.event !== undefined && SKIPPED_EVENTS.has(message.event)) continue
     const event = parseSseJson(message.data) as OpenAIStreamEvent | undefined
     if (!event || typeof event !== 'object') continue
     const type = typeof event.type === 'string' ? event.type : message.event
@@ -43,8 +48,8 @@ export async function* readOpenAIStream(body: AsyncIterable<Uint8Array>): AsyncI
         const response = event.response ?? {}
         yield { type: 'upstream.usage', usage: toUsage(response.usage) }
         yield { type: 'upstream.finish', ...toFinish(response, type === 'response.incomplete') }
-        // OpenAI ends the body here; returning also releases the connection if it did not.
-        return
+        isFinished = true
+        break
       }
       case 'response.failed':
         throw toInBandFailure(event.response?.error, 'OpenAI reported the response as failed')
@@ -54,5 +59,5 @@ export async function* readOpenAIStream(body: AsyncIterable<Uint8Array>): AsyncI
         yield toStreamEvent(event.type === type ? event : { ...event, type })
     }
   }
-  throw new UpstreamFailure('provider_unavailable', 'OpenAI stream ended before response.completed', { upstreamStatus: 200 })
+  if (!isFinished) throw new UpstreamFailure('provider_unavailable', 'OpenAI stream ended before response.completed', { upstreamStatus: 200 })
 }

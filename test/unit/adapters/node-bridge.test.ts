@@ -309,6 +309,111 @@ describe('toRequest (through toNodeListener)', () => {
   })
 })
 
+describe('the lazy Request (through toNodeListener)', () => {
+  it('is a Request whose text() reads the socket once and then reports the body used', async () => {
+    const seen: Record<string, unknown> = {}
+    const { handler } = createFakeHandler(async (request) => {
+      seen.isRequest = request instanceof Request
+      seen.bodyUsedBefore = request.bodyUsed
+      seen.text = await request.text()
+      seen.bodyUsedAfter = request.bodyUsed
+      seen.secondRead = await request.text().then(
+        () => 'read again',
+        (error: unknown) => (error instanceof TypeError ? 'TypeError' : String(error)),
+      )
+      return new Response(null, { status: 204 })
+    })
+    const { port } = await listen(toNodeListener(handler))
+
+    await send(port, { method: 'POST', path: '/', headers: { 'content-type': 'text/plain' }, body: 'héllo wörld' })
+
+    expect(seen).toEqual({ isRequest: true, bodyUsedBefore: false, text: 'héllo wörld', bodyUsedAfter: true, secondRead: 'TypeError' })
+  })
+
+  it('reads a chunked body through arrayBuffer() and json()', async () => {
+    const { handler } = createFakeHandler(async (request) => {
+      const copy = request.clone()
+      const bytes = new Uint8Array(await request.arrayBuffer())
+      const parsed = await copy.json()
+      return Response.json({ length: bytes.byteLength, parsed })
+    })
+    const { port } = await listen(toNodeListener(handler))
+
+    const answer = await new Promise<string>((resolve, reject) => {
+      const request = http.request(
+        { host: '127.0.0.1', port, method: 'POST', path: '/', headers: { 'transfer-encoding': 'chunked' } },
+        (response) => readAll(response).then((body) => resolve(body.toString()), reject),
+      )
+      request.on('error', reject)
+      request.write('{"a":')
+      request.end('[1,2,3]}')
+    })
+
+    expect(JSON.parse(answer)).toEqual({ length: 13, parsed: { a: [1, 2, 3] } })
+  })
+
+  it('answers the rest of the Request interface from a full Request built on demand', async () => {
+    const seen: Record<string, unknown> = {}
+    const { handler } = createFakeHandler(async (request) => {
+      seen.cache = request.cache
+      seen.redirect = request.redirect
+      const form = await request.formData()
+      seen.field = form.get('name')
+      seen.bodyUsed = request.bodyUsed
+      return new Response(null, { status: 204 })
+    })
+    const { port } = await listen(toNodeListener(handler))
+
+    await send(port, {
+      method: 'POST',
+      path: '/',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'name=modelgate&x=1',
+    })
+
+    expect(seen).toEqual({ cache: 'default', redirect: 'follow', field: 'modelgate', bodyUsed: true })
+  })
+
+  it('rejects a fast read when the client disconnects before the body is complete', async () => {
+    const failure = createDeferred<unknown>()
+    const { handler } = createFakeHandler(async (request) => {
+      await request.arrayBuffer().then(
+        () => failure.resolve('resolved'),
+        (error: unknown) => failure.resolve(error),
+      )
+      return new Response('unreachable')
+    })
+    const { port } = await listen(toNodeListener(handler))
+
+    const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/', headers: { 'content-length': '1000' } })
+    request.on('error', () => {})
+    request.write('partial')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    request.destroy()
+
+    expect(await failure.promise).toBeInstanceOf(Error)
+  })
+})
+
+describe('JSON answers of a gateway (through toNodeListener)', () => {
+  it('goes out in one piece with a Content-Length, and without a body for HEAD', async () => {
+    const { createGateway } = await import('../../../src/core/gateway')
+    const gateway = createGateway({ logger: false })
+    const { port } = await listen(toNodeListener(gateway))
+
+    const response = await send(port, { path: '/api/v1/keys', headers: { authorization: 'Bearer nope' } })
+    const head = await send(port, { method: 'HEAD', path: '/api/v1/keys', headers: { authorization: 'Bearer nope' } })
+
+    expect(response.status).toBe(401)
+    expect(response.headers['content-type']).toBe('application/json')
+    expect(response.headers['content-length']).toBe(String(response.body.byteLength))
+    expect(response.headers['transfer-encoding']).toBeUndefined()
+    expect(JSON.parse(response.body.toString())).toMatchObject({ error: { code: 401 } })
+    expect(head.body.byteLength).toBe(0)
+    await gateway.close()
+  })
+})
+
 describe('writeResponse (through toNodeListener)', () => {
   it('writes status, status text, headers and each set-cookie', async () => {
     const { handler } = createFakeHandler(

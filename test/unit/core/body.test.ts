@@ -56,6 +56,13 @@ describe('shared body handling', () => {
     expect(state.pulled).toBeLessThan(LIMIT + 3 * 64 * 1024)
   })
 
+  it('still answers 413 when a Request declares a length under the limit and carries more', async () => {
+    const { stream } = countingStream(LIMIT + 1)
+    const response = await post(stream, { 'content-type': 'application/json', 'content-length': '10' })
+    expect(response.status).toBe(413)
+    expect(await readJson(response)).toEqual({ error: { code: 413, message: `Request body exceeds the limit of ${LIMIT} bytes` } })
+  })
+
   it('accepts a body of exactly the limit', async () => {
     const json = JSON.stringify({ name: 'edge' })
     const padded = json + ' '.repeat(LIMIT - json.length)

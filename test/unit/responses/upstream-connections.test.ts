@@ -1,0 +1,80 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { undiciTransport } from '../../../src/transport/undici'
+import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
+import { fixture, jsonFixture, sseFixture, type UpstreamReply } from '../../helpers/upstream'
+
+/** One provider of each wire family, with a model that routes to it and how its upstream tells a stream apart. */
+const FAMILIES = [
+  { provider: 'openai', folder: 'openai', model: 'openai/gpt-4.1', isStream: (json: any, url: string) => json?.stream === true && !url.includes(':') },
+  { provider: 'groq', folder: 'openai-chat', model: 'meta-llama/llama-3.3-70b-instruct', isStream: (json: any) => json?.stream === true },
+  { provider: 'anthropic', folder: 'anthropic', model: 'anthropic/claude-sonnet-4.5', isStream: (json: any) => json?.stream === true },
+  { provider: 'google-ai-studio', folder: 'gemini', model: 'google/gemini-2.5-flash', isStream: (_json: any, url: string) => url.includes(':streamGenerateContent') },
+] as const
+
+// undici's pool marks a connection free again on its next turn; a client that sends its next request at once
+// would get a second connection for that reason alone.
+const pause = () => new Promise((resolve) => setTimeout(resolve, 10))
+
+let harness: ResponsesHarness | undefined
+const transport = undiciTransport()
+
+afterEach(async () => {
+  await harness?.close()
+  harness = undefined
+})
+
+describe('upstream connections (undici transport)', () => {
+  for (const family of FAMILIES) {
+    it(`${family.provider}: streamed and whole answers leave the connection reusable`, async () => {
+      harness = await createResponsesHarness({ [family.provider]: {} }, { transport })
+      const upstream = harness.upstreams[family.provider]!
+      upstream.setHandler((request) =>
+        family.isStream(request.json, request.url) ? sseFixture(family.folder, 'text.sse', 64) : jsonFixture(family.folder, 'text.json'),
+      )
+      const body = { model: family.model, input: 'hi', ...(family.provider === 'groq' ? { provider: { only: ['groq'] } } : {}) }
+
+      for (let round = 0; round < 3; round++) {
+        const streamed = await readSseEvents(await harness.post({ ...body, stream: true }))
+        expect(streamed.events.at(-2)?.event).toBe('response.completed')
+        await pause()
+        const whole = await harness.post(body)
+        expect(whole.status).toBe(200)
+        await whole.json()
+        await pause()
+      }
+
+      // Six exchanges, none cut off, one after another over the one keep-alive connection.
+      expect(upstream.requests).toHaveLength(6)
+      expect(upstream.abortCount()).toBe(0)
+      expect(upstream.connectionCount()).toBe(1)
+    })
+  }
+
+  it('answers the client as soon as the upstream sends its final event, even if the body stays open', async () => {
+    harness = await createResponsesHarness({ openai: {} }, { transport })
+    let release!: () => void
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const chunks = [fixture('openai', 'text.sse'), ': still here\n\n']
+    harness.upstreams.openai!.setHandler((): UpstreamReply => ({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream' },
+      chunks,
+      pause: { after: 1, until: held },
+    }))
+
+    const { events } = await readSseEvents(await harness.post({ model: 'openai/gpt-4.1', input: 'hi', stream: true }))
+
+    expect(events.at(-2)?.event).toBe('response.completed')
+    expect(events.at(-1)?.data).toBe('[DONE]')
+
+    // Meanwhile the gateway kept reading; once the upstream ends its body, the connection is whole and reused.
+    release()
+    await pause()
+    harness.upstreams.openai!.setHandler(() => jsonFixture('openai', 'text.json'))
+    expect((await harness.post({ model: 'openai/gpt-4.1', input: 'hi' })).status).toBe(200)
+    expect(harness.upstreams.openai!.abortCount()).toBe(0)
+    expect(harness.upstreams.openai!.connectionCount()).toBe(1)
+  })
+})
