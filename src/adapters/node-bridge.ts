@@ -4,7 +4,9 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { FETCH_UNMATERIALIZED, JsonResponse, type UnmaterializedFetch } from '../core/json-response'
+import { EventStreamResponse } from '../core/event-stream-response'
+import { JsonResponse } from '../core/json-response'
+import { FETCH_UNMATERIALIZED, type UnmaterializedFetch } from '../core/materialize'
 import type { FetchHandler } from '../core/types'
 import { BodyAlreadyConsumedError, existingSignalOf, toRequest, type NodeBridgeOptions } from './node-request'
 
@@ -101,6 +103,27 @@ const pipeEventStream = async (reader: ReadableStreamDefaultReader<Uint8Array>, 
   }
 }
 
+/**
+ * Lets a gateway event stream write straight to the socket: each event leaves the moment it is produced (the
+ * headers with the first), and a full socket makes the producer wait for 'drain'.
+ */
+const writeEventStream = (response: EventStreamResponse, res: ServerResponse): Promise<void> =>
+  new Promise((resolve) => {
+    const onClose = () => {
+      if (!res.writableFinished) stop()
+      resolve()
+    }
+    res.once('close', onClose)
+    const stop = response.start({
+      write: (chunk) => !res.destroyed && res.write(chunk),
+      ready: () => (res.destroyed ? Promise.resolve() : waitForDrainOrClose(res)),
+      close: () => {
+        if (!res.destroyed) res.end()
+      },
+      fail: () => failResponse(res),
+    })
+  })
+
 const failResponse = (res: ServerResponse): void => {
   if (res.headersSent) {
     // The status is already out; cutting the connection is the only way to tell the client the body is incomplete.
@@ -138,6 +161,10 @@ export const writeResponse = async (response: Response, res: ServerResponse, sig
     if (!res.destroyed) res.end(res.req?.method === 'HEAD' ? undefined : response.jsonText)
     return
   }
+  if (response instanceof EventStreamResponse && !response.bodyUsed && res.req?.method !== 'HEAD') {
+    if (!res.destroyed) await writeEventStream(response, res)
+    return
+  }
   if (!response.body || res.req?.method === 'HEAD' || res.destroyed) {
     response.body?.cancel().catch(() => {})
     if (!res.destroyed) res.end()
@@ -161,6 +188,9 @@ export const writeResponse = async (response: Response, res: ServerResponse, sig
   signal?.addEventListener('abort', cancel, { once: true })
   try {
     if (isEventStream(response)) {
+      // The headers leave with the first events, which are ready by the time a stream is answered.
+      res.cork()
+      process.nextTick(uncork, res)
       res.flushHeaders()
       await pipeEventStream(reader, res)
     } else await pipeBody(reader, res)

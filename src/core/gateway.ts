@@ -6,7 +6,7 @@
 
 import { authenticate } from './auth'
 import { readObjectBody } from './body'
-import { FETCH_UNMATERIALIZED, materialize, type UnmaterializedFetch } from './json-response'
+import { FETCH_UNMATERIALIZED, materialize, type UnmaterializedFetch } from './materialize'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, renderError, type ErrorFlavor } from './errors'
 import { createConsoleLogger, silentLogger, type Logger } from './logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'

@@ -4,7 +4,7 @@
  * (issue #5). So routes answer with a `JsonResponse`, a `Response` that keeps its JSON text and makes a stream
  * only when someone asks for `body`. `gateway.fetch` hands every caller a plain `Response` (a host runtime's
  * native server reads a Response's own internals and would see no body); only the Node bridge, through
- * `FETCH_UNMATERIALIZED`, receives a `JsonResponse` and writes its text straight to the socket.
+ * `FETCH_UNMATERIALIZED` (materialize.ts), receives a `JsonResponse` and writes its text straight to the socket.
  */
 
 const encoder = new TextEncoder()
@@ -80,15 +80,3 @@ export const jsonResponse = (text: string, status: number, headers?: HeadersInit
   responseHeaders.set('content-type', 'application/json')
   return new JsonResponse(text, { status, headers: responseHeaders })
 }
-
-/**
- * The key under which a gateway offers its fetch handler without the final conversion to plain Responses.
- * A registered symbol, so two bundled copies of modelgate still find each other.
- */
-export const FETCH_UNMATERIALIZED: unique symbol = Symbol.for('modelgate.fetchUnmaterialized') as never
-
-/** What a gateway offers under `FETCH_UNMATERIALIZED`: like `fetch`, but JSON answers stay `JsonResponse`s. */
-export type UnmaterializedFetch = (request: Request) => Promise<Response>
-
-/** Turns a `JsonResponse` into a plain `Response`; any other response passes through. */
-export const materialize = (response: Response): Response => (response instanceof JsonResponse ? response.toResponse() : response)

@@ -38,10 +38,7 @@ export interface OpenedAttempt {
   target: UpstreamTarget
   /** Aborts this upstream exchange (client gone, or the caller gave up on it). */
   abort(): void
-  /**
-   * Ends an exchange whose body was read to the end: stops the timer and the client-abort listener.
-   * Cheaper than `abort()`, which builds a DOMException with a stack trace for nothing to cancel (issue #5).
-   */
+  /** Ends an exchange whose body was read to the end: stops its total-time timer. */
   release(): void
   /** Milliseconds spent waiting for the upstream's response headers. */
   upstreamMs: number
@@ -79,30 +76,26 @@ export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: read
 /** Sends one attempt and returns the open upstream response, or throws its failure. */
 export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environment: AttemptEnvironment): Promise<OpenedAttempt> => {
   if (environment.signal.aborted) throw new ClientClosedError()
-  const target = await targetFor(attempt, environment.secrets)
+  // Only a BYOK key needs a decryption; the shared credential is at hand.
+  const target = attempt.credential ? await targetFor(attempt, environment.secrets) : attempt.provider.shared!
   const request = attempt.provider.adapter.buildRequest(call, target)
-  const controller = new AbortController()
-  const total = setTimeout(() => controller.abort(new UpstreamTimeoutSignal('total')), environment.timeouts.totalMs)
-  const onClientAbort = () => controller.abort(new ClientClosedError())
-  environment.signal.addEventListener('abort', onClientAbort, { once: true })
-  const release = () => {
-    clearTimeout(total)
-    environment.signal.removeEventListener('abort', onClientAbort)
-  }
-  const abort = () => {
-    release()
-    controller.abort()
-  }
   const started = performance.now()
   let response: UpstreamResponse
   try {
-    response = await environment.transport(request, { signal: controller.signal, timeouts: environment.timeouts })
+    // The transport ends the exchange when the client goes away (the signal) or the first byte is late.
+    response = await environment.transport(request, { signal: environment.signal, timeouts: environment.timeouts })
   } catch (error) {
-    abort()
     if (environment.signal.aborted) throw new ClientClosedError()
-    throw toAttemptFailure(controller.signal.reason instanceof UpstreamTimeoutSignal ? controller.signal.reason : error, attempt, [target.apiKey])
+    throw toAttemptFailure(error, attempt, [target.apiKey])
   }
   const upstreamMs = performance.now() - started
+  // The rest of the exchange (the body) gets what is left of the total time.
+  const total = setTimeout(() => void response.cancel(new UpstreamTimeoutSignal('total')), Math.max(0, environment.timeouts.totalMs - upstreamMs))
+  const release = () => clearTimeout(total)
+  const abort = () => {
+    clearTimeout(total)
+    void response.cancel()
+  }
   if (response.status >= 400) {
     const text = await readCapped(response)
     abort()
@@ -118,18 +111,7 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
     }
     throw failure
   }
-  return {
-    response,
-    call,
-    request,
-    target,
-    upstreamMs,
-    abort: () => {
-      abort()
-      void response.cancel()
-    },
-    release,
-  }
+  return { response, call, request, target, upstreamMs, abort, release }
 }
 
 const readText = async (body: AsyncIterable<Uint8Array>): Promise<string> => {

@@ -16,6 +16,7 @@ import { toResponseObject, type ResponseState } from './envelope'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 import { emptyUsage, type OutputItem, type ResponsesRequest, type Usage } from './types'
+import type { ChunkProducer } from '../core/event-stream-response'
 
 export interface ExecutionOptions extends AttemptEnvironment {
   body: ResponsesRequestBody
@@ -192,20 +193,14 @@ const openStream = async (options: ExecutionOptions): Promise<OpenStream> => {
   throw Object.assign(clientError(lastFailure, lastAttempt, options), { attemptFailure: lastFailure })
 }
 
-const encoder = new TextEncoder()
-const encodeEvent = (event: Record<string, unknown> & { type: string }) =>
-  encoder.encode(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
-const KEEP_ALIVE = encoder.encode(': PROCESSING\n\n')
-const DONE = encoder.encode('data: [DONE]\n\n')
-
-/** Closes a stream the client may already have cancelled. */
-const closeQuietly = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-  try {
-    controller.close()
-  } catch {
-    // Already cancelled by the client.
-  }
+// Events are written as text: the Node bridge hands strings to the socket as they are, and a web stream encodes them.
+const encodeEvent = (event: Record<string, unknown> & { type: string }, sequenceNumber: number) => {
+  // `sequence_number` goes last, spliced into the serialised event rather than copied into a new object.
+  const json = JSON.stringify(event)
+  return `event: ${event.type}\ndata: ${json.slice(0, -1)},"sequence_number":${sequenceNumber}}\n\n`
 }
+const KEEP_ALIVE = ': PROCESSING\n\n'
+const DONE = 'data: [DONE]\n\n'
 
 /** How long an upstream may take to end its body after its last event before the connection is dropped. */
 const DRAIN_DEADLINE_MS = 5_000
@@ -224,180 +219,202 @@ const drainThenRelease = (iterator: AsyncIterator<UpstreamStreamEvent>, opened: 
       // Events after the finish (a trailing keep-alive) carry nothing the client still needs.
     }
   }
-  drain().then(
-    () => opened.release(),
-    () => opened.abort(),
-  ).finally(() => clearTimeout(deadline))
+  drain()
+    .then(
+      () => opened.release(),
+      () => opened.abort(),
+    )
+    .finally(() => clearTimeout(deadline))
 }
 
-const wait = (ms: number) => new Promise<'commit'>((resolve) => setTimeout(() => resolve('commit'), ms))
+/** Resolves `'commit'` after `ms` unless cancelled first. */
+const commitDeadline = (ms: number) => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const reached = new Promise<'commit'>((resolve) => {
+    timer = setTimeout(() => resolve('commit'), ms)
+  })
+  return { reached, cancel: () => clearTimeout(timer) }
+}
 
 /**
  * Starts a streamed response. Resolves once content arrived (or the commit deadline passed), so an
- * early failure can still reject with a clean HTTP error.
+ * early failure can still reject with a clean HTTP error. The events are produced into whatever sink
+ * starts the returned producer, one upstream event at a time, at the pace the sink accepts them.
  */
-export const executeStreaming = async (options: ExecutionOptions): Promise<{ stream: ReadableStream<Uint8Array>; overheadMs: number }> => {
+export const executeStreaming = async (options: ExecutionOptions): Promise<{ produce: ChunkProducer; overheadMs: number }> => {
   const startedAt = performance.now()
   const opening = openStream(options)
-  const early = await Promise.race([opening.then(() => 'ready' as const, () => 'failed' as const), wait(options.commitAfterMs)])
+  const deadline = commitDeadline(options.commitAfterMs)
+  const early = await Promise.race([opening.then(() => 'ready' as const, () => 'failed' as const), deadline.reached])
+  deadline.cancel()
   if (early === 'failed') await opening
+  const upstreamMs = early === 'ready' ? (await opening).upstreamMs : 0
   const responseId = newResponseId()
   const createdAt = nowSeconds()
-  let sequence = 0
-  let open: OpenStream | undefined
-  let isFinished = false
-  let pendingFirst: IteratorResult<UpstreamStreamEvent> | null = null
-  // Keep-alive comments whenever the upstream goes quiet (long reasoning), so proxies keep the connection.
-  let lastWrite = performance.now()
-  let idleTimer: ReturnType<typeof setInterval> | undefined
-  const stopIdleTimer = () => clearInterval(idleTimer)
-  const items: OutputItem[] = []
-  let usage: Usage | undefined
-  let finished: { status: 'completed' | 'incomplete'; incompleteDetails: { reason: string } | null } = { status: 'completed', incompleteDetails: null }
 
-  const stream = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      let keepAlive: ReturnType<typeof setInterval> | undefined
+  const produce: ChunkProducer = (sink) => {
+    let sequence = 0
+    let open: OpenStream | undefined
+    let isStopped = false
+    let needsDrain = false
+    // Keep-alive comments whenever the upstream goes quiet (long reasoning), so proxies keep the connection.
+    let lastWrite = performance.now()
+    let keepAlive: ReturnType<typeof setInterval> | undefined
+    const items: OutputItem[] = []
+    let usage: Usage | undefined
+    let finished: { status: 'completed' | 'incomplete'; incompleteDetails: { reason: string } | null } = { status: 'completed', incompleteDetails: null }
+
+    const write = (chunk: string) => {
+      lastWrite = performance.now()
+      if (!sink.write(chunk)) needsDrain = true
+    }
+    const emit = (event: Record<string, unknown> & { type: string }) => write(encodeEvent(event, sequence++))
+    const base = (model: string) => ({ id: responseId, createdAt, model, request: options.body })
+    const inProgress = (model: string) =>
+      toResponseObject(base(model), { status: 'in_progress', output: [], usage: null, error: null, errorType: null, incompleteDetails: null, completedAt: null })
+    const end = () => {
+      isStopped = true
+      clearInterval(keepAlive)
+      sink.close()
+    }
+
+    const finish = (served: Served, status: ResponseState['status'], extra: Partial<ResponseState>) => {
+      const response = toResponseObject(
+        { id: responseId, createdAt, model: served.attempt.model.slug, request: options.body },
+        {
+          status,
+          output: items.filter(Boolean),
+          usage: bill(usage ?? emptyUsage(), served.attempt, options),
+          error: null,
+          errorType: null,
+          incompleteDetails: null,
+          completedAt: nowSeconds(),
+          ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, startedAt, strategyOf(served, options)) } : {}),
+          ...extra,
+        },
+      )
+      emit({ type: status === 'completed' ? 'response.completed' : status === 'incomplete' ? 'response.incomplete' : 'response.failed', response })
+      write(DONE)
+      end()
+    }
+
+    // Committed before any content, and every attempt failed: report it in-band.
+    const failBeforeContent = (error: unknown) => {
+      const failure = isGatewayError(error) ? error : new InternalError('Internal server error')
+      emit({ type: 'response.created', response: inProgress(options.requestedModel) })
+      emit({ type: 'response.in_progress', response: inProgress(options.requestedModel) })
+      emit({
+        type: 'response.failed',
+        response: toResponseObject(base(options.requestedModel), {
+          status: 'failed',
+          output: [],
+          usage: null,
+          error: { code: String((failure.metadata?.error_type as string | undefined) ?? 'server_error'), message: failure.status === 500 ? 'Internal server error' : failure.message },
+          errorType: (failure.metadata?.error_type as string | undefined) ?? 'server',
+          incompleteDetails: null,
+          completedAt: nowSeconds(),
+        }),
+      })
+      write(DONE)
+      end()
+    }
+
+    const run = async () => {
       if (early === 'commit') {
-        controller.enqueue(KEEP_ALIVE)
-        keepAlive = setInterval(() => controller.enqueue(KEEP_ALIVE), options.keepAliveMs)
+        write(KEEP_ALIVE)
+        keepAlive = setInterval(() => write(KEEP_ALIVE), options.keepAliveMs)
       }
-      const emit = (event: Record<string, unknown> & { type: string }) => {
-        lastWrite = performance.now()
-        controller.enqueue(encodeEvent({ ...event, sequence_number: sequence++ }))
-      }
-      const base = (model: string) => ({ id: responseId, createdAt, model, request: options.body })
-      const inProgress = (model: string) =>
-        toResponseObject(base(model), { status: 'in_progress', output: [], usage: null, error: null, errorType: null, incompleteDetails: null, completedAt: null })
       try {
         open = await opening
       } catch (error) {
         clearInterval(keepAlive)
-        if (error instanceof ClientClosedError) return controller.close()
-        // Committed before any content, and every attempt failed: report it in-band.
-        const failure = isGatewayError(error) ? error : new InternalError('Internal server error')
-        emit({ type: 'response.created', response: inProgress(options.requestedModel) })
-        emit({ type: 'response.in_progress', response: inProgress(options.requestedModel) })
-        emit({
-          type: 'response.failed',
-          response: toResponseObject(base(options.requestedModel), {
-            status: 'failed',
-            output: [],
-            usage: null,
-            error: { code: String((failure.metadata?.error_type as string | undefined) ?? 'server_error'), message: failure.status === 500 ? 'Internal server error' : failure.message },
-            errorType: (failure.metadata?.error_type as string | undefined) ?? 'server',
-            incompleteDetails: null,
-            completedAt: nowSeconds(),
-          }),
-        })
-        controller.enqueue(DONE)
-        isFinished = true
-        return controller.close()
+        if (isStopped) return
+        if (error instanceof ClientClosedError) return end()
+        return failBeforeContent(error)
       }
       clearInterval(keepAlive)
-      pendingFirst = open.first
-      const model = open.served.attempt.model.slug
+      if (isStopped) return open.opened.abort()
+      const { served, iterator, opened } = open
+      const model = served.attempt.model.slug
       if (options.body.debug?.echo_upstream_body) {
         let upstreamBody: unknown
         try {
-          upstreamBody = JSON.parse(redactSecrets(open.opened.request.body, [open.opened.target.apiKey]))
+          upstreamBody = JSON.parse(redactSecrets(opened.request.body, [opened.target.apiKey]))
         } catch {
           upstreamBody = null
         }
-        emit({ type: 'response.debug', debug: { upstream_body: upstreamBody, provider: open.served.attempt.provider.descriptor.id } })
+        emit({ type: 'response.debug', debug: { upstream_body: upstreamBody, provider: served.attempt.provider.descriptor.id } })
       }
       emit({ type: 'response.created', response: inProgress(model) })
       emit({ type: 'response.in_progress', response: inProgress(model) })
-      idleTimer = setInterval(() => {
-        if (isFinished || performance.now() - lastWrite < options.keepAliveMs) return
-        lastWrite = performance.now()
-        controller.enqueue(KEEP_ALIVE)
+      keepAlive = setInterval(() => {
+        if (performance.now() - lastWrite >= options.keepAliveMs) write(KEEP_ALIVE)
       }, options.keepAliveMs)
-    },
-
-    async pull(controller) {
-      if (!open || isFinished) return
-      const { served, iterator } = open
-      const emit = (event: Record<string, unknown> & { type: string }) => {
-        lastWrite = performance.now()
-        controller.enqueue(encodeEvent({ ...event, sequence_number: sequence++ }))
-      }
-      const finish = (status: ResponseState['status'], extra: Partial<ResponseState>) => {
-        const response = toResponseObject(
-          { id: responseId, createdAt, model: served.attempt.model.slug, request: options.body },
-          {
-            status,
-            output: items.filter(Boolean),
-            usage: bill(usage ?? emptyUsage(), served.attempt, options),
-            error: null,
-            errorType: null,
-            incompleteDetails: null,
-            completedAt: nowSeconds(),
-            ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, startedAt, strategyOf(served, options)) } : {}),
-            ...extra,
-          },
-        )
-        emit({ type: status === 'completed' ? 'response.completed' : status === 'incomplete' ? 'response.incomplete' : 'response.failed', response })
-        controller.enqueue(DONE)
-        isFinished = true
-        stopIdleTimer()
-        controller.close()
-      }
 
       try {
-        // Emit one client-visible event per pull, so the consumer's pace sets the upstream's.
-        let result = pendingFirst ?? (await iterator.next())
-        pendingFirst = null
-        for (;;) {
+        for (let result = open.first; ; result = await iterator.next()) {
+          if (isStopped) return
           if (result.done) {
-            open.opened.release()
-            return finish(finished.status, { incompleteDetails: finished.incompleteDetails })
+            opened.release()
+            return finish(served, finished.status, { incompleteDetails: finished.incompleteDetails })
           }
           const event = result.value
           if (event.type === 'upstream.usage') usage = (event as { usage: Usage }).usage
           else if (event.type === 'upstream.finish') {
             // Nothing after the finish reaches the client: answer now, and let the upstream end its body in the background.
             finished = event as typeof finished
-            drainThenRelease(iterator, open.opened)
-            return finish(finished.status, { incompleteDetails: finished.incompleteDetails })
+            drainThenRelease(iterator, opened)
+            return finish(served, finished.status, { incompleteDetails: finished.incompleteDetails })
           } else {
             if (event.type === 'response.output_item.done') items[event.output_index as number] = event.item as OutputItem
-            return emit(event)
+            emit(event)
           }
-          result = await iterator.next()
+          // The client's pace sets the upstream's: a full socket pauses the reading.
+          if (needsDrain) {
+            needsDrain = false
+            await sink.ready()
+          }
         }
       } catch (error) {
-        if (error instanceof ClientClosedError || options.signal.aborted) {
-          open.opened.abort()
-          isFinished = true
-          stopIdleTimer()
-          return closeQuietly(controller)
-        }
-        open.opened.abort()
-        const failure = toAttemptFailure(error, served.attempt, [open.opened.target.apiKey])
+        if (isStopped) return
+        opened.abort()
+        if (error instanceof ClientClosedError || options.signal.aborted) return end()
+        const failure = toAttemptFailure(error, served.attempt, [opened.target.apiKey])
         const visible = clientError(failure, served.attempt, options)
         options.logger.warn('upstream stream failed after content', {
           requestId: options.requestId,
           provider: served.attempt.provider.descriptor.id,
           status: failure.status,
         })
-        return finish('failed', {
+        return finish(served, 'failed', {
           error: { code: String(visible.metadata?.error_type ?? 'server_error'), message: visible.status === 500 ? 'Internal server error' : visible.message },
           errorType: String(visible.metadata?.error_type ?? 'server'),
         })
       }
-    },
+    }
 
-    cancel() {
-      // The client went away: abort the upstream at once.
-      isFinished = true
-      stopIdleTimer()
+    run().catch((error: unknown) => {
+      // A bug, not an upstream failure: the client must not take what it got for a whole answer.
+      isStopped = true
+      clearInterval(keepAlive)
       open?.opened.abort()
-      void opening.then((opened) => opened.opened.abort(), () => {})
-      open?.iterator.return?.()?.catch(() => {})
-    },
-  })
+      options.logger.error('stream producer failed', { requestId: options.requestId, error })
+      sink.fail(error)
+    })
 
-  const upstreamMs = early === 'ready' ? (await opening).upstreamMs : 0
-  return { stream, overheadMs: performance.now() - startedAt - upstreamMs }
+    // The client went away: abort the upstream at once.
+    return () => {
+      if (isStopped) return
+      isStopped = true
+      clearInterval(keepAlive)
+      open?.opened.abort()
+      void opening.then(
+        (opened) => opened.opened.abort(),
+        () => {},
+      )
+      open?.iterator.return?.()?.catch(() => {})
+    }
+  }
+
+  return { produce, overheadMs: performance.now() - startedAt - upstreamMs }
 }

@@ -5,6 +5,7 @@
 
 import type { Caller } from '../core/auth'
 import type { Logger } from '../core/logger'
+import { EventStreamResponse } from '../core/event-stream-response'
 import { json } from '../core/route'
 import type { SecretBox } from '../core/secrets'
 import type { Repositories } from '../repositories'
@@ -71,8 +72,8 @@ export const runResponse = async (dependencies: ResponseDependencies, body: Resp
   logger.debug('response requested', { requestId, models, stream: body.stream, attempts: attempts.length, sessionId: dependencies.sessionId })
   try {
     if (body.stream) {
-      const { stream, overheadMs } = await executeStreaming(options)
-      return new Response(stream, {
+      const { produce, overheadMs } = await executeStreaming(options)
+      return new EventStreamResponse(produce, {
         headers: {
           'content-type': 'text/event-stream',
           'cache-control': 'no-cache',

@@ -37,6 +37,12 @@ export interface GatewayRuntime {
   }
 }
 
+const upstreamTimeouts = (upstream: { connectTimeoutMs?: number; firstByteTimeoutMs?: number; totalTimeoutMs?: number } = {}): UpstreamTimeouts => {
+  const totalMs = upstream.totalTimeoutMs ?? 600_000
+  // The total bounds the wait for the first byte too.
+  return { connectMs: upstream.connectTimeoutMs ?? 10_000, firstByteMs: Math.min(upstream.firstByteTimeoutMs ?? 300_000, totalMs), totalMs }
+}
+
 export const createRuntime = (options: {
   providers?: Record<string, ProviderConfig>
   models?: ModelEntry[]
@@ -55,11 +61,7 @@ export const createRuntime = (options: {
   providers: createProviderRegistry(options.providers ?? {}, options.adapters),
   models: createModelCatalog(mergeModels(options.models)),
   transport: options.transport ?? fetchTransport(),
-  timeouts: {
-    connectMs: options.upstream?.connectTimeoutMs ?? 10_000,
-    firstByteMs: options.upstream?.firstByteTimeoutMs ?? 300_000,
-    totalMs: options.upstream?.totalTimeoutMs ?? 600_000,
-  },
+  timeouts: upstreamTimeouts(options.upstream),
   byokFeeRate: options.byokFeeRate ?? 0.05,
   region: options.region ?? 'default',
   defaultTextModel: options.defaultTextModel,

@@ -10,7 +10,7 @@ export interface UpstreamTimeouts {
   connectMs: number
   /** Time until the response headers arrive (for a non-streaming upstream: the whole answer). */
   firstByteMs: number
-  /** Upper bound for the whole exchange. */
+  /** Upper bound for the whole exchange. Core enforces it through `cancel`; a transport may also bound idle gaps in the body by it. */
   totalMs: number
 }
 
@@ -21,13 +21,17 @@ export interface UpstreamResponse {
   body: AsyncIterable<Uint8Array>
   /**
    * Reads the whole body as UTF-8 text, where the transport does that faster than iterating `body`
-   * (undici's body mixin collects the chunks once and decodes them once).
+   * (collecting the chunks once and decoding them once).
    */
   text?(): Promise<string>
-  /** Releases the connection without reading the rest of the body. */
-  cancel(): Promise<void>
+  /** Ends the exchange without reading the rest of the body; reading on fails with `reason`. */
+  cancel(reason?: unknown): Promise<void>
 }
 
+/**
+ * Sends one request and resolves once the response headers are in. Fails with `UpstreamTimeoutSignal` when the
+ * connection or the first byte is late, and ends the exchange (before or after the headers) when `signal` aborts.
+ */
 export type UpstreamTransport = (request: UpstreamRequest, options: { signal: AbortSignal; timeouts: UpstreamTimeouts }) => Promise<UpstreamResponse>
 
 /** Thrown by transports when the connection or the first byte does not come in time. */
@@ -44,24 +48,36 @@ const emptyBody = async function* (): AsyncIterable<Uint8Array> {}
 export const fetchTransport =
   (fetchImplementation: typeof fetch = globalThis.fetch): UpstreamTransport =>
   async (request, { signal, timeouts }) => {
-    const firstByte = AbortSignal.timeout(timeouts.firstByteMs)
-    const response = await fetchImplementation(request.url, {
-      method: request.method,
-      headers: request.headers,
-      body: request.body,
-      signal: AbortSignal.any([signal, firstByte]),
-    }).catch((error: unknown) => {
-      if (firstByte.aborted && !signal.aborted) throw new UpstreamTimeoutSignal('first_byte')
-      throw error
-    })
+    // One controller per exchange: the client's signal, the first-byte timer and `cancel` all end it, and an
+    // abort reason reaches whoever reads the body.
+    const controller = new AbortController()
+    const onClientAbort = () => controller.abort(signal.reason)
+    if (signal.aborted) onClientAbort()
+    else signal.addEventListener('abort', onClientAbort, { once: true })
+    const firstByte = setTimeout(() => controller.abort(new UpstreamTimeoutSignal('first_byte')), timeouts.firstByteMs)
+    let response: Response
+    try {
+      response = await fetchImplementation(request.url, {
+        method: request.method,
+        headers: request.headers,
+        body: request.body,
+        signal: controller.signal,
+      })
+    } catch (error) {
+      signal.removeEventListener('abort', onClientAbort)
+      throw controller.signal.reason instanceof UpstreamTimeoutSignal ? controller.signal.reason : error
+    } finally {
+      clearTimeout(firstByte)
+    }
     const body = response.body
     return {
       status: response.status,
       headers: response.headers,
       body: body ? (body as unknown as AsyncIterable<Uint8Array>) : emptyBody(),
       text: () => response.text(),
-      cancel: async () => {
-        await body?.cancel().catch(() => {})
+      cancel: async (reason?: unknown) => {
+        controller.abort(reason ?? new Error('upstream exchange cancelled'))
+        signal.removeEventListener('abort', onClientAbort)
       },
     }
   }

@@ -1,11 +1,12 @@
 /**
- * The Node upstream transport: undici's `request` over our own pooled keep-alive `Agent` (never the
- * global dispatcher, so the host application's settings are left alone). `undici.request` skips the
- * WHATWG Response machinery, which is most of fetch's cost per request.
+ * The Node upstream transport: undici's dispatcher API over our own pooled keep-alive `Agent` (never the
+ * global dispatcher, so the host application's settings are left alone). `undici.request` would wrap every
+ * exchange in a Node Readable, an AsyncResource and an abort-signal listener; dispatching directly, the body
+ * comes as a small pull queue with backpressure and an exchange is aborted through undici's own controller.
  */
 
-import { Agent, errors, request as undiciRequest } from 'undici'
-import { UpstreamTimeoutSignal, type UpstreamTransport } from '../responses/transport'
+import { Agent, errors, type Dispatcher } from 'undici'
+import { UpstreamTimeoutSignal, type UpstreamResponse, type UpstreamTransport } from '../responses/transport'
 
 export interface UndiciTransportOptions {
   /** Connections kept per upstream origin (default 256). */
@@ -13,6 +14,11 @@ export interface UndiciTransportOptions {
   /** How long an idle connection stays open (default 60 s). */
   keepAliveTimeoutMs?: number
 }
+
+// A consumer that falls this far behind pauses the socket until it catches up.
+const BODY_HIGH_WATER_MARK = 64 * 1024
+
+const EMPTY = Buffer.alloc(0)
 
 const toHeaders = (raw: Record<string, string | string[] | undefined>): Headers => {
   const headers = new Headers()
@@ -22,6 +28,157 @@ const toHeaders = (raw: Record<string, string | string[] | undefined>): Headers 
     else headers.set(name, value)
   }
   return headers
+}
+
+const toTransportError = (error: unknown): unknown => {
+  if (error instanceof errors.ConnectTimeoutError) return new UpstreamTimeoutSignal('connect')
+  if (error instanceof errors.HeadersTimeoutError) return new UpstreamTimeoutSignal('first_byte')
+  if (error instanceof errors.BodyTimeoutError) return new UpstreamTimeoutSignal('total')
+  return error
+}
+
+const done: IteratorReturnResult<undefined> = { done: true, value: undefined }
+
+/**
+ * One exchange: the dispatch handler undici calls, and the `UpstreamResponse` (with its body iterator) that
+ * core reads. `opened` settles when the response headers arrive or the exchange fails before them.
+ */
+class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIterator<Uint8Array> {
+  status = 0
+  readonly opened: Promise<UpstreamResponse>
+  #resolveOpened!: (response: UpstreamResponse) => void
+  #rejectOpened!: (error: unknown) => void
+  #rawHeaders: Record<string, string | string[] | undefined> = {}
+  #headers: Headers | undefined
+  #controller: Dispatcher.DispatchController | undefined
+  readonly #signal: AbortSignal
+  #isStarted = false
+  #isEnded = false
+  #error: unknown = undefined
+  #queue: Buffer[] = []
+  #queuedBytes = 0
+  #isCollecting = false
+  #waiting: { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: unknown) => void } | undefined
+
+  constructor(signal: AbortSignal) {
+    this.#signal = signal
+    this.opened = new Promise((resolve, reject) => {
+      this.#resolveOpened = resolve
+      this.#rejectOpened = reject
+    })
+    signal.addEventListener('abort', this.#onAbort, { once: true })
+  }
+
+  readonly #onAbort = (): void => this.#abort(this.#signal.reason)
+
+  #abort(reason: unknown): void {
+    if (this.#isEnded) return
+    const error = reason instanceof Error ? reason : new Error('upstream exchange aborted')
+    if (this.#controller) this.#controller.abort(error)
+    else this.#fail(error)
+  }
+
+  #fail(error: unknown): void {
+    if (this.#isEnded) return
+    this.#isEnded = true
+    this.#error = error
+    this.#signal.removeEventListener('abort', this.#onAbort)
+    if (!this.#isStarted) this.#rejectOpened(error)
+    const waiting = this.#waiting
+    this.#waiting = undefined
+    waiting?.reject(error)
+  }
+
+  // --- undici's side -------------------------------------------------------------------------------------
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller
+    if (this.#signal.aborted) controller.abort(this.#signal.reason instanceof Error ? this.#signal.reason : new Error('aborted'))
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    // 1xx informational answers come before the real one.
+    if (statusCode < 200) return
+    this.status = statusCode
+    this.#rawHeaders = headers
+    this.#isStarted = true
+    this.#resolveOpened(this)
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const waiting = this.#waiting
+    if (waiting && this.#queue.length === 0) {
+      this.#waiting = undefined
+      waiting.resolve({ done: false, value: chunk })
+      return
+    }
+    this.#queue.push(chunk)
+    this.#queuedBytes += chunk.byteLength
+    if (!this.#isCollecting && this.#queuedBytes >= BODY_HIGH_WATER_MARK) controller.pause()
+  }
+
+  onResponseEnd(): void {
+    if (this.#isEnded) return
+    this.#isEnded = true
+    this.#signal.removeEventListener('abort', this.#onAbort)
+    const waiting = this.#waiting
+    this.#waiting = undefined
+    waiting?.resolve(done)
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.#fail(toTransportError(error))
+  }
+
+  // --- core's side ---------------------------------------------------------------------------------------
+
+  get headers(): Headers {
+    // Built on first use: a successful answer is read without looking at its headers.
+    return (this.#headers ??= toHeaders(this.#rawHeaders))
+  }
+
+  get body(): AsyncIterable<Uint8Array> {
+    return this
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return this
+  }
+
+  next(): Promise<IteratorResult<Uint8Array>> {
+    const chunk = this.#queue.shift()
+    if (chunk) {
+      this.#queuedBytes -= chunk.byteLength
+      if (this.#controller?.paused && this.#queuedBytes < BODY_HIGH_WATER_MARK / 2) this.#controller.resume()
+      return Promise.resolve({ done: false, value: chunk })
+    }
+    if (this.#error !== undefined) return Promise.reject(this.#error)
+    if (this.#isEnded) return Promise.resolve(done)
+    return new Promise((resolve, reject) => {
+      this.#waiting = { resolve, reject }
+    })
+  }
+
+  /** A consumer that stops early (`break`, `return`) gives up the rest: the exchange is aborted. */
+  async return(): Promise<IteratorResult<Uint8Array>> {
+    this.#abort(new Error('upstream body abandoned'))
+    return done
+  }
+
+  async text(): Promise<string> {
+    this.#isCollecting = true
+    this.#controller?.resume()
+    const chunks: Buffer[] = []
+    for (let result = await this.next(); !result.done; result = await this.next()) chunks.push(result.value as Buffer)
+    if (chunks.length === 1) return chunks[0]!.toString('utf8')
+    return (chunks.length === 0 ? EMPTY : Buffer.concat(chunks)).toString('utf8')
+  }
+
+  async cancel(reason?: unknown): Promise<void> {
+    this.#queue = []
+    this.#queuedBytes = 0
+    this.#abort(reason ?? new Error('upstream exchange cancelled'))
+  }
 }
 
 /**
@@ -46,36 +203,23 @@ export const undiciTransport = (options: UndiciTransportOptions = {}): UpstreamT
     return agent
   }
 
-  const send: UpstreamTransport = async (request, { signal, timeouts }) => {
-    try {
-      const response = await undiciRequest(request.url, {
+  const send: UpstreamTransport = (request, { signal, timeouts }) => {
+    if (signal.aborted) return Promise.reject(signal.reason)
+    const url = new URL(request.url)
+    const exchange = new Exchange(signal)
+    agentFor(timeouts.connectMs).dispatch(
+      {
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
         method: request.method,
         headers: request.headers,
         body: request.body,
-        signal,
-        dispatcher: agentFor(timeouts.connectMs),
         headersTimeout: timeouts.firstByteMs,
         bodyTimeout: timeouts.totalMs,
-      })
-      let headers: Headers | undefined
-      return {
-        status: response.statusCode,
-        // Built on first use: a successful answer is read without looking at its headers.
-        get headers() {
-          return (headers ??= toHeaders(response.headers))
-        },
-        body: response.body,
-        text: () => response.body.text(),
-        cancel: async () => {
-          response.body.destroy()
-        },
-      }
-    } catch (error) {
-      if (error instanceof errors.ConnectTimeoutError) throw new UpstreamTimeoutSignal('connect')
-      if (error instanceof errors.HeadersTimeoutError) throw new UpstreamTimeoutSignal('first_byte')
-      if (error instanceof errors.BodyTimeoutError) throw new UpstreamTimeoutSignal('total')
-      throw error
-    }
+      },
+      exchange,
+    )
+    return exchange.opened
   }
   return Object.assign(send, {
     close: async () => {

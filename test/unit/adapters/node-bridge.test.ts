@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
 import { BodyAlreadyConsumedError } from '../../../src/adapters/node-bridge'
+import { EventStreamResponse, type ChunkProducer, type ChunkSink } from '../../../src/core/event-stream-response'
+import { FETCH_UNMATERIALIZED } from '../../../src/core/materialize'
 import type { FetchHandler } from '../../../src/core/types'
 
 interface Deferred<T> {
@@ -411,6 +413,82 @@ describe('JSON answers of a gateway (through toNodeListener)', () => {
     expect(JSON.parse(response.body.toString())).toMatchObject({ error: { code: 401 } })
     expect(head.body.byteLength).toBe(0)
     await gateway.close()
+  })
+})
+
+describe('event streams of a gateway (through toNodeListener)', () => {
+  /** A handler that answers with an EventStreamResponse through the gateway's unmaterialized entry point. */
+  const eventStreamHandler = (produce: ChunkProducer): FetchHandler =>
+    Object.assign(
+      { fetch: async () => new Response('materialized: not expected here') },
+      { [FETCH_UNMATERIALIZED]: async () => new EventStreamResponse(produce, { headers: { 'content-type': 'text/event-stream' } }) },
+    )
+
+  it('writes each event to the socket as it is produced, headers with the first', async () => {
+    let sink!: ChunkSink
+    const started = createDeferred()
+    const { port } = await listen(
+      toNodeListener(
+        eventStreamHandler((given) => {
+          sink = given
+          sink.write('data: one\n\n')
+          started.resolve()
+          return () => {}
+        }),
+      ),
+    )
+
+    const response = await fetch(`http://127.0.0.1:${port}/`)
+    await started.promise
+    expect(response.headers.get('content-type')).toBe('text/event-stream')
+    const reader = response.body!.getReader()
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: one\n\n')
+
+    sink.write('data: two\n\n')
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: two\n\n')
+    sink.close()
+    expect((await reader.read()).done).toBe(true)
+  })
+
+  it('makes the producer wait while the client does not read, and stops it when the client goes away', async () => {
+    const state = { written: 0, waits: 0, stopped: createDeferred() }
+    const { port } = await listen(
+      toNodeListener(
+        eventStreamHandler((sink) => {
+          let isStopped = false
+          const chunk = `data: ${'x'.repeat(64 * 1024)}\n\n`
+          const run = async () => {
+            while (!isStopped && state.written < 10_000) {
+              state.written++
+              if (!sink.write(chunk)) {
+                state.waits++
+                await sink.ready()
+              }
+            }
+          }
+          void run()
+          return () => {
+            isStopped = true
+            state.stopped.resolve()
+          }
+        }),
+      ),
+    )
+
+    const request = http.request({ host: '127.0.0.1', port, path: '/' })
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      request.on('response', resolve)
+      request.on('error', reject)
+      request.end()
+    })
+    response.pause()
+    await new Promise((resolve) => setTimeout(resolve, 100))
+
+    // 10,000 events of 64 KiB would be 640 MiB: the socket filled up long before, and the producer waited.
+    expect(state.waits).toBeGreaterThan(0)
+    expect(state.written).toBeLessThan(1_000)
+    request.destroy()
+    await state.stopped.promise
   })
 })
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createGateway } from '../../../src/core/gateway'
-import { JsonResponse, jsonResponse, materialize } from '../../../src/core/json-response'
+import { JsonResponse, jsonResponse } from '../../../src/core/json-response'
+import { materialize } from '../../../src/core/materialize'
 
 describe('JsonResponse', () => {
   it('is a Response with its status, headers and JSON body', async () => {
