@@ -60,14 +60,14 @@ export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: read
     })
   }
   if (error instanceof UpstreamTimeoutSignal) {
-    return new UpstreamFailure('timeout', `${attempt.provider.descriptor.displayName} did not answer in time (${error.phase.replace('_', ' ')})`, {
+    return new UpstreamFailure('timeout', `No answer in time (${error.phase.replace('_', ' ')})`, {
       upstreamStatus: 0,
       cause: error,
     })
   }
   if (isGatewayError(error)) return error
   const message = error instanceof Error ? error.message : String(error)
-  return new UpstreamFailure('provider_unavailable', `Could not reach ${attempt.provider.descriptor.displayName}`, {
+  return new UpstreamFailure('provider_unavailable', 'Could not reach the provider', {
     upstreamStatus: 0,
     cause: new Error(redactSecrets(message, secrets)),
   })

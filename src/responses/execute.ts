@@ -37,6 +37,30 @@ interface Served {
   attemptNumber: number
 }
 
+// Prompt problems the caller can fix; other failures are the provider's or ours.
+const PROMPT_ERROR_TYPES = new Set([
+  'context_length_exceeded',
+  'max_tokens_exceeded',
+  'token_limit_exceeded',
+  'string_too_long',
+  'invalid_request',
+  'invalid_prompt',
+  'content_policy_violation',
+  'refusal',
+])
+const IMAGE_ERROR_TYPES = new Set(['invalid_image', 'image_too_large', 'image_too_small', 'unsupported_image_format', 'image_download_failed', 'image_not_found'])
+
+/**
+ * gaps 1.12: on the Responses skin `error.code` is one of the four codes clients know; the precise type travels
+ * in `error_type` beside it.
+ */
+export const responsesErrorCode = (errorType: unknown): string => {
+  if (errorType === 'rate_limit_exceeded') return 'rate_limit_exceeded'
+  if (typeof errorType === 'string' && PROMPT_ERROR_TYPES.has(errorType)) return 'invalid_prompt'
+  if (typeof errorType === 'string' && IMAGE_ERROR_TYPES.has(errorType)) return 'image_content_policy_violation'
+  return 'server_error'
+}
+
 const newResponseId = () => `resp_${randomHex(24)}`
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 
@@ -309,7 +333,7 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
           status: 'failed',
           output: [],
           usage: null,
-          error: { code: String((failure.metadata?.error_type as string | undefined) ?? 'server_error'), message: failure.status === 500 ? 'Internal server error' : failure.message },
+          error: { code: responsesErrorCode(failure.metadata?.error_type), message: failure.status === 500 ? 'Internal server error' : failure.message },
           errorType: (failure.metadata?.error_type as string | undefined) ?? 'server',
           incompleteDetails: null,
           completedAt: nowSeconds(),
@@ -387,7 +411,7 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
           status: failure.status,
         })
         return finish(served, 'failed', {
-          error: { code: String(visible.metadata?.error_type ?? 'server_error'), message: visible.status === 500 ? 'Internal server error' : visible.message },
+          error: { code: responsesErrorCode(visible.metadata?.error_type), message: visible.status === 500 ? 'Internal server error' : visible.message },
           errorType: String(visible.metadata?.error_type ?? 'server'),
         })
       }

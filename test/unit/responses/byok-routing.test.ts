@@ -539,7 +539,7 @@ describe('the raw key never leaves', () => {
     const response = await ask({ stream: true })
     const { text, events } = await readSseEvents(response)
     expect(events.map((event) => event.event).at(-2)).toBe('response.failed')
-    expect(events.at(-2)!.data.response.error).toEqual({ code: 'authentication', message: 'Groq: Key [redacted] was revoked' })
+    expect(events.at(-2)!.data.response.error).toEqual({ code: 'server_error', message: 'Groq: Key [redacted] was revoked' })
     expect(leaks(text)).toEqual([])
   })
 

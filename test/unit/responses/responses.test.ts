@@ -273,7 +273,7 @@ describe('POST /responses, streaming', () => {
     expect(failed.type).toBe('response.failed')
     expect(failed.response.status).toBe('failed')
     expect(failed.response.error_type).toBe('provider_overloaded')
-    expect(failed.response.error).toEqual({ code: 'provider_overloaded', message: expect.stringContaining('Anthropic') })
+    expect(failed.response.error).toEqual({ code: 'server_error', message: expect.stringContaining('Anthropic') })
     expect(events.some((event) => event.data.type === 'response.output_text.delta')).toBe(true)
   })
 

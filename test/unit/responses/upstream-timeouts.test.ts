@@ -106,7 +106,7 @@ describe.each(TRANSPORTS)('upstream timeouts (%s transport)', (transportName, ma
     const body = await response.json()
     expect(body.error).toEqual({
       code: 524,
-      message: 'OpenAI: OpenAI did not answer in time (first byte)',
+      message: 'OpenAI: No answer in time (first byte)',
       metadata: { error_type: 'timeout', provider_name: 'openai' },
     })
     // Not before the deadline, and well before anything like a default timeout.
@@ -131,7 +131,7 @@ describe.each(TRANSPORTS)('upstream timeouts (%s transport)', (transportName, ma
     expect(response.headers.get('content-type')).toContain('application/json')
     const body = await response.json()
     expect(body.error).toMatchObject({ code: 524, metadata: { error_type: 'timeout', provider_name: 'openai' } })
-    expect(body.error.message).toBe('OpenAI: OpenAI did not answer in time (first byte)')
+    expect(body.error.message).toBe('OpenAI: No answer in time (first byte)')
     expectDeadline(elapsed, 200, firstByteTimer)
     await within(aborted, 1_000, 'the upstream connection closing')
   })
@@ -207,7 +207,7 @@ describe.each(TRANSPORTS)('upstream timeouts (%s transport)', (transportName, ma
       status: 'failed',
       model: 'openai/gpt-4.1',
       error_type: 'timeout',
-      error: { code: 'timeout', message: 'OpenAI: OpenAI did not answer in time (total)' },
+      error: { code: 'server_error', message: 'OpenAI: No answer in time (total)' },
     })
     expectDeadline(elapsed, 300, 'native')
 
@@ -237,7 +237,7 @@ describe.each(TRANSPORTS)('upstream timeouts (%s transport)', (transportName, ma
     const body = await response.json()
     expect(body.error).toEqual({
       code: 524,
-      message: 'OpenAI: OpenAI did not answer in time (total)',
+      message: 'OpenAI: No answer in time (total)',
       metadata: { error_type: 'timeout', provider_name: 'openai' },
     })
     expectDeadline(elapsed, 300, 'native')
@@ -287,7 +287,7 @@ describe.each(TRANSPORTS)('upstream timeouts (%s transport)', (transportName, ma
     const phase = transportName === 'undici' ? 'connect' : 'first byte'
     expect(body.error).toEqual({
       code: 524,
-      message: `OpenAI: OpenAI did not answer in time (${phase})`,
+      message: `OpenAI: No answer in time (${phase})`,
       metadata: { error_type: 'timeout', provider_name: 'openai' },
     })
     if (transportName === 'undici') {
