@@ -115,7 +115,16 @@ const writeEventStream = (response: EventStreamResponse, res: ServerResponse): P
     }
     res.once('close', onClose)
     const stop = response.start({
-      write: (chunk) => !res.destroyed && res.write(chunk),
+      write: (chunk) => {
+        if (res.destroyed) return false
+        // Chunks written in one synchronous burst (the start-up events) leave in one packet; the socket is
+        // uncorked as soon as the producer waits for anything, so no event is held back for the next one.
+        if (!res.writableCorked) {
+          res.cork()
+          queueMicrotask(() => res.uncork())
+        }
+        return res.write(chunk)
+      },
       ready: () => (res.destroyed ? Promise.resolve() : waitForDrainOrClose(res)),
       close: () => {
         if (!res.destroyed) res.end()

@@ -369,8 +369,10 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
         }
         emit({ type: 'response.debug', debug: { upstream_body: upstreamBody, provider: served.attempt.provider.descriptor.id } })
       }
-      emit({ type: 'response.created', response: inProgress(model) })
-      emit({ type: 'response.in_progress', response: inProgress(model) })
+      // The two start-up events carry the same response object: it is serialised once.
+      const startingResponse = JSON.stringify(inProgress(model))
+      write(`event: response.created\ndata: {"type":"response.created","response":${startingResponse},"sequence_number":${sequence++}}\n\n`)
+      write(`event: response.in_progress\ndata: {"type":"response.in_progress","response":${startingResponse},"sequence_number":${sequence++}}\n\n`)
       keepAlive = setInterval(() => {
         if (performance.now() - lastWrite >= options.keepAliveMs) write(KEEP_ALIVE)
       }, options.keepAliveMs)
