@@ -11,6 +11,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
+import { concatBytes } from '../core/body'
 
 /** Options shared by the Node-based host adapters (`toNodeListener`, `toExpressHandler`). */
 export interface NodeBridgeOptions {
@@ -169,16 +170,6 @@ const toBodyStream = (req: IncomingMessage, res: ServerResponse): ReadableStream
   )
 }
 
-// Socket buffers are slices of larger pooled memory; the caller gets bytes of its own.
-const concatChunks = (chunks: Buffer[], total: number): Uint8Array => {
-  const bytes = new Uint8Array(total)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return bytes
-}
 
 /** Reads the whole body off the socket into one fresh buffer, skipping the web stream machinery. */
 const readWholeBody = (req: IncomingMessage): Promise<Uint8Array> =>
@@ -192,7 +183,7 @@ const readWholeBody = (req: IncomingMessage): Promise<Uint8Array> =>
         chunks.push(chunk)
         total += chunk.byteLength
       }
-      if (req.readableLength === 0) return resolve(concatChunks(chunks, total))
+      if (req.readableLength === 0) return resolve(concatBytes(chunks, total))
     }
     const onData = (chunk: Buffer) => {
       chunks.push(chunk)
@@ -200,7 +191,8 @@ const readWholeBody = (req: IncomingMessage): Promise<Uint8Array> =>
     }
     const onEnd = () => {
       removeListeners()
-      resolve(concatChunks(chunks, total))
+      // Socket buffers are slices of larger pooled memory; the caller gets bytes of its own.
+      resolve(concatBytes(chunks, total))
     }
     const onError = (error: Error) => {
       removeListeners()

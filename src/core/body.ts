@@ -48,6 +48,11 @@ export const readBodyBytes = async (request: Request, limit: number): Promise<Ui
     chunks.push(value)
   }
   if (chunks.length === 1) return chunks[0]!
+  return concatBytes(chunks, total)
+}
+
+/** Joins byte chunks into one fresh buffer of `total` bytes. */
+export const concatBytes = (chunks: readonly Uint8Array[], total: number): Uint8Array => {
   const bytes = new Uint8Array(total)
   let offset = 0
   for (const chunk of chunks) {
