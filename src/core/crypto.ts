@@ -12,6 +12,7 @@ const toHex = (bytes: Uint8Array, start = 0, end = bytes.length): string => {
 
 interface SyncHash {
   createHash(algorithm: 'sha256'): { update(value: string): { digest(encoding: 'hex'): string } }
+  createHmac(algorithm: 'sha256', key: string): { update(value: string): { digest(encoding: 'hex'): string } }
 }
 
 /**
@@ -34,6 +35,25 @@ export const sha256Hex = async (value: string): Promise<string> =>
   syncHash
     ? syncHash.createHash('sha256').update(value).digest('hex')
     : toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(value))))
+
+const hmacKeys = new Map<string, Promise<CryptoKey>>()
+const HMAC_KEY_CACHE_MAX = 10_000
+
+const webCryptoHmacKey = (key: string): Promise<CryptoKey> => {
+  let cryptoKey = hmacKeys.get(key)
+  if (!cryptoKey) {
+    if (hmacKeys.size >= HMAC_KEY_CACHE_MAX) hmacKeys.clear()
+    cryptoKey = crypto.subtle.importKey('raw', encoder.encode(key), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])
+    hmacKeys.set(key, cryptoKey)
+  }
+  return cryptoKey
+}
+
+/** Lowercase hex HMAC-SHA-256 of a UTF-8 message under a UTF-8 key; in place where the runtime allows, as `sha256Hex`. */
+export const hmacSha256Hex = async (key: string, message: string): Promise<string> =>
+  syncHash
+    ? syncHash.createHmac('sha256', key).update(message).digest('hex')
+    : toHex(new Uint8Array(await crypto.subtle.sign('HMAC', await webCryptoHmacKey(key), encoder.encode(message))))
 
 // Each `getRandomValues` call is a trip into the system's CSPRNG (about 4 µs on Node); ids are cut from one
 // pooled draw instead, as Node's own `randomUUID` does. Every byte is handed out once, never reused.
