@@ -83,8 +83,7 @@ const uncork = (res: ServerResponse) => res.uncork()
 
 /**
  * Copies an event stream to the socket, each chunk the moment it is read: holding one back would delay a token.
- * Chunks that are ready in the same turn of the event loop (the start-up events a gateway sends together)
- * still leave in one write.
+ * Chunks that are ready in the same turn of the event loop still leave in one write.
  */
 const pipeEventStream = async (reader: ReadableStreamDefaultReader<Uint8Array>, res: ServerResponse): Promise<void> => {
   for (;;) {
@@ -114,6 +113,7 @@ const writeEventStream = (response: EventStreamResponse, res: ServerResponse): P
       resolve()
     }
     res.once('close', onClose)
+    // Started even for a client that is already gone: stopping the producer is what releases its upstream.
     const stop = response.start({
       write: (chunk) => {
         if (res.destroyed) return false
@@ -131,6 +131,7 @@ const writeEventStream = (response: EventStreamResponse, res: ServerResponse): P
       },
       fail: () => failResponse(res),
     })
+    if (res.destroyed) onClose()
   })
 
 const failResponse = (res: ServerResponse): void => {
@@ -171,7 +172,7 @@ export const writeResponse = async (response: Response, res: ServerResponse, sig
     return
   }
   if (response instanceof EventStreamResponse && !response.bodyUsed && res.req?.method !== 'HEAD') {
-    if (!res.destroyed) await writeEventStream(response, res)
+    await writeEventStream(response, res)
     return
   }
   if (!response.body || res.req?.method === 'HEAD' || res.destroyed) {
@@ -197,7 +198,8 @@ export const writeResponse = async (response: Response, res: ServerResponse, sig
   signal?.addEventListener('abort', cancel, { once: true })
   try {
     if (isEventStream(response)) {
-      // The headers leave with the first events, which are ready by the time a stream is answered.
+      // Flushed so the client sees the stream start even if nothing comes for a while; corked so that, when
+      // the first events are ready now, they leave in the same packet as the headers.
       res.cork()
       process.nextTick(uncork, res)
       res.flushHeaders()
