@@ -50,8 +50,6 @@ const toHeaders = (raw: Record<string, string | string[] | undefined>): Headers 
 
 const toTransportError = (error: unknown): unknown => {
   if (error instanceof errors.ConnectTimeoutError) return new UpstreamTimeoutSignal('connect')
-  if (error instanceof errors.HeadersTimeoutError) return new UpstreamTimeoutSignal('first_byte')
-  if (error instanceof errors.BodyTimeoutError) return new UpstreamTimeoutSignal('total')
   return error
 }
 
@@ -78,8 +76,12 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
   #isCollecting = false
   #waiting: { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: unknown) => void } | undefined
 
-  constructor(signal: AbortSignal) {
+  readonly #firstByteMs: number
+  #firstByteTimer: ReturnType<typeof setTimeout> | undefined
+
+  constructor(signal: AbortSignal, firstByteMs: number) {
     this.#signal = signal
+    this.#firstByteMs = firstByteMs
     this.opened = new Promise((resolve, reject) => {
       this.#resolveOpened = resolve
       this.#rejectOpened = reject
@@ -99,6 +101,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
   #fail(error: unknown): void {
     if (this.#isEnded) return
     this.#isEnded = true
+    clearTimeout(this.#firstByteTimer)
     this.#error = error
     this.#signal.removeEventListener('abort', this.#onAbort)
     if (!this.#isStarted) this.#rejectOpened(error)
@@ -111,12 +114,20 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller
-    if (this.#signal.aborted) controller.abort(this.#signal.reason instanceof Error ? this.#signal.reason : new Error('aborted'))
+    // Given up on while it waited for a connection (a deadline, the client): it must not go out now.
+    if (this.#isEnded) return controller.abort(this.#error instanceof Error ? this.#error : new Error('upstream exchange abandoned'))
+    // From here (connected, request on its way) the first byte is due. A plain timer, cleared the moment the
+    // headers arrive: undici's own headers and body timeouts run on its coarse shared clock (up to a second
+    // late) and keep each request's timer objects alive until its next tick, long enough for the young
+    // generation GC to promote them (issue #5's memory bound).
+    clearTimeout(this.#firstByteTimer)
+    this.#firstByteTimer = setTimeout(() => this.#abort(new UpstreamTimeoutSignal('first_byte')), this.#firstByteMs)
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     // 1xx informational answers come before the real one.
     if (statusCode < 200) return
+    clearTimeout(this.#firstByteTimer)
     this.status = statusCode
     this.#rawHeaders = headers
     this.#isStarted = true
@@ -224,7 +235,7 @@ export const undiciTransport = (options: UndiciTransportOptions = {}): UpstreamT
   const send: UpstreamTransport = (request, { signal, timeouts }) => {
     if (signal.aborted) return Promise.reject(signal.reason)
     const url = new URL(request.url)
-    const exchange = new Exchange(signal)
+    const exchange = new Exchange(signal, timeouts.firstByteMs)
     agentFor(timeouts.connectMs).dispatch(
       {
         origin: url.origin,
@@ -232,8 +243,9 @@ export const undiciTransport = (options: UndiciTransportOptions = {}): UpstreamT
         method: request.method,
         headers: request.headers,
         body: request.body,
-        headersTimeout: timeouts.firstByteMs,
-        bodyTimeout: timeouts.totalMs,
+        // Both bounds are ours: the first byte above, the whole exchange in core.
+        headersTimeout: 0,
+        bodyTimeout: 0,
       },
       exchange,
     )
