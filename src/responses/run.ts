@@ -41,9 +41,13 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
 
 export const runResponse = async (dependencies: ResponseDependencies, body: ResponsesRequestBody): Promise<Response> => {
   const { caller, repositories, runtime, logger, requestId } = dependencies
-  const workspace = await repositories.workspaces.get(caller.key.workspaceId)
+  // Both keyed by the caller's workspace, so a networked store answers them in one round trip, not two.
+  const [workspace, byok] = await Promise.all([
+    repositories.workspaces.get(caller.key.workspaceId),
+    repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
+  ])
   const models = requestedModels(body.model, body.models, workspace?.defaultTextModel ?? runtime.defaultTextModel)
-  const credentials = workspace ? (await repositories.byok.list({ workspaceId: workspace.id }, 0)).credentials : []
+  const credentials = workspace ? byok.credentials : []
   const attempts = planAttempts(runtime.models, runtime.providers, {
     models,
     preferences: withRouteAlias(body),
