@@ -168,7 +168,8 @@ export const writeResponse = async (response: Response, res: ServerResponse, sig
   }
   if (response instanceof JsonResponse && !response.bodyUsed) {
     // Node adds the Content-Length of a body written in one piece; a HEAD answer sends none.
-    if (!res.destroyed) res.end(res.req?.method === 'HEAD' ? undefined : response.jsonText)
+    // As bytes: a string body would first be joined to the header string (a second copy of the answer).
+    if (!res.destroyed) res.end(res.req?.method === 'HEAD' ? undefined : Buffer.from(response.jsonText))
     return
   }
   if (response instanceof EventStreamResponse && !response.bodyUsed && res.req?.method !== 'HEAD') {
