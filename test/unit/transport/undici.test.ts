@@ -1,0 +1,185 @@
+import http, { type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { UpstreamTimeoutSignal, type UpstreamTimeouts } from '../../../src/responses/transport'
+import { undiciTransport } from '../../../src/transport/undici'
+
+const transport = undiciTransport()
+const servers: Server[] = []
+const TIMEOUTS: UpstreamTimeouts = { connectMs: 5_000, firstByteMs: 5_000, totalMs: 60_000 }
+
+const serve = async (handler: http.RequestListener): Promise<string> => {
+  const server = http.createServer(handler)
+  server.keepAliveTimeout = 10_000
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+const post = (url: string, signal = new AbortController().signal, timeouts = TIMEOUTS) =>
+  transport({ url: `${url}/v1/responses?x=1`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":"é"}' }, { signal, timeouts })
+
+afterEach(async () => {
+  await Promise.all(
+    servers.splice(0).map(
+      (server) =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections()
+          server.close(() => resolve())
+        }),
+    ),
+  )
+})
+afterAll(() => transport.close())
+
+describe('undiciTransport', () => {
+  it('sends method, path, query, headers and body, and reads the answer as text', async () => {
+    let seen: { method?: string; url?: string; type?: string; body?: string } = {}
+    const url = await serve((req, res) => {
+      let body = ''
+      req.setEncoding('utf8')
+      req.on('data', (chunk: string) => (body += chunk))
+      req.on('end', () => {
+        seen = { method: req.method, url: req.url, type: req.headers['content-type'], body }
+        res.writeHead(201, { 'content-type': 'application/json', 'x-upstream': 'yes' }).end('{"ok":"ü"}')
+      })
+    })
+
+    const response = await post(url)
+
+    expect(seen).toEqual({ method: 'POST', url: '/v1/responses?x=1', type: 'application/json', body: '{"a":"é"}' })
+    expect(response.status).toBe(201)
+    expect(response.headers.get('x-upstream')).toBe('yes')
+    expect(await response.text!()).toBe('{"ok":"ü"}')
+  })
+
+  it('hands the body over chunk by chunk as it arrives', async () => {
+    let sendRest!: () => void
+    const url = await serve((req, res) => {
+      req.resume()
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write('data: one\n\n')
+      sendRest = () => res.end('data: two\n\n')
+    })
+
+    const response = await post(url)
+    const iterator = response.body[Symbol.asyncIterator]()
+    expect(Buffer.from((await iterator.next()).value!).toString()).toBe('data: one\n\n')
+    sendRest()
+    let rest = ''
+    for (let result = await iterator.next(); !result.done; result = await iterator.next()) rest += Buffer.from(result.value).toString()
+    expect(rest).toBe('data: two\n\n')
+  })
+
+  it('stops reading from the upstream while the consumer does not keep up', async () => {
+    const total = 32 * 1024 * 1024
+    const written = { bytes: 0 }
+    const url = await serve((req, res) => {
+      req.resume()
+      res.writeHead(200, { 'content-type': 'application/octet-stream' })
+      const chunk = Buffer.alloc(64 * 1024, 0x61)
+      const pump = () => {
+        while (written.bytes < total) {
+          written.bytes += chunk.byteLength
+          if (!res.write(chunk)) return void res.once('drain', pump)
+        }
+        res.end()
+      }
+      pump()
+    })
+
+    const response = await post(url)
+    const iterator = response.body[Symbol.asyncIterator]()
+    await iterator.next()
+    await new Promise((resolve) => setTimeout(resolve, 200))
+
+    // Socket buffers hold a few MB at most; the rest waits upstream until the consumer reads again.
+    expect(written.bytes).toBeLessThan(total / 2)
+    let received = 64 * 1024
+    for (let result = await iterator.next(); !result.done; result = await iterator.next()) received += result.value.byteLength
+    expect(received).toBeGreaterThanOrEqual(total - 64 * 1024)
+  })
+
+  it('fails with the signal reason before the headers, and ends the upstream exchange', async () => {
+    let resolveClosed!: () => void
+    const closed = new Promise<void>((resolve) => {
+      resolveClosed = resolve
+    })
+    const url = await serve((req, res) => {
+      req.resume()
+      res.on('close', () => resolveClosed())
+    })
+    const controller = new AbortController()
+
+    const pending = post(url, controller.signal)
+    setTimeout(() => controller.abort(new Error('client went away')), 50)
+
+    await expect(pending).rejects.toThrow('client went away')
+    await closed
+  })
+
+  it('fails reading the body once the signal aborts after the headers', async () => {
+    const url = await serve((req, res) => {
+      req.resume()
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write('data: first\n\n')
+    })
+    const controller = new AbortController()
+
+    const response = await post(url, controller.signal)
+    const iterator = response.body[Symbol.asyncIterator]()
+    await iterator.next()
+    const next = iterator.next()
+    controller.abort(new Error('client went away'))
+
+    await expect(next).rejects.toThrow('client went away')
+  })
+
+  it('makes reading fail with the reason given to cancel', async () => {
+    const url = await serve((req, res) => {
+      req.resume()
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write('data: first\n\n')
+    })
+
+    const response = await post(url)
+    const iterator = response.body[Symbol.asyncIterator]()
+    await iterator.next()
+    await response.cancel(new UpstreamTimeoutSignal('total'))
+
+    await expect(iterator.next()).rejects.toBeInstanceOf(UpstreamTimeoutSignal)
+  })
+
+  it('times the first byte from the moment the request is sent, on time', async () => {
+    const url = await serve((req) => req.resume())
+
+    const started = performance.now()
+    const failure = await post(url, undefined, { ...TIMEOUTS, firstByteMs: 150 }).catch((error: unknown) => error)
+    const elapsed = performance.now() - started
+
+    expect(failure).toBeInstanceOf(UpstreamTimeoutSignal)
+    expect((failure as UpstreamTimeoutSignal).phase).toBe('first_byte')
+    expect(elapsed).toBeGreaterThanOrEqual(140)
+    expect(elapsed).toBeLessThan(600)
+  })
+
+  it('passes error statuses through with their body', async () => {
+    const url = await serve((req, res) => {
+      req.resume()
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end('{"error":{"message":"slow down"}}')
+    })
+
+    const response = await post(url)
+
+    expect(response.status).toBe(429)
+    expect(response.headers.get('retry-after')).toBe('7')
+    expect(await response.text!()).toBe('{"error":{"message":"slow down"}}')
+  })
+
+  it('rejects when nothing listens at the address', async () => {
+    const url = await serve(() => {})
+    await new Promise<void>((resolve) => servers.pop()!.close(() => resolve()))
+
+    await expect(post(url)).rejects.toBeInstanceOf(Error)
+  })
+})
