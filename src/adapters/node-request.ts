@@ -12,6 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import { concatBytes } from '../core/body'
+import { CLIENT_SIGNAL, type ClientSignal } from '../core/client-signal'
 
 /** Options shared by the Node-based host adapters (`toNodeListener`, `toExpressHandler`). */
 export interface NodeBridgeOptions {
@@ -225,6 +226,64 @@ const toDisconnectSignal = (req: IncomingMessage, res: ServerResponse): AbortSig
   return controller.signal
 }
 
+/**
+ * The bridge's light disconnect signal (see core/client-signal.ts): a plain object that watches the response
+ * for a close before it finished, and only once someone listens.
+ */
+class DisconnectSignal implements ClientSignal {
+  #isAborted = false
+  #reason: unknown = undefined
+  #listeners: Array<() => void> = []
+  #isWatching = false
+  readonly #req: IncomingMessage
+  readonly #res: ServerResponse
+
+  constructor(req: IncomingMessage, res: ServerResponse) {
+    this.#req = req
+    this.#res = res
+  }
+
+  get aborted(): boolean {
+    if (!this.#isAborted && this.#res.destroyed && !this.#res.writableFinished) this.#abort()
+    return this.#isAborted
+  }
+
+  get reason(): unknown {
+    return this.#reason
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (this.aborted) return
+    this.#listeners.push(listener)
+    this.#watch()
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const index = this.#listeners.indexOf(listener)
+    if (index >= 0) this.#listeners.splice(index, 1)
+  }
+
+  #watch(): void {
+    if (this.#isWatching) return
+    this.#isWatching = true
+    const onClose = () => {
+      if (!this.#res.writableFinished) this.#abort()
+    }
+    this.#res.once('close', onClose)
+    // `on`, not `once`: a second 'error' with no listener would crash the process.
+    this.#req.on('error', onClose)
+  }
+
+  #abort(): void {
+    if (this.#isAborted) return
+    this.#isAborted = true
+    this.#reason = new Error('modelgate: the client disconnected')
+    const listeners = this.#listeners
+    this.#listeners = []
+    for (const listener of listeners) listener()
+  }
+}
+
 const kFullRequest = Symbol('modelgate.fullRequest')
 const kSignalIfCreated = Symbol('modelgate.signalIfCreated')
 const utf8 = new TextDecoder()
@@ -237,6 +296,7 @@ class NodeRequest {
   readonly #hasBody: boolean
   #headers: Headers | undefined
   #signal: AbortSignal | undefined
+  #clientSignal: ClientSignal | undefined
   #fullRequest: Request | undefined
   #isBodyRead = false
 
@@ -254,6 +314,11 @@ class NodeRequest {
 
   get signal(): AbortSignal {
     return (this.#signal ??= toDisconnectSignal(this.#req, this.#res))
+  }
+
+  /** What the gateway itself listens on: the same disconnect, without an AbortSignal. */
+  get [CLIENT_SIGNAL](): ClientSignal {
+    return (this.#clientSignal ??= new DisconnectSignal(this.#req, this.#res))
   }
 
   /** The disconnect signal if anyone asked for it; `undefined` rather than creating one. */

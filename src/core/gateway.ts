@@ -4,24 +4,24 @@
  * input parsing, handler, and `renderError` for anything thrown.
  */
 
-import { authenticate } from './auth'
+import { authenticate, type Caller } from './auth'
 import { readObjectBody } from './body'
 import { FETCH_UNMATERIALIZED, materialize, type UnmaterializedFetch } from './materialize'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, renderError, type ErrorFlavor } from './errors'
 import { createConsoleLogger, silentLogger, type Logger } from './logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
 import { REQUEST_ID_HEADER, resolveRequestId } from './request-id'
-import type { AnyRoute } from './route'
+import type { AnyRoute, RouteContext } from './route'
 import { readIdempotencyKey, runIdempotent } from './idempotency'
 import { enforceRateLimit } from './rate-limit'
 import { createRouter } from './router'
-import { createSecretBox } from './secrets'
-import { createRuntime } from '../responses/runtime'
+import { createSecretBox, type SecretBox } from './secrets'
+import { createRuntime, type GatewayRuntime } from '../responses/runtime'
 import { ADAPTERS } from '../providers'
 import { DEFAULT_TEXT_MODEL } from '../responses/models'
 import type { FetchHandler } from './types'
 import { parseInput, searchParamsToObject } from './validation'
-import { createRepositories } from '../repositories'
+import { createRepositories, type Repositories } from '../repositories'
 import { routes } from '../routes'
 import { createAdmin, type GatewayAdmin } from '../admin/admin'
 import { memoryStorage } from '../storage/memory'
@@ -51,6 +51,31 @@ const withRequestId = (response: Response, requestId: string): Response => {
     const copy = new Response(response.body, response)
     copy.headers.set(REQUEST_ID_HEADER, requestId)
     return copy
+  }
+}
+
+/**
+ * What a route's handler gets. A class rather than a literal so that `signal` can be a getter on the
+ * prototype: a route that never reads it never builds an AbortSignal, which on Node is not free per request
+ * (client-signal.ts), and no per-request getter closure is made either.
+ */
+class HandlerContext implements RouteContext<unknown, unknown, unknown> {
+  constructor(
+    readonly request: Request,
+    readonly requestId: string,
+    readonly params: unknown,
+    readonly query: unknown,
+    readonly body: unknown,
+    readonly caller: Caller,
+    readonly repositories: Repositories,
+    readonly secrets: SecretBox,
+    readonly logger: Logger,
+    readonly now: () => Date,
+    readonly runtime: GatewayRuntime,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.request.signal
   }
 }
 
@@ -93,20 +118,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
     const body = route.body ? parseInput(route.body, await readObjectBody(request, route.bodyLimit ?? config.bodyLimit), 'body') : undefined
     const handle = () =>
-      route.handle({
-        request,
-        requestId,
-        params: parsedParams,
-        query,
-        body,
-        caller,
-        repositories,
-        secrets,
-        logger,
-        now,
-        runtime,
-        signal: request.signal,
-      })
+      route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime))
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null
     if (idempotencyKey === null) return handle()
     return runIdempotent(

@@ -4,6 +4,7 @@
  * `UpstreamFailure` so the caller can move on to the next endpoint.
  */
 
+import type { ClientSignal } from '../core/client-signal'
 import { GatewayError, isGatewayError } from '../core/errors'
 import type { Logger } from '../core/logger'
 import type { SecretBox } from '../core/secrets'
@@ -20,7 +21,7 @@ export interface AttemptEnvironment {
   logger: Logger
   requestId: string
   /** Fires when the client went away. */
-  signal: AbortSignal
+  signal: ClientSignal
 }
 
 /** The client went away: stop everything, answer nothing. */

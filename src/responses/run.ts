@@ -4,6 +4,7 @@
  */
 
 import type { Caller } from '../core/auth'
+import type { ClientSignal } from '../core/client-signal'
 import type { Logger } from '../core/logger'
 import { EventStreamResponse } from '../core/event-stream-response'
 import { json } from '../core/route'
@@ -25,7 +26,7 @@ export interface ResponseDependencies {
   logger: Logger
   runtime: GatewayRuntime
   requestId: string
-  signal: AbortSignal
+  signal: ClientSignal
   /** Whether the caller opted in to `service_metadata`. */
   isMetadataRequested: boolean
   sessionId?: string

@@ -3,6 +3,7 @@
  * undici with a pooled keep-alive dispatcher (src/transport/undici.ts); elsewhere the runtime's fetch.
  */
 
+import type { ClientSignal } from '../core/client-signal'
 import type { UpstreamRequest } from '../providers/contract'
 
 export interface UpstreamTimeouts {
@@ -32,7 +33,7 @@ export interface UpstreamResponse {
  * Sends one request and resolves once the response headers are in. Fails with `UpstreamTimeoutSignal` when the
  * connection or the first byte is late, and ends the exchange (before or after the headers) when `signal` aborts.
  */
-export type UpstreamTransport = (request: UpstreamRequest, options: { signal: AbortSignal; timeouts: UpstreamTimeouts }) => Promise<UpstreamResponse>
+export type UpstreamTransport = (request: UpstreamRequest, options: { signal: ClientSignal; timeouts: UpstreamTimeouts }) => Promise<UpstreamResponse>
 
 /** Thrown by transports when the connection or the first byte does not come in time. */
 export class UpstreamTimeoutSignal extends Error {

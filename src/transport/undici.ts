@@ -7,6 +7,7 @@
 
 import { createRequire } from 'node:module'
 import type { Agent as UndiciAgent, Dispatcher, errors as UndiciErrors } from 'undici'
+import type { ClientSignal } from '../core/client-signal'
 import { UpstreamTimeoutSignal, type UpstreamResponse, type UpstreamTransport } from '../responses/transport'
 
 /**
@@ -67,7 +68,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
   #rawHeaders: Record<string, string | string[] | undefined> = {}
   #headers: Headers | undefined
   #controller: Dispatcher.DispatchController | undefined
-  readonly #signal: AbortSignal
+  readonly #signal: ClientSignal
   #isStarted = false
   #isEnded = false
   #error: unknown = undefined
@@ -79,7 +80,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
   readonly #firstByteMs: number
   #firstByteTimer: ReturnType<typeof setTimeout> | undefined
 
-  constructor(signal: AbortSignal, firstByteMs: number) {
+  constructor(signal: ClientSignal, firstByteMs: number) {
     this.#signal = signal
     this.#firstByteMs = firstByteMs
     this.opened = new Promise((resolve, reject) => {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
 import { BodyAlreadyConsumedError } from '../../../src/adapters/node-bridge'
+import { CLIENT_SIGNAL, type ClientSignal } from '../../../src/core/client-signal'
 import { EventStreamResponse, type ChunkProducer, type ChunkSink } from '../../../src/core/event-stream-response'
 import { FETCH_UNMATERIALIZED } from '../../../src/core/materialize'
 import type { FetchHandler } from '../../../src/core/types'
@@ -394,6 +395,64 @@ describe('the lazy Request (through toNodeListener)', () => {
     request.destroy()
 
     expect(await failure.promise).toBeInstanceOf(Error)
+  })
+})
+
+describe('the light disconnect signal (through toNodeListener)', () => {
+  it('tells its listeners when the client goes away mid-request, and not after a listener was removed', async () => {
+    const seen = { calls: 0, removedCalls: 0, aborted: false, reason: undefined as unknown }
+    const handlerCalled = createDeferred()
+    const notified = createDeferred()
+    const { handler } = createFakeHandler(
+      (request) =>
+        new Promise<Response>((resolve) => {
+          const signal = (request as Request & { [CLIENT_SIGNAL]: ClientSignal })[CLIENT_SIGNAL]
+          const removed = () => seen.removedCalls++
+          signal.addEventListener('abort', removed)
+          signal.removeEventListener('abort', removed)
+          signal.addEventListener('abort', () => {
+            seen.calls++
+            seen.aborted = signal.aborted
+            seen.reason = signal.reason
+            notified.resolve()
+            resolve(new Response('late'))
+          })
+          handlerCalled.resolve()
+        }),
+    )
+    const { port } = await listen(toNodeListener(handler))
+
+    const request = http.request({ host: '127.0.0.1', port, path: '/slow' })
+    request.on('error', () => {})
+    request.end()
+    await handlerCalled.promise
+    request.destroy()
+    await notified.promise
+
+    expect(seen).toMatchObject({ calls: 1, removedCalls: 0, aborted: true })
+    expect(seen.reason).toBeInstanceOf(Error)
+  })
+
+  it('reads as aborted when the client left before anyone listened, and not after a completed response', async () => {
+    const signals: ClientSignal[] = []
+    const clientGone = createDeferred()
+    const { handler } = createFakeHandler(async (request) => {
+      signals.push((request as Request & { [CLIENT_SIGNAL]: ClientSignal })[CLIENT_SIGNAL])
+      if (request.url.endsWith('/wait')) await clientGone.promise
+      return new Response('done')
+    })
+    const { port, base } = await listen(toNodeListener(handler))
+
+    expect(await (await fetch(`${base}/quick`)).text()).toBe('done')
+    const request = http.request({ host: '127.0.0.1', port, path: '/wait' })
+    request.on('error', () => {})
+    request.end()
+    await vi.waitFor(() => expect(signals).toHaveLength(2))
+    request.destroy()
+    await vi.waitFor(() => expect(signals[1]!.aborted).toBe(true))
+    clientGone.resolve()
+
+    expect(signals[0]!.aborted).toBe(false)
   })
 })
 

@@ -1,4 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { toNodeListener } from '../../../src/adapters/node'
 import { undiciTransport } from '../../../src/transport/undici'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture, jsonFixture, sseFixture, type UpstreamReply } from '../../helpers/upstream'
@@ -10,6 +13,9 @@ const FAMILIES = [
   { provider: 'anthropic', folder: 'anthropic', model: 'anthropic/claude-sonnet-4.5', isStream: (json: any) => json?.stream === true },
   { provider: 'google-ai-studio', folder: 'gemini', model: 'google/gemini-2.5-flash', isStream: (_json: any, url: string) => url.includes(':streamGenerateContent') },
 ] as const
+
+/** The first events of an SSE fixture, up to and including its first text delta. */
+const throughFirstDelta = (sse: Buffer): Buffer => sse.subarray(0, sse.indexOf('\n\n', sse.indexOf('event: response.output_text.delta')) + 2)
 
 // undici's pool marks a connection free again on its next turn; a client that sends its next request at once
 // would get a second connection for that reason alone.
@@ -76,5 +82,53 @@ describe('upstream connections (undici transport)', () => {
     expect((await harness.post({ model: 'openai/gpt-4.1', input: 'hi' })).status).toBe(200)
     expect(harness.upstreams.openai!.abortCount()).toBe(0)
     expect(harness.upstreams.openai!.connectionCount()).toBe(1)
+  })
+
+  describe('behind the Node bridge, a client that goes away aborts the upstream exchange at once', () => {
+    const cases = [
+      { name: 'whole answer, upstream still thinking', stream: false, reply: (): UpstreamReply => ({ shouldHang: true }) },
+      {
+        name: 'streamed answer, mid-stream',
+        stream: true,
+        reply: (): UpstreamReply => ({
+          status: 200,
+          headers: { 'content-type': 'text/event-stream' },
+          chunks: [throughFirstDelta(fixture('openai', 'text.sse')), 'x'],
+          pause: { after: 1, until: new Promise(() => {}) },
+        }),
+      },
+    ]
+    for (const { name, stream, reply } of cases) {
+      it(name, async () => {
+        harness = await createResponsesHarness({ openai: {} }, { transport })
+        harness.upstreams.openai!.setHandler(reply)
+        const aborted = harness.upstreams.openai!.nextClientAbort()
+        const server = http.createServer(toNodeListener(harness.gateway))
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+        try {
+          const { port } = server.address() as AddressInfo
+          const body = JSON.stringify({ model: 'openai/gpt-4.1', input: 'hi', stream })
+          const request = http.request({
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/api/v1/responses',
+            headers: { authorization: `Bearer ${harness.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          })
+          request.on('error', () => {})
+          request.on('response', (response) => response.once('data', () => request.destroy()))
+          request.end(body)
+          if (!stream) {
+            await vi.waitFor(() => expect(harness!.upstreams.openai!.requests).toHaveLength(1))
+            request.destroy()
+          }
+
+          await aborted
+        } finally {
+          server.closeAllConnections()
+          await new Promise<void>((resolve) => server.close(() => resolve()))
+        }
+      })
+    }
   })
 })
