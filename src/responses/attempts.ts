@@ -41,8 +41,6 @@ export interface OpenedAttempt {
   abort(): void
   /** Ends an exchange whose body was read to the end: stops its total-time timer. */
   release(): void
-  /** Milliseconds spent waiting for the upstream's response headers. */
-  upstreamMs: number
 }
 
 const targetFor = async (attempt: Attempt, secrets: SecretBox): Promise<UpstreamTarget> =>
@@ -112,7 +110,7 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
     }
     throw failure
   }
-  return { response, call, request, target, upstreamMs, abort, release }
+  return { response, call, request, target, abort, release }
 }
 
 const readText = async (body: AsyncIterable<Uint8Array>): Promise<string> => {

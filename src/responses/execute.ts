@@ -121,38 +121,31 @@ const clientError = (failure: GatewayError, attempt: Attempt | undefined, option
   })
 }
 
-/** Runs the attempts in order until one answers; returns the complete Response object. */
-export const executeNonStreaming = async (options: ExecutionOptions) => {
-  const startedAt = performance.now()
-  let upstreamMs = 0
+type AttemptOutcome<T> =
+  | { isServed: true; value: T; served: Served; opened: OpenedAttempt }
+  | { isServed: false; failure: GatewayError; attempt: Attempt | undefined }
+
+/**
+ * The fallback loop (gaps 1.6): tries the attempts in order until `use` succeeds on an opened one. Before the
+ * first byte of content every failure moves on; the client closing stops everything.
+ */
+const firstServedAttempt = async <T>(
+  options: ExecutionOptions,
+  stream: boolean,
+  // `startedAt` lets `use` stop the upstream's clock where the gateway's own work begins.
+  use: (opened: OpenedAttempt, call: UpstreamCall, attempt: Attempt, startedAt: number) => Promise<T>,
+): Promise<AttemptOutcome<T>> => {
   // Built only when every attempt failed: an error's stack trace is not free on every request.
   let lastFailure: GatewayError | undefined
   let lastAttempt: Attempt | undefined
   for (const [index, attempt] of options.attempts.entries()) {
-    const call = callFor(options, attempt, false)
+    const call = callFor(options, attempt, stream)
     let opened: OpenedAttempt | undefined
     try {
       const attemptStarted = performance.now()
       opened = await openAttempt(attempt, call, options)
-      const body = await readJsonBody(opened.response)
-      upstreamMs += performance.now() - attemptStarted
-      opened.release()
-      const result = attempt.provider.adapter.readResult(body, call)
-      const served = { attempt, attemptNumber: index + 1 }
-      const state: ResponseState = {
-        status: result.status,
-        output: result.output,
-        usage: bill(result.usage, attempt, options),
-        error: null,
-        errorType: null,
-        incompleteDetails: result.incompleteDetails,
-        completedAt: nowSeconds(),
-        ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, startedAt, strategyOf(served, options)) } : {}),
-      }
-      return {
-        response: toResponseObject({ id: newResponseId(), createdAt: nowSeconds(), model: attempt.model.slug, request: options.body }, state),
-        overheadMs: performance.now() - startedAt - upstreamMs,
-      }
+      const value = await use(opened, call, attempt, attemptStarted)
+      return { isServed: true, value, served: { attempt, attemptNumber: index + 1 }, opened }
     } catch (error) {
       opened?.abort()
       if (error instanceof ClientClosedError || options.signal.aborted) throw new ClientClosedError()
@@ -161,12 +154,43 @@ export const executeNonStreaming = async (options: ExecutionOptions) => {
       logAttemptFailure(options, attempt, index, lastFailure)
     }
   }
-  throw clientError(
-    lastFailure ?? new InternalError('No attempt was made'),
-    lastAttempt,
-    options,
-    options.isMetadataRequested ? { service_metadata: serviceMetadata(options, null, startedAt, 'fallback') } : undefined,
-  )
+  return { isServed: false, failure: lastFailure ?? new InternalError('No attempt was made'), attempt: lastAttempt }
+}
+
+/** Runs the attempts in order until one answers; returns the complete Response object. */
+export const executeNonStreaming = async (options: ExecutionOptions) => {
+  const startedAt = performance.now()
+  const outcome = await firstServedAttempt(options, false, async (opened, call, attempt, attemptStarted) => {
+    const body = await readJsonBody(opened.response)
+    const upstreamMs = performance.now() - attemptStarted
+    opened.release()
+    // Translated inside the attempt, so a malformed answer still falls back to the next endpoint.
+    return { result: attempt.provider.adapter.readResult(body, call), upstreamMs }
+  })
+  if (!outcome.isServed) {
+    throw clientError(
+      outcome.failure,
+      outcome.attempt,
+      options,
+      options.isMetadataRequested ? { service_metadata: serviceMetadata(options, null, startedAt, 'fallback') } : undefined,
+    )
+  }
+  const { served } = outcome
+  const { result, upstreamMs } = outcome.value
+  const state: ResponseState = {
+    status: result.status,
+    output: result.output,
+    usage: bill(result.usage, served.attempt, options),
+    error: null,
+    errorType: null,
+    incompleteDetails: result.incompleteDetails,
+    completedAt: nowSeconds(),
+    ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, startedAt, strategyOf(served, options)) } : {}),
+  }
+  return {
+    response: toResponseObject({ id: newResponseId(), createdAt: nowSeconds(), model: served.attempt.model.slug, request: options.body }, state),
+    overheadMs: performance.now() - startedAt - upstreamMs,
+  }
 }
 
 const logAttemptFailure = (options: ExecutionOptions, attempt: Attempt, index: number, failure: GatewayError) => {
@@ -191,30 +215,13 @@ interface OpenStream {
 
 /** Tries attempts until one yields its first event. */
 const openStream = async (options: ExecutionOptions): Promise<OpenStream> => {
-  // Built only when every attempt failed: an error's stack trace is not free on every request.
-  let lastFailure: GatewayError | undefined
-  let lastAttempt: Attempt | undefined
-  let upstreamMs = 0
-  for (const [index, attempt] of options.attempts.entries()) {
-    const call = callFor(options, attempt, true)
-    let opened: OpenedAttempt | undefined
-    try {
-      const attemptStarted = performance.now()
-      opened = await openAttempt(attempt, call, options)
-      const iterator = attempt.provider.adapter.readStream(opened.response.body, call)[Symbol.asyncIterator]()
-      const first = await iterator.next()
-      upstreamMs += performance.now() - attemptStarted
-      return { served: { attempt, attemptNumber: index + 1 }, opened, iterator, first, upstreamMs }
-    } catch (error) {
-      opened?.abort()
-      if (error instanceof ClientClosedError || options.signal.aborted) throw new ClientClosedError()
-      lastFailure = toAttemptFailure(error, attempt, opened ? [opened.target.apiKey] : [])
-      lastAttempt = attempt
-      logAttemptFailure(options, attempt, index, lastFailure)
-    }
-  }
-  lastFailure ??= new InternalError('No attempt was made')
-  throw Object.assign(clientError(lastFailure, lastAttempt, options), { attemptFailure: lastFailure })
+  const outcome = await firstServedAttempt(options, true, async (opened, call, attempt, attemptStarted) => {
+    const iterator = attempt.provider.adapter.readStream(opened.response.body, call)[Symbol.asyncIterator]()
+    const first = await iterator.next()
+    return { iterator, first, upstreamMs: performance.now() - attemptStarted }
+  })
+  if (!outcome.isServed) throw clientError(outcome.failure, outcome.attempt, options)
+  return { served: outcome.served, opened: outcome.opened, ...outcome.value }
 }
 
 // Events are written as text: the Node bridge hands strings to the socket as they are, and a web stream encodes them.
