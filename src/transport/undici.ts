@@ -215,7 +215,13 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
  * Creates a pooled upstream transport for Node.
  * @example createGateway({ transport: undiciTransport() })
  */
-export const undiciTransport = (options: UndiciTransportOptions = {}): UpstreamTransport & { close(): Promise<void> } => {
+export interface UndiciTransport extends UpstreamTransport {
+  /** Connection-pool figures per upstream origin (connected, free, pending, queued, running, size), for metrics. */
+  stats(): Record<string, { connected: number; free?: number; pending: number; running: number; size: number }>
+  close(): Promise<void>
+}
+
+export const undiciTransport = (options: UndiciTransportOptions = {}): UndiciTransport => {
   const agents = new Map<number, UndiciAgent>()
   // One agent per connect timeout (the timeout is an agent setting in undici).
   const agentFor = (connectMs: number) => {
@@ -253,6 +259,8 @@ export const undiciTransport = (options: UndiciTransportOptions = {}): UpstreamT
     return exchange.opened
   }
   return Object.assign(send, {
+    stats: (): ReturnType<UndiciTransport['stats']> =>
+      Object.assign({}, ...[...agents.values()].map((agent) => agent.stats)),
     close: async () => {
       await Promise.all([...agents.values()].map((agent) => agent.close()))
       agents.clear()

@@ -5,7 +5,7 @@
  */
 
 import { resolve } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startListening, type RunningProcess } from '../helpers/process'
 import { dropPostgresSchema, dropRedisPrefix, requireServer, uniqueNamespace } from '../helpers/stores'
 import { startTcpProxy } from '../helpers/tcp-proxy'
@@ -64,15 +64,15 @@ describe.each(STORES)('a gateway whose $name goes away', (store) => {
     })
 
   /** Polls (bounded) until the gateway answers 200 again. */
-  const waitUntilServing = async () => {
-    for (let attempt = 0; attempt < 200; attempt++) {
-      const response = await call('/workspaces/default')
-      await response.arrayBuffer()
-      if (response.status === 200) return
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    throw new Error('the gateway did not recover')
-  }
+  const waitUntilServing = () =>
+    vi.waitFor(
+      async () => {
+        const response = await call('/workspaces/default')
+        await response.arrayBuffer()
+        if (response.status !== 200) throw new Error('the gateway did not recover')
+      },
+      { timeout: 10_000, interval: 50 },
+    )
 
   const expect503 = async (response: Response) => {
     expect(response.status).toBe(503)

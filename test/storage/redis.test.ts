@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net'
 import calculateSlot from 'cluster-key-slot'
 import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { isGatewayError } from '../../src/core/errors'
 import type { StorageDriver } from '../../src/storage/contract'
 import { redisStorage, type RedisStorageOptions } from '../../src/storage/redis'
@@ -156,14 +156,18 @@ const startProxy = async () => {
 
 /** Polls a cheap call (bounded) until it succeeds; every failure on the way must be a 503. */
 const waitForRecovery = async <T>(call: () => Promise<T>): Promise<T> => {
-  const deadline = Date.now() + 15_000
-  for (;;) {
-    const outcome = await settle(call())
-    if ('value' in outcome) return outcome.value
-    expect(outcome.error).toMatchObject({ status: 503 })
-    if (Date.now() > deadline) throw new Error('the driver did not recover within 15 s')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  const failures: unknown[] = []
+  const value = await vi.waitFor(
+    async () => {
+      const outcome = await settle(call())
+      if ('value' in outcome) return outcome.value
+      failures.push(outcome.error)
+      throw new Error('the driver did not recover within 15 s')
+    },
+    { timeout: 15_000, interval: 20 },
+  )
+  for (const error of failures) expect(error).toMatchObject({ status: 503 })
+  return value
 }
 
 describeStorageContract('redis', () => redisStorage({ url: REDIS_URL, prefix }), {

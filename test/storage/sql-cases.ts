@@ -4,7 +4,7 @@
  * instances on one schema, migrations racing, rows left after a failed write, a network that goes
  * away). Each run works in its own schema or database, dropped afterwards.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { isGatewayError } from '../../src/core/errors'
 import type { StorageDriver } from '../../src/storage/contract'
 import { openSqlStorage, sqlStorage, type SqlStorageOptions } from '../../src/storage/sql'
@@ -66,18 +66,8 @@ const settle = async <T>(promise: Promise<T>) => {
 
 const conflictKind = (error: unknown) => (isGatewayError(error) ? (error as { kind?: string }).kind : undefined)
 
-/** Polls `attempt` (bounded in time, never a fixed sleep) until it resolves. */
-const eventually = async <T>(attempt: () => Promise<T>, withinMs = 15_000): Promise<T> => {
-  const deadline = Date.now() + withinMs
-  for (;;) {
-    try {
-      return await attempt()
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`did not recover within ${withinMs} ms: ${String(error)}`)
-      await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-  }
-}
+/** Polls `attempt` (bounded in time) until it resolves. */
+const eventually = <T>(attempt: () => Promise<T>, withinMs = 15_000): Promise<T> => vi.waitFor(attempt, { timeout: withinMs, interval: 25 })
 
 export function describeSqlDriver(target: SqlTarget): void {
   const namespace = uniqueNamespace('sql')

@@ -379,8 +379,11 @@ describe('the lazy Request (through toNodeListener)', () => {
 
   it('rejects a fast read when the client disconnects before the body is complete', async () => {
     const failure = createDeferred<unknown>()
+    const reading = createDeferred()
     const { handler } = createFakeHandler(async (request) => {
-      await request.arrayBuffer().then(
+      const read = request.arrayBuffer()
+      reading.resolve()
+      await read.then(
         () => failure.resolve('resolved'),
         (error: unknown) => failure.resolve(error),
       )
@@ -391,7 +394,7 @@ describe('the lazy Request (through toNodeListener)', () => {
     const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/', headers: { 'content-length': '1000' } })
     request.on('error', () => {})
     request.write('partial')
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await reading.promise
     request.destroy()
 
     expect(await failure.promise).toBeInstanceOf(Error)
@@ -510,7 +513,7 @@ describe('event streams of a gateway (through toNodeListener)', () => {
   })
 
   it('makes the producer wait while the client does not read, and stops it when the client goes away', async () => {
-    const state = { written: 0, waits: 0, stopped: createDeferred() }
+    const state = { written: 0, waits: 0, waiting: createDeferred(), stopped: createDeferred() }
     const { port } = await listen(
       toNodeListener(
         eventStreamHandler((sink) => {
@@ -521,6 +524,7 @@ describe('event streams of a gateway (through toNodeListener)', () => {
               state.written++
               if (!sink.write(chunk)) {
                 state.waits++
+                state.waiting.resolve()
                 await sink.ready()
               }
             }
@@ -541,7 +545,7 @@ describe('event streams of a gateway (through toNodeListener)', () => {
       request.end()
     })
     response.pause()
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    await state.waiting.promise
 
     // 10,000 events of 64 KiB would be 640 MiB: the socket filled up long before, and the producer waited.
     expect(state.waits).toBeGreaterThan(0)

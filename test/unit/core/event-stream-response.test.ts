@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { EventStreamResponse, type ChunkProducer, type ChunkSink } from '../../../src/core/event-stream-response'
 import { materialize } from '../../../src/core/materialize'
 
@@ -37,7 +37,7 @@ describe('EventStreamResponse', () => {
     const log = { stopped: false, waits: 0 }
     const response = new EventStreamResponse(numbered(100, log), { headers: {} })
     const reader = response.body.getReader()
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await vi.waitFor(() => expect(log.waits).toBeGreaterThan(0))
 
     // Nothing read yet: only the stream's small queue was filled, and the producer waits.
     expect(log.waits).toBe(1)

@@ -17,9 +17,13 @@ const FAMILIES = [
 /** The first events of an SSE fixture, up to and including its first text delta. */
 const throughFirstDelta = (sse: Buffer): Buffer => sse.subarray(0, sse.indexOf('\n\n', sse.indexOf('event: response.output_text.delta')) + 2)
 
-// undici's pool marks a connection free again on its next turn; a client that sends its next request at once
-// would get a second connection for that reason alone.
-const pause = () => new Promise((resolve) => setTimeout(resolve, 10))
+// A streamed answer ends for the client at the upstream's final event, and the upstream body is read to its end
+// right after; a client that sends its next request at once would get a second connection for that reason alone.
+// So each exchange waits until every pooled connection is free again.
+const pause = () =>
+  vi.waitFor(() => {
+    for (const pool of Object.values(transport.stats())) expect(pool.free).toBe(pool.connected)
+  })
 
 let harness: ResponsesHarness | undefined
 const transport = undiciTransport()

@@ -1,6 +1,6 @@
 import http, { type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { UpstreamTimeoutSignal, type UpstreamTimeouts } from '../../../src/responses/transport'
 import { undiciTransport } from '../../../src/transport/undici'
 
@@ -73,15 +73,19 @@ describe('undiciTransport', () => {
 
   it('stops reading from the upstream while the consumer does not keep up', async () => {
     const total = 32 * 1024 * 1024
-    const written = { bytes: 0 }
+    const written = { bytes: 0, isBlocked: false }
     const url = await serve((req, res) => {
       req.resume()
       res.writeHead(200, { 'content-type': 'application/octet-stream' })
       const chunk = Buffer.alloc(64 * 1024, 0x61)
       const pump = () => {
+        written.isBlocked = false
         while (written.bytes < total) {
           written.bytes += chunk.byteLength
-          if (!res.write(chunk)) return void res.once('drain', pump)
+          if (!res.write(chunk)) {
+            written.isBlocked = true
+            return void res.once('drain', pump)
+          }
         }
         res.end()
       }
@@ -91,7 +95,17 @@ describe('undiciTransport', () => {
     const response = await post(url)
     const iterator = response.body[Symbol.asyncIterator]()
     await iterator.next()
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    // The upstream comes to a standstill, blocked on 'drain', while nobody reads. Without backpressure it would
+    // instead write all 32 MB and end, and this wait would time out.
+    let lastSeen = -1
+    await vi.waitFor(
+      () => {
+        const isStill = written.isBlocked && written.bytes === lastSeen
+        lastSeen = written.bytes
+        if (!isStill) throw new Error('the upstream is still writing')
+      },
+      { timeout: 10_000, interval: 50 },
+    )
 
     // Socket buffers hold a few MB at most; the rest waits upstream until the consumer reads again.
     expect(written.bytes).toBeLessThan(total / 2)
@@ -105,14 +119,20 @@ describe('undiciTransport', () => {
     const closed = new Promise<void>((resolve) => {
       resolveClosed = resolve
     })
+    let resolveReceived!: () => void
+    const received = new Promise<void>((resolve) => {
+      resolveReceived = resolve
+    })
     const url = await serve((req, res) => {
       req.resume()
       res.on('close', () => resolveClosed())
+      resolveReceived()
     })
     const controller = new AbortController()
 
     const pending = post(url, controller.signal)
-    setTimeout(() => controller.abort(new Error('client went away')), 50)
+    await received
+    controller.abort(new Error('client went away'))
 
     await expect(pending).rejects.toThrow('client went away')
     await closed
