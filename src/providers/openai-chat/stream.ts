@@ -32,40 +32,54 @@ export async function* readChatStream(body: AsyncIterable<Uint8Array>): AsyncIte
     return lastToolKey ?? 0
   }
 
-  for await (const message of readSse(body)) {
-    if (message.data === '[DONE]') {
-      hasEnded = true
-      break
-    }
-    const chunk = parseSseJson(message.data) as ChatCompletionWire | undefined
-    if (message.event === 'error') throw toInBandFailure(chunk?.error ?? (chunk as ChatErrorWire | undefined) ?? message.data)
-    if (!chunk || typeof chunk !== 'object') continue
-    if (chunk.error !== undefined && chunk.error !== null) throw toInBandFailure(chunk.error)
-    const chunkUsage = chunk.usage ?? chunk.x_groq?.usage
-    if (chunkUsage) usage = readUsage(chunkUsage)
-    for (const choice of chunk.choices ?? []) {
-      // One answer is asked for; other choices (n > 1) are not ours to translate.
-      if ((choice.index ?? 0) !== 0) continue
-      const delta = choice.delta
-      if (delta) {
-        yield* feedContent(builder, delta)
-        for (const call of delta.tool_calls ?? []) {
-          const key = toolKey(call)
-          lastToolKey = key
-          yield* builder.functionCall(key, {
-            ...(call.id ? { callId: call.id } : {}),
-            ...(call.function?.name ? { name: call.function.name } : {}),
-          })
-          yield* builder.functionCallArguments(key, argumentsText(call.function?.arguments))
-        }
-      }
-      if (choice.finish_reason) finishReason = choice.finish_reason
-    }
+  const finishEvents = function* (): Generator<UpstreamStreamEvent> {
+    const finish = readFinish(finishReason)
+    yield* builder.finish(finish.status)
+    yield { type: 'upstream.usage', usage: usage ?? emptyUsage() }
+    yield { type: 'upstream.finish', status: finish.status, incompleteDetails: finish.incompleteDetails }
   }
 
-  if (!hasEnded && finishReason === null) throw truncatedStreamFailure()
-  const finish = readFinish(finishReason)
-  yield* builder.finish(finish.status)
-  yield { type: 'upstream.usage', usage: usage ?? emptyUsage() }
-  yield { type: 'upstream.finish', status: finish.status, incompleteDetails: finish.incompleteDetails }
+  try {
+    for await (const message of readSse(body)) {
+      // After `[DONE]` the body is read to its end, not abandoned: leaving the loop would abort the exchange
+      // and cost its keep-alive connection whenever the body's end arrives after `[DONE]`.
+      if (hasEnded) continue
+      if (message.data === '[DONE]') {
+        hasEnded = true
+        yield* finishEvents()
+        continue
+      }
+      const chunk = parseSseJson(message.data) as ChatCompletionWire | undefined
+      if (message.event === 'error') throw toInBandFailure(chunk?.error ?? (chunk as ChatErrorWire | undefined) ?? message.data)
+      if (!chunk || typeof chunk !== 'object') continue
+      if (chunk.error !== undefined && chunk.error !== null) throw toInBandFailure(chunk.error)
+      const chunkUsage = chunk.usage ?? chunk.x_groq?.usage
+      if (chunkUsage) usage = readUsage(chunkUsage)
+      for (const choice of chunk.choices ?? []) {
+        // One answer is asked for; other choices (n > 1) are not ours to translate.
+        if ((choice.index ?? 0) !== 0) continue
+        const delta = choice.delta
+        if (delta) {
+          yield* feedContent(builder, delta)
+          for (const call of delta.tool_calls ?? []) {
+            const key = toolKey(call)
+            lastToolKey = key
+            yield* builder.functionCall(key, {
+              ...(call.id ? { callId: call.id } : {}),
+              ...(call.function?.name ? { name: call.function.name } : {}),
+            })
+            yield* builder.functionCallArguments(key, argumentsText(call.function?.arguments))
+          }
+        }
+        if (choice.finish_reason) finishReason = choice.finish_reason
+      }
+    }
+  } catch (error) {
+    // After `[DONE]` the answer is whole: a body that fails on its way out changes nothing.
+    if (!hasEnded) throw error
+  }
+
+  if (hasEnded) return
+  if (finishReason === null) throw truncatedStreamFailure()
+  yield* finishEvents()
 }

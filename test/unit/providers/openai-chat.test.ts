@@ -507,13 +507,19 @@ describe('openAIChatAdapter.readStream', () => {
     expect(events.at(-1)).toEqual({ type: 'upstream.finish', status: 'completed', incompleteDetails: null })
   })
 
-  it('stops reading at [DONE]', async () => {
+  it('finishes at [DONE], then reads the body to its end without letting the rest change the answer', async () => {
+    // Leaving the body unread would abort the exchange and lose its keep-alive connection.
+    let isBodyReadToEnd = false
     async function* body() {
       yield new TextEncoder().encode('data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
-      throw new Error('read past [DONE]')
+      yield new TextEncoder().encode('data: {"choices":[{"index":0,"delta":{"content":"late"}}]}\n\n')
+      isBodyReadToEnd = true
+      throw new Error('connection reset after [DONE]')
     }
     const events = await collect(openAIChatAdapter.readStream(body(), callOf({}, { stream: true })))
     expect(events.at(-1)).toMatchObject({ type: 'upstream.finish', status: 'completed' })
+    expect(events.filter((event) => event.type === 'response.output_text.delta').map((event) => ('delta' in event ? event.delta : null))).toEqual(['ok'])
+    expect(isBodyReadToEnd).toBe(true)
   })
 
   it('handles whole tool calls in one chunk, calls without index, Groq usage and content filters', async () => {

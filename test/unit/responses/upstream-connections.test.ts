@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
 import { undiciTransport } from '../../../src/transport/undici'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
-import { fixture, jsonFixture, sseFixture, type UpstreamReply } from '../../helpers/upstream'
+import { fixture, jsonFixture, sseFixture, type Upstream, type UpstreamReply } from '../../helpers/upstream'
 
 /** One provider of each wire family, with a model that routes to it and how its upstream tells a stream apart. */
 const FAMILIES = [
@@ -19,11 +19,10 @@ const throughFirstDelta = (sse: Buffer): Buffer => sse.subarray(0, sse.indexOf('
 
 // A streamed answer ends for the client at the upstream's final event, and the upstream body is read to its end
 // right after; a client that sends its next request at once would get a second connection for that reason alone.
-// So each exchange waits until every pooled connection is free again.
-const pause = () =>
-  vi.waitFor(() => {
-    for (const pool of Object.values(transport.stats())) expect(pool.free).toBe(pool.connected)
-  })
+// So each exchange waits for the event it means: the one connection is open and idle again. (Waiting for "every
+// connection free" also passed when the connection had been cut, which hid a stream that abandoned its body.)
+const connectionIdle = (upstream: Upstream) =>
+  vi.waitFor(() => expect(transport.stats()[upstream.url]).toMatchObject({ connected: 1, free: 1, running: 0 }))
 
 let harness: ResponsesHarness | undefined
 const transport = undiciTransport()
@@ -46,11 +45,11 @@ describe('upstream connections (undici transport)', () => {
       for (let round = 0; round < 3; round++) {
         const streamed = await readSseEvents(await harness.post({ ...body, stream: true }))
         expect(streamed.events.at(-2)?.event).toBe('response.completed')
-        await pause()
+        await connectionIdle(upstream)
         const whole = await harness.post(body)
         expect(whole.status).toBe(200)
         await whole.json()
-        await pause()
+        await connectionIdle(upstream)
       }
 
       // Six exchanges, none cut off, one after another over the one keep-alive connection.
@@ -81,11 +80,38 @@ describe('upstream connections (undici transport)', () => {
 
     // Meanwhile the gateway kept reading; once the upstream ends its body, the connection is whole and reused.
     release()
-    await pause()
+    await connectionIdle(harness.upstreams.openai!)
     harness.upstreams.openai!.setHandler(() => jsonFixture('openai', 'text.json'))
     expect((await harness.post({ model: 'openai/gpt-4.1', input: 'hi' })).status).toBe(200)
     expect(harness.upstreams.openai!.abortCount()).toBe(0)
     expect(harness.upstreams.openai!.connectionCount()).toBe(1)
+  })
+
+  it('chat family: a body whose end arrives after [DONE] is read to its end, not cut', async () => {
+    harness = await createResponsesHarness({ groq: {} }, { transport })
+    const upstream = harness.upstreams.groq!
+    let release!: () => void
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    // `[DONE]` goes out, and the end of the body only once the client has its whole answer.
+    upstream.setHandler((): UpstreamReply => ({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream' },
+      chunks: [fixture('openai-chat', 'text.sse'), ': trailing comment\n\n'],
+      pause: { after: 1, until: held },
+    }))
+    const body = { model: 'meta-llama/llama-3.3-70b-instruct', input: 'hi', provider: { only: ['groq'] }, stream: true }
+
+    const { events } = await readSseEvents(await harness.post(body))
+    expect(events.at(-2)?.event).toBe('response.completed')
+    release()
+    await connectionIdle(upstream)
+    upstream.setHandler(() => sseFixture('openai-chat', 'text.sse', 64))
+    expect((await readSseEvents(await harness.post(body))).events.at(-2)?.event).toBe('response.completed')
+
+    expect(upstream.abortCount()).toBe(0)
+    expect(upstream.connectionCount()).toBe(1)
   })
 
   describe('behind the Node bridge, a client that goes away aborts the upstream exchange at once', () => {
