@@ -2,29 +2,57 @@
 
 import * as v from 'valibot'
 import { InvalidRequestError } from './errors'
+import { MAX_JSON_DEPTH, isNestedDeeperThan } from './json-depth'
+import { describeRule } from './validation-messages'
 
 export type InputSource = 'body' | 'query' | 'params' | 'options' | 'input'
 
 type AnySchema = v.GenericSchema<unknown, unknown>
 
-const describeIssue = (issue: v.BaseIssue<unknown>): string => {
-  // A missing required field reads better as "is required" than as a type mismatch with undefined.
-  if (issue.kind === 'schema' && issue.received === 'undefined') return 'is required'
-  return issue.message
+// Built once per source: valibot calls it only for rules that have no message of their own.
+const RULE_MESSAGES: Record<InputSource, (issue: v.BaseIssue<unknown>) => string> = {
+  body: (issue) => describeRule(issue, 'field'),
+  query: (issue) => describeRule(issue, 'field'),
+  params: (issue) => describeRule(issue, 'field'),
+  input: (issue) => describeRule(issue, 'field'),
+  // Gateway options and the runner's config file speak of settings.
+  options: (issue) => describeRule(issue, 'setting'),
 }
 
 /**
- * Validates `value` against `schema`, or throws a 400 naming the first problem's path,
- * e.g. `body.allowed_models: at most 100 items`.
+ * Validates `value` against `schema`, or throws a 400 naming the first problem's path and the rule
+ * it broke, e.g. `body.allowed_models: must have at most 100 items`. The message never quotes the
+ * submitted value: it may be a key or other secret sent in the wrong field.
  */
 export const parseInput = <S extends AnySchema>(schema: S, value: unknown, source: InputSource): v.InferOutput<S> => {
-  const result = v.safeParse(schema, value, { abortPipeEarly: true })
+  const result = v.safeParse(schema, value, { abortPipeEarly: true, message: RULE_MESSAGES[source] })
   if (result.success) return result.output
   const issue = result.issues[0]
   const path = v.getDotPath(issue)
   const where = path ? `${source}.${path}` : source
-  throw new InvalidRequestError(`${where}: ${describeIssue(issue)}`)
+  // A missing required field reads better as "is required" than as a type mismatch with undefined.
+  const message = issue.kind === 'schema' && issue.input === undefined ? 'is required' : issue.message
+  throw new InvalidRequestError(`${where}: ${message}`)
 }
+
+/**
+ * Free-form JSON (tool parameters, JSON schemas, pass-through fields) nested at most
+ * `MAX_JSON_DEPTH` levels, checked without recursion.
+ */
+export const boundedJson = <S extends AnySchema>(schema: S) =>
+  v.pipe(
+    schema,
+    v.check((value: unknown) => !isNestedDeeperThan(value, MAX_JSON_DEPTH), `must not nest deeper than ${MAX_JSON_DEPTH} levels`),
+  )
+
+/** Any JSON value, nested at most `MAX_JSON_DEPTH` levels. */
+export const BoundedJsonSchema = boundedJson(v.unknown())
+
+/**
+ * An object whose declared fields are checked and whose other fields pass through (for upstreams
+ * that know them), each of those nested at most `MAX_JSON_DEPTH` levels.
+ */
+export const passThroughObject = <const E extends v.ObjectEntries>(entries: E) => v.objectWithRest(entries, BoundedJsonSchema)
 
 /** A non-negative integer query parameter, given as a decimal string. */
 export const integerQuery = (minimum: number, maximum: number) =>

@@ -1,10 +1,13 @@
 /**
  * `POST /responses` body (spec: Response request), with every rule and limit of the spec and the
  * enumerations gaps.md fills in. Unknown top-level fields are ignored, as the public counterpart does.
+ * Free-form JSON (tool parameters, schemas, fields passed through to upstreams) nests at most
+ * `MAX_JSON_DEPTH` levels, so nothing downstream meets a value too deep to serialize.
  */
 
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
+import { boundedJson, passThroughObject } from '../core/validation'
 
 // spec Limits.
 export const METADATA_MAX_PAIRS = 16
@@ -32,29 +35,29 @@ const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
 const ImageDetailSchema = v.optional(v.picklist(['auto', 'low', 'high']))
 
 const InputPartSchema = v.variant('type', [
-  v.looseObject({ type: v.literal('input_text'), text: v.string() }),
-  v.looseObject({
+  passThroughObject({ type: v.literal('input_text'), text: v.string() }),
+  passThroughObject({
     type: v.literal('input_image'),
     image_url: v.optional(v.nullable(v.string())),
     file_id: v.optional(v.nullable(v.string())),
     detail: ImageDetailSchema,
   }),
-  v.looseObject({
+  passThroughObject({
     type: v.literal('input_file'),
     file_data: v.optional(v.string()),
     file_url: v.optional(v.string()),
     file_id: v.optional(v.nullable(v.string())),
     filename: v.optional(v.string()),
   }),
-  v.looseObject({ type: v.literal('input_audio') }),
-  v.looseObject({ type: v.literal('input_video') }),
-  v.looseObject({ type: v.literal('output_text'), text: v.string(), annotations: v.optional(v.array(v.unknown())) }),
-  v.looseObject({ type: v.literal('refusal'), refusal: v.string() }),
-  v.looseObject({ type: v.literal('reasoning_text'), text: v.string() }),
-  v.looseObject({ type: v.literal('summary_text'), text: v.string() }),
+  passThroughObject({ type: v.literal('input_audio') }),
+  passThroughObject({ type: v.literal('input_video') }),
+  passThroughObject({ type: v.literal('output_text'), text: v.string(), annotations: v.optional(boundedJson(v.array(v.unknown()))) }),
+  passThroughObject({ type: v.literal('refusal'), refusal: v.string() }),
+  passThroughObject({ type: v.literal('reasoning_text'), text: v.string() }),
+  passThroughObject({ type: v.literal('summary_text'), text: v.string() }),
 ])
 
-const MessageItemSchema = v.looseObject({
+const MessageItemSchema = passThroughObject({
   type: v.optional(v.literal('message')),
   role: v.picklist(['user', 'assistant', 'system', 'developer'], 'must be one of user, assistant, system, developer'),
   content: v.union([v.string(), v.array(InputPartSchema)], 'must be a string or an array of content parts'),
@@ -62,7 +65,7 @@ const MessageItemSchema = v.looseObject({
   status: v.optional(v.string()),
 })
 
-const FunctionCallItemSchema = v.looseObject({
+const FunctionCallItemSchema = passThroughObject({
   type: v.literal('function_call'),
   call_id: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
   name: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
@@ -71,7 +74,7 @@ const FunctionCallItemSchema = v.looseObject({
   status: v.optional(v.string()),
 })
 
-const FunctionCallOutputItemSchema = v.looseObject({
+const FunctionCallOutputItemSchema = passThroughObject({
   type: v.literal('function_call_output'),
   call_id: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
   output: v.union([v.string(), v.array(InputPartSchema)]),
@@ -79,11 +82,11 @@ const FunctionCallOutputItemSchema = v.looseObject({
   status: v.optional(v.nullable(v.string())),
 })
 
-const ReasoningItemSchema = v.looseObject({
+const ReasoningItemSchema = passThroughObject({
   type: v.literal('reasoning'),
   id: v.optional(v.string()),
-  summary: v.optional(v.array(v.looseObject({ type: v.string(), text: v.string() })), []),
-  content: v.optional(v.nullable(v.array(v.looseObject({ type: v.string(), text: v.string() })))),
+  summary: v.optional(v.array(passThroughObject({ type: v.string(), text: v.string() })), []),
+  content: v.optional(v.nullable(v.array(passThroughObject({ type: v.string(), text: v.string() })))),
   encrypted_content: v.optional(v.nullable(v.string())),
   signature: v.optional(v.nullable(v.string())),
   format: v.optional(v.nullable(v.string())),
@@ -102,7 +105,7 @@ const InputItemSchema = v.variant(
     FunctionCallItemSchema,
     FunctionCallOutputItemSchema,
     ReasoningItemSchema,
-    v.looseObject({
+    passThroughObject({
       type: v.pipe(
         v.string(),
         v.check((type) => !['message', 'function_call', 'function_call_output', 'reasoning'].includes(type)),
@@ -114,11 +117,11 @@ const InputItemSchema = v.variant(
 
 // ---- tools (gaps 1.10) ----
 
-const FunctionToolSchema = v.looseObject({
+const FunctionToolSchema = passThroughObject({
   type: v.literal('function'),
   name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'must be 1 to 128 letters, digits, _ . : or -')),
   description: v.optional(v.nullable(v.string())),
-  parameters: v.optional(v.nullable(v.record(v.string(), v.unknown()))),
+  parameters: v.optional(v.nullable(boundedJson(v.record(v.string(), v.unknown())))),
   strict: v.optional(v.nullable(v.boolean())),
   async: v.optional(v.boolean()),
   defer_loading: v.optional(v.boolean()),
@@ -127,16 +130,16 @@ const FunctionToolSchema = v.looseObject({
 // Chosen by `type`, so a bad function tool reports its own field (`body.tools.0.name`).
 const ToolSchema = v.variant(
   'type',
-  [FunctionToolSchema, v.looseObject({ type: v.pipe(v.string(), v.minLength(1), v.check((type) => type !== 'function')) })],
+  [FunctionToolSchema, passThroughObject({ type: v.pipe(v.string(), v.minLength(1), v.check((type) => type !== 'function')) })],
   'must be a tool object with a type',
 )
 
 const ToolChoiceSchema = v.union(
   [
     v.picklist(['auto', 'none', 'required']),
-    v.looseObject({ type: v.literal('function'), name: v.string() }),
-    v.looseObject({ type: v.literal('allowed_tools'), mode: v.picklist(['auto', 'required']), tools: v.array(v.record(v.string(), v.unknown())) }),
-    v.looseObject({ type: v.picklist(['web_search_preview', 'web_search_preview_2025_03_11', 'apply_patch', 'shell']) }),
+    passThroughObject({ type: v.literal('function'), name: v.string() }),
+    passThroughObject({ type: v.literal('allowed_tools'), mode: v.picklist(['auto', 'required']), tools: boundedJson(v.array(v.record(v.string(), v.unknown()))) }),
+    passThroughObject({ type: v.picklist(['web_search_preview', 'web_search_preview_2025_03_11', 'apply_patch', 'shell']) }),
   ],
   'must be "auto", "none", "required" or a tool choice object',
 )
@@ -202,7 +205,7 @@ const PLUGIN_IDS = [
 const PluginSchema = v.variant(
   'id',
   [
-    v.looseObject({
+    passThroughObject({
       id: v.picklist(['auto-router', 'auto-beta-router']),
       allowed_models: v.optional(v.array(v.string())),
       excluded_models: v.optional(v.array(v.string())),
@@ -210,7 +213,7 @@ const PluginSchema = v.variant(
       enabled: v.optional(v.boolean()),
       pin_model: v.optional(v.boolean()),
     }),
-    v.looseObject({ id: v.picklist(PLUGIN_IDS.filter((id) => id !== 'auto-router' && id !== 'auto-beta-router')), enabled: v.optional(v.boolean()) }),
+    passThroughObject({ id: v.picklist(PLUGIN_IDS.filter((id) => id !== 'auto-router' && id !== 'auto-beta-router')), enabled: v.optional(v.boolean()) }),
   ],
   `must have an id among ${PLUGIN_IDS.join(', ')}`,
 )
@@ -223,7 +226,7 @@ const TextFormatSchema = v.variant('type', [
   v.object({
     type: v.literal('json_schema'),
     name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -')),
-    schema: v.record(v.string(), v.unknown()),
+    schema: boundedJson(v.record(v.string(), v.unknown())),
     description: v.optional(v.string()),
     strict: v.optional(v.nullable(v.boolean())),
   }),
@@ -282,12 +285,12 @@ export const ResponsesRequestSchema = v.pipe(
         ),
       ),
     ),
-    image_config: v.optional(v.record(v.string(), v.union([v.string(), v.number(), v.array(v.unknown())]))),
+    image_config: v.optional(boundedJson(v.record(v.string(), v.union([v.string(), v.number(), v.array(v.unknown())])))),
     metadata: v.optional(v.nullable(MetadataSchema)),
     modalities: v.optional(v.array(v.picklist(['text', 'image']))),
     parallel_tool_calls: v.optional(v.nullable(v.boolean())),
     plugins: v.optional(v.array(PluginSchema)),
-    prompt: v.optional(v.object({ id: v.string(), variables: v.optional(v.record(v.string(), v.unknown())), version: v.optional(v.nullable(v.string())) })),
+    prompt: v.optional(v.object({ id: v.string(), variables: v.optional(boundedJson(v.record(v.string(), v.unknown()))), version: v.optional(v.nullable(v.string())) })),
     prompt_cache_key: v.optional(v.nullable(v.string())),
     prompt_cache_options: v.optional(v.object({ mode: v.optional(v.literal('explicit')), ttl: v.optional(v.string()) })),
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
@@ -317,7 +320,7 @@ export const ResponsesRequestSchema = v.pipe(
     ),
     tool_choice: v.optional(ToolChoiceSchema),
     tools: v.optional(v.pipe(v.array(ToolSchema), v.maxLength(256, 'at most 256 tools'))),
-    trace: v.optional(v.record(v.string(), v.unknown())),
+    trace: v.optional(boundedJson(v.record(v.string(), v.unknown()))),
     truncation: v.optional(v.nullable(v.picklist(['auto', 'disabled']))),
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
   }),

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN, UUID_PATTERN } from '../core/patterns'
-import { integerQuery } from '../core/validation'
+import { integerQuery, passThroughObject } from '../core/validation'
 
 // spec Intern table and Limits.
 export const INTERN_NAME_MIN = 2
@@ -89,7 +89,7 @@ export const ListInternsQuerySchema = v.object({
 
 export const ChatBodySchema = v.object({
   input: v.union(
-    [v.pipe(v.string(), v.minLength(1, 'must not be empty')), v.pipe(v.array(v.looseObject({ type: v.optional(v.string()) })), v.minLength(1, 'must not be empty'))],
+    [v.pipe(v.string(), v.minLength(1, 'must not be empty')), v.pipe(v.array(passThroughObject({ type: v.optional(v.string()) })), v.minLength(1, 'must not be empty'))],
     'must be a string or an array of input items',
   ),
 })

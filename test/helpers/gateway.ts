@@ -11,8 +11,10 @@ export interface TestGateway {
   gateway: Gateway
   /** Raw management key of the default account. */
   managementKey: string
-  /** Raw regular key of the default account. */
+  /** Raw regular key of the default account, bound to its default workspace. */
   regularKey: string
+  /** Its SHA-256 hash, the key's address under `/keys/{hash}`. */
+  regularKeyHash: string
   accountId: string
   defaultWorkspaceId: string
   /** Sends a request to the gateway; JSON bodies are encoded when `json` is given. */
@@ -50,6 +52,7 @@ export const createTestGateway = async (
     gateway,
     managementKey: management.key,
     regularKey: regular.key,
+    regularKeyHash: regular.record.hash,
     accountId: account.id,
     defaultWorkspaceId: account.defaultWorkspaceId!,
     call,

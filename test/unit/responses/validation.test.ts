@@ -135,7 +135,7 @@ describe('metadata (16 pairs, keys ≤ 64 without brackets, values ≤ 512)', ()
 
   it('rejects a 513-character value and a non-string value', async () => {
     await expectRejected(request({ metadata: { team: 'v'.repeat(513) } }), 'body.metadata.team: values must be at most 512 characters')
-    await expectRejected(request({ metadata: { team: 7 } }), 'body.metadata.team: Invalid type: Expected string but received 7')
+    await expectRejected(request({ metadata: { team: 7 } }), 'body.metadata.team: expected string')
   })
 })
 
@@ -245,7 +245,7 @@ describe('service_tier', () => {
     expect((await expectAccepted(request())).service_tier).toBe('auto')
     await expectRejected(
       request({ service_tier: 'turbo' }),
-      'body.service_tier: Invalid type: Expected ("auto" | "default" | "fast" | "flex" | "priority" | "scale") but received "turbo"',
+      'body.service_tier: must be one of "auto", "default", "fast", "flex", "priority", "scale"',
     )
   })
 })
@@ -256,7 +256,7 @@ describe('route (deprecated partition alias)', () => {
   })
 
   it('rejects other values', async () => {
-    await expectRejected(request({ route: 'cheapest' }), 'body.route: Invalid type: Expected ("fallback" | "sort") but received "cheapest"')
+    await expectRejected(request({ route: 'cheapest' }), 'body.route: must be one of "fallback", "sort"')
   })
 })
 
@@ -334,11 +334,11 @@ describe('reasoning', () => {
   it('rejects other effort and summary values', async () => {
     await expectRejected(
       request({ reasoning: { effort: 'extreme' } }),
-      'body.reasoning.effort: Invalid type: Expected ("max" | "xhigh" | "high" | "medium" | "low" | "minimal" | "none") but received "extreme"',
+      'body.reasoning.effort: must be one of "max", "xhigh", "high", "medium", "low", "minimal", "none"',
     )
     await expectRejected(
       request({ reasoning: { summary: 'verbose' } }),
-      'body.reasoning.summary: Invalid type: Expected ("auto" | "concise" | "detailed") but received "verbose"',
+      'body.reasoning.summary: must be one of "auto", "concise", "detailed"',
     )
   })
 })
@@ -351,7 +351,7 @@ describe('text', () => {
   it('rejects another verbosity', async () => {
     await expectRejected(
       request({ text: { verbosity: 'loud' } }),
-      'body.text.verbosity: Invalid type: Expected ("low" | "medium" | "high" | "xhigh" | "max") but received "loud"',
+      'body.text.verbosity: must be one of "low", "medium", "high", "xhigh", "max"',
     )
   })
 
@@ -372,7 +372,7 @@ describe('text', () => {
     )
     await expectRejected(
       request({ text: { format: { type: 'yaml' } } }),
-      'body.text.format.type: Invalid type: Expected ("text" | "json_object" | "json_schema") but received "yaml"',
+      'body.text.format.type: must be one of "text", "json_object", "json_schema"',
     )
   })
 })
@@ -409,7 +409,7 @@ describe('tools and tool_choice', () => {
 
 describe('provider preferences (strict object)', () => {
   it('rejects an unknown field', async () => {
-    await expectRejected(request({ provider: { favourite: 'groq' } }), 'body.provider.favourite: Invalid key: Expected never but received "favourite"')
+    await expectRejected(request({ provider: { favourite: 'groq' } }), 'body.provider.favourite: unknown field')
   })
 
   it.each(['price', 'throughput', 'latency', 'exacto'])('sort %s is accepted, as a string and as {by, partition}', async (by) => {
@@ -422,11 +422,11 @@ describe('provider preferences (strict object)', () => {
   it('rejects another sort or partition', async () => {
     await expectRejected(
       request({ provider: { sort: 'cheapest' } }),
-      'body.provider.sort: Invalid type: Expected (("price" | "throughput" | "latency" | "exacto") | Object) but received "cheapest"',
+      'body.provider.sort: must be one of "price", "throughput", "latency", "exacto", or object',
     )
     await expectRejected(
       request({ provider: { sort: { by: 'price', partition: 'all' } } }),
-      'body.provider.sort: Invalid type: Expected (("price" | "throughput" | "latency" | "exacto") | Object) but received Object',
+      'body.provider.sort: must be one of "price", "throughput", "latency", "exacto", or object',
     )
   })
 
@@ -495,12 +495,12 @@ describe('model, models, modalities, cache_control', () => {
   it('modalities: text and image ok, others → 400', async () => {
     await expectAccepted(request({ modalities: ['text'] }))
     await expectAccepted(request({ modalities: ['text', 'image'] }))
-    await expectRejected(request({ modalities: ['audio'] }), 'body.modalities.0: Invalid type: Expected ("text" | "image") but received "audio"')
+    await expectRejected(request({ modalities: ['audio'] }), 'body.modalities.0: must be one of "text", "image"')
   })
 
   it('cache_control: ephemeral ok, other types → 400', async () => {
     await expectAccepted(request({ cache_control: { type: 'ephemeral', ttl: '5m' } }))
-    await expectRejected(request({ cache_control: { type: 'persistent' } }), 'body.cache_control.type: Invalid type: Expected "ephemeral" but received "persistent"')
+    await expectRejected(request({ cache_control: { type: 'persistent' } }), 'body.cache_control.type: must be "ephemeral"')
     await expectRejected(request({ cache_control: {} }), 'body.cache_control.type: is required')
   })
 })
@@ -602,5 +602,51 @@ describe('the HTTP body itself', () => {
     const response = await postRaw('["hi"]', 'application/json')
     expect(response.status).toBe(400)
     expect(await response.json()).toEqual({ error: { code: 400, message: 'body: must be a JSON object' } })
+  })
+})
+
+describe(`free-form JSON nests at most ${128} levels (400 naming the field, before any upstream call)`, () => {
+  const DEEP = '__deep__'
+  /** `{"a":{"a":…{}}}`, `depth` objects deep, as text: `JSON.stringify` itself overflows on 5,000 levels. */
+  const nested = (depth: number) => `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`
+  /** The request `body` with `value` spliced in as text where it holds the `DEEP` marker. */
+  const postWithDeep = (body: Record<string, unknown>, value: string) =>
+    postRaw(JSON.stringify({ model: MODEL, input: 'Say hello', ...body }).replace(`"${DEEP}"`, value), 'application/json')
+  const schemaFormat = { format: { type: 'json_schema', name: 'answer', schema: DEEP } }
+
+  const fields: Array<[string, Record<string, unknown>]> = [
+    ['body.tools.0.parameters', { tools: [{ type: 'function', name: 'lookup', parameters: DEEP }] }],
+    ['body.tools.0.extra', { tools: [{ type: 'web_search', extra: DEEP }] }],
+    ['body.text.format.schema', { text: schemaFormat }],
+    ['body.input.0.extra', { input: [{ type: 'message', role: 'user', content: 'hi', extra: DEEP }] }],
+    ['body.input.0.content.0.extra', { input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi', extra: DEEP }] }] }],
+    ['body.input.0.payload', { input: [{ type: 'computer_call_output', payload: DEEP }] }],
+    ['body.image_config', { image_config: DEEP }],
+    ['body.prompt.variables', { prompt: { id: 'greeting', variables: DEEP } }],
+    ['body.plugins.0.settings', { plugins: [{ id: 'web', settings: DEEP }] }],
+    ['body.tool_choice.tools', { tool_choice: { type: 'allowed_tools', mode: 'auto', tools: DEEP } }],
+    ['body.trace', { trace: DEEP }],
+  ]
+
+  it.each(fields)('%s: 5,000 levels → 400', async (field, body) => {
+    const before = harness.upstreams.groq!.requests.length
+    // `tool_choice.tools` and `image_config` hold arrays or records: the deep value goes one level down there.
+    const value = field.endsWith('tool_choice.tools') ? `[${nested(4_999)}]` : field === 'body.image_config' ? `{"size":[${nested(4_998)}]}` : nested(5_000)
+    const response = await postWithDeep(body, value)
+    expect(response.status).toBe(400)
+    expect(await response.json()).toEqual({ error: { code: 400, message: `${field}: must not nest deeper than 128 levels` } })
+    expect(harness.upstreams.groq!.requests).toHaveLength(before)
+  })
+
+  it('accepts 128 levels and refuses 129, in tool parameters and in a JSON schema', async () => {
+    const tools = { tools: [{ type: 'function', name: 'lookup', parameters: DEEP }] }
+    for (const body of [tools, { text: schemaFormat }]) {
+      const accepted = await postWithDeep(body, nested(128))
+      expect(accepted.status, await accepted.clone().text()).toBe(200)
+      expect((await postWithDeep(body, nested(129))).status).toBe(400)
+    }
+    // The upstream got the 128-level value whole.
+    const sent = harness.upstreams.groq!.requests.at(-1)!.text
+    expect(sent).toContain(nested(128))
   })
 })

@@ -280,7 +280,7 @@ describe('POST /interns', () => {
 
     it.each([
       ['a missing name', {}, 'body.name: is required'],
-      ['a null name', { name: null }, 'body.name: Invalid type: Expected string but received null'],
+      ['a null name', { name: null }, 'body.name: expected string'],
       ['a 1-character name', { name: 'a' }, 'body.name: must be 2 to 17 characters'],
       ['an 18-character name', { name: 'abcdefghijklmnopqr' }, 'body.name: must be 2 to 17 characters'],
       ['name Ada', { name: 'Ada' }, 'body.name: must be lowercase letters and digits in hyphen-separated words, starting with a letter'],
@@ -296,7 +296,7 @@ describe('POST /interns', () => {
       ['a model with a space', { name: 'ada', model: 'openai/gpt 4o' }, 'body.model: must be a model slug <author>/<name>, optionally with :variant'],
       ['model a/b/c', { name: 'ada', model: 'a/b/c' }, 'body.model: must be a model slug <author>/<name>, optionally with :variant'],
       ['a 201-character model', { name: 'ada', model: `a/${'b'.repeat(199)}` }, 'body.model: must be at most 200 characters'],
-      ['a non-boolean provision', { name: 'ada', provision: 'yes' }, 'body.provision: Invalid type: Expected boolean but received "yes"'],
+      ['a non-boolean provision', { name: 'ada', provision: 'yes' }, 'body.provision: expected boolean'],
       ['a vault_id that is not a UUID', { name: 'ada', vault_id: 'vault-1' }, 'body.vault_id: must be a UUID'],
     ])('refuses %s with 400 invalid_body', async (_label, json, message) => {
       const t = await member()
@@ -921,7 +921,7 @@ describe('PATCH /interns/{internId}', () => {
       [{ name: 'a' }, 'body.name: must be 2 to 17 characters'],
       [{ name: 'abcdefghijklmnopqr' }, 'body.name: must be 2 to 17 characters'],
       [{ name: 'Ada' }, 'body.name: must be lowercase letters and digits in hyphen-separated words, starting with a letter'],
-      [{ name: null }, 'body.name: Invalid type: Expected string but received null'],
+      [{ name: null }, 'body.name: expected string'],
     ]
     for (const [json, message] of refusals) await expectInternError(await patch(json), 400, message, 'invalid_body')
     expect(await readJson(await t.call('GET', `/interns/${intern.id}`))).toMatchObject({ name: 'abcdefghijklmnopq', model: 'openai/gpt-4o:beta' })
@@ -1156,5 +1156,26 @@ describe('intern lifecycle', () => {
     ] as const) {
       await expectInternError(await t.call(method, path), 404, 'Intern not found', 'not_found')
     }
+  })
+})
+
+describe('POST /interns/{internId}/chat input', () => {
+  /** `{"a":{"a":…{}}}`, `depth` objects deep, as text: `JSON.stringify` itself overflows on 5,000 levels. */
+  const nested = (depth: number) => `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`
+  const chatWith = (t: Harness, id: string, extra: string) =>
+    t.call('POST', `/interns/${id}/chat`, {
+      key: t.regularKey,
+      body: `{"input":[{"type":"message","role":"user","content":"hi","extra":${extra}}]}`,
+      headers: { 'content-type': 'application/json' },
+    })
+
+  it('refuses items nested deeper than 128 levels with 400 naming the field, before anything runs', async () => {
+    const t = await member()
+    const intern = await create(t, { name: 'ada' })
+    await expectInternError(await chatWith(t, intern.id, nested(5_000)), 400, 'body.input.0.extra: must not nest deeper than 128 levels', 'invalid_body')
+    // 128 levels pass validation; this intern is not running, which is the next thing checked.
+    const accepted = await chatWith(t, intern.id, nested(128))
+    expect(accepted.status).toBe(409)
+    expect((await readJson(accepted)).error.metadata.reason).toBe('not_running')
   })
 })
