@@ -1,5 +1,6 @@
 import * as v from 'valibot'
 import { ACCOUNT_SLUG_PATTERN } from '../repositories/accounts'
+import { UserIdSchema } from '../routes/keys.schemas'
 
 const NameSchema = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255, 'must be at most 255 characters'))
 
@@ -21,5 +22,7 @@ export const CreateKeyInputSchema = v.strictObject({
   name: v.optional(NameSchema, 'API key'),
   /** Workspace id or slug; the account's default workspace when omitted. */
   workspaceId: v.optional(v.string()),
+  /** The user the key acts for (BYOK `allowed_user_ids` match it); the account's owner when omitted. */
+  creatorUserId: v.optional(UserIdSchema),
 })
 export type CreateKeyInput = v.InferInput<typeof CreateKeyInputSchema>

@@ -91,6 +91,7 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox) => {
         kind: parsed.kind,
         name: parsed.name,
         workspaceId: parsed.workspaceId,
+        creatorUserId: parsed.creatorUserId,
       })
       return { key: rawKey, record }
     },

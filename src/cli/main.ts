@@ -27,6 +27,7 @@ Commands:
       --name <name>           key name
       --account <id|slug>     account (default: the default account)
       --workspace <id|slug>   workspace (default: the account's default workspace)
+      --user <id>             the user the key acts for, as BYOK allowed_user_ids name it (default: the account's owner)
   accounts create --slug <slug> [--name <name>] [--interns]
   accounts flags [--account <id|slug>] --interns | --no-interns
   byok reencrypt              Re-seal BYOK keys with the first of MODELGATE_ENCRYPTION_KEYS
@@ -52,6 +53,7 @@ const OPTIONS = {
   name: { type: 'string' },
   account: { type: 'string' },
   workspace: { type: 'string' },
+  user: { type: 'string' },
   slug: { type: 'string' },
   interns: { type: 'boolean' },
   'no-interns': { type: 'boolean' },
@@ -111,6 +113,7 @@ const run = async (argv: string[]): Promise<number> => {
         ...(flags.name ? { name: flags.name } : {}),
         ...(flags.account ? { accountId: flags.account } : {}),
         ...(flags.workspace ? { workspaceId: flags.workspace } : {}),
+        ...(flags.user ? { creatorUserId: flags.user } : {}),
       }),
     )
     // The raw key goes to stdout alone so scripts can capture it; the details go to stderr.

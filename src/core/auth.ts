@@ -16,8 +16,8 @@ export interface Caller {
 
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i
 
-/** Resolves the caller from `Authorization: Bearer <key>`, or throws 401 / 403. */
-export const authenticate = async (request: Request, repositories: Repositories, required: RouteAuth): Promise<Caller> => {
+/** Resolves the caller from `Authorization: Bearer <key>`, or throws 401. */
+export const authenticate = async (request: Request, repositories: Repositories): Promise<Caller> => {
   const header = request.headers.get('authorization')
   if (!header) throw new AuthenticationError('Missing API key: send it as Authorization: Bearer <key>')
   const token = BEARER.exec(header)?.[1]
@@ -29,13 +29,19 @@ export const authenticate = async (request: Request, repositories: Repositories,
   if (key.disabled) throw new AuthenticationError('API key is disabled')
   const account = await repositories.accounts.get(key.accountId)
   if (!account) throw new AuthenticationError('Invalid API key')
+  return { key, account, flags: account.flags }
+}
 
+/**
+ * Whether the caller's kind of key may use a route, or 403. This is the one rule for model calls:
+ * every route that runs a model declares `auth: 'inference'`, whichever way it reaches the model.
+ */
+export const assertRouteAuth = (caller: Caller, required: RouteAuth): void => {
   // spec Authentication 2: non-management keys get 403 on management routes.
-  if (required === 'management' && key.kind !== 'management') {
+  if (required === 'management' && caller.key.kind !== 'management') {
     throw new PermissionDeniedError('Only management keys can perform this operation')
   }
-  if (required === 'inference' && key.kind === 'management') {
+  if (required === 'inference' && caller.key.kind === 'management') {
     throw new PermissionDeniedError('Management keys cannot be used for inference; use a regular API key')
   }
-  return { key, account, flags: account.flags }
 }

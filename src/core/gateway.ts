@@ -4,7 +4,7 @@
  * input parsing, handler, and `renderError` for anything thrown.
  */
 
-import { authenticate, type Caller } from './auth'
+import { assertRouteAuth, authenticate, type Caller } from './auth'
 import { readObjectBody } from './body'
 import { FETCH_UNMATERIALIZED, materialize, type UnmaterializedFetch } from './materialize'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, renderError, type ErrorFlavor } from './errors'
@@ -105,14 +105,15 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const runtime = createRuntime({
     ...config,
     adapters: ADAPTERS,
-    defaultTextModel,
     // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
     endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
   })
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
-    const caller = await authenticate(request, repositories, route.auth)
+    const caller = await authenticate(request, repositories)
+    // The route's own check first: outside the interns programme every intern route is 404, whatever the key.
     route.authorize?.({ caller, request, runtime })
+    assertRouteAuth(caller, route.auth)
     if (config.rateLimit) await enforceRateLimit(storage, config.rateLimit, caller.key.hash, now().getTime())
     const parsedParams = route.params ? parseInput(route.params, params, 'params') : undefined
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined

@@ -100,6 +100,16 @@ export const GatewayOptionsSchema = v.strictObject({
   ),
   /** Hostnames of regional deployments: intern routes answer 403 there (spec Authentication 3). */
   regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
+  /** This whole deployment is regional: intern routes answer 403 whatever the hostname. */
+  isRegionalDeployment: v.optional(v.boolean()),
+  /**
+   * A header your reverse proxy sets to the hostname clients asked for (`x-forwarded-host`, or
+   * `forwarded` for RFC 7239), read for host-based decisions such as `regionalHostnames`. Without it,
+   * the host the server was reached on decides and forwarded headers are ignored: any client can send them.
+   */
+  trustedHostHeader: v.optional(
+    v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a header name'), v.toLowerCase()),
+  ),
   /** Clock, for tests. */
   now: v.optional(v.custom<() => Date>((value) => typeof value === 'function', 'must be a function returning a Date')),
 })

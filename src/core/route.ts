@@ -15,7 +15,8 @@ type Infer<S> = S extends AnySchema ? v.InferOutput<S> : undefined
 
 /**
  * Who may call a route: any valid key, management keys only (spec Authentication 2), or keys that
- * may run inference (management keys may not, as with the public counterpart).
+ * may run inference (management keys may not, as with the public counterpart). Every route that
+ * runs a model is `inference`, so the rule holds whichever way a request reaches the model.
  */
 export type RouteAuth = 'any' | 'management' | 'inference'
 
@@ -72,6 +73,9 @@ export const defineRoute = <
 >(
   route: RouteDefinition<ParamsSchema, QuerySchema, BodySchema>,
 ): RouteDefinition<ParamsSchema, QuerySchema, BodySchema> => route
+
+/** Headers of an answer that carries a secret (a raw API key): never kept by any cache. */
+export const NO_STORE = { 'cache-control': 'no-store' } as const
 
 /** A JSON success response. */
 export const json = (data: unknown, status = 200, headers?: HeadersInit): Response => jsonResponse(JSON.stringify(data), status, headers)

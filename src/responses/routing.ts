@@ -27,7 +27,11 @@ export interface RoutingInput {
   /** All BYOK credentials of the workspace. */
   credentials: ByokRecord[]
   callerKeyHash: string
-  userId: string | undefined
+  /**
+   * The user behind the calling key (its `creator_user_id`), which `allowed_user_ids` match. Never
+   * the request's `user` field: any caller may write anything there.
+   */
+  callerUserId: string
 }
 
 const baseSlug = (slug: string) => slug.split('/', 1)[0]!
@@ -51,12 +55,12 @@ const sortBy = (preferences: ProviderPreferences | null | undefined) => {
   return typeof sort === 'string' ? { by: sort, partition: 'model' as const } : { by: sort.by, partition: sort.partition ?? 'model' }
 }
 
-/** Whether a credential may serve this model for this caller (spec: allowed_* filters must all match). */
+/** Whether a credential may serve this model for this caller (spec: allowed_* filters must all match, on the caller's key). */
 const credentialApplies = (credential: ByokRecord, model: ModelEntry, input: RoutingInput) =>
   !credential.disabled &&
   (credential.allowedModels === null || credential.allowedModels.includes(model.slug)) &&
   (credential.allowedApiKeyHashes === null || credential.allowedApiKeyHashes.includes(input.callerKeyHash)) &&
-  (credential.allowedUserIds === null || (input.userId !== undefined && credential.allowedUserIds.includes(input.userId)))
+  (credential.allowedUserIds === null || credential.allowedUserIds.includes(input.callerUserId))
 
 // spec declared_zdr: true allows ZDR-requiring requests even when the shared endpoint retains data; false never.
 const credentialMeetsZdr = (credential: ByokRecord, endpoint: ModelEndpoint, requiresZdr: boolean) =>

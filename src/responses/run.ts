@@ -4,6 +4,7 @@
  */
 
 import type { Caller } from '../core/auth'
+import { AuthenticationError } from '../core/errors'
 import type { ClientSignal } from '../core/client-signal'
 import type { Logger } from '../core/logger'
 import { EventStreamResponse } from '../core/event-stream-response'
@@ -18,6 +19,9 @@ import { parametersUsed, planAttempts, requestedModels } from './routing'
 import type { GatewayRuntime } from './runtime'
 
 export const OVERHEAD_HEADER = 'x-modelgate-overhead-ms'
+
+/** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
+export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
 
 export interface ResponseDependencies {
   caller: Caller
@@ -47,15 +51,16 @@ export const runResponse = async (dependencies: ResponseDependencies, body: Resp
     repositories.workspaces.get(caller.key.workspaceId),
     repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
   ])
-  const models = requestedModels(body.model, body.models, workspace?.defaultTextModel ?? runtime.defaultTextModel)
-  const credentials = workspace ? byok.credentials : []
+  // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
+  if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
+  const models = requestedModels(body.model, body.models, workspace.defaultTextModel)
   const attempts = planAttempts(runtime.models, runtime.providers, {
     models,
     preferences: withRouteAlias(body),
     parametersUsed: parametersUsed(body),
-    credentials,
+    credentials: byok.credentials,
     callerKeyHash: caller.key.hash,
-    userId: body.user,
+    callerUserId: caller.key.creatorUserId,
   })
   const options: ExecutionOptions = {
     body,

@@ -22,16 +22,18 @@ export interface GatewayRuntime {
   /** Share of the list price charged for BYOK requests (gaps 1.7: 5%). */
   byokFeeRate: number
   region: string
-  /** The gateway's default text model, for callers whose workspace is gone. */
-  defaultTextModel: string
   /** Secret behind the end-user hashes sent upstream. */
   endUserSecret: string
   commitAfterMs: number
   keepAliveMs: number
+  /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
+  trustedHostHeader: string | undefined
   interns: {
     runtime: InternRuntime
     /** Hostnames of regional deployments, where intern routes are refused (spec Authentication 3). */
     regionalHostnames: ReadonlySet<string>
+    /** Refuse intern routes whatever the hostname: the whole deployment is regional. */
+    isRegionalDeployment: boolean
     /** Background work (provisioning, destruction) running in this process. */
     tasks: Set<Promise<unknown>>
   }
@@ -51,12 +53,13 @@ export const createRuntime = (options: {
   adapters: Partial<Record<ProviderApi, ProviderAdapter>>
   byokFeeRate?: number
   region?: string
-  defaultTextModel: string
   endUserSecret: string
   streamCommitAfterMs?: number
   keepAliveMs?: number
   internRuntime?: InternRuntime
   regionalHostnames?: string[]
+  isRegionalDeployment?: boolean
+  trustedHostHeader?: string
 }): GatewayRuntime => ({
   providers: createProviderRegistry(options.providers ?? {}, options.adapters),
   models: createModelCatalog(mergeModels(options.models)),
@@ -64,13 +67,14 @@ export const createRuntime = (options: {
   timeouts: upstreamTimeouts(options.upstream),
   byokFeeRate: options.byokFeeRate ?? 0.05,
   region: options.region ?? 'default',
-  defaultTextModel: options.defaultTextModel,
   endUserSecret: options.endUserSecret,
   commitAfterMs: options.streamCommitAfterMs ?? 8_000,
   keepAliveMs: options.keepAliveMs ?? 15_000,
+  trustedHostHeader: options.trustedHostHeader,
   interns: {
     runtime: options.internRuntime ?? inProcessRuntime(),
-    regionalHostnames: new Set((options.regionalHostnames ?? []).map((hostname) => hostname.toLowerCase())),
+    regionalHostnames: new Set((options.regionalHostnames ?? []).map((hostname) => hostname.toLowerCase().replace(/\.$/, ''))),
+    isRegionalDeployment: options.isRegionalDeployment ?? false,
     tasks: new Set(),
   },
 })

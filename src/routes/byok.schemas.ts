@@ -2,6 +2,7 @@ import * as v from 'valibot'
 import { MODEL_SLUG_PATTERN, SHA256_HEX_PATTERN, UUID_PATTERN } from '../core/patterns'
 import { integerQuery } from '../core/validation'
 import { PROVIDER_SLUG_PATTERN } from '../providers/catalog'
+import { UserIdSchema } from './keys.schemas'
 
 // spec Limits: BYOK name 255, hash list 1..100, model and user id lists at most 100, page size 1..100.
 export const BYOK_NAME_MAX = 255
@@ -50,7 +51,7 @@ const settingsEntries = {
     v.pipe(v.string(), v.maxLength(200, 'must be at most 200 characters'), v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>')),
     0,
   ),
-  allowed_user_ids: listOf(v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(256, 'must be at most 256 characters')), 0),
+  allowed_user_ids: listOf(UserIdSchema, 0),
   declared_zdr: v.optional(v.nullable(v.boolean())),
 }
 

@@ -5,7 +5,8 @@
  * hostnames (403); the key's own workspace only, with no default-workspace fallback.
  */
 
-import { InvalidRequestError, NotFoundError, PermissionDeniedError, RequestTimeoutError } from '../core/errors'
+import { AuthenticationError, InvalidRequestError, NotFoundError, PermissionDeniedError, RequestTimeoutError } from '../core/errors'
+import { requestHostname } from '../core/request-host'
 import { defineRoute, json } from '../core/route'
 import type { Caller } from '../core/auth'
 import type { Repositories } from '../repositories'
@@ -25,7 +26,7 @@ import {
   type InternEnvironment,
 } from '../interns/service'
 import { ResponsesRequestSchema } from '../responses/request.schemas'
-import { runResponse } from '../responses/run'
+import { WORKSPACE_GONE, runResponse } from '../responses/run'
 import type { GatewayRuntime } from '../responses/runtime'
 import type { InputItem } from '../responses/types'
 import type { JsonValue } from '../storage/contract'
@@ -54,11 +55,14 @@ const withTimeout = async <T>(work: Promise<T>): Promise<T> => {
   }
 }
 
-/** spec Authentication 3: outside the programme every intern route is 404; regional hostnames are refused. */
+/**
+ * spec Authentication 3: outside the programme every intern route is 404; regional hostnames are
+ * refused, the hostname coming from the source the operator trusts (core/request-host.ts).
+ */
 const authorizeInterns = ({ caller, request, runtime }: { caller: Caller; request: Request; runtime: GatewayRuntime }) => {
   if (!caller.flags.interns) throw new NotFoundError('Not found', { reason: 'not_found' })
-  const hostname = new URL(request.url).hostname.toLowerCase()
-  if (runtime.interns.regionalHostnames.has(hostname)) {
+  const { regionalHostnames, isRegionalDeployment } = runtime.interns
+  if (isRegionalDeployment || (regionalHostnames.size > 0 && regionalHostnames.has(requestHostname(request, runtime.trustedHostHeader)))) {
     throw new PermissionDeniedError('Interns are not available on regional hostnames; use the global endpoint', { reason: 'regional_host' })
   }
 }
@@ -71,11 +75,16 @@ const environmentOf = (context: { repositories: Repositories; runtime: GatewayRu
   tasks: context.runtime.interns.tasks,
 })
 
-/** The key's workspace: intern routes never fall back to the account's default (spec). */
+/**
+ * The key's workspace: intern routes never fall back to the account's default (spec). A regular key
+ * whose workspace was deleted is no longer valid (401, as on `/responses`); a management key stays
+ * valid account-wide, it just has no workspace to show here (404).
+ */
 const keyWorkspace = async (repositories: Repositories, caller: Caller) => {
   const workspace = await repositories.workspaces.get(caller.key.workspaceId)
-  if (!workspace) throw new NotFoundError("The API key's workspace no longer exists", { reason: 'not_found' })
-  return workspace
+  if (workspace) return workspace
+  if (caller.key.kind === 'regular') throw new AuthenticationError(WORKSPACE_GONE)
+  throw new NotFoundError("The API key's workspace no longer exists", { reason: 'not_found' })
 }
 
 /** An intern visible to the key (in the key's workspace, which must still exist), with that workspace; or 404. */
@@ -202,6 +211,8 @@ export const deleteInternRoute = lifecycleRoute('DELETE', '/interns/:internId', 
 
 export const chatInternRoute = defineRoute({
   ...common,
+  // It runs the intern's model: the one rule for model calls applies (docs/decisions.md `POST /responses`).
+  auth: 'inference',
   method: 'POST',
   path: '/interns/:internId/chat',
   params: InternParamsSchema,

@@ -4,7 +4,7 @@
  */
 
 import { NotFoundError } from '../core/errors'
-import { defineRoute, json } from '../core/route'
+import { NO_STORE, defineRoute, json } from '../core/route'
 import type { ApiKeyRecord } from '../repositories/api-keys'
 import type { Repositories } from '../repositories'
 import { assertNotLastManagementKey, issueApiKey } from '../services/api-keys'
@@ -52,8 +52,10 @@ export const createKey = defineRoute({
       kind: body.kind,
       name: body.name,
       workspaceId: body.workspace_id,
+      creatorUserId: body.creator_user_id,
     })
-    return json({ data: toApiKeyWire(record), key: rawKey }, 201)
+    // The raw key is in this answer only: no cache on the way may keep a copy.
+    return json({ data: toApiKeyWire(record), key: rawKey }, 201, NO_STORE)
   },
 })
 

@@ -12,6 +12,8 @@ export interface IssueKeyInput {
   name: string
   /** Workspace UUID or slug; the account's default workspace when omitted. */
   workspaceId?: string
+  /** The user the key acts for; the account's owner when omitted. */
+  creatorUserId?: string
 }
 
 /** Creates a key and returns the raw secret once; only its hash is stored. */
@@ -23,7 +25,7 @@ export const issueApiKey = async (repositories: Repositories, account: AccountRe
     workspaceId: workspace.id,
     kind: input.kind,
     name: input.name,
-    creatorUserId: account.ownerUserId,
+    creatorUserId: input.creatorUserId ?? account.ownerUserId,
   })
   return { rawKey, record }
 }

@@ -5,14 +5,37 @@ import type { AccountRecord } from '../repositories/accounts'
 import type { Repositories } from '../repositories'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 
+const KEYS_PAGE = 500
+
+/**
+ * Regular keys bound to the workspace, disabled ones included (they may be enabled again). Counted
+ * over the account's keys rather than through an index, so keys stored before this rule count too.
+ */
+const countBoundRegularKeys = async (repositories: Repositories, workspace: WorkspaceRecord): Promise<number> => {
+  let count = 0
+  for (let offset = 0; ; offset += KEYS_PAGE) {
+    const { keys } = await repositories.apiKeys.listForAccount(workspace.accountId, { kind: 'regular' }, offset, KEYS_PAGE)
+    count += keys.filter((key) => key.workspaceId === workspace.id).length
+    if (keys.length < KEYS_PAGE) return count
+  }
+}
+
 /**
  * Deletes a workspace. Deleting the default one leaves the account without a default, so routes
- * that fall back to it answer 400 and ask for `workspace_id` (spec POST /byok).
+ * that fall back to it answer 400 and ask for `workspace_id` (spec POST /byok). Refused while
+ * regular keys are bound to it; management keys are account-wide and never block it.
  */
 export const removeWorkspace = async (repositories: Repositories, account: AccountRecord, workspace: WorkspaceRecord) => {
   // Interns live somewhere (their runtime) and own vaults: they must be destroyed through their own route first.
   const { totalCount: interns } = await repositories.interns.list({ workspaceId: workspace.id }, 0, 0)
   if (interns > 0) throw new ConflictError(`The workspace still has ${interns} intern(s); delete them first`)
+  // A regular key acts inside its workspace: deleting the workspace under it would leave a key that looks valid.
+  const keys = await countBoundRegularKeys(repositories, workspace)
+  if (keys > 0) {
+    throw new ConflictError(
+      `The workspace still has ${keys} API key(s) bound to it, disabled ones included; delete them first (GET /keys?include_disabled=true lists them with their workspace_id)`,
+    )
+  }
   if (account.defaultWorkspaceId === workspace.id) {
     // Unset the default first: a crash after this step leaves a plain workspace, never a default to resurrect.
     await repositories.accounts.update(account.id, (current) =>

@@ -386,21 +386,41 @@ describe('allowed_api_key_hashes', () => {
 })
 
 describe('allowed_user_ids', () => {
-  it('the key is used only when the body user matches', async () => {
+  /** A regular key minted over `POST /keys` for `user` (the field `@openrouter/sdk` calls creatorUserId). */
+  const keyFor = async (h: ResponsesHarness, user: string) => {
+    const response = await h.gateway.fetch(
+      new Request('http://gateway.test/api/v1/keys', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${h.managementKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `${user}'s key`, creator_user_id: user }),
+      }),
+    )
+    expect(response.status).toBe(201)
+    return ((await response.json()) as { key: string }).key
+  }
+  const as = (key: string) => ({ authorization: `Bearer ${key}` })
+
+  it("match the user behind the calling key; the body's user field never unlocks a key", async () => {
     const { h, groq } = await groqHarness()
     await h.addByok({ provider: 'groq', key: KEY_A, allowed_user_ids: ['alice', 'bob'] })
+    // The account owner's key, naming a listed user in every field a caller controls.
     await expectServed(await ask({ user: 'bob' }))
-    await expectServed(await ask({ user: 'mallory' }))
-    await expectServed(await ask())
-    expect(keysSeen(groq)).toEqual(['A', 'shared', 'shared'])
+    await expectServed(await ask({ user: 'alice', safety_identifier: 'alice' }))
+    const bobKey = await keyFor(h, 'bob')
+    await expectServed(await ask({}, as(bobKey)))
+    await expectServed(await ask({ user: 'mallory' }, as(bobKey)))
+    const { key: carolKey } = await h.gateway.admin.createKey({ creatorUserId: 'carol' })
+    await expectServed(await ask({ user: 'bob' }, as(carolKey)))
+    expect(keysSeen(groq)).toEqual(['shared', 'shared', 'A', 'A', 'shared'])
   })
 
   it('all filters must match', async () => {
     const { h, groq } = await groqHarness()
-    await h.addByok({ provider: 'groq', key: KEY_A, allowed_user_ids: ['alice'], allowed_models: [MODEL], allowed_api_key_hashes: [sha256(h.key)] })
+    const aliceKey = await keyFor(h, 'alice')
+    await h.addByok({ provider: 'groq', key: KEY_A, allowed_user_ids: ['alice'], allowed_models: [MODEL], allowed_api_key_hashes: [sha256(aliceKey)] })
     await h.addByok({ provider: 'groq', key: KEY_B, allowed_user_ids: ['alice'], allowed_models: ['openai/gpt-4o'] })
+    await expectServed(await ask({}, as(aliceKey)))
     await expectServed(await ask({ user: 'alice' }))
-    await expectServed(await ask({ user: 'bob' }))
     expect(keysSeen(groq)).toEqual(['A', 'shared'])
   })
 })

@@ -318,6 +318,7 @@ describe('/byok', () => {
 
     it('answers 400 once the default workspace is deleted, unless workspace_id is passed', async () => {
       const lab = await t.gateway.admin.createWorkspace(undefined, { name: 'Lab', slug: 'lab' })
+      await t.call('DELETE', `/keys/${t.regularKeyHash}`)
       await t.gateway.admin.deleteWorkspace(undefined, 'default')
       await expectError(
         await t.call('POST', '/byok', { json: { key: openaiKey(), provider: 'openai' } }),
@@ -449,6 +450,7 @@ describe('/byok', () => {
         await expectError(await t.call('GET', `/byok?workspace_id=${workspace_id}`), 404, 'Workspace not found')
       }
       const lab = await t.gateway.admin.createWorkspace(undefined, { name: 'Lab', slug: 'lab' })
+      await t.call('DELETE', `/keys/${t.regularKeyHash}`)
       await t.gateway.admin.deleteWorkspace(undefined, 'default')
       await expectError(await t.call('GET', '/byok'), 400, 'The default workspace was deleted; pass workspace_id')
       expect(await readJson(await t.call('GET', `/byok?workspace_id=${lab.id}`))).toEqual({ data: [], total_count: 0 })

@@ -1,4 +1,7 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { toNodeListener } from '../../../src/adapters/node'
 import { sha256Hex } from '../../../src/core/crypto'
 import { createGateway } from '../../../src/core/gateway'
 import { silentLogger } from '../../../src/core/logger'
@@ -7,6 +10,7 @@ import type { InternRuntime, InternView } from '../../../src/interns/runtime'
 import { createRepositories } from '../../../src/repositories'
 import type { StorageDriver } from '../../../src/storage/contract'
 import { memoryStorage } from '../../../src/storage/memory'
+import { routes as routeTable } from '../../../src/routes'
 import { createTestGateway, readJson, TEST_ENCRYPTION_KEY, type TestGateway } from '../../helpers/gateway'
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -752,6 +756,69 @@ describe('access to intern routes', () => {
     expect((await t.call('GET', `/interns/${intern.id}`)).status).toBe(200)
   })
 
+  describe('the hostname behind the regional refusal comes from a source the operator trusts', () => {
+    const REGIONAL = { regionalHostnames: ['eu.gateway.test'] }
+    const listFrom = (t: Harness, host: string, headers: Record<string, string> = {}) => t.call('GET', '/interns', { host, headers })
+
+    it('ignores forwarded headers unless told a proxy sets one: a spoofed header neither bypasses nor triggers it', async () => {
+      const t = await memberWith(REGIONAL)
+      expect((await listFrom(t, 'eu.gateway.test', { 'x-forwarded-host': 'gateway.test', forwarded: 'host=gateway.test' })).status).toBe(403)
+      expect((await listFrom(t, 'gateway.test', { 'x-forwarded-host': 'eu.gateway.test', forwarded: 'host=eu.gateway.test' })).status).toBe(200)
+      // The host the server was reached on, however it is spelled.
+      expect((await listFrom(t, 'gateway.test', { host: 'EU.Gateway.Test.:8443' })).status).toBe(403)
+    })
+
+    it('lets the configured header decide when set, reading the entry its proxy appended last', async () => {
+      const t = await memberWith({ ...REGIONAL, trustedHostHeader: 'X-Forwarded-Host' })
+      // The proxy reaches the gateway under its own name; the header carries what the client asked for.
+      expect((await listFrom(t, 'gateway.internal', { 'x-forwarded-host': 'eu.gateway.test' })).status).toBe(403)
+      expect((await listFrom(t, 'gateway.internal', { 'x-forwarded-host': 'gateway.test' })).status).toBe(200)
+      expect((await listFrom(t, 'gateway.internal', { 'x-forwarded-host': 'gateway.test, eu.gateway.test' })).status).toBe(403)
+      expect((await listFrom(t, 'gateway.internal', { 'x-forwarded-host': 'eu.gateway.test, gateway.test' })).status).toBe(200)
+      // Without the header the request did not come through the proxy: the host it reached decides.
+      expect((await listFrom(t, 'eu.gateway.test')).status).toBe(403)
+      expect((await listFrom(t, 'gateway.test')).status).toBe(200)
+
+      const rfc = await memberWith({ ...REGIONAL, trustedHostHeader: 'forwarded' })
+      expect((await listFrom(rfc, 'gateway.internal', { forwarded: 'for=_client;host="eu.gateway.test";proto=https' })).status).toBe(403)
+      expect((await listFrom(rfc, 'gateway.internal', { forwarded: 'for=_spoof;host=eu.gateway.test, for=_client;host=gateway.test' })).status).toBe(200)
+    })
+
+    it('refuses every host on a deployment declared regional', async () => {
+      const t = await memberWith({ isRegionalDeployment: true })
+      for (const host of ['gateway.test', 'anything.test']) expect((await listFrom(t, host)).status).toBe(403)
+    })
+
+    it('behind the Node adapter with shouldTrustProxy, X-Forwarded-Host still decides nothing unless configured', async () => {
+      const t = await memberWith(REGIONAL)
+      const server = http.createServer(toNodeListener(t.gateway, { shouldTrustProxy: true }))
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      const { port } = server.address() as AddressInfo
+      const statusFor = (host: string, forwardedHost: string) =>
+        new Promise<number>((resolve, reject) => {
+          const request = http.request({
+            host: '127.0.0.1',
+            port,
+            path: '/api/v1/interns',
+            headers: { host, 'x-forwarded-host': forwardedHost, authorization: `Bearer ${t.regularKey}` },
+          })
+          request.on('error', reject)
+          request.on('response', (response) => {
+            response.resume()
+            response.on('end', () => resolve(response.statusCode ?? 0))
+          })
+          request.end()
+        })
+      try {
+        expect(await statusFor('eu.gateway.test', 'gateway.test')).toBe(403)
+        expect(await statusFor('gateway.test', 'eu.gateway.test')).toBe(200)
+      } finally {
+        server.closeAllConnections()
+        await new Promise<void>((resolve) => server.close(() => resolve()))
+      }
+    })
+  })
+
   it('serves management and regular keys of a member alike', async () => {
     const t = await member()
     const byManagement = await create(t, { name: 'ada' }, { key: t.managementKey })
@@ -770,8 +837,10 @@ describe('access to intern routes', () => {
     const foreign = await create(t, { name: 'bob' }, { key: otherKey })
     for (const intern of [labIntern, foreign]) {
       for (const [method, path] of routes(intern.id).slice(2)) {
-        const json = method === 'PATCH' ? { description: 'mine now' } : method === 'POST' && path.endsWith('/chat') ? { input: 'hi' } : undefined
-        await expectInternError(await t.call(method, path, { json }), 404, 'Intern not found', 'not_found')
+        const isChat = path.endsWith('/chat')
+        const json = method === 'PATCH' ? { description: 'mine now' } : isChat ? { input: 'hi' } : undefined
+        // Chat runs a model, so it takes a regular key.
+        await expectInternError(await t.call(method, path, { json, ...(isChat ? { key: t.regularKey } : {}) }), 404, 'Intern not found', 'not_found')
       }
     }
     const list = await readJson(await t.call('GET', '/interns'))
@@ -781,20 +850,40 @@ describe('access to intern routes', () => {
     expect(await readJson(await t.call('GET', `/interns/${foreign.id}`, { key: otherKey }))).toEqual(foreign)
   })
 
-  it('answers 404 on every route for a key whose workspace was deleted', async () => {
+  it('answers 401 to a regular key whose workspace was deleted, and 404 to a management key bound to it', async () => {
     const t = await member()
     const lab = await t.gateway.admin.createWorkspace(undefined, { name: 'Lab', slug: 'lab' })
     const { key } = await t.gateway.admin.createKey({ workspaceId: lab.id })
+    const { key: managementKey } = await t.gateway.admin.createKey({ kind: 'management', workspaceId: lab.id })
     const intern = await create(t, { name: 'ada' }, { key })
     // A workspace with interns cannot be deleted: they must be destroyed first.
     await expect(t.gateway.admin.deleteWorkspace(undefined, lab.id)).rejects.toThrow('The workspace still has 1 intern(s); delete them first')
-    // Simulate a workspace lost another way (e.g. removed in the store by an operator).
+    // Simulate a workspace lost another way (a key created while it was deleted, or an operator's hand in the store).
     await t.gateway.storage.delete('workspaces', lab.id)
     for (const [method, path] of routes(intern.id)) {
       const json =
         method === 'PATCH' ? { description: 'x' } : path.endsWith('/chat') ? { input: 'hi' } : path === '/interns' && method === 'POST' ? { name: 'bob' } : undefined
-      await expectInternError(await t.call(method, path, { key, json }), 404, "The API key's workspace no longer exists", 'not_found')
+      // spec Errors: intern 401s carry no metadata.
+      const response = await t.call(method, path, { key, json })
+      expect(response.status, `${method} ${path}`).toBe(401)
+      expect(await readJson(response)).toEqual({ error: { code: 401, message: "The API key's workspace was deleted; create a new key" } })
+      if (path.endsWith('/chat')) continue
+      await expectInternError(await t.call(method, path, { key: managementKey, json }), 404, "The API key's workspace no longer exists", 'not_found')
     }
+  })
+
+  it('refuses management keys on chat with 403, as on /responses: every route that runs a model is for regular keys', async () => {
+    const t = await member()
+    const intern = await create(t, { name: 'ada' })
+    const refused = await t.call('POST', `/interns/${intern.id}/chat`, { key: t.managementKey, json: { input: 'hi' } })
+    expect(refused.status).toBe(403)
+    expect(await readJson(refused)).toEqual({ error: { code: 403, message: 'Management keys cannot be used for inference; use a regular API key' } })
+    // The rule lives in the route table: exactly the routes that run a model take inference keys.
+    const inference = routeTable.filter((route) => route.auth === 'inference').map((route) => `${route.method} ${route.path}`)
+    expect(inference).toEqual(['POST /responses', 'POST /interns/:internId/chat'])
+    // Outside the programme the answer stays 404 whatever the key: the programme is not revealed.
+    await t.gateway.admin.setAccountFlags(undefined, { interns: false })
+    await expectInternError(await t.call('POST', `/interns/${intern.id}/chat`, { key: t.managementKey, json: { input: 'hi' } }), 404, 'Not found', 'not_found')
   })
 
   it('answers 400 invalid_body for an intern id that is not a UUID', async () => {

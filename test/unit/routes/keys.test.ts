@@ -38,6 +38,35 @@ describe('/keys', () => {
       expect(denied.status).toBe(403)
     })
 
+    it('marks the answer carrying the raw key Cache-Control: no-store, and only that one', async () => {
+      const created = await t.call('POST', '/keys', { json: { name: 'Cached?' } })
+      expect(created.status).toBe(201)
+      expect(created.headers.get('cache-control')).toBe('no-store')
+      const { data } = await readJson(created)
+      // Reads carry no raw key and need no such header.
+      expect((await t.call('GET', `/keys/${data.hash}`)).headers.get('cache-control')).toBeNull()
+    })
+
+    it("mints a key for a named user (creator_user_id), the account owner's by default", async () => {
+      const owner = (await t.gateway.admin.ensureDefaultAccount()).ownerUserId
+      const byDefault = await readJson(await t.call('POST', '/keys', { json: { name: 'Mine' } }))
+      expect(byDefault.data.creator_user_id).toBe(owner)
+      const forAlice = await readJson(await t.call('POST', '/keys', { json: { name: "Alice's", creator_user_id: 'alice@example.com' } }))
+      expect(forAlice.data.creator_user_id).toBe('alice@example.com')
+      expect((await readJson(await t.call('GET', `/keys/${forAlice.data.hash}`))).data.creator_user_id).toBe('alice@example.com')
+      const { record } = await t.gateway.admin.createKey({ creatorUserId: 'bob' })
+      expect(record.creatorUserId).toBe('bob')
+      await expect(t.gateway.admin.createKey({ creatorUserId: '' })).rejects.toThrow('input.creatorUserId: must not be empty')
+      for (const [creator_user_id, message] of [
+        ['', 'body.creator_user_id: must not be empty'],
+        ['u'.repeat(257), 'body.creator_user_id: must be at most 256 characters'],
+        [7, 'body.creator_user_id: expected string'],
+      ] as const) {
+        const response = await t.call('POST', '/keys', { json: { name: 'x', creator_user_id } })
+        expect(await readJson(response)).toEqual({ error: { code: 400, message } })
+      }
+    })
+
     it('creates a management key that can manage', async () => {
       const body = await readJson(await t.call('POST', '/keys', { json: { name: 'Ops', kind: 'management' } }))
       expect(body.data.kind).toBe('management')
@@ -58,6 +87,7 @@ describe('/keys', () => {
       expect(foreign.status).toBe(404)
       expect(await readJson(foreign)).toEqual({ error: { code: 404, message: 'Workspace not found' } })
 
+      await t.call('DELETE', `/keys/${t.regularKeyHash}`)
       await t.gateway.admin.deleteWorkspace(undefined, 'default')
       const orphan = await t.call('POST', '/keys', { json: { name: 'x' } })
       expect(orphan.status).toBe(400)

@@ -232,11 +232,52 @@ describe('workspace management routes', () => {
     expect((await t.call('GET', '/workspaces/w')).status).toBe(404)
     expect((await t.call('DELETE', '/workspaces/w')).status).toBe(404)
 
+    // The default workspace goes once no regular key is bound to it; the management key is account-wide.
+    expect((await t.call('DELETE', `/keys/${t.regularKeyHash}`)).status).toBe(200)
     expect((await t.call('DELETE', '/workspaces/default')).status).toBe(200)
     const key = await t.call('POST', '/keys', { json: { name: 'x' } })
     expect(key.status).toBe(400)
     // The default workspace is not resurrected by later reads.
     expect((await t.call('GET', '/workspaces/default')).status).toBe(404)
+  })
+
+  it('refuses to delete a workspace while regular keys are bound to it, disabled ones included (409)', async () => {
+    const lab = await readJson(await t.call('POST', '/workspaces', { json: { name: 'Lab', slug: 'lab' } }))
+    const first = await readJson(await t.call('POST', '/keys', { json: { name: 'one', workspace_id: 'lab' } }))
+    const second = await readJson(await t.call('POST', '/keys', { json: { name: 'two', workspace_id: lab.data.id } }))
+    await t.call('PATCH', `/keys/${second.data.hash}`, { json: { disabled: true } })
+    // Management keys bound to it do not count: they act for the whole account.
+    await t.gateway.admin.createKey({ kind: 'management', workspaceId: 'lab' })
+    const message =
+      'The workspace still has 2 API key(s) bound to it, disabled ones included; delete them first (GET /keys?include_disabled=true lists them with their workspace_id)'
+
+    const refused = await t.call('DELETE', '/workspaces/lab')
+    expect(refused.status).toBe(409)
+    expect(await readJson(refused)).toEqual({ error: { code: 409, message } })
+    await expect(t.gateway.admin.deleteWorkspace(undefined, 'lab')).rejects.toThrow(message)
+    // Nothing went with the refusal: the workspace and its keys still work.
+    expect((await t.call('GET', '/workspaces/lab')).status).toBe(200)
+    expect((await t.call('GET', `/keys/${first.data.hash}`)).status).toBe(200)
+
+    await t.call('DELETE', `/keys/${first.data.hash}`)
+    expect((await t.call('DELETE', '/workspaces/lab')).status).toBe(409)
+    await t.call('DELETE', `/keys/${second.data.hash}`)
+    expect((await t.call('DELETE', '/workspaces/lab')).status).toBe(200)
+  })
+
+  it("answers 401 to a regular key whose workspace is gone anyway (a key created while it was deleted), and keeps management keys working", async () => {
+    const lab = await t.gateway.admin.createWorkspace(undefined, { name: 'Lab', slug: 'lab' })
+    const { key: regular } = await t.gateway.admin.createKey({ workspaceId: lab.id })
+    const { key: management } = await t.gateway.admin.createKey({ kind: 'management', workspaceId: lab.id })
+    // The race: the key was written after the delete counted the workspace's keys.
+    await t.gateway.storage.delete('workspaces', lab.id)
+
+    const response = await t.call('POST', '/responses', { key: regular, json: { model: 'openai/gpt-4.1', input: 'hi' } })
+    expect(response.status).toBe(401)
+    expect(await readJson(response)).toEqual({ error: { code: 401, message: "The API key's workspace was deleted; create a new key" } })
+    // An operator cannot lock themselves out: management keys act for the account, not their workspace.
+    expect((await t.call('GET', '/workspaces', { key: management })).status).toBe(200)
+    expect((await t.call('POST', '/keys', { key: management, json: { name: 'replacement' } })).status).toBe(201)
   })
 
   it('is for management keys of the owning account only', async () => {
