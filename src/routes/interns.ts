@@ -211,7 +211,7 @@ export const deleteInternRoute = lifecycleRoute('DELETE', '/interns/:internId', 
 
 export const chatInternRoute = defineRoute({
   ...common,
-  // It runs the intern's model: the one rule for model calls applies (docs/decisions.md `POST /responses`).
+  // It runs the intern's model: the one rule for model calls applies (docs/decisions.md, Authentication).
   auth: 'inference',
   method: 'POST',
   path: '/interns/:internId/chat',
