@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
 import type { GatewayOptions } from '../../../src/core/options'
 import type { ModelEntry } from '../../../src/responses/models'
+import { bodyReader, hangsAfterFirstDelta, sseEventsOf } from '../../helpers/interrupted-stream'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
 import { fixture, type Upstream, type UpstreamReply } from '../../helpers/upstream'
 
@@ -27,19 +28,6 @@ afterEach(async () => {
   harness = undefined
 })
 
-/** An Anthropic stream that sends its first text delta, then goes silent for ever. */
-const hangsAfterFirstDelta = (): UpstreamReply => {
-  const bytes = fixture('anthropic', 'text.sse')
-  const text = bytes.toString('utf8')
-  const cut = Buffer.byteLength(text.slice(0, text.indexOf('\n\n', text.indexOf('text_delta')) + 2))
-  return {
-    status: 200,
-    headers: { 'content-type': 'text/event-stream' },
-    chunks: [bytes.subarray(0, cut), bytes.subarray(cut)],
-    pause: { after: 1, until: new Promise(() => {}) },
-  }
-}
-
 const start = async (reply: () => UpstreamReply, options: Partial<GatewayOptions> = {}) => {
   harness = await createResponsesHarness({ anthropic: {} }, options)
   const upstream = harness.upstreams.anthropic!
@@ -47,38 +35,8 @@ const start = async (reply: () => UpstreamReply, options: Partial<GatewayOptions
   return { upstream, aborted: upstream.nextClientAbort() }
 }
 
-/** Reads a body incrementally: `until` waits for text to appear, `rest` reads to the end. */
-const bodyReader = (body: ReadableStream<Uint8Array>) => {
-  const reader = body.getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  const more = async () => {
-    const { done, value } = await reader.read()
-    if (!done) text += decoder.decode(value, { stream: true })
-    return !done
-  }
-  return {
-    async until(fragment: string) {
-      while (!text.includes(fragment)) if (!(await more())) throw new Error(`the stream ended without ${fragment}:\n${text}`)
-    },
-    async rest() {
-      while (await more()) {}
-      return text
-    },
-  }
-}
-
-const eventsOf = (text: string) =>
-  text
-    .split('\n\n')
-    .filter((block) => block.trim() && !block.startsWith(':'))
-    .map((block) => {
-      const data = block.split('\n').find((line) => line.startsWith('data: '))!.slice(6)
-      return data === '[DONE]' ? '[DONE]' : JSON.parse(data)
-    })
-
 const expectEndedInBand = (text: string, message = SHUTDOWN.message) => {
-  const events = eventsOf(text)
+  const events = sseEventsOf(text)
   expect(events.at(-1)).toBe('[DONE]')
   const failed = events.at(-2)
   expect(failed.type).toBe('response.failed')
@@ -128,9 +86,9 @@ describe('gateway.endStreams()', () => {
     const { upstream } = await start(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: fixture('anthropic', 'text.sse') }))
     const first = await (await harness!.post({ model: MODEL, input: 'hi', stream: true })).text()
     harness!.gateway.endStreams()
-    expect(eventsOf(first).at(-2).type).toBe('response.completed')
+    expect(sseEventsOf(first).at(-2).type).toBe('response.completed')
     const second = await (await harness!.post({ model: MODEL, input: 'hi', stream: true })).text()
-    expect(eventsOf(second).at(-2).type).toBe('response.completed')
+    expect(sseEventsOf(second).at(-2).type).toBe('response.completed')
     expect(upstream.abortCount()).toBe(0)
   })
 
