@@ -42,7 +42,7 @@ export interface OpenedAttempt {
   request: UpstreamRequest
   target: UpstreamTarget
   /** Every secret the request carried (never logged): redacted from whatever the upstream sends back. */
-  secrets: readonly string[]
+  readonly secrets: readonly string[]
   /** Aborts this upstream exchange (client gone, or the caller gave up on it). */
   abort(): void
   /** Ends an exchange whose body was read to the end: stops its total-time timer. */
@@ -100,7 +100,9 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
   } catch (error) {
     throw toAttemptFailure(error, attempt, credentialSecrets(target.apiKey))
   }
-  const secrets = sentSecrets(request, target.apiKey)
+  // Collected only when something is to be redacted: most attempts succeed and need none.
+  let sent: string[] | undefined
+  const secrets = () => (sent ??= sentSecrets(request, target.apiKey))
   const started = performance.now()
   let response: UpstreamResponse
   try {
@@ -108,7 +110,7 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
     response = await environment.transport(request, { signal: environment.signal, timeouts: environment.timeouts })
   } catch (error) {
     if (environment.signal.aborted) throw new ClientClosedError()
-    throw toAttemptFailure(error, attempt, secrets)
+    throw toAttemptFailure(error, attempt, secrets())
   }
   const upstreamMs = performance.now() - started
   // The rest of the exchange (the body) gets what is left of the total time.
@@ -122,7 +124,7 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
     const text = await readCapped(response)
     abort()
     const retryAfter = parseRetryAfter(response.headers.get('retry-after'), environment.now())
-    const failure = toAttemptFailure(attempt.provider.adapter.toError(response.status, redactSecrets(text, secrets)), attempt, secrets)
+    const failure = toAttemptFailure(attempt.provider.adapter.toError(response.status, redactSecrets(text, secrets())), attempt, secrets())
     // The provider's Retry-After header is more precise than any delay read from its message.
     if (isUpstreamFailure(failure) && retryAfter !== undefined) {
       throw new UpstreamFailure(failure.errorType, failure.message, {
@@ -133,7 +135,17 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
     }
     throw failure
   }
-  return { response, call, request, target, secrets, abort, release }
+  return {
+    response,
+    call,
+    request,
+    target,
+    get secrets() {
+      return secrets()
+    },
+    abort,
+    release,
+  }
 }
 
 const readText = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
