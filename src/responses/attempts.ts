@@ -52,11 +52,15 @@ export interface OpenedAttempt {
 const targetFor = async (attempt: Attempt, secrets: SecretBox): Promise<UpstreamTarget> =>
   attempt.credential ? attempt.provider.withKey(await revealByokKey(secrets, attempt.credential)) : attempt.provider.shared!
 
-/** An error whose message no longer quotes a secret; the same error when it quoted none. */
-const redactedError = (error: Error, secrets: readonly string[]): Error => {
+// Cause chains are short; a cycle must not loop for ever.
+const MAX_CAUSE_DEPTH = 5
+
+/** An error whose message and causes no longer quote a secret; the same error when none did. */
+const redactedError = (error: Error, secrets: readonly string[], depth = 0): Error => {
+  const cause = error.cause instanceof Error && depth < MAX_CAUSE_DEPTH ? redactedError(error.cause, secrets, depth + 1) : error.cause
   const message = redactSecrets(error.message, secrets)
-  if (message === error.message && !secrets.some((secret) => error.stack?.includes(secret))) return error
-  const copy = new Error(message)
+  if (message === error.message && cause === error.cause && !secrets.some((secret) => error.stack?.includes(secret))) return error
+  const copy = new Error(message, cause === undefined ? undefined : { cause })
   copy.name = error.name
   return copy
 }

@@ -5,6 +5,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ModelEntry } from '../../../src/responses/models'
+import type { UpstreamTransport } from '../../../src/responses/transport'
 import { sentSecrets } from '../../../src/responses/sent-secrets'
 import { createRecordingLogger, type RecordingLogger } from '../../helpers/logger'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
@@ -78,6 +79,22 @@ describe('secrets sent upstream never come back', () => {
     expect(JSON.parse(text).error.message).toContain('Access denied: [redacted] at /openai/deployments/mini/chat/completions?api-version=2024-10-21&sig=[redacted]')
     expect(recorder.entries.some((entry) => entry.level === 'error')).toBe(true)
     expectNoTrace(text, LEGACY_KEY)
+    expectNoTrace(text, QUERY_SECRET)
+  })
+
+  it('hides a query credential from the logged cause of a transport error that quotes the URL (as Deno\'s fetch does)', async () => {
+    recorder = createRecordingLogger()
+    // Deno: "error sending request for url (<url>): <reason>".
+    const transport: UpstreamTransport = async (request) => {
+      throw new TypeError(`error sending request for url (${request.url}): connection refused`)
+    }
+    harness = await createResponsesHarness({ azure: { apiKey: null } }, { models: MODELS, logger: recorder.logger, transport })
+    await harness.addByok({ provider: 'azure', key: JSON.stringify([{ model_slug: MODEL, endpoint_url: `https://contoso.openai.azure.com/openai/deployments/mini/chat/completions?api-version=2024-10-21&sig=${QUERY_SECRET}`, api_key: LEGACY_KEY, model_id: 'mini' }]) })
+    const response = await harness.post({ model: MODEL, input: 'hi' })
+    const text = await response.text()
+    expect(response.status).toBe(502)
+    expect(JSON.parse(text).error.message).toBe('Azure OpenAI: Could not reach the provider')
+    expect(recorder.text()).toContain('error sending request for url')
     expectNoTrace(text, QUERY_SECRET)
   })
 
