@@ -78,7 +78,7 @@ export const CONVENTIONAL_KEY_VARIABLES: Readonly<Record<string, readonly string
 }
 
 /** `MODELGATE_PROVIDER_<ID>_<SETTING>`, where the runner reads any provider's settings (`my-vllm` → `MY_VLLM`). */
-export const providerVariable = (id: string, setting: 'API_KEY' | 'BASE_URL' | 'API'): string =>
+const providerVariable = (id: string, setting: 'API_KEY' | 'BASE_URL' | 'API'): string =>
   `MODELGATE_PROVIDER_${id.toUpperCase().replaceAll('-', '_')}_${setting}`
 
 /** The variable to name when a provider has no key: its conventional one, else the runner's generic one. */
