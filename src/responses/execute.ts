@@ -9,7 +9,7 @@ import { randomHex } from '../core/crypto'
 import { GatewayError, InternalError, isGatewayError } from '../core/errors'
 import type { Logger } from '../core/logger'
 import type { UpstreamCall, UpstreamStreamEvent } from '../providers/contract'
-import { UpstreamFailure, isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
+import { isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
 import type { ActiveStream, ActiveStreams } from './active-streams'
 import { outcomeOf, outlierKeys } from './attempt-health'
 import { openAttempt, readJsonBody, toAttemptFailure, ClientClosedError, type AttemptEnvironment, type OpenedAttempt } from './attempts'
@@ -137,10 +137,6 @@ type ServedOutcome<T> =
   | { isServed: true; value: T; served: Served; opened: OpenedAttempt }
   | { isServed: false; failure: GatewayError; attempt: Attempt | undefined; attemptsMade: number }
 
-// Reached only when other requests ejected every remaining endpoint while this one was running.
-const everyEndpointEjected = () =>
-  new UpstreamFailure('provider_unavailable', 'Every endpoint for this request failed repeatedly and is paused; retry shortly', { upstreamStatus: 0 })
-
 /**
  * The fallback loop (gaps 1.6): tries the attempts in order until `use` succeeds on an opened one. Before the
  * first byte of content every failure moves on, within `retry.maxAttempts` and the gateway's retry budget;
@@ -190,7 +186,7 @@ const firstServedAttempt = async <T>(
       outliers.record(keys, outcome)
     }
   }
-  return { isServed: false, failure: lastFailure ?? everyEndpointEjected(), attempt: lastAttempt, attemptsMade }
+  return { isServed: false, failure: lastFailure ?? new InternalError('No attempt was made'), attempt: lastAttempt, attemptsMade }
 }
 
 /** Runs the attempts in order until one answers; returns the complete Response object. */
