@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises'
 import * as v from 'valibot'
 import { parseInput } from '../core/validation'
 import { MODEL_SLUG_PATTERN } from '../core/patterns'
+import { CONVENTIONAL_KEY_VARIABLES } from '../providers/catalog'
 
 export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
 
@@ -137,25 +138,9 @@ export const flagsToConfig = (flags: Record<string, string | boolean | undefined
   ...(flags.dev ? { dev: true } : {}),
 })
 
-/** The conventional environment names of providers' keys, read when present. */
-const CONVENTIONAL_KEYS: Record<string, string[]> = {
-  openai: ['OPENAI_API_KEY'],
-  anthropic: ['ANTHROPIC_API_KEY'],
-  'google-ai-studio': ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
-  groq: ['GROQ_API_KEY'],
-  together: ['TOGETHER_API_KEY'],
-  fireworks: ['FIREWORKS_API_KEY'],
-  deepinfra: ['DEEPINFRA_API_KEY'],
-  mistral: ['MISTRAL_API_KEY'],
-  xai: ['XAI_API_KEY'],
-  deepseek: ['DEEPSEEK_API_KEY'],
-  cerebras: ['CEREBRAS_API_KEY'],
-  perplexity: ['PERPLEXITY_API_KEY'],
-}
-
 /**
  * Provider settings from the environment: `MODELGATE_PROVIDER_<ID>_API_KEY`, `_BASE_URL` and `_API`
- * (ID upper-cased, `-` as `_`), plus the conventional names above. They fill in the config file's.
+ * (ID upper-cased, `-` as `_`), plus the conventional names of the provider catalog. They fill in the config file's.
  */
 export const providersFromEnvironment = (
   environment: Record<string, string | undefined>,
@@ -166,7 +151,7 @@ export const providersFromEnvironment = (
     if (!value) return
     providers[id] = { ...providers[id], [field]: value }
   }
-  for (const [id, names] of Object.entries(CONVENTIONAL_KEYS)) set(id, 'apiKey', names.map((name) => environment[name]).find(Boolean))
+  for (const [id, names] of Object.entries(CONVENTIONAL_KEY_VARIABLES)) set(id, 'apiKey', names.map((name) => environment[name]).find(Boolean))
   for (const [name, value] of Object.entries(environment)) {
     const match = /^MODELGATE_PROVIDER_([A-Z0-9_]+)_(API_KEY|BASE_URL|API)$/.exec(name)
     if (!match) continue

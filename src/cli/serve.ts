@@ -12,6 +12,9 @@ import type { GatewayOptions } from '../core/options'
 import type { ModelEntry } from '../responses/models'
 import { assertCanOpenStoredSecrets, resolveEncryptionKeys } from './encryption-keys'
 
+/** How long, at the end of the grace period, ended streams may take to flush before connections are cut. */
+const STREAM_FLUSH_MS = 1_000
+
 /** Starts serving; resolves once the server has shut down after a signal. */
 export const serve = async (config: RunnerConfig, storage: StorageDriver, logger: Logger): Promise<void> => {
   let encryptionKeys: string[]
@@ -75,10 +78,18 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       if (isStopping) return
       isStopping = true
       logger.info('shutting down', { signal })
-      const force = setTimeout(() => server.closeAllConnections(), config.shutdownGraceSeconds * 1000)
+      let cut: ReturnType<typeof setTimeout> | undefined
+      const force = setTimeout(() => {
+        // Streams still running end in-band (response.failed, [DONE]), which clients retry, instead of being cut
+        // mid-answer; their last events get a moment to reach the sockets before every connection is closed.
+        gateway.endStreams()
+        cut = setTimeout(() => server.closeAllConnections(), STREAM_FLUSH_MS)
+        cut.unref()
+      }, config.shutdownGraceSeconds * 1000)
       force.unref()
       server.close(() => {
         clearTimeout(force)
+        clearTimeout(cut)
         resolve()
       })
       server.closeIdleConnections()

@@ -34,6 +34,14 @@ export interface Gateway extends FetchHandler {
   storage: StorageDriver
   /** Closes the storage driver. */
   close(): Promise<void>
+  /**
+   * Ends every Responses stream in flight (intern chats included) in-band: `response.failed` with
+   * `error.code: "server_error"`, then `data: [DONE]`, and aborts its upstream exchange. For hosts that
+   * shut down: call it at the end of the grace period, before closing the remaining connections.
+   * @example
+   * gateway.endStreams()   // "The gateway is shutting down; retry the request"
+   */
+  endStreams(message?: string): void
   /** For modelgate's own Node bridge: `fetch` without turning JSON answers into plain Responses. */
   [FETCH_UNMATERIALIZED]: UnmaterializedFetch
 }
@@ -104,6 +112,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const secrets = createSecretBox(config.encryptionKeys ?? [])
   const runtime = createRuntime({
     ...config,
+    logger,
     adapters: ADAPTERS,
     // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
     endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
@@ -163,6 +172,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     [FETCH_UNMATERIALIZED]: fetchUnmaterialized,
     admin: createAdmin(repositories, secrets),
     storage,
+    endStreams: (message) => runtime.streams.endAll(message),
     close: async () => {
       // Let provisioning and destruction started by this process finish their writes first.
       await Promise.allSettled([...runtime.interns.tasks])

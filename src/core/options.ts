@@ -83,6 +83,37 @@ export const GatewayOptionsSchema = v.strictObject({
       totalTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
     }),
   ),
+  /**
+   * How many upstream attempts a request may make: `maxAttempts` per request (default 3), a retry `budget` per
+   * gateway (`false` for none), and the most `Retry-After` seconds passed on to callers.
+   */
+  retry: v.optional(
+    v.strictObject({
+      maxAttempts: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
+      budget: v.optional(
+        v.union([
+          v.literal(false),
+          v.strictObject({
+            ratio: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(100))),
+            minRetries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+            windowSeconds: v.optional(v.pipe(v.number(), v.minValue(1), v.maxValue(3600))),
+          }),
+        ]),
+      ),
+      maxRetryAfterSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400))),
+    }),
+  ),
+  /** Skipping endpoints and BYOK keys that keep failing (`false` turns it off). */
+  outlierDetection: v.optional(
+    v.union([
+      v.literal(false),
+      v.strictObject({
+        consecutiveFailures: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+        baseEjectionSeconds: v.optional(v.pipe(v.number(), v.minValue(0.001))),
+        maxEjectionSeconds: v.optional(v.pipe(v.number(), v.minValue(0.001))),
+      }),
+    ]),
+  ),
   /** Share of the list price charged on BYOK requests (default 0.05). */
   byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Reported as `service_metadata.region`. */

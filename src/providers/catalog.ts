@@ -58,6 +58,32 @@ export const BUILT_IN_PROVIDERS: readonly ProviderDescriptor[] = [
   provider('inference-net', 'Inference.net', 'openai-chat', 'https://api.inference.net/v1'),
 ]
 
+/**
+ * The environment variables that conventionally hold a provider's key. The runner reads them at start, and
+ * "no key" errors name them, so operators see the variable they would set.
+ */
+export const CONVENTIONAL_KEY_VARIABLES: Readonly<Record<string, readonly string[]>> = {
+  openai: ['OPENAI_API_KEY'],
+  anthropic: ['ANTHROPIC_API_KEY'],
+  'google-ai-studio': ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+  groq: ['GROQ_API_KEY'],
+  together: ['TOGETHER_API_KEY'],
+  fireworks: ['FIREWORKS_API_KEY'],
+  deepinfra: ['DEEPINFRA_API_KEY'],
+  mistral: ['MISTRAL_API_KEY'],
+  xai: ['XAI_API_KEY'],
+  deepseek: ['DEEPSEEK_API_KEY'],
+  cerebras: ['CEREBRAS_API_KEY'],
+  perplexity: ['PERPLEXITY_API_KEY'],
+}
+
+/** `MODELGATE_PROVIDER_<ID>_<SETTING>`, where the runner reads any provider's settings (`my-vllm` → `MY_VLLM`). */
+const providerVariable = (id: string, setting: 'API_KEY' | 'BASE_URL' | 'API'): string =>
+  `MODELGATE_PROVIDER_${id.toUpperCase().replaceAll('-', '_')}_${setting}`
+
+/** The variable to name when a provider has no key: its conventional one, else the runner's generic one. */
+export const keyVariable = (id: string): string => CONVENTIONAL_KEY_VARIABLES[id]?.[0] ?? providerVariable(id, 'API_KEY')
+
 const BY_ID = new Map(BUILT_IN_PROVIDERS.map((descriptor) => [descriptor.id, descriptor]))
 
 /** spec BYOK `provider`: lowercase letters, digits, hyphens, optionally one `/` segment (an endpoint variant). */

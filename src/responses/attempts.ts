@@ -11,7 +11,9 @@ import type { SecretBox } from '../core/secrets'
 import type { UpstreamCall, UpstreamRequest, UpstreamTarget } from '../providers/contract'
 import { UpstreamFailure, isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
 import { revealByokKey } from '../services/byok'
+import { parseRetryAfter } from './retry-after'
 import type { Attempt } from './routing'
+import { credentialSecrets, sentSecrets } from './sent-secrets'
 import { UpstreamTimeoutSignal, readCapped, type UpstreamResponse, type UpstreamTimeouts, type UpstreamTransport } from './transport'
 
 export interface AttemptEnvironment {
@@ -22,6 +24,8 @@ export interface AttemptEnvironment {
   requestId: string
   /** Fires when the client went away. */
   signal: ClientSignal
+  /** The gateway's clock (ms since epoch), for `Retry-After` dates. */
+  now: () => number
 }
 
 /** The client went away: stop everything, answer nothing. */
@@ -37,6 +41,8 @@ export interface OpenedAttempt {
   call: UpstreamCall
   request: UpstreamRequest
   target: UpstreamTarget
+  /** Every secret the request carried (never logged): redacted from whatever the upstream sends back. */
+  readonly secrets: readonly string[]
   /** Aborts this upstream exchange (client gone, or the caller gave up on it). */
   abort(): void
   /** Ends an exchange whose body was read to the end: stops its total-time timer. */
@@ -46,16 +52,31 @@ export interface OpenedAttempt {
 const targetFor = async (attempt: Attempt, secrets: SecretBox): Promise<UpstreamTarget> =>
   attempt.credential ? attempt.provider.withKey(await revealByokKey(secrets, attempt.credential)) : attempt.provider.shared!
 
-/** Classifies a thrown value from transport or adapter. */
+// Cause chains are short; a cycle must not loop for ever.
+const MAX_CAUSE_DEPTH = 5
+
+/** An error whose message and causes no longer quote a secret; the same error when none did. */
+const redactedError = (error: Error, secrets: readonly string[], depth = 0): Error => {
+  const cause = error.cause instanceof Error && depth < MAX_CAUSE_DEPTH ? redactedError(error.cause, secrets, depth + 1) : error.cause
+  const message = redactSecrets(error.message, secrets)
+  if (message === error.message && cause === error.cause && !secrets.some((secret) => error.stack?.includes(secret))) return error
+  const copy = new Error(message, cause === undefined ? undefined : { cause })
+  copy.name = error.name
+  return copy
+}
+
+/** Classifies a thrown value from transport or adapter, with every secret sent removed from its text and its cause. */
 export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: readonly string[]): GatewayError => {
   if (isUpstreamFailure(error)) {
-    // Adapters redact key-like text only; an in-band error can still quote the caller's raw key verbatim.
+    // Adapters redact key-like text only; an upstream can quote the exact key it was sent, whatever it looks like.
     const message = redactSecrets(error.message, secrets)
-    if (message === error.message) return error
+    const cause = error.cause instanceof Error ? redactedError(error.cause, secrets) : error.cause
+    if (message === error.message && cause === error.cause) return error
     return new UpstreamFailure(error.errorType, message, {
       upstreamStatus: error.upstreamStatus,
       ...(error.providerCode ? { providerCode: error.providerCode } : {}),
       ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds }),
+      ...(cause === undefined ? {} : { cause }),
     })
   }
   if (error instanceof UpstreamTimeoutSignal) {
@@ -77,7 +98,15 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
   if (environment.signal.aborted) throw new ClientClosedError()
   // Only a BYOK key needs a decryption; the shared credential is at hand.
   const target = attempt.credential ? await targetFor(attempt, environment.secrets) : attempt.provider.shared!
-  const request = attempt.provider.adapter.buildRequest(call, target)
+  let request: UpstreamRequest
+  try {
+    request = attempt.provider.adapter.buildRequest(call, target)
+  } catch (error) {
+    throw toAttemptFailure(error, attempt, credentialSecrets(target.apiKey))
+  }
+  // Collected only when something is to be redacted: most attempts succeed and need none.
+  let sent: string[] | undefined
+  const secrets = () => (sent ??= sentSecrets(request, target.apiKey))
   const started = performance.now()
   let response: UpstreamResponse
   try {
@@ -85,7 +114,7 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
     response = await environment.transport(request, { signal: environment.signal, timeouts: environment.timeouts })
   } catch (error) {
     if (environment.signal.aborted) throw new ClientClosedError()
-    throw toAttemptFailure(error, attempt, [target.apiKey])
+    throw toAttemptFailure(error, attempt, secrets())
   }
   const upstreamMs = performance.now() - started
   // The rest of the exchange (the body) gets what is left of the total time.
@@ -98,10 +127,10 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
   if (response.status >= 400) {
     const text = await readCapped(response)
     abort()
-    const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN)
-    const failure = attempt.provider.adapter.toError(response.status, redactSecrets(text, [target.apiKey]))
+    const retryAfter = parseRetryAfter(response.headers.get('retry-after'), environment.now())
+    const failure = toAttemptFailure(attempt.provider.adapter.toError(response.status, redactSecrets(text, secrets())), attempt, secrets())
     // The provider's Retry-After header is more precise than any delay read from its message.
-    if (isUpstreamFailure(failure) && Number.isFinite(retryAfter) && retryAfter > 0) {
+    if (isUpstreamFailure(failure) && retryAfter !== undefined) {
       throw new UpstreamFailure(failure.errorType, failure.message, {
         upstreamStatus: failure.upstreamStatus,
         ...(failure.providerCode ? { providerCode: failure.providerCode } : {}),
@@ -110,7 +139,17 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
     }
     throw failure
   }
-  return { response, call, request, target, abort, release }
+  return {
+    response,
+    call,
+    request,
+    target,
+    get secrets() {
+      return secrets()
+    },
+    abort,
+    release,
+  }
 }
 
 const readText = async (body: AsyncIterable<Uint8Array>): Promise<string> => {

@@ -10,11 +10,17 @@ import { GatewayError, InternalError, isGatewayError } from '../core/errors'
 import type { Logger } from '../core/logger'
 import type { UpstreamCall, UpstreamStreamEvent } from '../providers/contract'
 import { isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
+import type { ActiveStream, ActiveStreams } from './active-streams'
+import { outcomeOf, outlierKeys } from './attempt-health'
 import { openAttempt, readJsonBody, toAttemptFailure, ClientClosedError, type AttemptEnvironment, type OpenedAttempt } from './attempts'
 import { billUsage, type BilledUsage } from './billing'
 import { toResponseObject, type ResponseState } from './envelope'
+import type { AttemptOutcome, OutlierDetector } from './outlier-detection'
 import type { ResponsesRequestBody } from './request.schemas'
+import { boundedRetryAfter } from './retry-after'
 import type { Attempt } from './routing'
+import type { RetryPolicy } from './runtime'
+import { StreamSignal } from './stream-signal'
 import { emptyUsage, type OutputItem, type ResponsesRequest, type Usage } from './types'
 import type { ChunkProducer } from '../core/event-stream-response'
 
@@ -30,6 +36,9 @@ export interface ExecutionOptions extends AttemptEnvironment {
   commitAfterMs: number
   keepAliveMs: number
   logger: Logger
+  retry: RetryPolicy
+  outliers: OutlierDetector
+  streams: ActiveStreams
 }
 
 interface Served {
@@ -64,14 +73,15 @@ export const responsesErrorCode = (errorType: unknown): string => {
 const newResponseId = () => `resp_${randomHex(24)}`
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 
-const serviceMetadata = (options: ExecutionOptions, served: Served | null, startedAt: number, strategy: string) => {
+/** `attemptsMade`: how many attempts were sent (skipped and unreached endpoints are not attempts). */
+const serviceMetadata = (options: ExecutionOptions, served: Served | null, attemptsMade: number, startedAt: number, strategy: string) => {
   const available = options.attempts.map((attempt) => ({
     model: attempt.model.slug,
     provider: attempt.provider.descriptor.id,
     selected: served?.attempt === attempt,
   }))
   return {
-    attempt: served?.attemptNumber ?? options.attempts.length,
+    attempt: served?.attemptNumber ?? attemptsMade,
     endpoints: { available, total: available.length },
     generation_time: Math.round(performance.now() - startedAt),
     is_byok: served?.attempt.credential != null,
@@ -81,7 +91,7 @@ const serviceMetadata = (options: ExecutionOptions, served: Served | null, start
     strategy,
     summary: served
       ? `${served.attempt.model.slug} via ${served.attempt.provider.descriptor.id} on attempt ${served.attemptNumber} of ${options.attempts.length}`
-      : `no endpoint succeeded after ${options.attempts.length} attempts`,
+      : `no endpoint succeeded after ${attemptsMade} attempt${attemptsMade === 1 ? '' : 's'}`,
   }
 }
 
@@ -97,6 +107,8 @@ const callFor = (options: ExecutionOptions, attempt: Attempt, stream: boolean): 
 
 const bill = (usage: Usage, attempt: Attempt, options: ExecutionOptions): BilledUsage =>
   billUsage(usage, attempt.endpoint.pricing, { isByok: attempt.credential !== null, byokFeeRate: options.byokFeeRate })
+
+const withRetryAfter = (seconds: string | undefined) => (seconds === undefined ? {} : { headers: { 'retry-after': seconds } })
 
 /**
  * The error the client sees for a failed attempt. A provider refusing the operator's shared key is
@@ -115,46 +127,66 @@ const clientError = (failure: GatewayError, attempt: Attempt | undefined, option
       ...(provider ? { provider_name: provider.id } : {}),
       ...(failure.providerCode && !isSharedCredentialProblem ? { provider_code: failure.providerCode } : {}),
     },
-    ...(failure.retryAfterSeconds ? { headers: { 'retry-after': String(Math.ceil(failure.retryAfterSeconds)) } } : {}),
+    ...withRetryAfter(boundedRetryAfter(failure.retryAfterSeconds, options.retry.maxRetryAfterSeconds)),
     ...(extraBody ? { extraBody } : {}),
     cause: failure,
   })
 }
 
-type AttemptOutcome<T> =
+type ServedOutcome<T> =
   | { isServed: true; value: T; served: Served; opened: OpenedAttempt }
-  | { isServed: false; failure: GatewayError; attempt: Attempt | undefined }
+  | { isServed: false; failure: GatewayError; attempt: Attempt | undefined; attemptsMade: number }
 
 /**
  * The fallback loop (gaps 1.6): tries the attempts in order until `use` succeeds on an opened one. Before the
- * first byte of content every failure moves on; the client closing stops everything.
+ * first byte of content every failure moves on, within `retry.maxAttempts` and the gateway's retry budget;
+ * endpoints and keys that keep failing are skipped unless every planned one is (then all are tried, as
+ * Envoy's panic routing does: a wrong ejection must not fail every request). The client closing stops everything.
  */
 const firstServedAttempt = async <T>(
   options: ExecutionOptions,
   stream: boolean,
   // `startedAt` lets `use` stop the upstream's clock where the gateway's own work begins.
   use: (opened: OpenedAttempt, call: UpstreamCall, attempt: Attempt, startedAt: number) => Promise<T>,
-): Promise<AttemptOutcome<T>> => {
+): Promise<ServedOutcome<T>> => {
+  const { retry, outliers } = options
+  retry.budget.deposit()
+  const isPanic = options.attempts.every((attempt) => outliers.isEjected(outlierKeys(attempt)))
   // Built only when every attempt failed: an error's stack trace is not free on every request.
   let lastFailure: GatewayError | undefined
   let lastAttempt: Attempt | undefined
-  for (const [index, attempt] of options.attempts.entries()) {
+  let attemptsMade = 0
+  for (const attempt of options.attempts) {
+    const keys = outlierKeys(attempt)
+    if (!isPanic && outliers.isEjected(keys)) continue
+    if (attemptsMade >= retry.maxAttempts) break
+    if (attemptsMade > 0 && !retry.budget.tryWithdraw()) {
+      options.logger.warn('retry budget exhausted: no further attempt', { requestId: options.requestId, attempts: attemptsMade })
+      break
+    }
+    attemptsMade++
+    outliers.admit(keys)
     const call = callFor(options, attempt, stream)
     let opened: OpenedAttempt | undefined
+    let outcome: AttemptOutcome = 'unknown'
     try {
       const attemptStarted = performance.now()
       opened = await openAttempt(attempt, call, options)
       const value = await use(opened, call, attempt, attemptStarted)
-      return { isServed: true, value, served: { attempt, attemptNumber: index + 1 }, opened }
+      outcome = 'answered'
+      return { isServed: true, value, served: { attempt, attemptNumber: attemptsMade }, opened }
     } catch (error) {
       opened?.abort()
       if (error instanceof ClientClosedError || options.signal.aborted) throw new ClientClosedError()
-      lastFailure = toAttemptFailure(error, attempt, opened ? [opened.target.apiKey] : [])
+      lastFailure = toAttemptFailure(error, attempt, opened?.secrets ?? [])
       lastAttempt = attempt
-      logAttemptFailure(options, attempt, index, lastFailure)
+      outcome = outcomeOf(lastFailure)
+      logAttemptFailure(options, attempt, attemptsMade, lastFailure)
+    } finally {
+      outliers.record(keys, outcome)
     }
   }
-  return { isServed: false, failure: lastFailure ?? new InternalError('No attempt was made'), attempt: lastAttempt }
+  return { isServed: false, failure: lastFailure ?? new InternalError('No attempt was made'), attempt: lastAttempt, attemptsMade }
 }
 
 /** Runs the attempts in order until one answers; returns the complete Response object. */
@@ -172,7 +204,7 @@ export const executeNonStreaming = async (options: ExecutionOptions) => {
       outcome.failure,
       outcome.attempt,
       options,
-      options.isMetadataRequested ? { service_metadata: serviceMetadata(options, null, startedAt, 'fallback') } : undefined,
+      options.isMetadataRequested ? { service_metadata: serviceMetadata(options, null, outcome.attemptsMade, startedAt, 'fallback') } : undefined,
     )
   }
   const { served } = outcome
@@ -185,7 +217,7 @@ export const executeNonStreaming = async (options: ExecutionOptions) => {
     errorType: null,
     incompleteDetails: result.incompleteDetails,
     completedAt: nowSeconds(),
-    ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, startedAt, strategyOf(served, options)) } : {}),
+    ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, served.attemptNumber, startedAt, strategyOf(served, options)) } : {}),
   }
   return {
     response: toResponseObject({ id: newResponseId(), createdAt: nowSeconds(), model: served.attempt.model.slug, request: options.body }, state),
@@ -193,10 +225,10 @@ export const executeNonStreaming = async (options: ExecutionOptions) => {
   }
 }
 
-const logAttemptFailure = (options: ExecutionOptions, attempt: Attempt, index: number, failure: GatewayError) => {
+const logAttemptFailure = (options: ExecutionOptions, attempt: Attempt, attemptNumber: number, failure: GatewayError) => {
   options.logger.warn('upstream attempt failed', {
     requestId: options.requestId,
-    attempt: index + 1,
+    attempt: attemptNumber,
     model: attempt.model.slug,
     provider: attempt.provider.descriptor.id,
     isByok: attempt.credential !== null,
@@ -258,6 +290,11 @@ const drainThenRelease = (iterator: AsyncIterator<UpstreamStreamEvent>, opened: 
     .finally(() => clearTimeout(deadline))
 }
 
+// A canonical type (spec `error_type`), so clients read it as the gateway's failure, not the provider's or theirs.
+const SHUTDOWN_ERROR_TYPE = 'server'
+
+const shuttingDown = (message: string) => new GatewayError(503, message, { metadata: { error_type: SHUTDOWN_ERROR_TYPE } })
+
 /** Resolves `'commit'` after `ms` unless cancelled first. */
 const commitDeadline = (ms: number) => {
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -274,11 +311,34 @@ const commitDeadline = (ms: number) => {
  */
 export const executeStreaming = async (options: ExecutionOptions): Promise<{ produce: ChunkProducer; overheadMs: number }> => {
   const startedAt = performance.now()
-  const opening = openStream(options)
+  // The gateway may end the stream itself (shutdown): that aborts its upstream as a client leaving would.
+  const signal = new StreamSignal(options.signal)
+  let shutdownMessage: string | undefined
+  let onShutdown: ((message: string) => void) | undefined
+  let shutdownRequested!: (value: 'shutdown') => void
+  const shutdown = new Promise<'shutdown'>((resolve) => (shutdownRequested = resolve))
+  const opening = openStream({ ...options, signal })
+  const active: ActiveStream = {
+    end(message) {
+      if (shutdownMessage !== undefined) return
+      shutdownMessage = message
+      shutdownRequested('shutdown')
+      onShutdown?.(message)
+      signal.abort(new Error(message))
+      void opening.then(
+        (open) => open.opened.abort(),
+        () => {},
+      )
+    },
+  }
+  options.streams.add(active)
   const deadline = commitDeadline(options.commitAfterMs)
-  const early = await Promise.race([opening.then(() => 'ready' as const, () => 'failed' as const), deadline.reached])
+  const early = await Promise.race([opening.then(() => 'ready' as const, () => 'failed' as const), deadline.reached, shutdown])
   deadline.cancel()
-  if (early === 'failed') await opening
+  if (early === 'failed') {
+    options.streams.delete(active)
+    await opening
+  }
   const upstreamMs = early === 'ready' ? (await opening).upstreamMs : 0
   const responseId = newResponseId()
   const createdAt = nowSeconds()
@@ -286,6 +346,8 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
   const produce: ChunkProducer = (sink) => {
     let sequence = 0
     let open: OpenStream | undefined
+    // Set once the start-up events are out: a failure from then on ends the response that was started.
+    let started: Served | undefined
     let isStopped = false
     let needsDrain = false
     // Keep-alive comments whenever the upstream goes quiet (long reasoning), so proxies keep the connection.
@@ -306,6 +368,7 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
     const end = () => {
       isStopped = true
       clearInterval(keepAlive)
+      options.streams.delete(active)
       sink.close()
     }
 
@@ -320,7 +383,7 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
           errorType: null,
           incompleteDetails: null,
           completedAt: nowSeconds(),
-          ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, startedAt, strategyOf(served, options)) } : {}),
+          ...(options.isMetadataRequested ? { serviceMetadata: serviceMetadata(options, served, served.attemptNumber, startedAt, strategyOf(served, options)) } : {}),
           ...extra,
         },
       )
@@ -350,7 +413,15 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
       end()
     }
 
+    onShutdown = (message) => {
+      if (isStopped) return
+      if (!started) return failBeforeContent(shuttingDown(message))
+      open?.opened.abort()
+      finish(started, 'failed', { error: { code: responsesErrorCode(SHUTDOWN_ERROR_TYPE), message }, errorType: SHUTDOWN_ERROR_TYPE })
+    }
+
     const run = async () => {
+      if (shutdownMessage !== undefined) return onShutdown!(shutdownMessage)
       if (early === 'commit') {
         write(KEEP_ALIVE)
         keepAlive = setInterval(() => write(KEEP_ALIVE), options.keepAliveMs)
@@ -370,7 +441,7 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
       if (options.body.debug?.echo_upstream_body) {
         let upstreamBody: unknown
         try {
-          upstreamBody = JSON.parse(redactSecrets(opened.request.body, [opened.target.apiKey]))
+          upstreamBody = JSON.parse(redactSecrets(opened.request.body, opened.secrets))
         } catch {
           upstreamBody = null
         }
@@ -380,6 +451,7 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
       const startingResponse = JSON.stringify(inProgress(model))
       write(`event: response.created\ndata: {"type":"response.created","response":${startingResponse},"sequence_number":${sequence++}}\n\n`)
       write(`event: response.in_progress\ndata: {"type":"response.in_progress","response":${startingResponse},"sequence_number":${sequence++}}\n\n`)
+      started = served
       keepAlive = setInterval(() => {
         if (performance.now() - lastWrite >= options.keepAliveMs) write(KEEP_ALIVE)
       }, options.keepAliveMs)
@@ -411,8 +483,8 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
       } catch (error) {
         if (isStopped) return
         opened.abort()
-        if (error instanceof ClientClosedError || options.signal.aborted) return end()
-        const failure = toAttemptFailure(error, served.attempt, [opened.target.apiKey])
+        if (error instanceof ClientClosedError || signal.aborted) return end()
+        const failure = toAttemptFailure(error, served.attempt, opened.secrets)
         const visible = clientError(failure, served.attempt, options)
         options.logger.warn('upstream stream failed after content', {
           requestId: options.requestId,
@@ -430,6 +502,7 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
       // A bug, not an upstream failure: the client must not take what it got for a whole answer.
       isStopped = true
       clearInterval(keepAlive)
+      options.streams.delete(active)
       open?.opened.abort()
       options.logger.error('stream producer failed', { requestId: options.requestId, error })
       sink.fail(error)
@@ -440,6 +513,7 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
       if (isStopped) return
       isStopped = true
       clearInterval(keepAlive)
+      options.streams.delete(active)
       open?.opened.abort()
       void opening.then(
         (opened) => opened.opened.abort(),

@@ -5,6 +5,7 @@
  */
 
 import { InvalidRequestError, NotFoundError } from '../core/errors'
+import { keyVariable } from '../providers/catalog'
 import type { ByokRecord } from '../repositories/byok-credentials'
 import type { ModelCatalog, ModelEndpoint, ModelEntry } from './models'
 import type { ProviderRegistry, ResolvedProvider } from './providers'
@@ -66,11 +67,30 @@ const credentialApplies = (credential: ByokRecord, model: ModelEntry, input: Rou
 const credentialMeetsZdr = (credential: ByokRecord, endpoint: ModelEndpoint, requiresZdr: boolean) =>
   !requiresZdr || credential.declaredZdr === true || (credential.declaredZdr === null && endpoint.isZeroDataRetention === true)
 
+const listed = (items: string[]) => (items.length === 1 ? items[0]! : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`)
+
+/**
+ * No endpoint is usable because no key is: say which provider needs one, where the gateway reads it and that the
+ * caller's own (BYOK) key works too. A 404 as for other "no endpoint" answers: retrying cannot help, so never a 5xx.
+ */
+const noKeyError = (models: string[], providers: ResolvedProvider[]) => {
+  const ids = providers.map((provider) => provider.descriptor.id)
+  const option = ids.length === 1 ? `providers.${ids[0]}.apiKey` : 'providers.<id>.apiKey'
+  return new NotFoundError(
+    `No provider key for ${models.join(', ')}: the gateway has none for ${listed(providers.map((provider) => provider.descriptor.displayName))} ` +
+      `(set ${listed(ids.map(keyVariable))}, or ${option}) and this workspace has no BYOK credential that applies ` +
+      `(POST /byok with provider ${listed(ids.map((id) => `"${id}"`))})`,
+    { metadata: { error_type: 'not_found' } },
+  )
+}
+
 export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, input: RoutingInput): Attempt[] => {
   const preferences = input.preferences ?? {}
   const sort = sortBy(preferences)
   const requiresZdr = preferences.zdr === true
   const perModel: Attempt[][] = []
+  // Providers whose endpoints were left out only because neither the gateway nor the workspace has a key for them.
+  const withoutKey = new Map<string, ResolvedProvider>()
 
   for (const slug of input.models) {
     const model = catalog.find(slug)
@@ -114,8 +134,9 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       for (const credential of usable) {
         ;(credential.isFallback ? fallbackKeys : prioritized).push({ model, endpoint, provider, credential })
       }
-      const sharedAllowed = !isSharedRemoved && provider.shared !== null && (!requiresZdr || endpoint.isZeroDataRetention === true)
-      if (sharedAllowed) shared.push({ model, endpoint, provider, credential: null })
+      const sharedMayServe = !isSharedRemoved && (!requiresZdr || endpoint.isZeroDataRetention === true)
+      if (sharedMayServe && provider.shared !== null) shared.push({ model, endpoint, provider, credential: null })
+      else if (sharedMayServe && usable.length === 0) withoutKey.set(provider.descriptor.id, provider)
     }
     perModel.push([...prioritized, ...shared, ...fallbackKeys])
   }
@@ -126,6 +147,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     const first = attempts[0]!
     attempts = attempts.filter((attempt) => attempt.model === first.model && attempt.endpoint === first.endpoint)
   }
+  if (attempts.length === 0 && withoutKey.size > 0) throw noKeyError(input.models, [...withoutKey.values()])
   if (attempts.length === 0) {
     throw new NotFoundError(
       `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials`,

@@ -1,17 +1,35 @@
 /** Everything inference routes need beyond storage, built once per gateway from its options. */
 
+import type { Logger } from '../core/logger'
 import type { ProviderApi } from '../providers/catalog'
 import { inProcessRuntime } from '../interns/in-process'
 import type { InternRuntime } from '../interns/runtime'
 import type { ProviderAdapter } from '../providers/contract'
+import { createActiveStreams, type ActiveStreams } from './active-streams'
 import { createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } from './models'
+import { createOutlierDetector, disabledOutlierDetector, type OutlierDetectionOptions, type OutlierDetector } from './outlier-detection'
 import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } from './providers'
+import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamTimeouts, type UpstreamTransport } from './transport'
 
 export interface UpstreamOptions {
   connectTimeoutMs?: number
   firstByteTimeoutMs?: number
   totalTimeoutMs?: number
+}
+
+export interface RetryOptions {
+  maxAttempts?: number
+  budget?: false | Partial<RetryBudgetOptions>
+  maxRetryAfterSeconds?: number
+}
+
+export interface RetryPolicy {
+  /** Upstream attempts one request may make, fallbacks included. */
+  maxAttempts: number
+  budget: RetryBudget
+  /** The longest `Retry-After` passed on to a caller. */
+  maxRetryAfterSeconds: number
 }
 
 export interface GatewayRuntime {
@@ -28,6 +46,13 @@ export interface GatewayRuntime {
   keepAliveMs: number
   /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
   trustedHostHeader: string | undefined
+  retry: RetryPolicy
+  /** Endpoints and BYOK keys that keep failing are skipped for a while. */
+  outliers: OutlierDetector
+  /** Streams in flight, ended in-band by `gateway.endStreams()`. */
+  streams: ActiveStreams
+  /** The gateway's clock, in ms since the epoch. */
+  now: () => number
   interns: {
     runtime: InternRuntime
     /** Hostnames of regional deployments, where intern routes are refused (spec Authentication 3). */
@@ -45,6 +70,43 @@ const upstreamTimeouts = (upstream: { connectTimeoutMs?: number; firstByteTimeou
   return { connectMs: upstream.connectTimeoutMs ?? 10_000, firstByteMs: Math.min(upstream.firstByteTimeoutMs ?? 300_000, totalMs), totalMs }
 }
 
+/**
+ * Three attempts cover the usual fallbacks (the primary endpoint, another provider, a fallback model or
+ * BYOK key) while bounding what one request can cost an upstream that is down: each attempt before the
+ * first byte may wait up to the first-byte timeout. The budget's 20 % with 3 in reserve is Envoy's and
+ * Finagle's default shape, over Finagle's 10 s window. docs/decisions.md has the reasoning.
+ */
+const DEFAULT_RETRY = { maxAttempts: 3, ratio: 0.2, minRetries: 3, windowSeconds: 10, maxRetryAfterSeconds: 600 }
+const DEFAULT_OUTLIER_DETECTION: OutlierDetectionOptions = { consecutiveFailures: 5, baseEjectionSeconds: 30, maxEjectionSeconds: 300 }
+
+const retryPolicy = (retry: RetryOptions = {}, now: () => number): RetryPolicy => ({
+  maxAttempts: retry.maxAttempts ?? DEFAULT_RETRY.maxAttempts,
+  budget:
+    retry.budget === false
+      ? unlimitedRetryBudget
+      : createRetryBudget(
+          {
+            ratio: retry.budget?.ratio ?? DEFAULT_RETRY.ratio,
+            minRetries: retry.budget?.minRetries ?? DEFAULT_RETRY.minRetries,
+            windowSeconds: retry.budget?.windowSeconds ?? DEFAULT_RETRY.windowSeconds,
+          },
+          now,
+        ),
+  maxRetryAfterSeconds: retry.maxRetryAfterSeconds ?? DEFAULT_RETRY.maxRetryAfterSeconds,
+})
+
+const outlierDetector = (options: false | Partial<OutlierDetectionOptions> | undefined, now: () => number, logger: Logger): OutlierDetector => {
+  if (options === false) return disabledOutlierDetector
+  const settings: OutlierDetectionOptions = {
+    consecutiveFailures: options?.consecutiveFailures ?? DEFAULT_OUTLIER_DETECTION.consecutiveFailures,
+    baseEjectionSeconds: options?.baseEjectionSeconds ?? DEFAULT_OUTLIER_DETECTION.baseEjectionSeconds,
+    maxEjectionSeconds: options?.maxEjectionSeconds ?? DEFAULT_OUTLIER_DETECTION.maxEjectionSeconds,
+  }
+  return createOutlierDetector(settings, now, (target, seconds) =>
+    logger.warn('upstream target ejected after repeated failures', { target, seconds, consecutiveFailures: settings.consecutiveFailures }),
+  )
+}
+
 export const createRuntime = (options: {
   providers?: Record<string, ProviderConfig>
   models?: ModelEntry[]
@@ -60,21 +122,32 @@ export const createRuntime = (options: {
   regionalHostnames?: string[]
   isRegionalDeployment?: boolean
   trustedHostHeader?: string
-}): GatewayRuntime => ({
-  providers: createProviderRegistry(options.providers ?? {}, options.adapters),
-  models: createModelCatalog(mergeModels(options.models)),
-  transport: options.transport ?? fetchTransport(),
-  timeouts: upstreamTimeouts(options.upstream),
-  byokFeeRate: options.byokFeeRate ?? 0.05,
-  region: options.region ?? 'default',
-  endUserSecret: options.endUserSecret,
-  commitAfterMs: options.streamCommitAfterMs ?? 8_000,
-  keepAliveMs: options.keepAliveMs ?? 15_000,
-  trustedHostHeader: options.trustedHostHeader,
-  interns: {
-    runtime: options.internRuntime ?? inProcessRuntime(),
-    regionalHostnames: new Set((options.regionalHostnames ?? []).map((hostname) => hostname.toLowerCase().replace(/\.$/, ''))),
-    isRegionalDeployment: options.isRegionalDeployment ?? false,
-    tasks: new Set(),
-  },
-})
+  retry?: RetryOptions
+  outlierDetection?: false | Partial<OutlierDetectionOptions>
+  now?: () => Date
+  logger: Logger
+}): GatewayRuntime => {
+  const now = options.now ? () => options.now!().getTime() : Date.now
+  return {
+    providers: createProviderRegistry(options.providers ?? {}, options.adapters),
+    models: createModelCatalog(mergeModels(options.models)),
+    transport: options.transport ?? fetchTransport(),
+    timeouts: upstreamTimeouts(options.upstream),
+    byokFeeRate: options.byokFeeRate ?? 0.05,
+    region: options.region ?? 'default',
+    endUserSecret: options.endUserSecret,
+    commitAfterMs: options.streamCommitAfterMs ?? 8_000,
+    keepAliveMs: options.keepAliveMs ?? 15_000,
+    retry: retryPolicy(options.retry, now),
+    outliers: outlierDetector(options.outlierDetection, now, options.logger),
+    streams: createActiveStreams(),
+    now,
+    trustedHostHeader: options.trustedHostHeader,
+    interns: {
+      runtime: options.internRuntime ?? inProcessRuntime(),
+      regionalHostnames: new Set((options.regionalHostnames ?? []).map((hostname) => hostname.toLowerCase().replace(/\.$/, ''))),
+      isRegionalDeployment: options.isRegionalDeployment ?? false,
+      tasks: new Set(),
+    },
+  }
+}

@@ -2,7 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { bodyReader, hangsAfterFirstDelta, sseEventsOf } from '../helpers/interrupted-stream'
 import { runToEnd, startListening, type RunningProcess } from '../helpers/process'
+import { startUpstream } from '../helpers/upstream'
 
 const CLI = resolve(__dirname, '../../dist/cli.js')
 const OPERATOR_KEY = 'operator-key-0123456789abcdef'
@@ -51,6 +53,44 @@ describe('modelgate CLI and standalone runner', () => {
     expect((await get(`${second.url}/api/v1/keys`, key)).status).toBe(200)
     expect((await get(`${second.url}/api/v1/keys`, OPERATOR_KEY)).status).toBe(200)
     expect(await second.stop('SIGINT')).toBe(0)
+  })
+
+  it('ends a stream still running at the grace limit of a SIGTERM in-band, and aborts its upstream', async () => {
+    const upstream = await startUpstream(hangsAfterFirstDelta)
+    try {
+      const aborted = upstream.nextClientAbort()
+      const server = await serve({
+        MODELGATE_STORAGE: 'memory',
+        MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY,
+        MODELGATE_SHUTDOWN_GRACE_SECONDS: '0.2',
+        ANTHROPIC_API_KEY: 'sk-ant-runner-test-0123456789',
+        MODELGATE_PROVIDER_ANTHROPIC_BASE_URL: upstream.url,
+      })
+      const created = await fetch(`${server.url}/api/v1/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${OPERATOR_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'caller' }),
+      })
+      const { key } = (await created.json()) as { key: string }
+      const response = await fetch(`${server.url}/api/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'anthropic/claude-sonnet-4.5', input: 'hi', stream: true }),
+      })
+      const reader = bodyReader(response.body!)
+      await reader.until('response.output_text.delta')
+      const exited = server.stop('SIGTERM')
+      const events = sseEventsOf(await reader.rest())
+      expect(events.at(-1)).toBe('[DONE]')
+      expect(events.at(-2).response).toMatchObject({
+        status: 'failed',
+        error: { code: 'server_error', message: 'The gateway is shutting down; retry the request' },
+      })
+      await aborted
+      expect(await exited).toBe(0)
+    } finally {
+      await upstream.close()
+    }
   })
 
   it('mints a management key with `keys create --management` that the next start accepts', async () => {

@@ -67,6 +67,15 @@ const expectServed = async (response: Response) => {
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex')
 
+/** The model's other providers (cheapest first) have no key either. */
+const noKey = (names: string, variables: string, ids: string) => ({
+  error: {
+    code: 404,
+    message: `No provider key for ${MODEL}: the gateway has none for ${names} (set ${variables}, or providers.<id>.apiKey) and this workspace has no BYOK credential that applies (POST /byok with provider ${ids})`,
+    metadata: { error_type: 'not_found' },
+  },
+})
+
 const NO_ENDPOINTS = {
   error: {
     code: 404,
@@ -234,7 +243,13 @@ describe('disabled keys', () => {
     await h.addByok({ provider: 'groq', key: KEY_A, disabled: true })
     const response = await ask()
     expect(response.status).toBe(404)
-    expect(await response.json()).toEqual(NO_ENDPOINTS)
+    expect(await response.json()).toEqual(
+      noKey(
+        'DeepInfra, Groq, Together, Fireworks or Cerebras',
+        'DEEPINFRA_API_KEY, GROQ_API_KEY, TOGETHER_API_KEY, FIREWORKS_API_KEY or CEREBRAS_API_KEY',
+        '"deepinfra", "groq", "together", "fireworks" or "cerebras"',
+      ),
+    )
     expect(groq.requests).toHaveLength(0)
   })
 })
@@ -268,7 +283,14 @@ describe('is_byok_only', () => {
     await h.addByok({ provider: 'groq', key: KEY_A, is_byok_only: true, allowed_models: ['openai/gpt-4o'] })
     const response = await ask()
     expect(response.status).toBe(404)
-    expect(await response.json()).toEqual(NO_ENDPOINTS)
+    // Groq is not named: its shared key is there, removed by the byok_only credential.
+    expect(await response.json()).toEqual(
+      noKey(
+        'DeepInfra, Together, Fireworks or Cerebras',
+        'DEEPINFRA_API_KEY, TOGETHER_API_KEY, FIREWORKS_API_KEY or CEREBRAS_API_KEY',
+        '"deepinfra", "together", "fireworks" or "cerebras"',
+      ),
+    )
     expect(groq.requests).toHaveLength(0)
   })
 
