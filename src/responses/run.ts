@@ -69,6 +69,8 @@ export const runResponse = async (dependencies: ResponseDependencies, body: Resp
     keepAliveMs: runtime.keepAliveMs,
     transport: runtime.transport,
     timeouts: runtime.timeouts,
+    limits: runtime.limits,
+    guard: runtime.upstreamGuard,
     secrets: dependencies.secrets,
     logger,
     requestId,

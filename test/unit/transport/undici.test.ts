@@ -6,7 +6,7 @@ import { undiciTransport } from '../../../src/transport/undici'
 
 const transport = undiciTransport()
 const servers: Server[] = []
-const TIMEOUTS: UpstreamTimeouts = { connectMs: 5_000, firstByteMs: 5_000, totalMs: 60_000 }
+const TIMEOUTS: UpstreamTimeouts = { connectMs: 5_000, firstByteMs: 5_000, idleMs: 60_000, totalMs: 60_000 }
 
 const serve = async (handler: http.RequestListener): Promise<string> => {
   const server = http.createServer(handler)
