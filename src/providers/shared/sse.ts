@@ -20,7 +20,7 @@ export interface SseMessage {
 /**
  * Yields each event of an SSE body as it arrives; never buffers more than one incomplete event, and fails once
  * about `maxEventBytes` have come without completing one (the parser holds all of them until it does). The count
- * restarts with the chunk that completes an event, so it may be off by the rest of that one chunk.
+ * restarts with each chunk that completes an event, so it is precise to one chunk.
  */
 export async function* readSse(body: AsyncIterable<Uint8Array>, maxEventBytes = DEFAULT_MAX_EVENT_BYTES): AsyncIterable<SseMessage> {
   const decoder = new TextDecoder('utf-8')
@@ -31,13 +31,13 @@ export async function* readSse(body: AsyncIterable<Uint8Array>, maxEventBytes = 
   let pendingBytes = 0
   for await (const chunk of body) {
     pendingBytes += chunk.byteLength
-    if (pendingBytes > maxEventBytes) {
+    parser.feed(decoder.decode(chunk, { stream: true }))
+    if (ready.length > 0) pendingBytes = 0
+    else if (pendingBytes > maxEventBytes) {
       throw new UpstreamFailure('provider_unavailable', `The provider sent an event larger than the gateway accepts (${formatByteSize(maxEventBytes)})`, {
         upstreamStatus: 200,
       })
     }
-    parser.feed(decoder.decode(chunk, { stream: true }))
-    if (ready.length > 0) pendingBytes = 0
     while (ready.length > 0) yield ready.shift()!
   }
   parser.feed(decoder.decode())
