@@ -5,31 +5,21 @@
  * the test's own timeout, so without an idle timeout these tests hang and fail.
  */
 
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import type { GatewayOptions } from '../../../src/core/options'
-import { undiciTransport } from '../../../src/transport/undici'
+import { TRANSPORTS, useTransport } from '../../helpers/transports'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture, sseFixture, type UpstreamReply } from '../../helpers/upstream'
 
-const TRANSPORTS: Array<[string, () => ReturnType<typeof undiciTransport> | undefined]> = [
-  ['fetch', () => undefined],
-  ['undici', () => undiciTransport()],
-]
 
 /** Far beyond the test's timeout: only the idle timeout can end these exchanges in time. */
 const PATIENT = { connectTimeoutMs: 60_000, firstByteTimeoutMs: 600_000, totalTimeoutMs: 600_000 }
 
 describe.each(TRANSPORTS)('upstream idle timeout (%s transport)', (_name, makeTransport) => {
-  let transport: ReturnType<typeof undiciTransport> | undefined
+  const transport = useTransport(makeTransport)
   let harness: ResponsesHarness | undefined
   const releases: Array<() => void> = []
 
-  beforeAll(() => {
-    transport = makeTransport()
-  })
-  afterAll(async () => {
-    await transport?.close()
-  })
   afterEach(async () => {
     releases.splice(0).forEach((release) => release())
     await harness?.close()
@@ -42,7 +32,7 @@ describe.each(TRANSPORTS)('upstream idle timeout (%s transport)', (_name, makeTr
     })
 
   const start = (providers: string[], upstream: NonNullable<GatewayOptions['upstream']>) =>
-    createResponsesHarness(Object.fromEntries(providers.map((id) => [id, {}])), { upstream, ...(transport ? { transport } : {}) })
+    createResponsesHarness(Object.fromEntries(providers.map((id) => [id, {}])), { upstream, ...transport.options() })
 
   it('after content: the stream ends in-band with a timeout, and the upstream connection is dropped', async () => {
     harness = await start(['openai'], { ...PATIENT, idleTimeoutMs: 200 })

@@ -4,29 +4,23 @@
  */
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { undiciTransport } from '../../../src/transport/undici'
+import { TRANSPORTS, useTransport } from '../../helpers/transports'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
 import { startUpstream, type Upstream } from '../../helpers/upstream'
 
 const SHARED_KEY = 'sk-ant-shared-redirect-0123456789abcdef'
 
-const TRANSPORTS: Array<[string, () => ReturnType<typeof undiciTransport> | undefined]> = [
-  ['fetch', () => undefined],
-  ['undici', () => undiciTransport()],
-]
 
 describe.each(TRANSPORTS)('upstream redirects (%s transport)', (_name, makeTransport) => {
-  let transport: ReturnType<typeof undiciTransport> | undefined
+  const transport = useTransport(makeTransport)
   let elsewhere: Upstream
   let harness: ResponsesHarness | undefined
 
   beforeAll(async () => {
-    transport = makeTransport()
     elsewhere = await startUpstream(() => ({ status: 200, body: 'should never be asked' }))
   })
   afterAll(async () => {
     await elsewhere.close()
-    await transport?.close()
   })
   afterEach(async () => {
     await harness?.close()
@@ -36,7 +30,7 @@ describe.each(TRANSPORTS)('upstream redirects (%s transport)', (_name, makeTrans
   for (const status of [301, 302, 303, 307, 308]) {
     for (const stream of [false, true]) {
       it(`${status}, ${stream ? 'streamed' : 'whole'}: not followed, a 502 naming the redirect, no key in it`, async () => {
-        harness = await createResponsesHarness({ anthropic: { apiKey: SHARED_KEY } }, transport ? { transport } : {})
+        harness = await createResponsesHarness({ anthropic: { apiKey: SHARED_KEY } }, transport.options())
         const upstream = harness.upstreams.anthropic!
         upstream.setHandler(() => ({ status, headers: { location: `${elsewhere.url}/v1/messages` }, body: '' }))
 
@@ -60,7 +54,7 @@ describe.each(TRANSPORTS)('upstream redirects (%s transport)', (_name, makeTrans
   }
 
   it('a redirect is a failure before content: the next endpoint still answers', async () => {
-    harness = await createResponsesHarness({ anthropic: { apiKey: SHARED_KEY }, openai: {} }, transport ? { transport } : {})
+    harness = await createResponsesHarness({ anthropic: { apiKey: SHARED_KEY }, openai: {} }, transport.options())
     harness.upstreams.anthropic!.setHandler(() => ({ status: 307, headers: { location: `${elsewhere.url}/v1/messages` }, body: '' }))
     harness.upstreams.openai!.setHandler(() => ({
       status: 200,

@@ -7,9 +7,9 @@
 
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import type { GatewayOptions } from '../../../src/core/options'
-import { undiciTransport } from '../../../src/transport/undici'
+import { TRANSPORTS, useTransport } from '../../helpers/transports'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture } from '../../helpers/upstream'
 
@@ -91,22 +91,12 @@ const sseHead = () => {
   return Buffer.concat([opening, Buffer.from('event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"')])
 }
 
-const TRANSPORTS: Array<[string, () => ReturnType<typeof undiciTransport> | undefined]> = [
-  ['fetch', () => undefined],
-  ['undici', () => undiciTransport()],
-]
 
 describe.each(TRANSPORTS)('upstream size caps (%s transport)', (_name, makeTransport) => {
-  let transport: ReturnType<typeof undiciTransport> | undefined
+  const transport = useTransport(makeTransport)
   let harness: ResponsesHarness | undefined
   let hostile: Hostile | undefined
 
-  beforeAll(() => {
-    transport = makeTransport()
-  })
-  afterAll(async () => {
-    await transport?.close()
-  })
   afterEach(async () => {
     await harness?.close()
     await hostile?.close()
@@ -119,7 +109,7 @@ describe.each(TRANSPORTS)('upstream size caps (%s transport)', (_name, makeTrans
       { openai: {} },
       {
         upstream,
-        ...(transport ? { transport } : {}),
+        ...transport.options(),
         providers: { openai: { baseURL: hostile!.url, apiKey: 'sk-shared-openai-0123456789abcdef' } },
       },
     ))
