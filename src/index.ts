@@ -44,5 +44,12 @@ export type { ProviderConfig } from './responses/providers'
 export type { ModelEntry, ModelEndpoint, EndpointPricing } from './responses/models'
 export { BUILT_IN_MODELS } from './responses/models'
 export { BUILT_IN_PROVIDERS, type ProviderApi, type ProviderDescriptor } from './providers/catalog'
-export { fetchTransport, type UpstreamTransport, type UpstreamTimeouts, type UpstreamResponse } from './responses/transport'
+export {
+  fetchTransport,
+  type UpstreamTransport,
+  type UpstreamTimeouts,
+  type UpstreamResponse,
+  type UpstreamExchangeOptions,
+} from './responses/transport'
+export type { CallerDestination, HostResolver, ResolvedAddress } from './core/upstream-guard'
 export type { ProviderAdapter, UpstreamCall, UpstreamTarget, UpstreamRequest, UpstreamResult, UpstreamStreamEvent } from './providers/contract'

@@ -8,6 +8,7 @@ import * as v from 'valibot'
 import { parseInput } from '../core/validation'
 import { MODEL_SLUG_PATTERN } from '../core/patterns'
 import { CONVENTIONAL_KEY_VARIABLES } from '../providers/catalog'
+import { UpstreamGuardOptionsSchema, UpstreamOptionsSchema } from '../core/options'
 
 export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
 
@@ -59,6 +60,10 @@ export const RunnerConfigSchema = v.strictObject({
       providerSort: v.optional(v.picklist(['price', 'throughput', 'latency', 'exacto'])),
     }),
   ),
+  /** Upstream deadlines and size bounds (see `createGateway`'s `upstream`); also `MODELGATE_UPSTREAM_*`. */
+  upstream: v.optional(UpstreamOptionsSchema),
+  /** Where caller-chosen upstreams may go (see `createGateway`'s `upstreamGuard`); config file only. */
+  upstreamGuard: v.optional(v.omit(UpstreamGuardOptionsSchema, ['resolve'])),
 })
 
 export type RunnerConfig = v.InferOutput<typeof RunnerConfigSchema>
@@ -99,8 +104,30 @@ const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined
   return config as Partial<RunnerConfigInput>
 }
 
-export const configFromEnvironment = (environment: Record<string, string | undefined>): Partial<RunnerConfigInput> =>
-  fromStrings(Object.entries(ENVIRONMENT).map(([name, setting]) => [setting, environment[name]]))
+/** The environment variables that fill fields of the `upstream` setting. */
+export const UPSTREAM_ENVIRONMENT = {
+  MODELGATE_UPSTREAM_CONNECT_TIMEOUT_MS: 'connectTimeoutMs',
+  MODELGATE_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: 'firstByteTimeoutMs',
+  MODELGATE_UPSTREAM_IDLE_TIMEOUT_MS: 'idleTimeoutMs',
+  MODELGATE_UPSTREAM_TOTAL_TIMEOUT_MS: 'totalTimeoutMs',
+  MODELGATE_UPSTREAM_MAX_RESPONSE_BYTES: 'maxResponseBytes',
+  MODELGATE_UPSTREAM_MAX_EVENT_BYTES: 'maxEventBytes',
+} as const satisfies Record<string, keyof NonNullable<RunnerConfigInput['upstream']>>
+
+const upstreamFromEnvironment = (environment: Record<string, string | undefined>): Partial<RunnerConfigInput> => {
+  const upstream: Record<string, unknown> = {}
+  for (const [name, field] of Object.entries(UPSTREAM_ENVIRONMENT)) {
+    const raw = environment[name]
+    // Anything but digits stays a string, so validation names the setting.
+    if (raw !== undefined && raw !== '') upstream[field] = /^\d+$/.test(raw) ? Number(raw) : raw
+  }
+  return Object.keys(upstream).length > 0 ? { upstream } : {}
+}
+
+export const configFromEnvironment = (environment: Record<string, string | undefined>): Partial<RunnerConfigInput> => ({
+  ...fromStrings(Object.entries(ENVIRONMENT).map(([name, setting]) => [setting, environment[name]])),
+  ...upstreamFromEnvironment(environment),
+})
 
 export const readConfigFile = async (path: string): Promise<Partial<RunnerConfigInput>> => {
   let text: string
@@ -116,9 +143,14 @@ export const readConfigFile = async (path: string): Promise<Partial<RunnerConfig
   }
 }
 
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+
 /** Merges the sources (later wins) and validates the result. */
 export const resolveConfig = (...sources: Array<Partial<RunnerConfigInput>>): RunnerConfig => {
   const merged = Object.assign({}, ...sources)
+  // `upstream` is filled field by field from the file and the environment alike: a later source wins per field.
+  const upstreams = sources.map((source) => source.upstream).filter((upstream) => upstream !== undefined)
+  if (upstreams.length > 1 && upstreams.every(isPlainObject)) merged.upstream = Object.assign({}, ...upstreams)
   try {
     return parseInput(RunnerConfigSchema, merged, 'options')
   } catch (error) {

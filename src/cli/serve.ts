@@ -35,6 +35,8 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
     basePath: config.basePath,
     ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
     ...(config.workspaceDefaults ? { workspaceDefaults: config.workspaceDefaults } : {}),
+    ...(config.upstream ? { upstream: config.upstream } : {}),
+    ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
     ...(config.rateLimitRequests
       ? { rateLimit: { requests: config.rateLimitRequests, windowSeconds: config.rateLimitWindowSeconds } }
       : {}),

@@ -7,6 +7,7 @@ import { MODEL_SLUG_PATTERN } from './patterns'
 import type { ModelEntry } from '../responses/models'
 import type { UpstreamTransport } from '../responses/transport'
 import type { InternRuntime } from '../interns/runtime'
+import type { HostResolver } from './upstream-guard'
 
 const isStorageDriver = (value: unknown): value is StorageDriver =>
   typeof value === 'object' &&
@@ -21,6 +22,42 @@ const isLogger = (value: unknown): value is Logger =>
   ['debug', 'info', 'warn', 'error'].every((method) => typeof (value as Record<string, unknown>)[method] === 'function')
 
 const ModelSlugSchema = v.pipe(v.string(), v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'))
+
+const PositiveMsSchema = v.pipe(v.number(), v.integer(), v.minValue(1))
+const ByteLimitSchema = v.pipe(v.number(), v.integer(), v.minValue(1024))
+// A CIDR range as written (`10.0.0.0/8`, `fd00::/8`); createUpstreamGuard parses it.
+const CidrSchema = v.pipe(v.string(), v.regex(/^[0-9A-Fa-f:.]+\/\d{1,3}$/, 'must be a CIDR range such as 10.0.0.0/8'))
+const HostSuffixSchema = v.pipe(v.string(), v.regex(/^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/, 'must be a lowercase DNS suffix such as openai.azure.us'))
+
+/** Upstream deadlines (ms) and how much of an answer the gateway holds (bytes). */
+export const UpstreamOptionsSchema = v.strictObject({
+  connectTimeoutMs: v.optional(PositiveMsSchema),
+  firstByteTimeoutMs: v.optional(PositiveMsSchema),
+  /** Longest silence between two chunks of an upstream body (default 60 s). */
+  idleTimeoutMs: v.optional(PositiveMsSchema),
+  totalTimeoutMs: v.optional(PositiveMsSchema),
+  /** Largest whole (non-streaming) upstream answer (default 32 MiB). */
+  maxResponseBytes: v.optional(ByteLimitSchema),
+  /** Largest single event of a streamed upstream answer (default 8 MiB). */
+  maxEventBytes: v.optional(ByteLimitSchema),
+})
+
+/**
+ * Where the gateway may connect for a caller who chose the upstream location (an Azure BYOK endpoint or
+ * resource). Default: https on the default port, hosts under the provider's own domains, public addresses only.
+ */
+export const UpstreamGuardOptionsSchema = v.strictObject({
+  /** `true` allows loopback, private, link-local (cloud metadata too) and other non-public addresses; a list of CIDR ranges allows those only. */
+  allowPrivateNetworks: v.optional(v.union([v.boolean(), v.array(CidrSchema)])),
+  /** Accept `http://` as well as `https://`. */
+  allowHttp: v.optional(v.boolean()),
+  /** Ports accepted besides the scheme's default. */
+  allowedPorts: v.optional(v.array(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65_535)))),
+  /** More DNS suffixes per family, e.g. `{ azure: ['openai.azure.us'] }`. */
+  extraHostSuffixes: v.optional(v.record(v.string(), v.array(HostSuffixSchema))),
+  /** Name resolution for the address checks (default: the system's, `node:dns` lookup). */
+  resolve: v.optional(v.custom<HostResolver>((value) => typeof value === 'function', 'must be a function (hostname) => Promise<{address, family}[]>')),
+})
 
 export const GatewayOptionsSchema = v.strictObject({
   /** Where all state lives. Defaults to a fresh in-memory store (lost on exit). */
@@ -76,13 +113,8 @@ export const GatewayOptionsSchema = v.strictObject({
   models: v.optional(v.array(v.custom<ModelEntry>((value) => typeof value === 'object' && value !== null && 'slug' in value && 'endpoints' in value, 'must be a model entry with slug and endpoints'))),
   /** Upstream HTTP: `undiciTransport()` on Node (pooled); the runtime's fetch otherwise. */
   transport: v.optional(v.custom<UpstreamTransport>((value) => typeof value === 'function', 'must be a transport function')),
-  upstream: v.optional(
-    v.strictObject({
-      connectTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-      firstByteTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-      totalTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-    }),
-  ),
+  upstream: v.optional(UpstreamOptionsSchema),
+  upstreamGuard: v.optional(UpstreamGuardOptionsSchema),
   /**
    * How many upstream attempts a request may make: `maxAttempts` per request (default 3), a retry `budget` per
    * gateway (`false` for none), and the most `Retry-After` seconds passed on to callers.

@@ -5,6 +5,7 @@
  */
 
 import type { GatewayError } from '../core/errors'
+import type { CallerDestination } from '../core/upstream-guard'
 import type { ProviderApi } from './catalog'
 import type { OutputItem, ResponsesRequest, StreamEvent, Usage } from '../responses/types'
 
@@ -18,6 +19,8 @@ export interface UpstreamCall {
   stream: boolean
   /** A keyed hash standing in for `user` / `safety_identifier`; the raw values never go upstream. */
   endUserId?: string
+  /** The largest single stream event to accept (bytes); `readSse`'s default when absent. */
+  maxEventBytes?: number
 }
 
 /** Where and as whom to call. */
@@ -38,6 +41,11 @@ export interface UpstreamRequest {
   method: 'POST'
   headers: Record<string, string>
   body: string
+  /**
+   * Set when the URL's host came from the caller's credential rather than from configuration. Core then checks
+   * the URL against the operator's `upstreamGuard` and the transport connects only to public addresses.
+   */
+  callerDestination?: CallerDestination
 }
 
 /** Why generation stopped, in Responses terms. */

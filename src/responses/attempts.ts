@@ -4,21 +4,37 @@
  * `UpstreamFailure` so the caller can move on to the next endpoint.
  */
 
+import { formatByteSize } from '../core/byte-size'
 import type { ClientSignal } from '../core/client-signal'
 import { GatewayError, isGatewayError } from '../core/errors'
 import type { Logger } from '../core/logger'
 import type { SecretBox } from '../core/secrets'
+import { DestinationRefusedError, type UpstreamGuard } from '../core/upstream-guard'
 import type { UpstreamCall, UpstreamRequest, UpstreamTarget } from '../providers/contract'
 import { UpstreamFailure, isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
 import { revealByokKey } from '../services/byok'
+import { checkCallerDestination } from './destination'
 import { parseRetryAfter } from './retry-after'
 import type { Attempt } from './routing'
 import { credentialSecrets, sentSecrets } from './sent-secrets'
-import { UpstreamTimeoutSignal, readCapped, type UpstreamResponse, type UpstreamTimeouts, type UpstreamTransport } from './transport'
+import {
+  UpstreamTimeoutSignal,
+  UpstreamTooLargeSignal,
+  isDeclaredOver,
+  readBodyText,
+  readCapped,
+  type UpstreamLimits,
+  type UpstreamResponse,
+  type UpstreamTimeouts,
+  type UpstreamTransport,
+} from './transport'
 
 export interface AttemptEnvironment {
   transport: UpstreamTransport
   timeouts: UpstreamTimeouts
+  limits: UpstreamLimits
+  /** Checks destinations that come from callers' credentials. */
+  guard: UpstreamGuard
   secrets: SecretBox
   logger: Logger
   requestId: string
@@ -52,6 +68,13 @@ export interface OpenedAttempt {
 const targetFor = async (attempt: Attempt, secrets: SecretBox): Promise<UpstreamTarget> =>
   attempt.credential ? attempt.provider.withKey(await revealByokKey(secrets, attempt.credential)) : attempt.provider.shared!
 
+const TIMEOUT_PHASES: Record<UpstreamTimeoutSignal['phase'], string> = {
+  connect: 'connect',
+  first_byte: 'first byte',
+  idle: 'idle between chunks',
+  total: 'total',
+}
+
 // Cause chains are short; a cycle must not loop for ever.
 const MAX_CAUSE_DEPTH = 5
 
@@ -80,10 +103,20 @@ export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: read
     })
   }
   if (error instanceof UpstreamTimeoutSignal) {
-    return new UpstreamFailure('timeout', `No answer in time (${error.phase.replace('_', ' ')})`, {
+    return new UpstreamFailure('timeout', `No answer in time (${TIMEOUT_PHASES[error.phase]})`, {
       upstreamStatus: 0,
       cause: error,
     })
+  }
+  if (error instanceof UpstreamTooLargeSignal) {
+    return new UpstreamFailure('provider_unavailable', `The provider's answer is larger than the gateway accepts (${formatByteSize(error.limit)})`, {
+      upstreamStatus: 0,
+      cause: error,
+    })
+  }
+  // A caller's credential points somewhere the operator's policy forbids: the same answer every time, so not a 5xx.
+  if (error instanceof DestinationRefusedError) {
+    return new UpstreamFailure('permission_denied', `The credential's upstream location is not allowed: ${error.reason}`, { upstreamStatus: 0, cause: error })
   }
   if (isGatewayError(error)) return error
   const message = error instanceof Error ? error.message : String(error)
@@ -107,11 +140,17 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
   // Collected only when something is to be redacted: most attempts succeed and need none.
   let sent: string[] | undefined
   const secrets = () => (sent ??= sentSecrets(request, target.apiKey))
+  const { callerDestination } = request
   const started = performance.now()
   let response: UpstreamResponse
   try {
+    if (callerDestination) await checkCallerDestination(request.url, callerDestination, environment.guard, environment.transport)
     // The transport ends the exchange when the client goes away (the signal) or the first byte is late.
-    response = await environment.transport(request, { signal: environment.signal, timeouts: environment.timeouts })
+    response = await environment.transport(request, {
+      signal: environment.signal,
+      timeouts: environment.timeouts,
+      ...(callerDestination ? { guard: environment.guard } : {}),
+    })
   } catch (error) {
     if (environment.signal.aborted) throw new ClientClosedError()
     throw toAttemptFailure(error, attempt, secrets())
@@ -123,6 +162,15 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
   const abort = () => {
     clearTimeout(total)
     void response.cancel()
+  }
+  // Following a redirect would hand the provider key to wherever it points; no transport follows one, and core
+  // does not take the 3xx (or a browser's opaque status 0) for an answer either.
+  if (response.status < 200 || (response.status >= 300 && response.status < 400)) {
+    abort()
+    const status = response.status === 0 ? '' : ` (${response.status})`
+    throw new UpstreamFailure('provider_unavailable', `The provider answered with a redirect${status}, which the gateway does not follow`, {
+      upstreamStatus: response.status,
+    })
   }
   if (response.status >= 400) {
     const text = await readCapped(response)
@@ -152,16 +200,16 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
   }
 }
 
-const readText = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
-  const decoder = new TextDecoder()
-  let text = ''
-  for await (const chunk of body) text += decoder.decode(chunk, { stream: true })
-  return text + decoder.decode()
+const readBoundedText = (response: UpstreamResponse, maxBytes: number): Promise<string> => {
+  if (response.text) return response.text(maxBytes)
+  // An announced length over the bound is refused before a byte of the body is read.
+  if (isDeclaredOver(response.headers.get('content-length'), maxBytes)) return Promise.reject(new UpstreamTooLargeSignal(maxBytes))
+  return readBodyText(response.body, maxBytes)
 }
 
-/** Reads a whole (non-streaming) JSON body. */
-export const readJsonBody = async (response: UpstreamResponse): Promise<unknown> => {
-  const text = response.text ? await response.text() : await readText(response.body)
+/** Reads a whole (non-streaming) JSON body of at most `maxBytes`; past that the caller aborts the exchange. */
+export const readJsonBody = async (response: UpstreamResponse, maxBytes: number): Promise<unknown> => {
+  const text = await readBoundedText(response, maxBytes)
   try {
     return JSON.parse(text)
   } catch (error) {

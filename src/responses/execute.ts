@@ -103,6 +103,7 @@ const callFor = (options: ExecutionOptions, attempt: Attempt, stream: boolean): 
   upstreamModel: attempt.endpoint.model,
   stream,
   endUserId: options.endUserId,
+  maxEventBytes: options.limits.maxEventBytes,
 })
 
 const bill = (usage: Usage, attempt: Attempt, options: ExecutionOptions): BilledUsage =>
@@ -193,7 +194,7 @@ const firstServedAttempt = async <T>(
 export const executeNonStreaming = async (options: ExecutionOptions) => {
   const startedAt = performance.now()
   const outcome = await firstServedAttempt(options, false, async (opened, call, attempt, attemptStarted) => {
-    const body = await readJsonBody(opened.response)
+    const body = await readJsonBody(opened.response, options.limits.maxResponseBytes)
     const upstreamMs = performance.now() - attemptStarted
     opened.release()
     // Translated inside the attempt, so a malformed answer still falls back to the next endpoint.

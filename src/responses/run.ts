@@ -78,6 +78,8 @@ export const runResponse = async (dependencies: ResponseDependencies, body: Resp
     outliers: runtime.outliers,
     streams: runtime.streams,
     now: runtime.now,
+    limits: runtime.limits,
+    guard: runtime.upstreamGuard,
     secrets: dependencies.secrets,
     logger,
     requestId,

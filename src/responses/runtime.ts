@@ -10,12 +10,16 @@ import { createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } f
 import { createOutlierDetector, disabledOutlierDetector, type OutlierDetectionOptions, type OutlierDetector } from './outlier-detection'
 import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } from './providers'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
-import { fetchTransport, type UpstreamTimeouts, type UpstreamTransport } from './transport'
+import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from './transport'
+import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
 
 export interface UpstreamOptions {
   connectTimeoutMs?: number
   firstByteTimeoutMs?: number
+  idleTimeoutMs?: number
   totalTimeoutMs?: number
+  maxResponseBytes?: number
+  maxEventBytes?: number
 }
 
 export interface RetryOptions {
@@ -37,6 +41,9 @@ export interface GatewayRuntime {
   models: ModelCatalog
   transport: UpstreamTransport
   timeouts: UpstreamTimeouts
+  limits: UpstreamLimits
+  /** Checks upstream locations chosen by callers (Azure BYOK endpoints). */
+  upstreamGuard: UpstreamGuard
   /** Share of the list price charged for BYOK requests (gaps 1.7: 5%). */
   byokFeeRate: number
   region: string
@@ -64,10 +71,15 @@ export interface GatewayRuntime {
   }
 }
 
-const upstreamTimeouts = (upstream: { connectTimeoutMs?: number; firstByteTimeoutMs?: number; totalTimeoutMs?: number } = {}): UpstreamTimeouts => {
+const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
   const totalMs = upstream.totalTimeoutMs ?? 600_000
   // The total bounds the wait for the first byte too.
-  return { connectMs: upstream.connectTimeoutMs ?? 10_000, firstByteMs: Math.min(upstream.firstByteTimeoutMs ?? 300_000, totalMs), totalMs }
+  return {
+    connectMs: upstream.connectTimeoutMs ?? 10_000,
+    firstByteMs: Math.min(upstream.firstByteTimeoutMs ?? 300_000, totalMs),
+    idleMs: upstream.idleTimeoutMs ?? 60_000,
+    totalMs,
+  }
 }
 
 /**
@@ -107,11 +119,18 @@ const outlierDetector = (options: false | Partial<OutlierDetectionOptions> | und
   )
 }
 
+// Generous: a whole answer of 32 MiB is hundreds of thousands of tokens, and an event of 8 MiB a large image.
+const upstreamLimits = (upstream: UpstreamOptions = {}): UpstreamLimits => ({
+  maxResponseBytes: upstream.maxResponseBytes ?? 32 * 1024 * 1024,
+  maxEventBytes: upstream.maxEventBytes ?? 8 * 1024 * 1024,
+})
+
 export const createRuntime = (options: {
   providers?: Record<string, ProviderConfig>
   models?: ModelEntry[]
   transport?: UpstreamTransport
   upstream?: UpstreamOptions
+  upstreamGuard?: UpstreamGuardOptions
   adapters: Partial<Record<ProviderApi, ProviderAdapter>>
   byokFeeRate?: number
   region?: string
@@ -133,6 +152,8 @@ export const createRuntime = (options: {
     models: createModelCatalog(mergeModels(options.models)),
     transport: options.transport ?? fetchTransport(),
     timeouts: upstreamTimeouts(options.upstream),
+    limits: upstreamLimits(options.upstream),
+    upstreamGuard: createUpstreamGuard(options.upstreamGuard),
     byokFeeRate: options.byokFeeRate ?? 0.05,
     region: options.region ?? 'default',
     endUserSecret: options.endUserSecret,

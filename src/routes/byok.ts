@@ -52,13 +52,14 @@ export const createByok = defineRoute({
   path: '/byok',
   auth: 'management',
   body: CreateByokBodySchema,
-  async handle({ body, caller, repositories, secrets, now }) {
+  async handle({ body, caller, repositories, secrets, now, runtime }) {
     const record = await createByokCredential(
       repositories,
       secrets,
       caller.account,
       { ...fromWire(body), provider: body.provider, key: body.key, workspaceId: body.workspace_id },
       now(),
+      runtime.upstreamGuard,
     )
     // spec POST /byok: 200 (not 201).
     return json({ data: toByokWire(record) })
@@ -98,8 +99,15 @@ export const updateByok = defineRoute({
   auth: 'management',
   params: ByokParamsSchema,
   body: UpdateByokBodySchema,
-  async handle({ params, body, caller, repositories, secrets }) {
-    const record = await updateByokCredential(repositories, secrets, caller.account, params.id, { ...fromWire(body), key: body.key })
+  async handle({ params, body, caller, repositories, secrets, runtime }) {
+    const record = await updateByokCredential(
+      repositories,
+      secrets,
+      caller.account,
+      params.id,
+      { ...fromWire(body), key: body.key },
+      runtime.upstreamGuard,
+    )
     return json({ data: toByokWire(record) })
   },
 })

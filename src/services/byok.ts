@@ -6,8 +6,10 @@
 import { randomId } from '../core/crypto'
 import { InvalidRequestError, NotFoundError } from '../core/errors'
 import type { SecretBox } from '../core/secrets'
+import { DestinationRefusedError, type UpstreamGuard } from '../core/upstream-guard'
 import { findProvider } from '../providers/catalog'
-import { parseAzureCredentials } from '../providers/azure/credentials'
+import { AZURE_DESTINATION, parseAzureCredentials, type AzureCredentials } from '../providers/azure/credentials'
+import { readLegacyEndpoint } from '../providers/azure/legacy-endpoint'
 import type { AccountRecord } from '../repositories/accounts'
 import type { ByokRecord } from '../repositories/byok-credentials'
 import type { Repositories } from '../repositories'
@@ -27,8 +29,25 @@ export const maskProviderKey = (raw: string): string => {
   return secret.length >= 16 ? `...${secret.slice(-4)}` : '****'
 }
 
+/**
+ * A legacy endpoint must pass the operator's guard now, as it will at every use (the use-time check stays: records
+ * stored earlier, or a policy tightened later). The message names the entry and never quotes the URL or the key.
+ */
+const assertAllowedEndpoints = (credentials: AzureCredentials, guard: UpstreamGuard) => {
+  for (const [index, entry] of credentials.entries()) {
+    if (!('endpoint_url' in entry)) continue
+    try {
+      guard.checkUrl(entry.endpoint_url, AZURE_DESTINATION)
+      readLegacyEndpoint(entry.endpoint_url, entry.model_id, 'v1')
+    } catch (error) {
+      if (error instanceof DestinationRefusedError) throw new InvalidRequestError(`body.key.${index}.endpoint_url: ${error.reason}`)
+      throw error
+    }
+  }
+}
+
 /** Checks a raw key for its provider and returns its label. */
-const labelFor = (provider: string, rawKey: string): string => {
+const labelFor = (provider: string, rawKey: string, guard: UpstreamGuard): string => {
   if (provider.split('/', 1)[0] === 'azure') {
     const credentials = parseAzureCredentials(rawKey)
     if (!credentials) {
@@ -36,6 +55,7 @@ const labelFor = (provider: string, rawKey: string): string => {
         'body.key: an Azure key must be a JSON array of {api_key, resource_name, resource_type} or {model_slug, endpoint_url, api_key, model_id}',
       )
     }
+    assertAllowedEndpoints(credentials, guard)
     return maskProviderKey(credentials[0]!.api_key)
   }
   return maskProviderKey(rawKey)
@@ -83,10 +103,11 @@ export const createByokCredential = async (
   account: AccountRecord,
   input: ByokSettings & { provider: string; key: string; workspaceId?: string },
   now: Date,
+  guard: UpstreamGuard,
 ): Promise<ByokRecord> => {
   requireKnownProvider(input.provider, 'body.provider')
   assertCompatibleFlags({ isFallback: input.isFallback ?? false, isByokOnly: input.isByokOnly ?? false })
-  const label = labelFor(input.provider, input.key)
+  const label = labelFor(input.provider, input.key, guard)
   const workspace = await resolveWorkspace(repositories, account, input.workspaceId)
   await assertOwnKeyHashes(repositories, account.id, input.allowedApiKeyHashes)
   // After the last one, even when earlier ones were deleted (listing is in sort_order).
@@ -131,6 +152,7 @@ export const updateByokCredential = async (
   account: AccountRecord,
   id: string,
   input: ByokSettings & { key?: string },
+  guard: UpstreamGuard,
 ): Promise<ByokRecord> => {
   const current = await requireByokCredential(repositories, account.id, id)
   await assertOwnKeyHashes(repositories, account.id, input.allowedApiKeyHashes)
@@ -140,7 +162,7 @@ export const updateByokCredential = async (
   const rotated =
     input.key === undefined
       ? undefined
-      : { label: labelFor(current.provider, input.key), secret: await secrets.seal(input.key, associatedData(current)) }
+      : { label: labelFor(current.provider, input.key, guard), secret: await secrets.seal(input.key, associatedData(current)) }
   const { key: _key, ...fields } = settings as ByokSettings & { key?: string }
   const updated = await repositories.byok.update(id, (latest) => {
     const next = { ...latest, ...fields, ...rotated }

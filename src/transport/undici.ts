@@ -7,8 +7,19 @@
 
 import { createRequire } from 'node:module'
 import type { Agent as UndiciAgent, Dispatcher, errors as UndiciErrors } from 'undici'
+import type { LookupAddress, LookupOptions } from 'node:dns'
 import type { ClientSignal } from '../core/client-signal'
-import { UpstreamTimeoutSignal, type UpstreamResponse, type UpstreamTransport } from '../responses/transport'
+import { assertAllowedAddresses, DestinationRefusedError, type UpstreamGuard } from '../core/upstream-guard'
+import { IdleWatch } from '../responses/idle-watch'
+import {
+  UpstreamTimeoutSignal,
+  UpstreamTooLargeSignal,
+  isDeclaredOver,
+  type UpstreamResponse,
+  type UpstreamTimeouts,
+  type UpstreamTransport,
+} from '../responses/transport'
+import { systemResolver } from './system-resolver'
 
 /**
  * undici's package index loads every API it has (fetch, WebSocket, mocks, caches, interceptors): about 5 MB of
@@ -79,10 +90,12 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
 
   readonly #firstByteMs: number
   #firstByteTimer: ReturnType<typeof setTimeout> | undefined
+  readonly #idle: IdleWatch
 
-  constructor(signal: ClientSignal, firstByteMs: number) {
+  constructor(signal: ClientSignal, timeouts: UpstreamTimeouts) {
     this.#signal = signal
-    this.#firstByteMs = firstByteMs
+    this.#firstByteMs = timeouts.firstByteMs
+    this.#idle = new IdleWatch(timeouts.idleMs, () => this.#abort(new UpstreamTimeoutSignal('idle')))
     this.opened = new Promise((resolve, reject) => {
       this.#resolveOpened = resolve
       this.#rejectOpened = reject
@@ -103,6 +116,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     if (this.#isEnded) return
     this.#isEnded = true
     clearTimeout(this.#firstByteTimer)
+    this.#idle.stop()
     this.#error = error
     this.#signal.removeEventListener('abort', this.#onAbort)
     if (!this.#isStarted) this.#rejectOpened(error)
@@ -139,6 +153,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     const waiting = this.#waiting
     if (waiting && this.#queue.length === 0) {
       this.#waiting = undefined
+      this.#idle.arrived()
       waiting.resolve({ done: false, value: chunk })
       return
     }
@@ -150,6 +165,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
   onResponseEnd(): void {
     if (this.#isEnded) return
     this.#isEnded = true
+    this.#idle.stop()
     this.#signal.removeEventListener('abort', this.#onAbort)
     const waiting = this.#waiting
     this.#waiting = undefined
@@ -184,6 +200,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     }
     if (this.#error !== undefined) return Promise.reject(this.#error)
     if (this.#isEnded) return Promise.resolve(done)
+    this.#idle.waiting()
     return new Promise((resolve, reject) => {
       this.#waiting = { resolve, reject }
     })
@@ -195,19 +212,59 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     return done
   }
 
-  async text(): Promise<string> {
+  async text(maxBytes = Number.POSITIVE_INFINITY): Promise<string> {
+    const declared = this.#rawHeaders['content-length']
+    if (typeof declared === 'string' && isDeclaredOver(declared, maxBytes)) throw this.#tooLarge(maxBytes)
     this.#isCollecting = true
     this.#controller?.resume()
     const chunks: Buffer[] = []
-    for (let result = await this.next(); !result.done; result = await this.next()) chunks.push(result.value as Buffer)
+    let size = 0
+    for (let result = await this.next(); !result.done; result = await this.next()) {
+      size += result.value.byteLength
+      if (size > maxBytes) throw this.#tooLarge(maxBytes)
+      chunks.push(result.value as Buffer)
+    }
     if (chunks.length === 1) return chunks[0]!.toString('utf8')
     return (chunks.length === 0 ? EMPTY : Buffer.concat(chunks)).toString('utf8')
+  }
+
+  /** Drops the connection at once: the rest of an oversized answer is never read. */
+  #tooLarge(maxBytes: number): UpstreamTooLargeSignal {
+    const error = new UpstreamTooLargeSignal(maxBytes)
+    this.#queue = []
+    this.#queuedBytes = 0
+    this.#abort(error)
+    return error
   }
 
   async cancel(reason?: unknown): Promise<void> {
     this.#queue = []
     this.#queuedBytes = 0
     this.#abort(reason ?? new Error('upstream exchange cancelled'))
+  }
+}
+
+type LookupCallback = (error: Error | null, address: string | LookupAddress[], family?: number) => void
+
+/**
+ * A `lookup` for sockets to caller-chosen hosts: resolves once, refuses unless every address is allowed, and hands
+ * the socket exactly the addresses it checked, so a second answer (DNS rebinding) is never asked for. Node skips
+ * `lookup` for IP-literal hosts, which the guard refuses before any request is made.
+ */
+const guardedLookup = (guard: UpstreamGuard) => {
+  const resolve = guard.resolve ?? systemResolver
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    const checked = async () => {
+      const addresses = await resolve(hostname)
+      assertAllowedAddresses(guard, addresses)
+      const usable = options.family === 4 || options.family === 6 ? addresses.filter((entry) => entry.family === options.family) : addresses
+      if (usable.length === 0) throw new DestinationRefusedError('the host must resolve')
+      return usable
+    }
+    checked().then(
+      (usable) => (options.all ? callback(null, usable) : callback(null, usable[0]!.address, usable[0]!.family)),
+      (error: unknown) => callback(error instanceof Error ? error : new Error(String(error)), ''),
+    )
   }
 }
 
@@ -222,35 +279,39 @@ export interface UndiciTransport extends UpstreamTransport {
 }
 
 export const undiciTransport = (options: UndiciTransportOptions = {}): UndiciTransport => {
-  const agents = new Map<number, UndiciAgent>()
-  // One agent per connect timeout (the timeout is an agent setting in undici).
-  const agentFor = (connectMs: number) => {
+  // One agent per connect timeout (the timeout is an agent setting in undici), and separate agents for each guard
+  // policy, so a connection opened for a caller's destination is never lent to a request with another policy.
+  const pools = new Map<UpstreamGuard | null, Map<number, UndiciAgent>>()
+  const agentFor = (connectMs: number, guard: UpstreamGuard | undefined) => {
+    let agents = pools.get(guard ?? null)
+    if (!agents) pools.set(guard ?? null, (agents = new Map()))
     let agent = agents.get(connectMs)
     if (!agent) {
       agent = new Agent({
         connections: options.connectionsPerOrigin ?? 256,
         keepAliveTimeout: options.keepAliveTimeoutMs ?? 60_000,
         keepAliveMaxTimeout: 600_000,
-        connect: { timeout: connectMs },
+        connect: { timeout: connectMs, ...(guard ? { lookup: guardedLookup(guard) } : {}) },
         pipelining: 1,
       })
       agents.set(connectMs, agent)
     }
     return agent
   }
+  const allAgents = () => [...pools.values()].flatMap((agents) => [...agents.values()])
 
-  const send: UpstreamTransport = (request, { signal, timeouts }) => {
+  const send: UpstreamTransport = (request, { signal, timeouts, guard }) => {
     if (signal.aborted) return Promise.reject(signal.reason)
     const url = new URL(request.url)
-    const exchange = new Exchange(signal, timeouts.firstByteMs)
-    agentFor(timeouts.connectMs).dispatch(
+    const exchange = new Exchange(signal, timeouts)
+    agentFor(timeouts.connectMs, guard).dispatch(
       {
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: request.method,
         headers: request.headers,
         body: request.body,
-        // Both bounds are ours: the first byte above, the whole exchange in core.
+        // Every bound is ours: the first byte and idle gaps above, the whole exchange in core.
         headersTimeout: 0,
         bodyTimeout: 0,
       },
@@ -259,11 +320,11 @@ export const undiciTransport = (options: UndiciTransportOptions = {}): UndiciTra
     return exchange.opened
   }
   return Object.assign(send, {
-    stats: (): ReturnType<UndiciTransport['stats']> =>
-      Object.assign({}, ...[...agents.values()].map((agent) => agent.stats)),
+    hasConnectGuard: true,
+    stats: (): ReturnType<UndiciTransport['stats']> => Object.assign({}, ...allAgents().map((agent) => agent.stats)),
     close: async () => {
-      await Promise.all([...agents.values()].map((agent) => agent.close()))
-      agents.clear()
+      await Promise.all(allAgents().map((agent) => agent.close()))
+      pools.clear()
     },
   })
 }

@@ -33,14 +33,14 @@ interface OpenBlock {
 }
 
 /** `readStream`: yields Responses events as Anthropic sends them; throws on `error` events and cut streams. */
-export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, _call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
+export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
   const builder = createOutputBuilder()
   const usage: WireUsage = {}
   const blocks = new Map<number, OpenBlock>()
   let stopReason: string | null | undefined
   let isStopped = false
 
-  for await (const message of readSse(body)) {
+  for await (const message of readSse(body, call.maxEventBytes)) {
     // After message_stop the body should be over; anything still arriving is drained unread.
     if (isStopped) continue
     const data = parseSseJson(message.data)

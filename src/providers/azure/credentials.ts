@@ -5,6 +5,16 @@
  */
 
 import * as v from 'valibot'
+import type { CallerDestination } from '../../core/upstream-guard'
+
+/**
+ * Where the host of an Azure credential may be: the Azure OpenAI, Cognitive Services and AI Foundry zones. The
+ * operator adds more (sovereign clouds) through `upstreamGuard.extraHostSuffixes.azure`.
+ */
+export const AZURE_DESTINATION: CallerDestination = {
+  family: 'azure',
+  hostSuffixes: ['openai.azure.com', 'cognitiveservices.azure.com', 'services.ai.azure.com'],
+}
 
 const ResourceSchema = v.object({
   api_key: v.pipe(v.string(), v.minLength(1)),

@@ -13,13 +13,13 @@ import { geminiFailure } from './errors'
 import { blockedPrompt, createPartReader, finishOf, usageOf, type PartReader } from './output'
 import type { GeminiResponse, GeminiUsageMetadata } from './wire'
 
-export async function* readGeminiStream(body: AsyncIterable<Uint8Array>, _call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
+export async function* readGeminiStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
   const builder = createOutputBuilder()
   let reader: PartReader | undefined
   let usage: GeminiUsageMetadata | undefined
   let finishReason: string | undefined
 
-  for await (const message of readSse(body)) {
+  for await (const message of readSse(body, call.maxEventBytes)) {
     const chunk = parseSseJson(message.data) as GeminiResponse | undefined
     if (typeof chunk !== 'object' || chunk === null) continue
     // An in-band failure (e.g. 503 UNAVAILABLE after some text): the HTTP status was already 200.

@@ -36,7 +36,7 @@ export const openAIChatAdapter: ProviderAdapter = {
     }
   },
   readResult: (body) => readChatResult(body),
-  readStream: (body) => readChatStream(body),
+  readStream: readChatStream,
   toError: toChatError,
 }
 
@@ -48,9 +48,15 @@ export const azureOpenAIAdapter: ProviderAdapter = {
     const endpoint = resolveAzureEndpoint(call, target)
     const body = buildChatBody(call, readChatSettings(target, true), 'Azure OpenAI')
     body.model = endpoint.model
-    return { url: endpoint.url, method: 'POST', headers: headersFor(call, target, { 'api-key': endpoint.apiKey }), body: JSON.stringify(body) }
+    return {
+      url: endpoint.url,
+      method: 'POST',
+      headers: headersFor(call, target, { 'api-key': endpoint.apiKey }),
+      body: JSON.stringify(body),
+      ...(endpoint.callerDestination ? { callerDestination: endpoint.callerDestination } : {}),
+    }
   },
   readResult: (body) => readChatResult(body),
-  readStream: (body) => readChatStream(body),
+  readStream: readChatStream,
   toError: toChatError,
 }

@@ -12,14 +12,14 @@
  */
 
 import { emptyUsage, type Usage } from '../../responses/types'
-import type { UpstreamStreamEvent } from '../contract'
+import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
 import { createOutputBuilder } from '../shared/output-builder'
 import { parseSseJson, readSse } from '../shared/sse'
 import { toInBandFailure, truncatedStreamFailure } from './errors'
 import { argumentsText, feedContent, readFinish, readUsage } from './result'
 import type { ChatCompletionWire, ChatErrorWire, ChatToolCallWire } from './wire'
 
-export async function* readChatStream(body: AsyncIterable<Uint8Array>): AsyncIterable<UpstreamStreamEvent> {
+export async function* readChatStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
   const builder = createOutputBuilder()
   let usage: Usage | undefined
   let finishReason: string | null = null
@@ -40,7 +40,7 @@ export async function* readChatStream(body: AsyncIterable<Uint8Array>): AsyncIte
   }
 
   try {
-    for await (const message of readSse(body)) {
+    for await (const message of readSse(body, call.maxEventBytes)) {
       // After `[DONE]` the body is read to its end, not abandoned: leaving the loop would abort the exchange
       // and cost its keep-alive connection whenever the body's end arrives after `[DONE]`.
       if (hasEnded) continue

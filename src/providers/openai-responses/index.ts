@@ -23,6 +23,6 @@ export const openAIResponsesAdapter: ProviderAdapter = {
   api: 'openai-responses',
   buildRequest: buildOpenAIRequest,
   readResult: (body) => readOpenAIResult(body),
-  readStream: (body) => readOpenAIStream(body),
+  readStream: readOpenAIStream,
   toError: toOpenAIError,
 }

@@ -5,7 +5,7 @@
  * and minus the response-level ones (core sends its own created/in_progress/completed).
  */
 
-import type { UpstreamStreamEvent } from '../contract'
+import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
 import { UpstreamFailure } from '../shared/errors'
 import { parseSseJson, readSse } from '../shared/sse'
 import type { StreamEvent } from '../../responses/types'
@@ -31,9 +31,9 @@ const toStreamEvent = (event: OpenAIStreamEvent): StreamEvent => {
   return rest
 }
 
-export async function* readOpenAIStream(body: AsyncIterable<Uint8Array>): AsyncIterable<UpstreamStreamEvent> {
+export async function* readOpenAIStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
   let isFinished = false
-  for await (const message of readSse(body)) {
+  for await (const message of readSse(body, call.maxEventBytes)) {
     // Read on to the end of the body after the finish, so the connection is released rather than cut.
     if (isFinished) continue
     // Named events core does not forward are dropped unread: `response.created` carries the whole response object.

@@ -5,6 +5,11 @@
  */
 
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
+import { formatByteSize } from '../../core/byte-size'
+import { UpstreamFailure } from './errors'
+
+/** The default bound of one event, when the caller gives none (`upstream.maxEventBytes`). */
+export const DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
 
 export interface SseMessage {
   /** The `event:` field, when the upstream names its events (Anthropic, OpenAI Responses). */
@@ -12,15 +17,27 @@ export interface SseMessage {
   data: string
 }
 
-/** Yields each event of an SSE body as it arrives; never buffers more than one incomplete event. */
-export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncIterable<SseMessage> {
+/**
+ * Yields each event of an SSE body as it arrives; never buffers more than one incomplete event, and fails once
+ * about `maxEventBytes` have come without completing one (the parser holds all of them until it does). The count
+ * restarts with each chunk that completes an event, so it is precise to one chunk.
+ */
+export async function* readSse(body: AsyncIterable<Uint8Array>, maxEventBytes = DEFAULT_MAX_EVENT_BYTES): AsyncIterable<SseMessage> {
   const decoder = new TextDecoder('utf-8')
   const ready: SseMessage[] = []
   const parser = createParser({
     onEvent: (message: EventSourceMessage) => ready.push({ event: message.event, data: message.data }),
   })
+  let pendingBytes = 0
   for await (const chunk of body) {
+    pendingBytes += chunk.byteLength
     parser.feed(decoder.decode(chunk, { stream: true }))
+    if (ready.length > 0) pendingBytes = 0
+    else if (pendingBytes > maxEventBytes) {
+      throw new UpstreamFailure('provider_unavailable', `The provider sent an event larger than the gateway accepts (${formatByteSize(maxEventBytes)})`, {
+        upstreamStatus: 200,
+      })
+    }
     while (ready.length > 0) yield ready.shift()!
   }
   parser.feed(decoder.decode())

@@ -3,6 +3,8 @@ import type { UpstreamCall, UpstreamTarget } from '../../../src/providers/contra
 import { azureOpenAIAdapter, openAIChatAdapter } from '../../../src/providers/openai-chat'
 import { AZURE_API_VERSION } from '../../../src/providers/openai-chat/azure'
 import { UpstreamFailure } from '../../../src/providers/shared/errors'
+import { AZURE_DESTINATION } from '../../../src/providers/azure/credentials'
+import { DestinationRefusedError } from '../../../src/core/upstream-guard'
 import type { OutputItem, ResponsesRequest } from '../../../src/responses/types'
 import { assertValidEventSequence, chunked, collect } from '../../helpers/stream-events'
 import { fixture, jsonFixture, sseFixture, startUpstream, type Upstream } from '../../helpers/upstream'
@@ -143,6 +145,33 @@ describe('azureOpenAIAdapter.buildRequest', () => {
     expect(azureOpenAIAdapter.buildRequest(callOf(), plain({}, 'https://contoso.openai.azure.com/openai')).url).toBe(
       `https://contoso.openai.azure.com/openai/deployments/gpt-4.1-mini/chat/completions?api-version=${AZURE_API_VERSION}`,
     )
+  })
+
+  it('rebuilds a legacy endpoint from its deployment and api-version: no caller path or query goes out', () => {
+    const entry = (endpoint_url: string) => byok([{ model_slug: 'openai/gpt-4.1-mini', endpoint_url, api_key: 'k', model_id: 'mini-east' }])
+    const operator = (endpoint_url: string) =>
+      byok([{ model_slug: 'openai/gpt-4.1-mini', endpoint_url, api_key: 'k', model_id: 'mini-east' }], 'http://127.0.0.1:4010')
+    expect(azureOpenAIAdapter.buildRequest(callOf(), entry('https://east.openai.azure.com/internal/admin?api-version=2024-08-01-preview&x=1')).url).toBe(
+      'https://east.openai.azure.com/openai/deployments/mini-east/chat/completions?api-version=2024-08-01-preview',
+    )
+    // `..` is resolved by URL parsing before the deployment is read, so it climbs nowhere.
+    expect(azureOpenAIAdapter.buildRequest(callOf(), operator('https://east.openai.azure.com/openai/deployments/../../admin/chat/completions')).url).toBe(
+      `http://127.0.0.1:4010/openai/deployments/mini-east/chat/completions?api-version=${AZURE_API_VERSION}`,
+    )
+    expect(azureOpenAIAdapter.buildRequest(callOf(), operator('https://east.openai.azure.com/openai/deployments/dep/chat/completions?api-version=../../x')).url).toBe(
+      `http://127.0.0.1:4010/openai/deployments/dep/chat/completions?api-version=${AZURE_API_VERSION}`,
+    )
+    expect(() => azureOpenAIAdapter.buildRequest(callOf(), operator('https://east.openai.azure.com/openai/deployments/a%2F..%2F..%2Fadmin/chat/completions'))).toThrow(
+      DestinationRefusedError,
+    )
+  })
+
+  it('marks hosts that came from the credential, and only those, as the caller\'s', () => {
+    const resource = [{ api_key: 'resource-key', resource_name: 'fabrikam', resource_type: 'openai' }]
+    expect(azureOpenAIAdapter.buildRequest(callOf(), byok(resource)).callerDestination).toEqual(AZURE_DESTINATION)
+    expect(azureOpenAIAdapter.buildRequest(callOf(), byok(legacy)).callerDestination).toEqual(AZURE_DESTINATION)
+    expect(azureOpenAIAdapter.buildRequest(callOf(), byok(legacy, 'http://127.0.0.1:4010')).callerDestination).toBeUndefined()
+    expect(azureOpenAIAdapter.buildRequest(callOf(), plain({ resourceName: 'contoso' })).callerDestination).toBeUndefined()
   })
 
   it('speaks the OpenAI dialect but sends developer messages as system unless configured', () => {

@@ -1,12 +1,13 @@
 import http, { type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
-import { UpstreamTimeoutSignal, type UpstreamTimeouts } from '../../../src/responses/transport'
+import { createUpstreamGuard, DestinationRefusedError, type HostResolver } from '../../../src/core/upstream-guard'
+import { UpstreamTimeoutSignal, UpstreamTooLargeSignal, type UpstreamTimeouts } from '../../../src/responses/transport'
 import { undiciTransport } from '../../../src/transport/undici'
 
 const transport = undiciTransport()
 const servers: Server[] = []
-const TIMEOUTS: UpstreamTimeouts = { connectMs: 5_000, firstByteMs: 5_000, totalMs: 60_000 }
+const TIMEOUTS: UpstreamTimeouts = { connectMs: 5_000, firstByteMs: 5_000, idleMs: 60_000, totalMs: 60_000 }
 
 const serve = async (handler: http.RequestListener): Promise<string> => {
   const server = http.createServer(handler)
@@ -194,6 +195,66 @@ describe('undiciTransport', () => {
     expect(response.status).toBe(429)
     expect(response.headers.get('retry-after')).toBe('7')
     expect(await response.text!()).toBe('{"error":{"message":"slow down"}}')
+  })
+
+  describe('guarded exchanges (a caller chose the host)', () => {
+    const AZURE_NAME = 'fabrikam.openai.azure.com'
+    const lookups: string[] = []
+    const toLoopback: HostResolver = async (hostname) => {
+      lookups.push(hostname)
+      return [{ address: '127.0.0.1', family: 4 }]
+    }
+    const send = (url: string, guard: ReturnType<typeof createUpstreamGuard>) =>
+      transport({ url, method: 'POST', headers: {}, body: '{}' }, { signal: new AbortController().signal, timeouts: TIMEOUTS, guard })
+
+    it('resolves as it connects, once, and connects to the address it checked', async () => {
+      lookups.length = 0
+      const seen: string[] = []
+      const url = await serve((req, res) => {
+        req.resume()
+        seen.push(String(req.headers.host))
+        res.writeHead(200).end('ok')
+      })
+      const port = new URL(url).port
+      const guard = createUpstreamGuard({ resolve: toLoopback, allowPrivateNetworks: ['127.0.0.0/8'] })
+
+      expect(await (await send(`http://${AZURE_NAME}:${port}/x`, guard)).text!()).toBe('ok')
+
+      // The name was looked up once, by the guard, and the socket went where that answer said (the server is on loopback).
+      expect(lookups).toEqual([AZURE_NAME])
+      expect(seen).toEqual([`${AZURE_NAME}:${port}`])
+      expect(transport.hasConnectGuard).toBe(true)
+    })
+
+    it('refuses before connecting when the name resolves to an address the policy does not allow', async () => {
+      lookups.length = 0
+      let requests = 0
+      const url = await serve((req, res) => {
+        requests++
+        req.resume()
+        res.writeHead(200).end('internal')
+      })
+
+      const failure = await send(`http://${AZURE_NAME}:${new URL(url).port}/x`, createUpstreamGuard({ resolve: toLoopback })).catch((error: unknown) => error)
+
+      expect(failure).toBeInstanceOf(DestinationRefusedError)
+      expect((failure as DestinationRefusedError).reason).toBe('the host must resolve to public addresses only')
+      expect(lookups).toEqual([AZURE_NAME])
+      expect(requests).toBe(0)
+    })
+  })
+
+  it('stops reading a whole body past maxBytes, and refuses a declared length over it at once', async () => {
+    const url = await serve((req, res) => {
+      req.resume()
+      if (req.url?.includes('declared')) return void res.writeHead(200, { 'content-length': String(10 * 1024 * 1024) }).flushHeaders()
+      res.writeHead(200).end(Buffer.alloc(256 * 1024, 0x61))
+    })
+    const request = (path: string) => transport({ url: `${url}${path}`, method: 'POST', headers: {}, body: '' }, { signal: new AbortController().signal, timeouts: TIMEOUTS })
+
+    await expect((await request('/large')).text!(64 * 1024)).rejects.toBeInstanceOf(UpstreamTooLargeSignal)
+    await expect((await request('/declared')).text!(64 * 1024)).rejects.toBeInstanceOf(UpstreamTooLargeSignal)
+    expect((await (await request('/large')).text!(256 * 1024)).length).toBe(256 * 1024)
   })
 
   it('rejects when nothing listens at the address', async () => {
