@@ -5,13 +5,14 @@
  */
 
 import { authenticate, type Caller } from './auth'
-import { readObjectBody } from './body'
+import { clientSignalOf, isClientGone } from './client-signal'
+import { DEFAULT_REQUEST_BODY_TIMEOUT_MS, readObjectBody } from './body'
 import { FETCH_UNMATERIALIZED, materialize, type UnmaterializedFetch } from './materialize'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, renderError, type ErrorFlavor } from './errors'
 import { createConsoleLogger, silentLogger, type Logger } from './logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
 import { REQUEST_ID_HEADER, resolveRequestId } from './request-id'
-import type { AnyRoute, RouteContext } from './route'
+import type { AnyRoute, RouteAuth, RouteContext } from './route'
 import { readIdempotencyKey, runIdempotent } from './idempotency'
 import { enforceRateLimit } from './rate-limit'
 import { createRouter } from './router'
@@ -59,14 +60,14 @@ const withRequestId = (response: Response, requestId: string): Response => {
  * prototype: a route that never reads it never builds an AbortSignal, which on Node is not free per request
  * (client-signal.ts), and no per-request getter closure is made either.
  */
-class HandlerContext implements RouteContext<unknown, unknown, unknown> {
+class HandlerContext implements RouteContext<unknown, unknown, unknown, RouteAuth> {
   constructor(
     readonly request: Request,
     readonly requestId: string,
     readonly params: unknown,
     readonly query: unknown,
     readonly body: unknown,
-    readonly caller: Caller,
+    readonly caller: Caller | null,
     readonly repositories: Repositories,
     readonly secrets: SecretBox,
     readonly logger: Logger,
@@ -90,6 +91,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const storage = config.storage ?? memoryStorage()
   const logger: Logger = config.logger === false ? silentLogger : (config.logger ?? createConsoleLogger())
   const now = config.now ?? (() => new Date())
+  const requestBodyTimeoutMs = config.requestBodyTimeoutMs ?? DEFAULT_REQUEST_BODY_TIMEOUT_MS
   const defaultTextModel = config.workspaceDefaults?.textModel ?? DEFAULT_TEXT_MODEL
   const repositories = createRepositories(
     storage,
@@ -111,16 +113,21 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   })
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
-    const caller = await authenticate(request, repositories, route.auth)
-    route.authorize?.({ caller, request, runtime })
-    if (config.rateLimit) await enforceRateLimit(storage, config.rateLimit, caller.key.hash, now().getTime())
+    // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
+    const caller = route.auth === 'none' ? null : await authenticate(request, repositories, route.auth)
+    if (caller) {
+      route.authorize?.({ caller, request, runtime })
+      if (config.rateLimit) await enforceRateLimit(storage, config.rateLimit, caller.key.hash, now().getTime())
+    }
     const parsedParams = route.params ? parseInput(route.params, params, 'params') : undefined
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
-    const body = route.body ? parseInput(route.body, await readObjectBody(request, route.bodyLimit ?? config.bodyLimit), 'body') : undefined
+    const body = route.body
+      ? parseInput(route.body, await readObjectBody(request, { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }), 'body')
+      : undefined
     const handle = () =>
       route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime))
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null
-    if (idempotencyKey === null) return handle()
+    if (idempotencyKey === null || !caller) return handle()
     return runIdempotent(
       repositories.idempotency,
       {
@@ -150,7 +157,10 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       flavor = match.route.errorFlavor ?? flavor
       return withRequestId(await serve(request, requestId, url, match.route, match.params), requestId)
     } catch (error) {
-      if (!isGatewayError(error) || error.status >= 500) {
+      if (!isGatewayError(error) && (isClientGone(error) || clientSignalOf(request).aborted)) {
+        // A client that leaves mid-request is ordinary traffic: one line, no stack. Nobody reads the answer.
+        logger.debug('client disconnected', { requestId, method: request.method })
+      } else if (!isGatewayError(error) || error.status >= 500) {
         logger.error('request failed', { requestId, method: request.method, error })
       }
       return renderError(error, flavor, { [REQUEST_ID_HEADER]: requestId })
