@@ -4,17 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
 import { createGateway } from '../../../src/core/gateway'
-import type { LogFields, Logger } from '../../../src/core/logger'
 import { memoryStorage } from '../../../src/storage/memory'
-
-type Entry = { level: keyof Logger; message: string; fields: LogFields | undefined }
-
-const recordingLogger = () => {
-  const entries: Entry[] = []
-  const record = (level: keyof Logger) => (message: string, fields?: LogFields) => void entries.push({ level, message, fields })
-  const logger: Logger = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') }
-  return { logger, entries }
-}
+import { recordingLogger } from '../../helpers/logger'
 
 describe('a client that disconnects mid-body', () => {
   const servers: Server[] = []
