@@ -19,6 +19,7 @@ import { createRouter } from './router'
 import { createSecretBox, type SecretBox } from './secrets'
 import { createRuntime, type GatewayRuntime } from '../responses/runtime'
 import { ADAPTERS } from '../providers'
+import { assertKnownEndpointProviders } from '../responses/providers'
 import { DEFAULT_TEXT_MODEL } from '../responses/models'
 import type { FetchHandler } from './types'
 import { parseInput, searchParamsToObject } from './validation'
@@ -111,6 +112,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
     endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
   })
+  assertKnownEndpointProviders(config.models ?? [], runtime.providers)
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
