@@ -163,7 +163,9 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         // A client that leaves mid-request is ordinary traffic: one line, no stack. Nobody reads the answer.
         logger.debug('client disconnected', { requestId, method: request.method })
       } else if (!isGatewayError(error) || error.status >= 500) {
-        logger.error('request failed', { requestId, method: request.method, error })
+        // A store outage's 503 says only "Storage is unavailable" to callers; its cause (refused, timed out) is for the log.
+        const cause = isGatewayError(error) && error.status === 503 && error.cause !== undefined ? { cause: error.cause } : {}
+        logger.error('request failed', { requestId, method: request.method, error, ...cause })
       }
       return renderError(error, flavor, { [REQUEST_ID_HEADER]: requestId })
     }
