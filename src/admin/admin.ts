@@ -105,9 +105,13 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox) => {
     },
 
     /** Lists an account's keys (never their raw values), in creation order; disabled ones only when asked. */
-    async listKeys(accountIdOrSlug: string | undefined, options: { offset?: number; limit?: number; includeDisabled?: boolean } = {}) {
+    async listKeys(
+      accountIdOrSlug: string | undefined,
+      options: { offset?: number; limit?: number; includeDisabled?: boolean; kind?: 'management' | 'regular' } = {},
+    ) {
       const account = await accountFor(accountIdOrSlug)
-      return repositories.apiKeys.listForAccount(account.id, options.includeDisabled ? {} : { disabled: false }, options.offset ?? 0, options.limit ?? 100)
+      const filter = { ...(options.includeDisabled ? {} : { disabled: false }), ...(options.kind ? { kind: options.kind } : {}) }
+      return repositories.apiKeys.listForAccount(account.id, filter, options.offset ?? 0, options.limit ?? 100)
     },
 
     /**
