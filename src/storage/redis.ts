@@ -14,6 +14,7 @@
  */
 import { createHash } from 'node:crypto'
 import { Redis, type Cluster } from 'ioredis'
+import { withDeadline } from '../core/deadline'
 import { StorageConflictError, StorageUnavailableError } from '../core/errors'
 import type {
   CounterResult,
@@ -396,20 +397,7 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
   let isClosed = false
   let closing: Promise<void> | undefined
 
-  const withTimeout = <R>(promise: Promise<R>): Promise<R> =>
-    new Promise<R>((resolve, reject) => {
-      const timer = setTimeout(() => reject(timeoutError()), commandTimeoutMs)
-      promise.then(
-        (value) => {
-          clearTimeout(timer)
-          resolve(value)
-        },
-        (error: unknown) => {
-          clearTimeout(timer)
-          reject(error)
-        },
-      )
-    })
+  const withTimeout = <R>(promise: Promise<R>): Promise<R> => withDeadline(promise, commandTimeoutMs, timeoutError)
 
   /** Runs Redis commands, turning every client failure (down, silent, closed) into `StorageUnavailableError`. */
   const run = async <R>(task: () => Promise<R>): Promise<R> => {

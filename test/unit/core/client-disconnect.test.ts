@@ -6,19 +6,12 @@ import { toNodeListener } from '../../../src/adapters/node'
 import { createGateway } from '../../../src/core/gateway'
 import { memoryStorage } from '../../../src/storage/memory'
 import { recordingLogger } from '../../helpers/logger'
+import { closeServer } from '../../helpers/servers'
 
 describe('a client that disconnects mid-body', () => {
   const servers: Server[] = []
   afterEach(async () => {
-    await Promise.all(
-      servers.splice(0).map(
-        (server) =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections()
-            server.close(() => resolve())
-          }),
-      ),
-    )
+    await Promise.all(servers.splice(0).map(closeServer))
   })
 
   /**

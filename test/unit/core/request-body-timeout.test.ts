@@ -6,6 +6,7 @@ import { toNodeListener } from '../../../src/adapters/node'
 import { createGateway, type Gateway } from '../../../src/core/gateway'
 import { silentLogger } from '../../../src/core/logger'
 import { BASE, readJson } from '../../helpers/gateway'
+import { closeServer } from '../../helpers/servers'
 
 /** Short enough to keep the suite fast; the tests wait for the answer, never for a fixed time. */
 const TIMEOUT_MS = 200
@@ -93,15 +94,7 @@ describe('a request body that stops arriving (a real socket through the Node bri
   const sockets: Socket[] = []
   afterEach(async () => {
     for (const socket of sockets.splice(0)) socket.destroy()
-    await Promise.all(
-      servers.splice(0).map(
-        (server) =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections()
-            server.close(() => resolve())
-          }),
-      ),
-    )
+    await Promise.all(servers.splice(0).map(closeServer))
   })
 
   /** Sends `head` and part of a body, then nothing more; resolves with everything the server sent until it closed. */
