@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import { concatBytes } from '../core/body'
-import { CLIENT_SIGNAL, type ClientSignal } from '../core/client-signal'
+import { CLIENT_SIGNAL, ClientGoneError, type ClientSignal } from '../core/client-signal'
 
 /** Options shared by the Node-based host adapters (`toNodeListener`, `toExpressHandler`). */
 export interface NodeBridgeOptions {
@@ -135,14 +135,17 @@ const toBodyStream = (req: IncomingMessage, res: ServerResponse): ReadableStream
           if ((controller.desiredSize ?? 0) <= 0) req.pause()
         }
         const onEnd = () => settle(() => controller.close())
-        const onError = (error: Error) => settle(() => controller.error(error))
-        const onClose = () => settle(() => controller.error(new Error('modelgate: the client disconnected')))
+        // A request stream only fails when its connection does ('aborted', ECONNRESET): the client went away.
+        const onError = (error: Error) => settle(() => controller.error(new ClientGoneError({ cause: error })))
+        const onClose = () => settle(() => controller.error(new ClientGoneError()))
         // e.g. a 401 sent without reading the body
         const onResponseFinish = () =>
           settle(() => {
             controller.error(new Error('modelgate: the response was sent before the request body was read'))
             discardRest()
           })
+        // A client that left before the body was read: its 'close' has passed, so no listener below would hear of it.
+        if (req.destroyed && !req.complete) return settle(() => controller.error(new ClientGoneError()))
         req.on('data', onData)
         req.on('end', onEnd)
         req.on('error', onError)
@@ -186,6 +189,8 @@ const readWholeBody = (req: IncomingMessage): Promise<Uint8Array> =>
       }
       if (req.readableLength === 0) return resolve(concatBytes(chunks, total))
     }
+    // A client that left before the body was read: its 'close' has passed, so no listener below would hear of it.
+    if (req.destroyed) return reject(new ClientGoneError())
     const onData = (chunk: Buffer) => {
       chunks.push(chunk)
       total += chunk.byteLength
@@ -195,11 +200,15 @@ const readWholeBody = (req: IncomingMessage): Promise<Uint8Array> =>
       // Socket buffers are slices of larger pooled memory; the caller gets bytes of its own.
       resolve(concatBytes(chunks, total))
     }
+    // A request stream only fails when its connection does ('aborted', ECONNRESET): the client went away.
     const onError = (error: Error) => {
       removeListeners()
-      reject(error)
+      reject(new ClientGoneError({ cause: error }))
     }
-    const onClose = () => onError(new Error('modelgate: the client disconnected'))
+    const onClose = () => {
+      removeListeners()
+      reject(new ClientGoneError())
+    }
     const removeListeners = () => {
       req.off('data', onData)
       req.off('end', onEnd)

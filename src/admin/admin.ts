@@ -8,11 +8,11 @@ import { InvalidRequestError, NotFoundError } from '../core/errors'
 import { parseInput } from '../core/validation'
 import type { SecretBox } from '../core/secrets'
 import type { AccountRecord } from '../repositories/accounts'
-import { reencryptByokCredentials } from '../services/byok'
+import { auditSealedSecrets, reencryptByokCredentials } from '../services/byok'
 import type { Repositories } from '../repositories'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 import { createAccount, ensureDefaultAccount, requireAccount } from '../services/accounts'
-import { ensureManagementKey, issueApiKey } from '../services/api-keys'
+import { ensureManagementKey, findKeyByHashPrefix, issueApiKey, mintFirstManagementKey } from '../services/api-keys'
 import { removeWorkspace } from '../services/workspaces'
 import { CreateWorkspaceBodySchema, UpdateWorkspaceBodySchema } from '../routes/workspaces.schemas'
 import { WORKSPACE_SETTING_WIRE_NAMES, fromWorkspaceWire } from '../routes/workspaces'
@@ -105,6 +105,37 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox) => {
       return ensureManagementKey(repositories, account, rawKey, options.name)
     },
 
+    /** Lists an account's keys (never their raw values), in creation order; disabled ones only when asked. */
+    async listKeys(
+      accountIdOrSlug: string | undefined,
+      options: { offset?: number; limit?: number; includeDisabled?: boolean; kind?: 'management' | 'regular' } = {},
+    ) {
+      const account = await accountFor(accountIdOrSlug)
+      const filter = { ...(options.includeDisabled ? {} : { disabled: false }), ...(options.kind ? { kind: options.kind } : {}) }
+      return repositories.apiKeys.listForAccount(account.id, filter, options.offset ?? 0, options.limit ?? 100)
+    },
+
+    /**
+     * Disables a key of the account, named by its hash or a prefix of at least 8 hex characters; it stops
+     * working at once. Unlike `PATCH /keys/{hash}`, this may disable the last management key: it is the way
+     * out when that key leaked (mint a new one with `createKey`).
+     */
+    async revokeKey(accountIdOrSlug: string | undefined, hashOrPrefix: string) {
+      const key = await findKeyByHashPrefix(repositories, await accountFor(accountIdOrSlug), hashOrPrefix)
+      const updated = await repositories.apiKeys.update(key.hash, { disabled: true })
+      if (!updated) throw new NotFoundError('API key not found')
+      return updated
+    },
+
+    /**
+     * First run: when the account (default: the default account) has no management key at all, mints one and
+     * returns its raw value, shown once; otherwise `null`. Safe from several processes starting together.
+     */
+    async mintFirstManagementKey(options: { accountId?: string } = {}) {
+      const minted = await mintFirstManagementKey(repositories, await accountFor(options.accountId))
+      return minted && { key: minted.rawKey, record: minted.record }
+    },
+
     async createWorkspace(accountIdOrSlug: string | undefined, input: CreateWorkspaceInput) {
       const parsed = parseInput(CreateWorkspaceBodySchema, toWireNames(input), 'input')
       const account = await accountFor(accountIdOrSlug)
@@ -133,6 +164,12 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox) => {
      * after a master-key rotation. Old keys must stay configured until this has run.
      */
     reencryptSecrets: () => reencryptByokCredentials(repositories, secrets),
+
+    /**
+     * Whether this gateway's encryption keys open the stored BYOK credentials: key ids in use but not configured
+     * (with how many credentials each) and credentials that fail to open. The runner refuses to start on `missing`.
+     */
+    auditSecrets: () => auditSealedSecrets(repositories, secrets),
 
     /** How many BYOK credentials exist across all accounts (the runner checks this before starting without a key). */
     async countByokCredentials() {

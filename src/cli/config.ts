@@ -40,6 +40,8 @@ export const RunnerConfigSchema = v.strictObject({
   rateLimitWindowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400)), 60),
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1)), '.modelgate'),
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
+  /** How long a whole request body may take to arrive, in ms (408 after that). */
+  requestBodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   /** Master keys for BYOK secrets, primary first, comma-separated in the environment (never logged). */
   encryptionKeys: v.optional(v.array(v.string())),
@@ -47,6 +49,11 @@ export const RunnerConfigSchema = v.strictObject({
   dev: v.optional(v.boolean(), false),
   /** Raw management key ensured at start (never logged). */
   managementKey: v.optional(v.string()),
+  /**
+   * Shut down when the parent process goes away (its pid no longer exists). Unset: on when started by npm or
+   * npx, whose wrappers can die on SIGTERM and leave the gateway orphaned, holding the store.
+   */
+  watchParent: v.optional(v.boolean()),
   /** Seconds to let in-flight requests finish on shutdown. */
   shutdownGraceSeconds: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(600)), 10),
   /** Upstream providers (see `createGateway`'s `providers`); keys also come from the environment. */
@@ -83,22 +90,32 @@ export const ENVIRONMENT = {
   MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rateLimitWindowSeconds',
   MODELGATE_DATA_DIR: 'dataDir',
   MODELGATE_BODY_LIMIT: 'bodyLimit',
+  MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
   MODELGATE_LOG_LEVEL: 'logLevel',
   MODELGATE_MANAGEMENT_KEY: 'managementKey',
   MODELGATE_ENCRYPTION_KEY: 'encryptionKeys',
   MODELGATE_ENCRYPTION_KEYS: 'encryptionKeys',
   MODELGATE_DEV: 'dev',
   MODELGATE_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
+  MODELGATE_WATCH_PARENT: 'watchParent',
 } as const satisfies Record<string, keyof RunnerConfigInput>
 
-const NUMERIC = new Set<keyof RunnerConfigInput>(['port', 'bodyLimit', 'shutdownGraceSeconds', 'rateLimitRequests', 'rateLimitWindowSeconds'])
+const NUMERIC = new Set<keyof RunnerConfigInput>([
+  'port',
+  'bodyLimit',
+  'requestBodyTimeoutMs',
+  'shutdownGraceSeconds',
+  'rateLimitRequests',
+  'rateLimitWindowSeconds',
+])
+const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent'])
 
 const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined]>): Partial<RunnerConfigInput> => {
   const config: Record<string, unknown> = {}
   for (const [setting, raw] of entries) {
     if (raw === undefined || raw === '') continue
     if (setting === 'encryptionKeys') config[setting] = raw.split(',').map((key) => key.trim()).filter(Boolean)
-    else if (setting === 'dev') config[setting] = raw === '1' || raw.toLowerCase() === 'true'
+    else if (BOOLEAN.has(setting)) config[setting] = raw === '1' || raw.toLowerCase() === 'true'
     else config[setting] = NUMERIC.has(setting) && /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw
   }
   return config as Partial<RunnerConfigInput>
@@ -154,7 +171,8 @@ export const resolveConfig = (...sources: Array<Partial<RunnerConfigInput>>): Ru
   try {
     return parseInput(RunnerConfigSchema, merged, 'options')
   } catch (error) {
-    throw new Error(`modelgate: invalid configuration: ${(error as Error).message.replace(/^options\./, '')}`)
+    const message = (error as Error).message.replace(/^options\./, '')
+    throw new Error(`modelgate: invalid configuration: ${message}`)
   }
 }
 
@@ -171,8 +189,9 @@ export const flagsToConfig = (flags: Record<string, string | boolean | undefined
 })
 
 /**
- * Provider settings from the environment: `MODELGATE_PROVIDER_<ID>_API_KEY`, `_BASE_URL` and `_API`
- * (ID upper-cased, `-` as `_`), plus the conventional names of the provider catalog. They fill in the config file's.
+ * Provider settings from the environment: `MODELGATE_PROVIDER_<ID>_API_KEY`, `_BASE_URL`, `_API` and
+ * `_KEYLESS=1` (ID upper-cased, `-` as `_`), plus the conventional names of the provider catalog. They fill in
+ * the config file's.
  */
 export const providersFromEnvironment = (
   environment: Record<string, string | undefined>,
@@ -185,10 +204,17 @@ export const providersFromEnvironment = (
   }
   for (const [id, names] of Object.entries(CONVENTIONAL_KEY_VARIABLES)) set(id, 'apiKey', names.map((name) => environment[name]).find(Boolean))
   for (const [name, value] of Object.entries(environment)) {
-    const match = /^MODELGATE_PROVIDER_([A-Z0-9_]+)_(API_KEY|BASE_URL|API)$/.exec(name)
+    const match = /^MODELGATE_PROVIDER_([A-Z0-9_]+)_(API_KEY|BASE_URL|API|KEYLESS)$/.exec(name)
     if (!match) continue
-    const id = match[1]!.toLowerCase().replaceAll('_', '-')
+    const id = providerIdOf(match[1]!)
+    if (match[2] === 'KEYLESS') {
+      if (value === '1' || value?.toLowerCase() === 'true') providers[id] = { ...providers[id], isKeyless: true }
+      continue
+    }
     set(id, { API_KEY: 'apiKey', BASE_URL: 'baseURL', API: 'api' }[match[2] as 'API_KEY' | 'BASE_URL' | 'API'], value)
   }
   return providers
 }
+
+/** `MY_VLLM` in an environment variable's name is the provider `my-vllm`. */
+export const providerIdOf = (environmentPart: string): string => environmentPart.toLowerCase().replaceAll('_', '-')

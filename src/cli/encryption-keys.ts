@@ -31,12 +31,30 @@ export const resolveEncryptionKeys = async (config: RunnerConfig, logger: Logger
   return [key]
 }
 
-/** Fails start-up when credentials exist that no configured key can open. */
-export const assertCanOpenStoredSecrets = (credentialCount: number, keys: string[]) => {
-  if (credentialCount > 0 && keys.length === 0) {
+/** What `gateway.admin.auditSecrets()` found: the key ids stored credentials need that are not configured. */
+export interface SecretsAudit {
+  total: number
+  configuredKeyIds: string[]
+  missing: Array<{ keyId: string; count: number }>
+  unreadable: string[]
+}
+
+/**
+ * Fails start-up when stored credentials need a master key that is not configured, as for an unreadable store:
+ * serving would answer every request that needs one of them with an error. Key ids are fingerprints, safe to show.
+ */
+export const assertCanOpenStoredSecrets = (audit: SecretsAudit) => {
+  if (audit.total > 0 && audit.configuredKeyIds.length === 0) {
     throw new Error(
-      `modelgate: the store holds ${credentialCount} BYOK credential(s) but no encryption key is configured; ` +
+      `modelgate: the store holds ${audit.total} BYOK credential(s) but no encryption key is configured; ` +
         'set MODELGATE_ENCRYPTION_KEYS to the key they were sealed with (or start with --dev to use the development key)',
     )
   }
+  if (audit.missing.length === 0) return
+  const needed = audit.missing.map(({ keyId, count }) => `${keyId} (${count} credential(s))`).join(', ')
+  throw new Error(
+    `modelgate: stored BYOK credentials were sealed with encryption key id ${needed}, which is not configured ` +
+      `(the configured keys have ids ${audit.configuredKeyIds.join(', ')}). Add that key to MODELGATE_ENCRYPTION_KEYS, ` +
+      'after the primary; to retire it, run modelgate byok reencrypt with both keys, then remove it',
+  )
 }

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 /**
- * The standalone runner and operator CLI:
+ * The standalone runner and operator CLI (`modelgate --help` lists every command):
  *   modelgate serve                 start the gateway on Node
- *   modelgate keys create           mint an API key (prints the raw key once)
- *   modelgate accounts create       create an account with its default workspace
- *   modelgate accounts flags        set account flags such as --interns
+ *   modelgate keys create|list|revoke
+ *   modelgate accounts create|flags
+ *   modelgate byok reencrypt, secrets generate-key
  */
 
 import { parseArgs } from 'node:util'
+import { version } from '../../package.json'
 import { createGateway, type Gateway } from '../core/gateway'
 import { createConsoleLogger } from '../core/logger'
 import { isGatewayError } from '../core/errors'
@@ -16,30 +17,9 @@ import { configFromEnvironment, flagsToConfig, readConfigFile, resolveConfig, ty
 import { serve } from './serve'
 import { resolveEncryptionKeys } from './encryption-keys'
 import { generateMasterKey } from '../core/secrets'
+import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys'
 import { openStorage } from './storage'
-
-const USAGE = `Usage: modelgate <command> [options]
-
-Commands:
-  serve                       Start the gateway (default store: ./.modelgate on disk)
-  keys create                 Create an API key and print it once
-      --management            a management key (default: a regular key)
-      --name <name>           key name
-      --account <id|slug>     account (default: the default account)
-      --workspace <id|slug>   workspace (default: the account's default workspace)
-      --user <id>             the user the key acts for, as BYOK allowed_user_ids name it (default: the account's owner)
-  accounts create --slug <slug> [--name <name>] [--interns]
-  accounts flags [--account <id|slug>] --interns | --no-interns
-  byok reencrypt              Re-seal BYOK keys with the first of MODELGATE_ENCRYPTION_KEYS
-  secrets generate-key        Print a new random encryption key (base64)
-
-Common options:
-  --config <file>             JSON config file (also MODELGATE_CONFIG)
-  --data-dir <dir>            embedded store directory (also MODELGATE_DATA_DIR; default .modelgate)
-  --memory                    keep state in memory only (lost on exit)
-  --dev                       development mode: generate and keep an encryption key in the data dir
-  --port <n> --host <h> --base-path <p> --log-level <debug|info|warn|error>   (serve)
-`
+import { usage } from './usage'
 
 const OPTIONS = {
   config: { type: 'string' },
@@ -57,9 +37,16 @@ const OPTIONS = {
   slug: { type: 'string' },
   interns: { type: 'boolean' },
   'no-interns': { type: 'boolean' },
+  all: { type: 'boolean' },
   dev: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
 } as const
+
+const output = {
+  stdout: (text: string) => void process.stdout.write(text),
+  stderr: (text: string) => void process.stderr.write(text),
+}
 
 const loadConfig = async (flags: Record<string, string | boolean | undefined>): Promise<RunnerConfig> => {
   const configPath = (flags.config as string | undefined) ?? process.env.MODELGATE_CONFIG
@@ -72,10 +59,11 @@ const withGateway = async <T>(config: RunnerConfig, action: (gateway: Gateway) =
   try {
     storage = await openStorage(config)
   } catch (error) {
-    if (!/in use by process/.test((error as Error).message)) throw error
+    const holder = /in use by process (\d+)/.exec((error as Error).message)?.[1]
+    if (!holder) throw error
     // The embedded store belongs to one process at a time; a running gateway holds it.
     throw new Error(
-      `${(error as Error).message}. Stop that gateway first, or use its HTTP API with a management key (POST ${config.basePath}/keys).`,
+      `${(error as Error).message}. Stop that gateway first (Ctrl-C in its terminal, or kill ${holder}), then run this command again.`,
     )
   }
   const gateway = createGateway({
@@ -93,9 +81,13 @@ const withGateway = async <T>(config: RunnerConfig, action: (gateway: Gateway) =
 
 const run = async (argv: string[]): Promise<number> => {
   const { values: flags, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
-  const [command, subcommand] = positionals
+  const [command, subcommand, argument] = positionals
+  if (flags.version) {
+    process.stdout.write(`${version}\n`)
+    return 0
+  }
   if (flags.help || !command) {
-    process.stdout.write(USAGE)
+    process.stdout.write(usage())
     return flags.help ? 0 : 1
   }
   const config = await loadConfig(flags)
@@ -107,18 +99,17 @@ const run = async (argv: string[]): Promise<number> => {
   }
 
   if (command === 'keys' && subcommand === 'create') {
-    const { key, record } = await withGateway(config, (gateway) =>
-      gateway.admin.createKey({
-        kind: flags.management ? 'management' : 'regular',
-        ...(flags.name ? { name: flags.name } : {}),
-        ...(flags.account ? { accountId: flags.account } : {}),
-        ...(flags.workspace ? { workspaceId: flags.workspace } : {}),
-        ...(flags.user ? { creatorUserId: flags.user } : {}),
-      }),
-    )
-    // The raw key goes to stdout alone so scripts can capture it; the details go to stderr.
-    process.stderr.write(`Created ${record.kind} key "${record.name}" (${record.label}, hash ${record.hash}). It is shown only once:\n`)
-    process.stdout.write(`${key}\n`)
+    await withGateway(config, (gateway) => createKeyCommand(gateway, flags, output))
+    return 0
+  }
+
+  if (command === 'keys' && subcommand === 'list') {
+    await withGateway(config, (gateway) => listKeysCommand(gateway, flags, output))
+    return 0
+  }
+
+  if (command === 'keys' && subcommand === 'revoke') {
+    await withGateway(config, (gateway) => revokeKeyCommand(gateway, argument, flags, output))
     return 0
   }
 
@@ -152,7 +143,7 @@ const run = async (argv: string[]): Promise<number> => {
     return 0
   }
 
-  process.stderr.write(`modelgate: unknown command "${positionals.join(' ')}"\n\n${USAGE}`)
+  process.stderr.write(`modelgate: unknown command "${positionals.join(' ')}"\n\n${usage()}`)
   return 1
 }
 

@@ -3,7 +3,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { toNodeListener } from '../adapters/node'
-import { createGateway } from '../core/gateway'
+import { createGateway, type Gateway } from '../core/gateway'
 import type { Logger } from '../core/logger'
 import type { StorageDriver } from '../storage/contract'
 import { providersFromEnvironment, type RunnerConfig } from './config'
@@ -11,6 +11,37 @@ import { undiciTransport } from '../transport/undici'
 import type { GatewayOptions } from '../core/options'
 import type { ModelEntry } from '../responses/models'
 import { assertCanOpenStoredSecrets, resolveEncryptionKeys } from './encryption-keys'
+import { modelsFromEnvironment } from './environment-models'
+import { formatFirstManagementKey } from './first-run'
+import { shouldWatchParent, watchParent } from './parent-watch'
+import { logStartup } from './startup-report'
+import { explainStoreFailure } from './storage'
+
+/**
+ * Everything the runner checks and sets up in the store before it listens: stored BYOK credentials it could not
+ * open refuse the start; the operator's management key is ensured, or on an empty store a first one is minted.
+ * Resolves with the minted raw key, if any, to be shown once.
+ */
+const prepareStore = async (gateway: Gateway, config: RunnerConfig, logger: Logger): Promise<string | undefined> => {
+  const audit = await gateway.admin.auditSecrets()
+  assertCanOpenStoredSecrets(audit)
+  if (audit.unreadable.length > 0) {
+    logger.warn('some stored BYOK credentials fail their integrity check and cannot be used; store their keys again', {
+      credentialIds: audit.unreadable,
+    })
+  }
+  await gateway.admin.ensureDefaultAccount()
+  if (config.managementKey) {
+    // Never log the key, nor any of its characters: its hash prefix is enough to find it in GET /keys.
+    const { record, created } = await gateway.admin.ensureManagementKey(config.managementKey, { name: 'MODELGATE_MANAGEMENT_KEY' })
+    logger.info(created ? 'management key from MODELGATE_MANAGEMENT_KEY created' : 'management key from MODELGATE_MANAGEMENT_KEY present', {
+      hashPrefix: record.hash.slice(0, 12),
+      disabled: record.disabled,
+    })
+    return undefined
+  }
+  return (await gateway.admin.mintFirstManagementKey())?.key
+}
 
 /** How long, at the end of the grace period, ended streams may take to flush before connections are cut. */
 const STREAM_FLUSH_MS = 1_000
@@ -18,61 +49,72 @@ const STREAM_FLUSH_MS = 1_000
 /** Starts serving; resolves once the server has shut down after a signal. */
 export const serve = async (config: RunnerConfig, storage: StorageDriver, logger: Logger): Promise<void> => {
   let encryptionKeys: string[]
+  const providers = providersFromEnvironment(process.env, config.providers)
+  // Environment models come last: the environment wins over the config file, entry by entry (by slug).
+  const models = [...((config.models ?? []) as unknown as ModelEntry[]), ...modelsFromEnvironment(process.env)]
+  const transport = undiciTransport()
+  let gateway: Gateway
   try {
     encryptionKeys = await resolveEncryptionKeys(config, logger)
+    gateway = createGateway({
+      storage,
+      encryptionKeys,
+      transport,
+      providers: providers as GatewayOptions['providers'],
+      ...(models.length > 0 ? { models } : {}),
+      logger,
+      basePath: config.basePath,
+      ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
+      ...(config.requestBodyTimeoutMs ? { requestBodyTimeoutMs: config.requestBodyTimeoutMs } : {}),
+      ...(config.workspaceDefaults ? { workspaceDefaults: config.workspaceDefaults } : {}),
+      ...(config.upstream ? { upstream: config.upstream } : {}),
+      ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
+      ...(config.rateLimitRequests
+        ? { rateLimit: { requests: config.rateLimitRequests, windowSeconds: config.rateLimitWindowSeconds } }
+        : {}),
+    })
   } catch (error) {
     await storage.close()
+    await transport.close()
     throw error
   }
-  const transport = undiciTransport()
-  const gateway = createGateway({
-    storage,
-    encryptionKeys,
-    transport,
-    providers: providersFromEnvironment(process.env, config.providers) as GatewayOptions['providers'],
-    ...(config.models ? { models: config.models as unknown as ModelEntry[] } : {}),
-    logger,
-    basePath: config.basePath,
-    ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
-    ...(config.workspaceDefaults ? { workspaceDefaults: config.workspaceDefaults } : {}),
-    ...(config.upstream ? { upstream: config.upstream } : {}),
-    ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
-    ...(config.rateLimitRequests
-      ? { rateLimit: { requests: config.rateLimitRequests, windowSeconds: config.rateLimitWindowSeconds } }
-      : {}),
-  })
 
-  try {
-    assertCanOpenStoredSecrets(await gateway.admin.countByokCredentials(), encryptionKeys)
-    if (encryptionKeys.length === 0) logger.warn('no encryption key configured: BYOK credentials cannot be stored (set MODELGATE_ENCRYPTION_KEYS)')
-    await gateway.admin.ensureDefaultAccount()
-    if (config.managementKey) {
-      // Never log the key itself; its label is safe to show.
-      const { record, created } = await gateway.admin.ensureManagementKey(config.managementKey, { name: 'MODELGATE_MANAGEMENT_KEY' })
-      logger.info(created ? 'management key from MODELGATE_MANAGEMENT_KEY created' : 'management key from MODELGATE_MANAGEMENT_KEY present', {
-        label: record.label,
-        disabled: record.disabled,
-      })
-    }
-  } catch (error) {
+  // Releases the store (its lock) and the upstream connections when the runner gives up before serving.
+  const closeAll = async () => {
     await gateway.close()
-    throw error
+    await transport.close()
+  }
+  let firstManagementKey: string | undefined
+  try {
+    firstManagementKey = await prepareStore(gateway, config, logger)
+  } catch (error) {
+    await closeAll()
+    throw explainStoreFailure(error, config)
   }
 
   const server = createServer(toNodeListener(gateway))
   server.keepAliveTimeout = 65_000
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject)
-      resolve()
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject)
+        resolve()
+      })
     })
-  })
+  } catch (error) {
+    // A port in use.
+    await closeAll()
+    throw error
+  }
   const { address, port } = server.address() as AddressInfo
   const host = address.includes(':') ? `[${address}]` : address
-  logger.info('modelgate listening', { url: `http://${host}:${port}${config.basePath}`, storage: gateway.storage.name })
+  const apiUrl = `http://${host}:${port}${config.basePath}`
+  logStartup(logger, config, { url: apiUrl, providers, models })
   // A plain line too, for people and for scripts waiting on start-up.
   process.stdout.write(`modelgate listening on http://${host}:${port}\n`)
+  // On stdout, never in the log: shown once, to whoever started the gateway.
+  if (firstManagementKey) process.stdout.write(formatFirstManagementKey(firstManagementKey, apiUrl))
 
   await new Promise<void>((resolve) => {
     let isStopping = false
@@ -98,6 +140,10 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
     }
     process.once('SIGINT', () => stop('SIGINT'))
     process.once('SIGTERM', () => stop('SIGTERM'))
+    if (shouldWatchParent(config.watchParent, process.env)) {
+      watchParent(() => stop('parent process exited'))
+      logger.info('the gateway stops when its parent process exits', { parentPid: process.ppid })
+    }
   })
   await gateway.close()
   await transport.close()

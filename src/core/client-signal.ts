@@ -19,3 +19,22 @@ export const CLIENT_SIGNAL: unique symbol = Symbol.for('modelgate.clientSignal')
 /** The request's disconnect signal: the host adapter's own where it offers one, else `request.signal`. */
 export const clientSignalOf = (request: Request): ClientSignal =>
   (request as Request & { [CLIENT_SIGNAL]?: ClientSignal })[CLIENT_SIGNAL] ?? request.signal
+
+const CLIENT_GONE = Symbol.for('modelgate.clientGone')
+
+/**
+ * What a host adapter fails a body read with when the client went away before sending all of it. That is
+ * ordinary traffic (a cancelled upload, a closed tab), so the gateway notes it at debug level, not as a fault.
+ */
+export class ClientGoneError extends Error {
+  readonly [CLIENT_GONE] = true
+
+  constructor(options?: { cause?: unknown }) {
+    super('modelgate: the client disconnected', options)
+    this.name = 'ClientGoneError'
+  }
+}
+
+/** True for a `ClientGoneError`, even one from another bundled copy of modelgate. */
+export const isClientGone = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[CLIENT_GONE] === true

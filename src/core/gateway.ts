@@ -5,19 +5,21 @@
  */
 
 import { assertRouteAuth, authenticate, type Caller } from './auth'
-import { readObjectBody } from './body'
+import { clientSignalOf, isClientGone } from './client-signal'
+import { DEFAULT_REQUEST_BODY_TIMEOUT_MS, readObjectBody } from './body'
 import { FETCH_UNMATERIALIZED, materialize, type UnmaterializedFetch } from './materialize'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, renderError, type ErrorFlavor } from './errors'
 import { createConsoleLogger, silentLogger, type Logger } from './logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
 import { REQUEST_ID_HEADER, resolveRequestId } from './request-id'
-import type { AnyRoute, RouteContext } from './route'
+import type { AnyRoute, RouteAuth, RouteContext } from './route'
 import { readIdempotencyKey, runIdempotent } from './idempotency'
 import { enforceRateLimit } from './rate-limit'
 import { createRouter } from './router'
 import { createSecretBox, type SecretBox } from './secrets'
 import { createRuntime, type GatewayRuntime } from '../responses/runtime'
 import { ADAPTERS } from '../providers'
+import { assertKnownEndpointProviders } from '../responses/providers'
 import { DEFAULT_TEXT_MODEL } from '../responses/models'
 import type { FetchHandler } from './types'
 import { parseInput, searchParamsToObject } from './validation'
@@ -67,14 +69,14 @@ const withRequestId = (response: Response, requestId: string): Response => {
  * prototype: a route that never reads it never builds an AbortSignal, which on Node is not free per request
  * (client-signal.ts), and no per-request getter closure is made either.
  */
-class HandlerContext implements RouteContext<unknown, unknown, unknown> {
+class HandlerContext implements RouteContext<unknown, unknown, unknown, RouteAuth> {
   constructor(
     readonly request: Request,
     readonly requestId: string,
     readonly params: unknown,
     readonly query: unknown,
     readonly body: unknown,
-    readonly caller: Caller,
+    readonly caller: Caller | null,
     readonly repositories: Repositories,
     readonly secrets: SecretBox,
     readonly logger: Logger,
@@ -98,6 +100,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const storage = config.storage ?? memoryStorage()
   const logger: Logger = config.logger === false ? silentLogger : (config.logger ?? createConsoleLogger())
   const now = config.now ?? (() => new Date())
+  const requestBodyTimeoutMs = config.requestBodyTimeoutMs ?? DEFAULT_REQUEST_BODY_TIMEOUT_MS
   const defaultTextModel = config.workspaceDefaults?.textModel ?? DEFAULT_TEXT_MODEL
   const repositories = createRepositories(
     storage,
@@ -117,20 +120,26 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
     endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
   })
+  assertKnownEndpointProviders(config.models ?? [], runtime.providers)
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
-    const caller = await authenticate(request, repositories)
-    // The route's own check first: outside the interns programme every intern route is 404, whatever the key.
-    route.authorize?.({ caller, request, runtime })
-    assertRouteAuth(caller, route.auth)
-    if (config.rateLimit) await enforceRateLimit(storage, config.rateLimit, caller.key.hash, now().getTime())
+    // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
+    const caller = route.auth === 'none' ? null : await authenticate(request, repositories)
+    if (caller) {
+      // The route's own check first: outside the interns programme every intern route is 404, whatever the key.
+      route.authorize?.({ caller, request, runtime })
+      assertRouteAuth(caller, route.auth)
+      if (config.rateLimit) await enforceRateLimit(storage, config.rateLimit, caller.key.hash, now().getTime())
+    }
     const parsedParams = route.params ? parseInput(route.params, params, 'params') : undefined
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
-    const body = route.body ? parseInput(route.body, await readObjectBody(request, route.bodyLimit ?? config.bodyLimit), 'body') : undefined
+    const body = route.body
+      ? parseInput(route.body, await readObjectBody(request, { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }), 'body')
+      : undefined
     const handle = () =>
       route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime))
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null
-    if (idempotencyKey === null) return handle()
+    if (idempotencyKey === null || !caller) return handle()
     return runIdempotent(
       repositories.idempotency,
       {
@@ -160,8 +169,13 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       flavor = match.route.errorFlavor ?? flavor
       return withRequestId(await serve(request, requestId, url, match.route, match.params), requestId)
     } catch (error) {
-      if (!isGatewayError(error) || error.status >= 500) {
-        logger.error('request failed', { requestId, method: request.method, error })
+      if (!isGatewayError(error) && (isClientGone(error) || clientSignalOf(request).aborted)) {
+        // A client that leaves mid-request is ordinary traffic: one line, no stack. Nobody reads the answer.
+        logger.debug('client disconnected', { requestId, method: request.method })
+      } else if (!isGatewayError(error) || error.status >= 500) {
+        // A store outage's 503 says only "Storage is unavailable" to callers; its cause (refused, timed out) is for the log.
+        const cause = isGatewayError(error) && error.status === 503 && error.cause !== undefined ? { cause: error.cause } : {}
+        logger.error('request failed', { requestId, method: request.method, error, ...cause })
       }
       return renderError(error, flavor, { [REQUEST_ID_HEADER]: requestId })
     }

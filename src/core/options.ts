@@ -69,6 +69,11 @@ export const GatewayOptionsSchema = v.strictObject({
   ),
   /** Default request body limit in bytes (intern routes always use the spec's 1 MiB). */
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1024 * 1024 * 1024)), 1_048_576),
+  /**
+   * How long a whole request body may take to arrive, in ms; a client that stalls mid-body gets 408
+   * and its connection is closed. Raise it for large uploads over slow links.
+   */
+  requestBodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
   /** Where diagnostics go; `false` for none. Defaults to JSON lines on stderr at `info`. */
   logger: v.optional(v.union([v.literal(false), v.custom<Logger>(isLogger, 'must have debug, info, warn and error methods')])),
   /** Defaults for workspaces created from now on. */

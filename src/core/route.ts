@@ -14,19 +14,23 @@ type AnySchema = v.GenericSchema<unknown, unknown>
 type Infer<S> = S extends AnySchema ? v.InferOutput<S> : undefined
 
 /**
- * Who may call a route: any valid key, management keys only (spec Authentication 2), or keys that
- * may run inference (management keys may not, as with the public counterpart). Every route that
- * runs a model is `inference`, so the rule holds whichever way a request reaches the model.
+ * Who may call a route: anyone without a key (health checks for load balancers), any valid key,
+ * management keys only (spec Authentication 2), or keys that may run inference (management keys may
+ * not, as with the public counterpart). Every route that runs a model is `inference`, so the rule holds
+ * whichever way a request reaches the model.
  */
-export type RouteAuth = 'any' | 'management' | 'inference'
+export type RouteAuth = 'none' | 'any' | 'management' | 'inference'
 
-export interface RouteContext<Params, Query, Body> {
+/** The caller a route sees: nobody on routes without authentication. */
+export type CallerOf<Auth extends RouteAuth> = Auth extends 'none' ? null : Caller
+
+export interface RouteContext<Params, Query, Body, Auth extends RouteAuth = Exclude<RouteAuth, 'none'>> {
   request: Request
   requestId: string
   params: Params
   query: Query
   body: Body
-  caller: Caller
+  caller: CallerOf<Auth>
   repositories: Repositories
   /** Seals and opens secrets at rest (BYOK keys). */
   secrets: SecretBox
@@ -43,11 +47,12 @@ export interface RouteDefinition<
   ParamsSchema extends AnySchema | undefined = undefined,
   QuerySchema extends AnySchema | undefined = undefined,
   BodySchema extends AnySchema | undefined = undefined,
+  Auth extends RouteAuth = RouteAuth,
 > {
   method: HttpMethod
   /** Relative to the gateway's base path, with `:param` segments. */
   path: string
-  auth: RouteAuth
+  auth: Auth
   /** Intern routes answer errors with `{reason, retryable}` metadata. */
   errorFlavor?: ErrorFlavor
   /** Checks run right after authentication, before any input is read (e.g. programme membership). */
@@ -59,20 +64,21 @@ export interface RouteDefinition<
   params?: ParamsSchema
   query?: QuerySchema
   body?: BodySchema
-  handle(context: RouteContext<Infer<ParamsSchema>, Infer<QuerySchema>, Infer<BodySchema>>): Promise<Response>
+  handle(context: RouteContext<Infer<ParamsSchema>, Infer<QuerySchema>, Infer<BodySchema>, Auth>): Promise<Response>
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyRoute = RouteDefinition<any, any, any>
+export type AnyRoute = RouteDefinition<any, any, any, any>
 
 /** Declares a route with its input types inferred from its schemas. */
 export const defineRoute = <
   ParamsSchema extends AnySchema | undefined = undefined,
   QuerySchema extends AnySchema | undefined = undefined,
   BodySchema extends AnySchema | undefined = undefined,
+  Auth extends RouteAuth = RouteAuth,
 >(
-  route: RouteDefinition<ParamsSchema, QuerySchema, BodySchema>,
-): RouteDefinition<ParamsSchema, QuerySchema, BodySchema> => route
+  route: RouteDefinition<ParamsSchema, QuerySchema, BodySchema, Auth>,
+): RouteDefinition<ParamsSchema, QuerySchema, BodySchema, Auth> => route
 
 /** Headers of an answer that carries a secret (a raw API key): never kept by any cache. */
 export const NO_STORE = { 'cache-control': 'no-store' } as const

@@ -5,7 +5,7 @@
  * still decrypts, and re-encryption moves old ciphertexts to the first key.
  */
 
-import { InternalError } from './errors'
+import { PermissionDeniedError } from './errors'
 import { sha256Hex } from './crypto'
 
 /** A sealed secret as stored. Contains nothing that reveals the plaintext. */
@@ -50,10 +50,34 @@ export const decodeMasterKey = (text: string): Uint8Array<ArrayBuffer> | null =>
 /** A fresh random master key, base64-encoded (for `--dev` and for operators' set-up). */
 export const generateMasterKey = (): string => toBase64(crypto.getRandomValues(new Uint8Array(KEY_BYTES)))
 
+// Not a 5xx: SDKs retry those, and this fails the same way every time until the operator acts.
 const notConfigured = () =>
-  new InternalError(
-    'Provider keys cannot be stored: no encryption key is configured (set MODELGATE_ENCRYPTION_KEYS or the encryptionKeys option)',
+  new PermissionDeniedError(
+    'BYOK is disabled on this gateway: no encryption key is configured. The operator enables it by setting MODELGATE_ENCRYPTION_KEYS (or the encryptionKeys option)',
   )
+
+/** Why a sealed secret could not be opened: its master key is not configured, or it was altered or moved. */
+export type UnreadableReason = 'unknown-key' | 'integrity'
+
+/**
+ * A stored secret this gateway cannot open. Deliberately not a `GatewayError`: its message names a master-key
+ * id and is meant for the operator's log; the request path turns it into an error for the caller.
+ */
+export class SecretUnreadableError extends Error {
+  readonly keyId: string
+  readonly reason: UnreadableReason
+
+  constructor(keyId: string, reason: UnreadableReason) {
+    super(
+      reason === 'unknown-key'
+        ? `A stored secret was sealed with encryption key ${keyId}, which is not configured`
+        : 'A stored secret failed its integrity check',
+    )
+    this.name = 'SecretUnreadableError'
+    this.keyId = keyId
+    this.reason = reason
+  }
+}
 
 export interface SecretBox {
   /** Whether at least one master key is configured. */
@@ -64,6 +88,8 @@ export interface SecretBox {
   open(sealed: SealedSecret, associatedData: string): Promise<string>
   /** The primary key's id, which new seals carry. */
   primaryKeyId(): Promise<string>
+  /** The ids of every configured key, primary first (fingerprints: safe to show). */
+  keyIds(): Promise<string[]>
 }
 
 /** Builds a secret box over master keys (primary first). Keys are checked here, imported lazily. */
@@ -91,6 +117,9 @@ export const createSecretBox = (masterKeys: readonly string[]): SecretBox => {
       if (!primary) throw notConfigured()
       return primary.id
     },
+    async keyIds() {
+      return (await keys()).map((masterKey) => masterKey.id)
+    },
     async seal(plaintext, associatedData) {
       const [primary] = await keys()
       if (!primary) throw notConfigured()
@@ -104,7 +133,7 @@ export const createSecretBox = (masterKeys: readonly string[]): SecretBox => {
     },
     async open(sealed, associatedData) {
       const masterKey = (await keys()).find((candidate) => candidate.id === sealed.kid)
-      if (!masterKey) throw new InternalError(`A stored secret was sealed with encryption key ${sealed.kid}, which is not configured`)
+      if (!masterKey) throw new SecretUnreadableError(sealed.kid, 'unknown-key')
       try {
         const plaintext = await crypto.subtle.decrypt(
           { name: 'AES-GCM', iv: fromBase64(sealed.iv), additionalData: encoder.encode(associatedData) },
@@ -113,7 +142,7 @@ export const createSecretBox = (masterKeys: readonly string[]): SecretBox => {
         )
         return new TextDecoder().decode(plaintext)
       } catch {
-        throw new InternalError('A stored secret failed its integrity check')
+        throw new SecretUnreadableError(sealed.kid, 'integrity')
       }
     },
   }

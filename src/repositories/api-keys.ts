@@ -51,8 +51,11 @@ const toInput = (key: ApiKeyRecord): RecordInput<ApiKeyRecord> => ({
 export type ApiKeyFilter = { kind?: ApiKeyKind; disabled?: boolean }
 
 export const createApiKeysRepository = (storage: StorageDriver, now: () => Date) => ({
-  /** Stores the hash of `rawKey`; throws `StorageConflictError('unique')` when that key already exists. */
-  async create(rawKey: string, fields: Pick<ApiKeyRecord, 'accountId' | 'workspaceId' | 'kind' | 'name' | 'creatorUserId'>) {
+  /**
+   * Stores the hash of `rawKey`; throws `StorageConflictError('unique')` when that key already exists, or when
+   * another key holds `claim` (a unique name that makes "create one key of this kind" atomic across processes).
+   */
+  async create(rawKey: string, fields: Pick<ApiKeyRecord, 'accountId' | 'workspaceId' | 'kind' | 'name' | 'creatorUserId'>, claim?: string) {
     const createdAt = now().toISOString()
     const key: ApiKeyRecord = {
       ...fields,
@@ -63,7 +66,7 @@ export const createApiKeysRepository = (storage: StorageDriver, now: () => Date)
       updatedAt: null,
       sortKey: creationSortKey(createdAt),
     }
-    return (await storage.create(API_KEYS, toInput(key))).data
+    return (await storage.create(API_KEYS, claim === undefined ? toInput(key) : { ...toInput(key), uniques: [claim] })).data
   },
 
   async get(hash: string): Promise<ApiKeyRecord | null> {

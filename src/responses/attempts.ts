@@ -6,12 +6,13 @@
 
 import { formatByteSize } from '../core/byte-size'
 import type { ClientSignal } from '../core/client-signal'
-import { GatewayError, isGatewayError } from '../core/errors'
+import { GatewayError, UnprocessableError, isGatewayError } from '../core/errors'
 import type { Logger } from '../core/logger'
-import type { SecretBox } from '../core/secrets'
+import { SecretUnreadableError, type SecretBox } from '../core/secrets'
 import { DestinationRefusedError, type UpstreamGuard } from '../core/upstream-guard'
 import type { UpstreamCall, UpstreamRequest, UpstreamTarget } from '../providers/contract'
 import { UpstreamFailure, isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
+import type { ByokRecord } from '../repositories/byok-credentials'
 import { revealByokKey } from '../services/byok'
 import { checkCallerDestination } from './destination'
 import { parseRetryAfter } from './retry-after'
@@ -65,8 +66,29 @@ export interface OpenedAttempt {
   release(): void
 }
 
-const targetFor = async (attempt: Attempt, secrets: SecretBox): Promise<UpstreamTarget> =>
-  attempt.credential ? attempt.provider.withKey(await revealByokKey(secrets, attempt.credential)) : attempt.provider.shared!
+/**
+ * The target for a BYOK attempt, its key decrypted. A key this gateway cannot open is the operator's to fix (a
+ * master key missing from the configuration) or the caller's (store the key again): the log names the key id, the
+ * caller's error names only their credential, and the next attempt is tried.
+ */
+const byokTargetFor = async (attempt: Attempt, credential: ByokRecord, environment: AttemptEnvironment): Promise<UpstreamTarget> => {
+  try {
+    return attempt.provider.withKey(await revealByokKey(environment.secrets, credential))
+  } catch (error) {
+    if (!(error instanceof SecretUnreadableError)) throw error
+    environment.logger.error('a stored BYOK key cannot be opened', {
+      requestId: environment.requestId,
+      credentialId: credential.id,
+      keyId: error.keyId,
+      reason: error.message,
+    })
+    const { id } = credential
+    throw new UnprocessableError(
+      `BYOK credential ${id} (${attempt.provider.descriptor.displayName}) cannot be decrypted by this gateway; ` +
+        `store the key again with PATCH /byok/${id}, or ask the operator to configure the encryption key it was sealed with`,
+    )
+  }
+}
 
 const TIMEOUT_PHASES: Record<UpstreamTimeoutSignal['phase'], string> = {
   connect: 'connect',
@@ -130,7 +152,7 @@ export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: read
 export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environment: AttemptEnvironment): Promise<OpenedAttempt> => {
   if (environment.signal.aborted) throw new ClientClosedError()
   // Only a BYOK key needs a decryption; the shared credential is at hand.
-  const target = attempt.credential ? await targetFor(attempt, environment.secrets) : attempt.provider.shared!
+  const target = attempt.credential ? await byokTargetFor(attempt, attempt.credential, environment) : attempt.provider.shared!
   let request: UpstreamRequest
   try {
     request = attempt.provider.adapter.buildRequest(call, target)

@@ -6,6 +6,7 @@
 
 import { BUILT_IN_PROVIDERS, type ProviderApi, type ProviderDescriptor } from '../providers/catalog'
 import type { ProviderAdapter, UpstreamTarget } from '../providers/contract'
+import type { ModelEntry } from './models'
 
 export interface ProviderConfig {
   /** Wire format; required for providers that are not built in. */
@@ -75,3 +76,18 @@ export const createProviderRegistry = (
 }
 
 export type ProviderRegistry = ReturnType<typeof createProviderRegistry>
+
+/**
+ * Refuses configured model entries whose endpoints name a provider the gateway does not know: such an
+ * endpoint could never serve, and without this the model would fail only when first requested.
+ */
+export const assertKnownEndpointProviders = (models: readonly ModelEntry[], registry: ProviderRegistry) => {
+  for (const model of models) {
+    for (const endpoint of model.endpoints) {
+      if (registry.get(endpoint.provider)) continue
+      throw new TypeError(
+        `modelgate: model "${model.slug}" names provider "${endpoint.provider}", which is neither built in nor configured in providers`,
+      )
+    }
+  }
+}

@@ -1,6 +1,7 @@
 import type { AnyRoute } from '../core/route'
 import { createByok, deleteByok, getByok, listByok, updateByok } from './byok'
 import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
+import { liveness, readiness } from './health'
 import { createResponse } from './responses'
 import {
   chatInternRoute,
@@ -16,6 +17,8 @@ import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateW
 
 /** Every route the gateway serves, relative to its base path. */
 export const routes: readonly AnyRoute[] = [
+  liveness,
+  readiness,
   listKeys,
   createKey,
   getKey,

@@ -177,6 +177,42 @@ export const updateByokCredential = async (
 export const revealByokKey = (secrets: SecretBox, record: ByokRecord): Promise<string> =>
   secrets.open(record.secret, associatedData(record))
 
+/** Visits every credential of every account, a page at a time. */
+const forEachCredential = async (repositories: Repositories, visit: (credential: ByokRecord) => Promise<void> | void) => {
+  for (let offset = 0; ; offset += 100) {
+    const { credentials } = await repositories.byok.list({}, offset, 100)
+    if (credentials.length === 0) return
+    for (const credential of credentials) await visit(credential)
+  }
+}
+
+/**
+ * Which master keys the stored credentials were sealed with, and whether this gateway holds them: key ids in use
+ * that are not configured (`missing`, with how many credentials each), and credentials that fail to open with a
+ * configured key (`unreadable`: altered or moved records). One credential per key id is opened as a sample.
+ */
+export const auditSealedSecrets = async (repositories: Repositories, secrets: SecretBox) => {
+  const configured = new Set(await secrets.keyIds())
+  const byKeyId = new Map<string, { count: number; sample: ByokRecord }>()
+  let total = 0
+  await forEachCredential(repositories, (credential) => {
+    total++
+    const entry = byKeyId.get(credential.secret.kid)
+    if (entry) entry.count++
+    else byKeyId.set(credential.secret.kid, { count: 1, sample: credential })
+  })
+  const missing: Array<{ keyId: string; count: number }> = []
+  const unreadable: string[] = []
+  for (const [keyId, { count, sample }] of byKeyId) {
+    if (!configured.has(keyId)) {
+      missing.push({ keyId, count })
+      continue
+    }
+    await revealByokKey(secrets, sample).catch(() => unreadable.push(sample.id))
+  }
+  return { total, configuredKeyIds: [...configured], missing, unreadable }
+}
+
 /**
  * Re-seals every credential not sealed with the primary key (after a master-key rotation).
  * Returns how many were moved; safe to run while gateways serve (compare-and-set per record).
@@ -187,25 +223,21 @@ export const reencryptByokCredentials = async (repositories: Repositories, secre
   let scanned = 0
   // One unreadable credential (tampered, or sealed with a key no longer configured) must not stop the rest.
   const failed: string[] = []
-  for (let offset = 0; ; offset += 100) {
-    const { credentials } = await repositories.byok.list({}, offset, 100)
-    if (credentials.length === 0) break
-    scanned += credentials.length
-    for (const credential of credentials) {
-      if (credential.secret.kid === primary) continue
-      let raw: string
-      try {
-        raw = await revealByokKey(secrets, credential)
-      } catch {
-        failed.push(credential.id)
-        continue
-      }
-      const secret = await secrets.seal(raw, associatedData(credential))
-      const updated = await repositories.byok.update(credential.id, (latest) =>
-        latest.secret.kid === credential.secret.kid && latest.secret.ct === credential.secret.ct ? { ...latest, secret } : null,
-      )
-      if (updated) moved++
+  await forEachCredential(repositories, async (credential) => {
+    scanned++
+    if (credential.secret.kid === primary) return
+    let raw: string
+    try {
+      raw = await revealByokKey(secrets, credential)
+    } catch {
+      failed.push(credential.id)
+      return
     }
-  }
+    const secret = await secrets.seal(raw, associatedData(credential))
+    const updated = await repositories.byok.update(credential.id, (latest) =>
+      latest.secret.kid === credential.secret.kid && latest.secret.ct === credential.secret.ct ? { ...latest, secret } : null,
+    )
+    if (updated) moved++
+  })
   return failed.length > 0 ? { scanned, moved, failed } : { scanned, moved }
 }

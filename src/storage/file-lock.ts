@@ -11,7 +11,8 @@ const MAX_ATTEMPTS = 3
 
 const errorCode = (error: unknown): unknown => (error as NodeJS.ErrnoException | undefined)?.code
 
-const isProcessAlive = (pid: number): boolean => {
+/** Whether a process with this pid exists (ours or another user's). */
+export const isProcessAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
     return true

@@ -14,6 +14,7 @@
  */
 import { createHash } from 'node:crypto'
 import { Redis, type Cluster } from 'ioredis'
+import { withDeadline } from '../core/deadline'
 import { StorageConflictError, StorageUnavailableError } from '../core/errors'
 import type {
   CounterResult,
@@ -90,6 +91,8 @@ const isRedisUrl = (value: unknown): boolean => {
 interface ResolvedOptions {
   client: RedisClient
   ownsClient: boolean
+  /** Why the owned connection last failed (refused, DNS, TLS, auth), until it is ready again: the cause worth naming. */
+  lastConnectionError: () => Error | undefined
   prefix: string
   commandTimeoutMs: number
 }
@@ -118,7 +121,7 @@ const resolveOptions = (options: RedisStorageOptions): ResolvedOptions => {
     throw new TypeError('redisStorage: options.commandTimeoutMs must be a positive integer')
   }
   if (client !== undefined)
-    return { client: client as unknown as RedisClient, ownsClient: false, prefix, commandTimeoutMs }
+    return { client: client as unknown as RedisClient, ownsClient: false, prefix, commandTimeoutMs, lastConnectionError: () => undefined }
 
   const owned = new Redis(url as string, {
     // Bounds commands queued while a connection attempt is under way, and commands the server never answers.
@@ -131,8 +134,10 @@ const resolveOptions = (options: RedisStorageOptions): ResolvedOptions => {
     retryStrategy: (attempt: number) => Math.min(attempt * 50, MAX_RECONNECT_DELAY_MS),
   })
   // Failures reach callers as rejected calls; without a listener ioredis would print each one.
-  owned.on('error', () => {})
-  return { client: owned as unknown as RedisClient, ownsClient: true, prefix, commandTimeoutMs }
+  let lastConnectionError: Error | undefined
+  owned.on('error', (error: Error) => (lastConnectionError = error))
+  owned.on('ready', () => (lastConnectionError = undefined))
+  return { client: owned as unknown as RedisClient, ownsClient: true, prefix, commandTimeoutMs, lastConnectionError: () => lastConnectionError }
 }
 
 /** Lone UTF-16 surrogates cannot be sent as UTF-8: two different ids would reach Redis as the same bytes. */
@@ -379,31 +384,26 @@ const unavailable = (cause: unknown) => {
  * const gateway = createGateway({ storage: redisStorage({ url: process.env.REDIS_URL }) })
  */
 export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
-  const { client, ownsClient, prefix, commandTimeoutMs } = resolveOptions(options)
+  const { client, ownsClient, prefix, commandTimeoutMs, lastConnectionError } = resolveOptions(options)
+  // A queued command only learns that the connection failed, not why; the connection's own error says why.
+  const withConnectionError = (error: unknown): unknown => {
+    const connectionError = lastConnectionError()
+    if (!connectionError || !(error instanceof Error)) return error
+    // Not chained as a cause: ioredis attaches the failed command's arguments to its errors.
+    if (error.name === 'MaxRetriesPerRequestError') return new Error(`Redis connection failed: ${connectionError.message}`)
+    return new Error(`${error.message} (last connection error: ${connectionError.message})`)
+  }
   const inFlight = new Set<Promise<unknown>>()
   let isClosed = false
   let closing: Promise<void> | undefined
 
-  const withTimeout = <R>(promise: Promise<R>): Promise<R> =>
-    new Promise<R>((resolve, reject) => {
-      const timer = setTimeout(() => reject(timeoutError()), commandTimeoutMs)
-      promise.then(
-        (value) => {
-          clearTimeout(timer)
-          resolve(value)
-        },
-        (error: unknown) => {
-          clearTimeout(timer)
-          reject(error)
-        },
-      )
-    })
+  const withTimeout = <R>(promise: Promise<R>): Promise<R> => withDeadline(promise, commandTimeoutMs, timeoutError)
 
   /** Runs Redis commands, turning every client failure (down, silent, closed) into `StorageUnavailableError`. */
   const run = async <R>(task: () => Promise<R>): Promise<R> => {
     if (isClosed) throw new StorageUnavailableError('Storage is closed')
     // The last connection attempt failed and the next is not due yet: say so now rather than queue.
-    if (DOWN_STATUSES.has(client.status)) throw unavailable(new Error(`Redis connection is ${client.status}`))
+    if (DOWN_STATUSES.has(client.status)) throw unavailable(withConnectionError(new Error(`Redis connection is ${client.status}`)))
     const pending = withTimeout(Promise.resolve().then(task))
     inFlight.add(pending)
     try {
@@ -414,7 +414,7 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
       if (ownsClient && isTimeout(error) && (client.status === 'ready' || client.status === 'connect')) {
         client.disconnect(true)
       }
-      throw unavailable(error)
+      throw unavailable(withConnectionError(error))
     } finally {
       inFlight.delete(pending)
     }

@@ -1,13 +1,18 @@
+import { createHash } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { readFileSync } from 'node:fs'
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { ENVIRONMENT } from '../../src/cli/config'
 import { bodyReader, hangsAfterFirstDelta, sseEventsOf } from '../helpers/interrupted-stream'
-import { runToEnd, startListening, type RunningProcess } from '../helpers/process'
+import { runToEnd, startListening, stopAndDrain, type RunningProcess } from '../helpers/process'
+import { REDIS_URL, dropRedisPrefix, requireServer, uniqueNamespace } from '../helpers/stores'
 import { startUpstream } from '../helpers/upstream'
 
 const CLI = resolve(__dirname, '../../dist/cli.js')
 const OPERATOR_KEY = 'operator-key-0123456789abcdef'
+const manifest = JSON.parse(readFileSync(resolve(__dirname, '../../package.json'), 'utf8')) as { version: string }
 
 describe('modelgate CLI and standalone runner', () => {
   let dataDir: string
@@ -35,7 +40,7 @@ describe('modelgate CLI and standalone runner', () => {
   const get = (url: string, key: string) => fetch(url, { headers: { authorization: `Bearer ${key}` } })
 
   it('ensures MODELGATE_MANAGEMENT_KEY, keeps state across a restart and stops cleanly on SIGTERM', async () => {
-    const first = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY })
+    const first = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY, MODELGATE_LOG_LEVEL: 'info' })
     const workspace = await get(`${first.url}/api/v1/workspaces/default`, OPERATOR_KEY)
     expect(workspace.status).toBe(200)
     const created = await fetch(`${first.url}/api/v1/keys`, {
@@ -45,8 +50,13 @@ describe('modelgate CLI and standalone runner', () => {
     })
     expect(created.status).toBe(201)
     const { key } = (await created.json()) as { key: string }
-    expect(await first.stop('SIGTERM')).toBe(0)
+    expect(await stopAndDrain(first)).toBe(0)
     expect(first.stderr()).not.toContain(OPERATOR_KEY)
+    // Not even the 7 characters of its label: the log names the key by its hash prefix.
+    expect(first.stderr()).not.toContain(`${OPERATOR_KEY.slice(0, 3)}...${OPERATOR_KEY.slice(-4)}`)
+    expect(first.stderr()).toContain(`"hashPrefix":"${createHash('sha256').update(OPERATOR_KEY).digest('hex').slice(0, 12)}"`)
+    // With a key of its own, nothing is minted.
+    expect(first.stdout()).not.toContain('mg-v1-')
 
     // Restart without the env key: both keys are still there.
     const second = await serve()
@@ -112,7 +122,7 @@ describe('modelgate CLI and standalone runner', () => {
     await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY })
     const result = await cli('keys', 'create')
     expect(result.code).toBe(1)
-    expect(result.stderr).toMatch(/is in use by process \d+\. Stop that gateway first, or use its HTTP API/)
+    expect(result.stderr).toMatch(/is in use by process (\d+)\. Stop that gateway first \(Ctrl-C in its terminal, or kill \1\), then run this command again\./)
   })
 
   it('sets account flags and creates accounts', async () => {
@@ -153,6 +163,117 @@ describe('modelgate CLI and standalone runner', () => {
     expect(unknown.stderr).toContain('unknown command "frobnicate"')
   })
 
+  describe('first run', () => {
+    const MINTED = /^ {4}(mg-v1-[0-9a-f]{64})$/m
+
+    it('mints a management key on an empty store, prints it once on stdout with a working curl, and never logs it', async () => {
+      const first = await serve()
+      await vi.waitFor(() => expect(first.stdout()).toContain('Lost it?'))
+      const key = MINTED.exec(first.stdout())![1]!
+      expect(first.stderr()).not.toContain(key)
+      expect(first.stdout()).toContain(`curl -X POST ${first.url}/api/v1/keys \\`)
+      expect(first.stdout()).toContain(`-H 'Authorization: Bearer ${key}'`)
+      // What the printed curl does: create a regular key.
+      const created = await fetch(`${first.url}/api/v1/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'my-app' }),
+      })
+      expect(created.status).toBe(201)
+      expect(((await created.json()) as { data: { kind: string } }).data.kind).toBe('regular')
+      expect(await first.stop()).toBe(0)
+
+      // The next start finds the key and mints nothing.
+      const second = await serve()
+      expect((await get(`${second.url}/api/v1/keys`, key)).status).toBe(200)
+      expect(await stopAndDrain(second)).toBe(0)
+      expect(second.stdout()).not.toContain('mg-v1-')
+    })
+
+    it('in development mode says what production still needs, and lists the store and providers', async () => {
+      const dev = await serve({ MODELGATE_DEV: '1', MODELGATE_LOG_LEVEL: 'info', OPENAI_API_KEY: 'sk-test-shared-0123456789' })
+      await stopAndDrain(dev)
+      const entries = dev.stderr().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+      expect(entries.find((entry) => entry.message === 'modelgate listening')).toMatchObject({
+        url: `${dev.url}/api/v1`,
+        storage: 'file',
+        dataDir: dataDir,
+        providers: ['openai'],
+        mode: 'development',
+      })
+      const gaps = entries.filter((entry) => String(entry.message).startsWith('not set up for production: ')).map((entry) => entry.message)
+      expect(gaps).toEqual([
+        expect.stringContaining('encryption keys: set MODELGATE_ENCRYPTION_KEYS'),
+        expect.stringContaining('a management key of your own: set MODELGATE_MANAGEMENT_KEY'),
+        expect.stringContaining('a networked store to run several processes'),
+      ])
+      expect(dev.stderr()).not.toContain('sk-test-shared-0123456789')
+    })
+
+    it('of several processes starting together on one shared store, exactly one mints a key', async () => {
+      await requireServer(6379)
+      const prefix = `${uniqueNamespace('firstrun')}:`
+      try {
+        const env = { MODELGATE_STORAGE: REDIS_URL, MODELGATE_REDIS_PREFIX: prefix }
+        const processes = await Promise.all([serve(env), serve(env), serve(env)])
+        await Promise.all(processes.map((process) => stopAndDrain(process)))
+        const minted = processes.map((process) => MINTED.exec(process.stdout())?.[1]).filter(Boolean)
+        expect(minted).toHaveLength(1)
+      } finally {
+        await dropRedisPrefix(prefix)
+      }
+    })
+  })
+
+  describe('the CLI', () => {
+    it('prints help with every environment variable and examples, and the version', async () => {
+      const help = await cli('--help')
+      expect(help.code).toBe(0)
+      for (const name of Object.keys(ENVIRONMENT).filter((variable) => variable !== 'MODELGATE_ENCRYPTION_KEY')) expect(help.stdout).toContain(name)
+      expect(help.stdout).toContain('MODELGATE_PROVIDER_<ID>_API_KEY')
+      expect(help.stdout).toMatch(/Examples:\n/)
+      expect(help.stdout).toContain('keys revoke <hash|prefix>')
+      const version = await cli('--version')
+      expect(version.stdout.trim()).toBe(manifest.version)
+      expect((await cli('-v')).stdout.trim()).toBe(manifest.version)
+    })
+
+    it('lists keys without raw values, and revokes one by a hash prefix', async () => {
+      const management = (await cli('keys', 'create', '--management', '--name', 'ops')).stdout.trim()
+      const regular = (await cli('keys', 'create', '--name', 'backend')).stdout.trim()
+      const regularHash = createHash('sha256').update(regular).digest('hex')
+
+      const listed = await cli('keys', 'list')
+      expect(listed.code).toBe(0)
+      const lines = listed.stdout.trim().split('\n')
+      expect(lines[0]).toMatch(/^hash\s+kind\s+disabled\s+label\s+name$/)
+      expect(lines.slice(1)).toEqual([
+        expect.stringMatching(/^[0-9a-f]{16}\s+management\s+no\s+mg-v1-[0-9a-f]{3}\.\.\.[0-9a-f]{4}\s+ops$/),
+        expect.stringMatching(new RegExp(`^${regularHash.slice(0, 16)}\\s+regular\\s+no\\s+\\S+\\s+backend$`)),
+      ])
+      expect(listed.stdout).not.toContain(management)
+      expect(listed.stdout).not.toContain(regular)
+
+      const revoked = await cli('keys', 'revoke', regularHash.slice(0, 10))
+      expect(revoked.code).toBe(0)
+      expect(revoked.stdout).toContain(`Disabled regular key "backend" (hash ${regularHash})`)
+      expect((await cli('keys', 'list')).stdout).not.toContain('backend')
+      expect((await cli('keys', 'list', '--all')).stdout).toMatch(/regular\s+yes\s+\S+\s+backend/)
+
+      const server = await serve()
+      expect((await get(`${server.url}/api/v1/workspaces/default`, regular)).status).toBe(401)
+      expect((await get(`${server.url}/api/v1/workspaces/default`, management)).status).toBe(200)
+    })
+
+    it('explains a prefix that is too short or matches nothing', async () => {
+      const short = await cli('keys', 'revoke', 'abc')
+      expect(short.code).toBe(1)
+      expect(short.stderr).toContain('A key is named by its hash or a prefix of it: 8 to 64 hex characters')
+      const missing = await cli('keys', 'revoke')
+      expect(missing.stderr).toContain("keys revoke needs the key's hash or a prefix of it")
+    })
+  })
+
   describe('BYOK encryption keys', () => {
     const KEY_A = 'QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE='
     const KEY_B = '4242424242424242424242424242424242424242424242424242424242424242'
@@ -168,8 +289,9 @@ describe('modelgate CLI and standalone runner', () => {
     it('refuses BYOK writes without a key, and refuses to start on BYOK data it could not decrypt', async () => {
       const keyless = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY })
       const refused = await postByok(keyless.url)
-      expect(refused.status).toBe(500)
-      expect(((await refused.json()) as { error: { message: string } }).error.message).toContain('no encryption key is configured')
+      expect(refused.status).toBe(403)
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toContain('BYOK is disabled on this gateway')
+      expect(keyless.stderr()).not.toContain('"level":"error"')
       await keyless.stop()
 
       const keyed = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY, MODELGATE_ENCRYPTION_KEYS: KEY_A })
@@ -205,6 +327,26 @@ describe('modelgate CLI and standalone runner', () => {
       await dev.stop()
       const generated = await runToEnd('node', [CLI, 'secrets', 'generate-key'])
       expect(generated.stdout.trim()).toMatch(/^[A-Za-z0-9+/]{43}=$/)
+    })
+
+    it('refuses to start when stored credentials need an encryption key that is not configured, naming its id', async () => {
+      const first = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY, MODELGATE_ENCRYPTION_KEYS: KEY_A })
+      expect((await postByok(first.url)).status).toBe(200)
+      await first.stop()
+      const keyIdOf = (key: string) => createHash('sha256').update(`modelgate-master-key:${Buffer.from(key, key.length === 64 ? 'hex' : 'base64').toString('base64')}`).digest('hex').slice(0, 16)
+      const result = await runToEnd('node', [CLI, 'serve'], {
+        env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0', MODELGATE_ENCRYPTION_KEYS: KEY_B },
+      })
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain(
+        `modelgate: stored BYOK credentials were sealed with encryption key id ${keyIdOf(KEY_A)} (1 credential(s)), which is not configured (the configured keys have ids ${keyIdOf(KEY_B)}).`,
+      )
+      expect(result.stderr).toContain('Add that key to MODELGATE_ENCRYPTION_KEYS')
+      expect(result.stderr).not.toContain(KEY_A)
+      expect(result.stderr).not.toContain(KEY_B)
+      // With both keys it starts (and the old one can then be retired by reencrypt).
+      const both = await serve({ MODELGATE_ENCRYPTION_KEYS: `${KEY_B},${KEY_A}` })
+      expect((await fetch(`${both.url}/api/v1/health/ready`)).status).toBe(200)
     })
 
     it('rejects a malformed encryption key at start', async () => {

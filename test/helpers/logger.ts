@@ -1,8 +1,14 @@
 import type { LogFields, Logger } from '../../src/core/logger'
 
+export interface LogEntry {
+  level: keyof Logger
+  message: string
+  fields: LogFields | undefined
+}
+
 export interface RecordingLogger {
   logger: Logger
-  entries: Array<{ level: string; message: string; fields?: LogFields }>
+  entries: LogEntry[]
   /** Everything logged as one text, errors expanded with their message, stack and causes, for leak checks. */
   text(): string
 }
@@ -17,10 +23,10 @@ const expand = (value: unknown, depth = 0): unknown => {
   return value
 }
 
-/** A logger that keeps every entry, as a host's logger would receive it. */
+/** A logger that keeps every entry, as a host's logger would receive it, for tests of what was (or was not) logged. */
 export const createRecordingLogger = (): RecordingLogger => {
-  const entries: RecordingLogger['entries'] = []
-  const record = (level: string) => (message: string, fields?: LogFields) => void entries.push({ level, message, ...(fields ? { fields } : {}) })
+  const entries: LogEntry[] = []
+  const record = (level: keyof Logger) => (message: string, fields?: LogFields) => void entries.push({ level, message, fields })
   return {
     logger: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
     entries,

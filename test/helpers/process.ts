@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { once } from 'node:events'
 
 export interface RunningProcess {
   child: ChildProcessWithoutNullStreams
@@ -65,3 +66,11 @@ export const runToEnd = (command: string, args: string[], options: { env?: Recor
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
     child.once('close', (code) => resolve({ code, stdout, stderr }))
   })
+
+/** Stops a process and waits until everything it wrote has been read; resolves with its exit code. */
+export const stopAndDrain = async (process: RunningProcess, signal?: NodeJS.Signals) => {
+  const code = await process.stop(signal)
+  const streams = [process.child.stdout, process.child.stderr]
+  await Promise.all(streams.map((stream) => (stream.closed ? undefined : once(stream, 'close'))))
+  return code
+}

@@ -114,6 +114,25 @@ describe.each(STORES)('a gateway whose $name goes away', (store) => {
     expect((await call('/workspaces', { method: 'POST', json: { name: 'After', slug: 'after' } })).status).toBe(201)
   })
 
+  it('reports not ready (503) while the store is cut, stays live, and is ready again once it is back', async () => {
+    const health = (path: string) => fetch(`${gateway.url}/api/v1${path}`, { signal: AbortSignal.timeout(HANG) })
+    expect((await health('/health/ready')).status).toBe(200)
+    void proxy.cut()
+    const notReady = await health('/health/ready')
+    expect(notReady.status).toBe(503)
+    const text = await notReady.text()
+    expect(JSON.parse(text)).toEqual({ error: { code: 503, message: expect.stringMatching(/^Not ready: the store (is unavailable|did not answer within 2 s)$/) } })
+    expect(text).not.toContain(String(proxy.port))
+    expect((await health('/health')).status).toBe(200)
+    await proxy.restore()
+    await vi.waitFor(
+      async () => {
+        if ((await health('/health/ready')).status !== 200) throw new Error('not ready yet')
+      },
+      { timeout: 10_000, interval: 50 },
+    )
+  })
+
   it('is still alive: the process never crashed', () => {
     expect(gateway.child.exitCode).toBeNull()
   })

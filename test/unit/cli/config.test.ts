@@ -1,6 +1,77 @@
 import { describe, expect, it } from 'vitest'
-import { providersFromEnvironment } from '../../../src/cli/config'
+import { configFromEnvironment, providersFromEnvironment, resolveConfig } from '../../../src/cli/config'
+import { ENVIRONMENT_MODEL_CONTEXT_LENGTH, modelsFromEnvironment } from '../../../src/cli/environment-models'
+import { shouldWatchParent } from '../../../src/cli/parent-watch'
 import { BUILT_IN_PROVIDERS, CONVENTIONAL_KEY_VARIABLES, keyVariable } from '../../../src/providers/catalog'
+
+describe('runner configuration', () => {
+  it('calls a setting it does not know an unknown setting, at any depth', () => {
+    expect(() => resolveConfig({ prot: 1 } as never)).toThrow('modelgate: invalid configuration: prot: unknown setting')
+    expect(() => resolveConfig({ workspaceDefaults: { textModle: 'a/b' } } as never)).toThrow(
+      'modelgate: invalid configuration: workspaceDefaults.textModle: unknown setting',
+    )
+  })
+
+  it('reads the request body timeout and parent watching from the environment', () => {
+    const config = resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_BODY_TIMEOUT_MS: '120000', MODELGATE_WATCH_PARENT: '0' }))
+    expect(config.requestBodyTimeoutMs).toBe(120_000)
+    expect(config.watchParent).toBe(false)
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_WATCH_PARENT: 'true' })).watchParent).toBe(true)
+    expect(resolveConfig({}).watchParent).toBeUndefined()
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'soon' }))).toThrow(
+      'modelgate: invalid configuration: requestBodyTimeoutMs:',
+    )
+  })
+
+  it('watches the parent under npm and npx unless told otherwise', () => {
+    expect(shouldWatchParent(undefined, { npm_lifecycle_event: 'start' })).toBe(true)
+    expect(shouldWatchParent(undefined, {})).toBe(false)
+    expect(shouldWatchParent(false, { npm_lifecycle_event: 'start' })).toBe(false)
+    expect(shouldWatchParent(true, {})).toBe(true)
+  })
+
+  it('marks a provider keyless from the environment', () => {
+    expect(
+      providersFromEnvironment({
+        MODELGATE_PROVIDER_MY_VLLM_API: 'openai-chat',
+        MODELGATE_PROVIDER_MY_VLLM_BASE_URL: 'http://127.0.0.1:8000/v1',
+        MODELGATE_PROVIDER_MY_VLLM_KEYLESS: '1',
+        MODELGATE_PROVIDER_OTHER_KEYLESS: '0',
+      }),
+    ).toMatchObject({ 'my-vllm': { api: 'openai-chat', baseURL: 'http://127.0.0.1:8000/v1', isKeyless: true } })
+  })
+})
+
+describe('models from the environment', () => {
+  it('lists each provider’s models at price 0, one endpoint per provider for a shared slug', () => {
+    const models = modelsFromEnvironment({
+      MODELGATE_PROVIDER_MY_VLLM_MODELS: 'meta/llama-local=meta-llama/Llama-3.1-8B-Instruct, qwen/qwen3-8b',
+      MODELGATE_PROVIDER_BACKUP_MODELS: 'meta/llama-local=llama3.1:8b',
+      UNRELATED: 'x',
+    })
+    const endpoint = (provider: string, model: string) => ({
+      provider,
+      model,
+      contextLength: ENVIRONMENT_MODEL_CONTEXT_LENGTH,
+      pricing: { prompt: 0, completion: 0 },
+    })
+    expect(models).toEqual([
+      {
+        slug: 'meta/llama-local',
+        name: 'meta/llama-local',
+        endpoints: [endpoint('my-vllm', 'meta-llama/Llama-3.1-8B-Instruct'), endpoint('backup', 'llama3.1:8b')],
+      },
+      { slug: 'qwen/qwen3-8b', name: 'qwen/qwen3-8b', endpoints: [endpoint('my-vllm', 'qwen/qwen3-8b')] },
+    ])
+  })
+
+  it('refuses an entry that is not a model slug, naming the variable', () => {
+    expect(() => modelsFromEnvironment({ MODELGATE_PROVIDER_MY_VLLM_MODELS: 'llama3=llama3:8b' })).toThrow(
+      'modelgate: MODELGATE_PROVIDER_MY_VLLM_MODELS: "llama3=llama3:8b" must be <author>/<name>=<upstream model id>, or a slug <author>/<name>',
+    )
+    expect(() => modelsFromEnvironment({ MODELGATE_PROVIDER_X_MODELS: 'a/b=' })).toThrow('"a/b=" must be')
+  })
+})
 
 describe('provider keys from the environment', () => {
   it('reads, for every built-in provider, the variable that "no key" errors name', () => {

@@ -7,6 +7,7 @@ import { BYOK_CREDENTIALS, type ByokRecord } from '../../../src/repositories/byo
 import { revealByokKey } from '../../../src/services/byok'
 import type { StorageDriver } from '../../../src/storage/contract'
 import { memoryStorage } from '../../../src/storage/memory'
+import { createRecordingLogger } from '../../helpers/logger'
 import { BASE, TEST_ENCRYPTION_KEY, createTestGateway, readJson, type TestGateway } from '../../helpers/gateway'
 
 type Credential = Record<string, unknown> & { id: string; label: string; sort_order: number; provider: string }
@@ -18,7 +19,7 @@ const FIELDS = [
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const NO_KEY_MESSAGE =
-  'Provider keys cannot be stored: no encryption key is configured (set MODELGATE_ENCRYPTION_KEYS or the encryptionKeys option)'
+  'BYOK is disabled on this gateway: no encryption key is configured. The operator enables it by setting MODELGATE_ENCRYPTION_KEYS (or the encryptionKeys option)'
 const SLUG_RULE = 'must be a lowercase provider slug (letters, digits, hyphens, optionally one "/" segment)'
 const AZURE_KEY_MESSAGE =
   'body.key: an Azure key must be a JSON array of {api_key, resource_name, resource_type} or {model_slug, endpoint_url, api_key, model_id}'
@@ -817,11 +818,12 @@ describe('/byok', () => {
       )
     })
 
-    it('answers 500 on writing a key without an encryption key configured, and still lists', async () => {
+    it('answers 403 (not a retryable 5xx) on writing a key without an encryption key configured, and still lists', async () => {
       const storage = memoryStorage()
       const seeded = await createTestGateway({ storage })
       const existing = await create(seeded, {})
-      const gateway = createGateway({ storage, logger: silentLogger })
+      const { logger, entries } = createRecordingLogger()
+      const gateway = createGateway({ storage, logger })
       const call = (method: string, path: string, json?: unknown) =>
         gateway.fetch(
           new Request(`${BASE}${path}`, {
@@ -834,9 +836,9 @@ describe('/byok', () => {
       const key = openaiKey()
       const refused = await call('POST', '/byok', { key, provider: 'openai' })
       const text = await refused.clone().text()
-      await expectError(refused, 500, NO_KEY_MESSAGE)
+      await expectError(refused, 403, NO_KEY_MESSAGE)
       expectNoTrace(text, key, 'sk-proj-'.length)
-      await expectError(await call('PATCH', `/byok/${existing.id}`, { key: openaiKey() }), 500, NO_KEY_MESSAGE)
+      await expectError(await call('PATCH', `/byok/${existing.id}`, { key: openaiKey() }), 403, NO_KEY_MESSAGE)
       // Validation still comes first.
       await expectError(await call('POST', '/byok', { key, provider: 'acme' }), 400, 'body.provider: unknown provider "acme"')
 
@@ -844,6 +846,8 @@ describe('/byok', () => {
       expect(await readJson(await call('GET', `/byok/${existing.id}`))).toEqual({ data: existing })
       expect((await readJson(await call('PATCH', `/byok/${existing.id}`, { name: 'still editable' }))).data.name).toBe('still editable')
       expect((await storage.list(BYOK_CREDENTIALS)).totalCount).toBe(1)
+      // A refusal the operator expects, not a fault: nothing logged as an error, no stack.
+      expect(entries.filter((entry) => entry.level === 'error')).toEqual([])
     })
 
     it('binds a ciphertext to its record: a secret copied or moved elsewhere fails to open', async () => {

@@ -1,0 +1,90 @@
+/**
+ * What the runner says when it starts: where state lives, which providers are configured (ids only, never
+ * keys), what will not work as configured, and in development mode what production still needs.
+ */
+
+import { resolve } from 'node:path'
+import type { Logger } from '../core/logger'
+import { mergeModels, type ModelEntry } from '../responses/models'
+import type { RunnerConfig } from './config'
+import { describeStorage } from './storage'
+
+type ProviderSettings = Record<string, Record<string, unknown>>
+
+/** The store as the log shows it: its kind, and for the embedded store its directory (URLs masked). */
+export const describeStore = (config: RunnerConfig): Record<string, string> =>
+  config.storage === 'file'
+    ? { storage: 'file', dataDir: resolve(config.dataDir) }
+    : config.storage === 'memory'
+      ? { storage: 'memory' }
+      : { storage: describeStorage(config.storage) }
+
+/** Configured providers that can serve without a caller's own key: a shared key, or none needed. */
+const sharedProviders = (providers: ProviderSettings): string[] =>
+  Object.entries(providers)
+    .filter(([, settings]) => Boolean(settings.apiKey) || settings.isKeyless === true)
+    .map(([id]) => id)
+
+/** Warnings about provider set-ups that cannot work: a configured provider that no model routes to. */
+export const providerWarnings = (providers: ProviderSettings, models: readonly ModelEntry[]): string[] => {
+  const routed = new Set(mergeModels(models).flatMap((model) => model.endpoints.map((endpoint) => endpoint.provider.split('/', 1)[0]!)))
+  const warnings = Object.keys(providers)
+    .filter((id) => !routed.has(id))
+    .map((id) => {
+      const name = id.toUpperCase().replaceAll('-', '_')
+      return (
+        `provider "${id}" is configured but no model uses it: list its models with ` +
+        `MODELGATE_PROVIDER_${name}_MODELS=<author>/<name>=<upstream model id>,… or add a "models" entry to the config file`
+      )
+    })
+  if (sharedProviders(providers).length === 0) {
+    warnings.push(
+      'no provider has a shared API key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, MODELGATE_PROVIDER_<ID>_API_KEY, …): ' +
+        'only requests from workspaces with their own keys (BYOK) can be served',
+    )
+  }
+  return warnings
+}
+
+/** In development mode, what a production deployment would still need, one plain sentence each. */
+export const productionGaps = (config: RunnerConfig): string[] => {
+  const gaps: string[] = []
+  if (!config.encryptionKeys?.length) {
+    gaps.push(
+      'encryption keys: set MODELGATE_ENCRYPTION_KEYS (make one with `modelgate secrets generate-key`); ' +
+        'development mode seals BYOK keys with a generated key kept in the data directory',
+    )
+  }
+  if (!config.managementKey) {
+    gaps.push(
+      'a management key of your own: set MODELGATE_MANAGEMENT_KEY (kept in your secret manager), ' +
+        'or mint one with `modelgate keys create --management` while the gateway is stopped',
+    )
+  }
+  if (config.storage === 'file' || config.storage === 'memory') {
+    gaps.push(
+      `a networked store to run several processes: the ${config.storage === 'file' ? 'embedded store serves one process' : 'memory store keeps nothing'}; ` +
+        'use MODELGATE_STORAGE=redis://… or postgres://… or mysql://…',
+    )
+  }
+  return gaps
+}
+
+/** Logs the start-up summary and every warning. */
+export const logStartup = (
+  logger: Logger,
+  config: RunnerConfig,
+  details: { url: string; providers: ProviderSettings; models: readonly ModelEntry[] },
+) => {
+  logger.info('modelgate listening', {
+    url: details.url,
+    ...describeStore(config),
+    providers: Object.keys(details.providers),
+    ...(config.dev ? { mode: 'development' } : {}),
+  })
+  for (const warning of providerWarnings(details.providers, details.models)) logger.warn(warning)
+  if (config.dev) for (const gap of productionGaps(config)) logger.warn(`not set up for production: ${gap}`)
+  else if (!config.encryptionKeys?.length) {
+    logger.warn('no encryption key configured: BYOK is disabled (POST /byok answers 403) until MODELGATE_ENCRYPTION_KEYS is set')
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Health checks for load balancers and process managers, answered without a key: liveness (the process
+ * serves requests) and readiness (it can also reach its store). Neither says which store or where it is.
+ */
+
+import { withDeadline } from '../core/deadline'
+import { ServiceUnavailableError, isGatewayError } from '../core/errors'
+import { defineRoute, json } from '../core/route'
+import { DEFAULT_ACCOUNT_SLUG } from '../repositories/accounts'
+
+/** A readiness probe must answer before a load balancer's own timeout (often 2 to 5 s). */
+export const READINESS_STORE_TIMEOUT_MS = 2_000
+
+// Probes must never be served from a cache.
+const NO_STORE = { 'cache-control': 'no-store' }
+
+const notReady = (reason: string, cause?: unknown) =>
+  new ServiceUnavailableError(`Not ready: ${reason}`, { headers: NO_STORE, ...(cause === undefined ? {} : { cause }) })
+
+// A store outage is the answer this check exists for; anything else is a fault of ours (500).
+const asNotReady = (error: unknown): never => {
+  throw isGatewayError(error) && error.status === 503 ? notReady('the store is unavailable', error) : error
+}
+
+export const liveness = defineRoute({
+  method: 'GET',
+  path: '/health',
+  auth: 'none',
+  async handle() {
+    return json({ status: 'ok' }, 200, NO_STORE)
+  },
+})
+
+export const readiness = defineRoute({
+  method: 'GET',
+  path: '/health/ready',
+  auth: 'none',
+  async handle({ repositories }) {
+    // The read every authenticated request depends on: the store answers, and answers in time.
+    await withDeadline(repositories.accounts.findBySlug(DEFAULT_ACCOUNT_SLUG).catch(asNotReady), READINESS_STORE_TIMEOUT_MS, () =>
+      notReady(`the store did not answer within ${READINESS_STORE_TIMEOUT_MS / 1000} s`),
+    )
+    return json({ status: 'ready', checks: { storage: 'ok' } }, 200, NO_STORE)
+  },
+})
