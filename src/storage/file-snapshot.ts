@@ -5,6 +5,7 @@
 import { open, readFile, rename, rm } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { EngineState } from './memory-engine'
+import { PRIVATE_FILE_MODE, tightenOpenFile } from './private-files'
 
 const FORMAT = 1
 
@@ -68,8 +69,9 @@ export const writeSnapshot = async (
 ): Promise<void> => {
   const temporaryPath = `${path}.tmp`
   const snapshot: Snapshot = { format: FORMAT, seq, state }
-  const handle = await open(temporaryPath, 'w')
+  const handle = await open(temporaryPath, 'w', PRIVATE_FILE_MODE)
   try {
+    await tightenOpenFile(handle)
     await handle.writeFile(JSON.stringify(snapshot), 'utf8')
     if (shouldSync) await handle.sync()
   } finally {

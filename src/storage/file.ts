@@ -4,7 +4,6 @@
  * snapshot is loaded and the journal replayed. Writes go through one promise chain, so journal
  * lines never interleave and each mutation is planned against all writes before it.
  */
-import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { StorageUnavailableError } from '../core/errors'
 import type {
@@ -20,6 +19,7 @@ import { acquireDirectoryLock } from './file-lock'
 import { openJournal, readJournal, type Journal } from './file-journal'
 import { readSnapshot, removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
 import { createMemoryEngine, loadEngineState, type MemoryEngine, type Mutation } from './memory-engine'
+import { ensurePrivateDirectory, tightenFile } from './private-files'
 
 export interface FileStorageOptions {
   /** Directory holding `journal.jsonl`, `snapshot.json` and `LOCK`; created when missing. */
@@ -77,12 +77,13 @@ const resolveOptions = (options: FileStorageOptions): ResolvedOptions => {
 
 const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
   const { directory, shouldSync } = options
-  await mkdir(directory, { recursive: true })
+  await ensurePrivateDirectory(directory)
   const releaseLock = await acquireDirectoryLock(directory)
   try {
     const snapshotPath = join(directory, SNAPSHOT_FILE)
     const journalPath = join(directory, JOURNAL_FILE)
     await removeTemporarySnapshot(snapshotPath)
+    await tightenFile(snapshotPath)
 
     const engine = createMemoryEngine(options.now)
     const snapshot = await readSnapshot(snapshotPath)

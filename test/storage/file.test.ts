@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { appendFile, mkdtemp, open, readFile, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
+import { appendFile, chmod, mkdtemp, open, readFile, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -255,6 +255,56 @@ describe('fileStorage', () => {
     const driver = await openTracked({ directory })
     expect(await driver.list('widgets')).toEqual({ items: [], totalCount: 0 })
     await expect(stat(join(directory, 'snapshot.json.tmp'))).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+
+  describe('private files', () => {
+    const modeOf = async (path: string) => (await stat(path)).mode & 0o777
+
+    it('creates its directory 0700 and every file 0600: journal, lock, snapshot', async () => {
+      const directory = join(await makeDirectory(), 'store')
+      const driver = await openTracked({ directory, compactAfter: 2 })
+      await driver.create('widgets', { id: 'w1', data: { secret: 'sealed' } })
+      await driver.create('widgets', { id: 'w2', data: {} })
+      await vi.waitFor(async () => expect((await stat(join(directory, 'snapshot.json'))).isFile()).toBe(true))
+      expect(await modeOf(directory)).toBe(0o700)
+      for (const file of ['journal.jsonl', 'LOCK', 'snapshot.json']) expect(await modeOf(join(directory, file)), file).toBe(0o600)
+    })
+
+    it('tightens a directory and files that an older version left readable to others', async () => {
+      const directory = await makeDirectory()
+      const first = await openFileStorage({ directory, compactAfter: 1 })
+      await first.create('widgets', { id: 'w1', data: {} })
+      await vi.waitFor(async () => expect((await stat(join(directory, 'snapshot.json'))).isFile()).toBe(true))
+      await first.create('widgets', { id: 'w2', data: {} })
+      await first.close()
+      await writeFile(join(directory, 'journal.jsonl'), '', { flag: 'a' })
+      for (const file of ['journal.jsonl', 'snapshot.json']) await chmod(join(directory, file), 0o644)
+      await chmod(directory, 0o755)
+
+      const driver = await openTracked({ directory })
+      expect(await modeOf(directory)).toBe(0o700)
+      for (const file of ['journal.jsonl', 'snapshot.json']) expect(await modeOf(join(directory, file)), file).toBe(0o600)
+      expect((await driver.list('widgets')).items.map((item) => item.id)).toEqual(['w1', 'w2'])
+    })
+
+    it('writes its temporary snapshot 0600 even over a leftover one', async () => {
+      const directory = await makeDirectory()
+      const driver = await openTracked({ directory, compactAfter: 1 })
+      // A leftover made after opening (opening removes one): the next snapshot is written over it.
+      await writeFile(join(directory, 'snapshot.json.tmp'), 'partial', { mode: 0o644 })
+      const modes: number[] = []
+      const prototype = await fileHandlePrototype(directory)
+      const originalWriteFile = prototype.writeFile
+      vi.spyOn(prototype, 'writeFile').mockImplementation(async function (this: FileHandle, ...args: Parameters<FileHandle['writeFile']>) {
+        const { mode } = await this.stat()
+        modes.push(mode & 0o777)
+        return originalWriteFile.apply(this, args)
+      })
+      await driver.create('widgets', { id: 'w1', data: {} })
+      await vi.waitFor(async () => expect((await readFile(join(directory, 'snapshot.json'), 'utf8')).length).toBeGreaterThan(0))
+      expect(modes.length).toBeGreaterThan(0)
+      expect(modes.every((mode) => mode === 0o600)).toBe(true)
+    })
   })
 
   describe('lock', () => {
