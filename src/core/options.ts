@@ -98,6 +98,17 @@ export const GatewayOptionsSchema = v.strictObject({
       'must implement provision, suspend, destroy and chat',
     ),
   ),
+  /**
+   * How much of each intern's conversation is kept, and so sent upstream with every chat turn: at
+   * most `maxItems` items (default 400) and `maxBytes` serialized bytes (default 2 MiB); the oldest
+   * go first. A single turn larger than that is kept whole until the next turn.
+   */
+  internHistory: v.optional(
+    v.strictObject({
+      maxItems: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      maxBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
+    }),
+  ),
   /** Hostnames of regional deployments: intern routes answer 403 there (spec Authentication 3). */
   regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   /** Clock, for tests. */

@@ -5,16 +5,13 @@
 
 import { StorageConflictError } from '../core/errors'
 import type { JsonValue, RecordInput, StorageDriver } from '../storage/contract'
-import { updateRecord, isUniqueConflict } from './mutate'
+import { isUniqueConflict, retryLostRaces, updateRecord } from './mutate'
 import { creationSortKey } from './sort-key'
 
 export const INTERNS = 'interns'
 export const VAULTS = 'vaults'
 export const INTERN_CREATIONS = 'intern_creations'
 export const INTERN_CONVERSATIONS = 'intern_conversations'
-
-/** A running intern's conversation is kept to this many items (the oldest go first). */
-const CONVERSATION_MAX_ITEMS = 400
 
 export type InternStatus =
   | 'awaiting_messaging_install'
@@ -140,19 +137,23 @@ export const createInternsRepository = (storage: StorageDriver, now: () => Date)
     async get(internId: string): Promise<JsonValue[]> {
       return ((await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId))?.data.items ?? []) as JsonValue[]
     },
-    /** Appends items with compare-and-set, creating the conversation on first use. */
-    async append(internId: string, items: JsonValue[]) {
-      for (let attempt = 0; attempt < 8; attempt++) {
+    /**
+     * Replaces the conversation with `change(current items)` by compare-and-set, creating it on first
+     * use; a concurrent turn that wrote first is re-read and `change` applied on top of it.
+     */
+    async update(internId: string, change: (items: JsonValue[]) => JsonValue[]) {
+      await retryLostRaces(async () => {
         const current = await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId)
-        const next = [...(current?.data.items ?? []), ...items].slice(-CONVERSATION_MAX_ITEMS)
+        const input = { id: internId, data: { items: change(current?.data.items ?? []) } }
+        if (current) return storage.update(INTERN_CONVERSATIONS, internId, current.version, input)
         try {
-          if (current) await storage.update(INTERN_CONVERSATIONS, internId, current.version, { id: internId, data: { items: next } })
-          else await storage.create(INTERN_CONVERSATIONS, { id: internId, data: { items: next } })
-          return
+          return await storage.create(INTERN_CONVERSATIONS, input)
         } catch (error) {
-          if (!(error instanceof StorageConflictError)) throw error
+          // Another turn created it first: a lost race like any other.
+          if (isUniqueConflict(error)) throw new StorageConflictError('version')
+          throw error
         }
-      }
+      })
     },
     delete: (internId: string) => storage.delete(INTERN_CONVERSATIONS, internId),
   },

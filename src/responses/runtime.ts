@@ -1,6 +1,7 @@
 /** Everything inference routes need beyond storage, built once per gateway from its options. */
 
 import type { ProviderApi } from '../providers/catalog'
+import { DEFAULT_HISTORY_LIMITS, type HistoryLimits } from '../interns/history'
 import { inProcessRuntime } from '../interns/in-process'
 import type { InternRuntime } from '../interns/runtime'
 import type { ProviderAdapter } from '../providers/contract'
@@ -34,6 +35,8 @@ export interface GatewayRuntime {
     regionalHostnames: ReadonlySet<string>
     /** Background work (provisioning, destruction) running in this process. */
     tasks: Set<Promise<unknown>>
+    /** How much of each intern's conversation is kept (and so sent upstream with every turn). */
+    history: HistoryLimits
   }
 }
 
@@ -57,6 +60,7 @@ export const createRuntime = (options: {
   keepAliveMs?: number
   internRuntime?: InternRuntime
   regionalHostnames?: string[]
+  internHistory?: Partial<HistoryLimits>
 }): GatewayRuntime => ({
   providers: createProviderRegistry(options.providers ?? {}, options.adapters),
   models: createModelCatalog(mergeModels(options.models)),
@@ -72,5 +76,9 @@ export const createRuntime = (options: {
     runtime: options.internRuntime ?? inProcessRuntime(),
     regionalHostnames: new Set((options.regionalHostnames ?? []).map((hostname) => hostname.toLowerCase())),
     tasks: new Set(),
+    history: {
+      maxItems: options.internHistory?.maxItems ?? DEFAULT_HISTORY_LIMITS.maxItems,
+      maxBytes: options.internHistory?.maxBytes ?? DEFAULT_HISTORY_LIMITS.maxBytes,
+    },
   },
 })

@@ -222,7 +222,7 @@ export const chatInternRoute = defineRoute({
     })
     if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response
     const stream = rewriteChatStream(response.body, (final) =>
-      appendTurn(repositories, intern.id, input as unknown as JsonValue[], final.output),
+      appendTurn(repositories, intern.id, input as unknown as JsonValue[], final.output, runtime.interns.history),
     )
     return new Response(stream, { status: response.status, headers: response.headers })
   },

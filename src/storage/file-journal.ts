@@ -99,6 +99,8 @@ export interface JournalOptions {
 /** The open journal, appended to by one writer at a time. */
 export interface Journal {
   readonly lineCount: number
+  /** Bytes in the file. */
+  readonly size: number
   /** Appends one entry durably; on failure the file is cut back so no partial line remains. */
   append(entry: JournalEntry): Promise<void>
   /** Empties the journal once its entries are safe in a snapshot. */
@@ -130,6 +132,10 @@ export const openJournal = async (path: string, options: JournalOptions): Promis
   return {
     get lineCount() {
       return lineCount
+    },
+
+    get size() {
+      return size
     },
 
     async append(entry) {
