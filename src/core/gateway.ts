@@ -25,6 +25,8 @@ import { createRepositories, type Repositories } from '../repositories'
 import { routes } from '../routes'
 import { createAdmin, type GatewayAdmin } from '../admin/admin'
 import { memoryStorage } from '../storage/memory'
+import { internEnvironment } from '../interns/environment'
+import { startProvisioningSweep } from '../interns/sweep'
 import type { StorageDriver } from '../storage/contract'
 
 export interface Gateway extends FetchHandler {
@@ -32,7 +34,7 @@ export interface Gateway extends FetchHandler {
   admin: GatewayAdmin
   /** The storage driver in use. */
   storage: StorageDriver
-  /** Closes the storage driver. */
+  /** Stops the provisioning sweep, lets this process's intern work finish its writes, and closes the storage driver. */
   close(): Promise<void>
   /** For modelgate's own Node bridge: `fetch` without turning JSON answers into plain Responses. */
   [FETCH_UNMATERIALIZED]: UnmaterializedFetch
@@ -110,6 +112,9 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
   })
 
+  const { sweepIntervalMs } = runtime.interns.provisioning
+  const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
+
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
     const caller = await authenticate(request, repositories, route.auth)
     route.authorize?.({ caller, request, runtime })
@@ -163,6 +168,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     admin: createAdmin(repositories, secrets),
     storage,
     close: async () => {
+      await sweep?.stop()
       // Let provisioning and destruction started by this process finish their writes first.
       await Promise.allSettled([...runtime.interns.tasks])
       await storage.close()

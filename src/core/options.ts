@@ -109,6 +109,24 @@ export const GatewayOptionsSchema = v.strictObject({
       maxBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
     }),
   ),
+  /**
+   * Provisioning leases: a run renews its lease every `heartbeatIntervalMs` (default a third of
+   * `leaseTtlMs`, 30 s); once a lease expires (its gateway died) a provision call or any gateway's
+   * sweep (every `sweepIntervalMs`, default 15 s; `false` for none) takes the run over.
+   */
+  internProvisioning: v.optional(
+    v.pipe(
+      v.strictObject({
+        leaseTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100))),
+        heartbeatIntervalMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10))),
+        sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(10))])),
+      }),
+      v.check(
+        (settings) => settings.heartbeatIntervalMs === undefined || settings.heartbeatIntervalMs < (settings.leaseTtlMs ?? 30_000),
+        'heartbeatIntervalMs must be shorter than leaseTtlMs',
+      ),
+    ),
+  ),
   /** Hostnames of regional deployments: intern routes answer 403 there (spec Authentication 3). */
   regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   /** Clock, for tests. */

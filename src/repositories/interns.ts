@@ -40,6 +40,8 @@ export type InternRecord = {
   runningModel: string | null
   /** The provisioning run that may still change this record (see interns/service.ts). */
   provisioningId?: string | null
+  /** Who runs that provisioning, and until when it counts as alive (interns/lease.ts). */
+  provisioningLease?: { holder: string; expiresAt: string } | null
   status: InternStatus
   hostname: string | null
   progress: InternProgress | null
@@ -98,16 +100,28 @@ export const createInternsRepository = (storage: StorageDriver, now: () => Date)
     return (await storage.get<InternRecord>(INTERNS, id))?.data ?? null
   },
 
-  /** Compare-and-set update; `change` returns `null` to leave the record alone. Unique conflicts propagate. */
-  async update(id: string, change: (current: InternRecord) => InternRecord | null): Promise<InternRecord | null> {
+  /**
+   * Compare-and-set update; `change` returns `null` to leave the record alone. Unique conflicts propagate.
+   * `shouldKeepUpdatedAt` is for bookkeeping callers see nothing of (a lease renewal), so `updated_at` stays.
+   */
+  async update(
+    id: string,
+    change: (current: InternRecord) => InternRecord | null,
+    options: { shouldKeepUpdatedAt?: boolean } = {},
+  ): Promise<InternRecord | null> {
     const record = await updateRecord<InternRecord>(storage, INTERNS, id, (current) => {
       const next = change(current.data)
-      return next ? toInput({ ...next, id, updatedAt: now().toISOString() }) : null
+      return next ? toInput({ ...next, id, updatedAt: options.shouldKeepUpdatedAt ? next.updatedAt : now().toISOString() }) : null
     })
     return record?.data ?? null
   },
 
   delete: (id: string) => storage.delete(INTERNS, id),
+
+  /** Interns of every account in one status, for this gateway's own housekeeping (the provisioning sweep). */
+  async listByStatus(status: InternStatus, offset: number, limit: number): Promise<InternRecord[]> {
+    return (await storage.list<InternRecord>(INTERNS, { where: { status }, offset, limit })).items.map((item) => item.data)
+  },
 
   async list(where: { workspaceId: string; status?: string }, offset: number, limit: number) {
     const filter: Record<string, string> = { workspaceId: where.workspaceId }

@@ -1,7 +1,9 @@
 /** Everything inference routes need beyond storage, built once per gateway from its options. */
 
 import type { ProviderApi } from '../providers/catalog'
+import { randomId } from '../core/crypto'
 import { DEFAULT_HISTORY_LIMITS, type HistoryLimits } from '../interns/history'
+import { DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS, type ProvisioningSettings } from '../interns/lease'
 import { inProcessRuntime } from '../interns/in-process'
 import type { InternRuntime } from '../interns/runtime'
 import type { ProviderAdapter } from '../providers/contract'
@@ -37,6 +39,25 @@ export interface GatewayRuntime {
     tasks: Set<Promise<unknown>>
     /** How much of each intern's conversation is kept (and so sent upstream with every turn). */
     history: HistoryLimits
+    /** Leases of provisioning runs, and the sweep that takes over abandoned ones. */
+    provisioning: ProvisioningSettings
+  }
+}
+
+export interface ProvisioningOptions {
+  leaseTtlMs?: number
+  heartbeatIntervalMs?: number
+  sweepIntervalMs?: number | false
+}
+
+const provisioningSettings = (options: ProvisioningOptions = {}): ProvisioningSettings => {
+  const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS
+  return {
+    leaseTtlMs,
+    // Three beats per lease: one late or lost renewal does not let the lease lapse.
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.max(1, Math.floor(leaseTtlMs / 3)),
+    sweepIntervalMs: options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+    holder: `gateway-${randomId()}`,
   }
 }
 
@@ -61,6 +82,7 @@ export const createRuntime = (options: {
   internRuntime?: InternRuntime
   regionalHostnames?: string[]
   internHistory?: Partial<HistoryLimits>
+  internProvisioning?: ProvisioningOptions
 }): GatewayRuntime => ({
   providers: createProviderRegistry(options.providers ?? {}, options.adapters),
   models: createModelCatalog(mergeModels(options.models)),
@@ -80,5 +102,6 @@ export const createRuntime = (options: {
       maxItems: options.internHistory?.maxItems ?? DEFAULT_HISTORY_LIMITS.maxItems,
       maxBytes: options.internHistory?.maxBytes ?? DEFAULT_HISTORY_LIMITS.maxBytes,
     },
+    provisioning: provisioningSettings(options.internProvisioning),
   },
 })

@@ -22,6 +22,7 @@ import {
   toView,
   updateIntern,
   conflict,
+  internEnvironment,
   type InternEnvironment,
 } from '../interns/service'
 import { ResponsesRequestSchema } from '../responses/request.schemas'
@@ -63,13 +64,7 @@ const authorizeInterns = ({ caller, request, runtime }: { caller: Caller; reques
   }
 }
 
-const environmentOf = (context: { repositories: Repositories; runtime: GatewayRuntime; logger: InternEnvironment['logger']; now: () => Date }): InternEnvironment => ({
-  repositories: context.repositories,
-  runtime: context.runtime.interns.runtime,
-  logger: context.logger,
-  now: context.now,
-  tasks: context.runtime.interns.tasks,
-})
+const environmentOf = internEnvironment
 
 /** The key's workspace: intern routes never fall back to the account's default (spec). */
 const keyWorkspace = async (repositories: Repositories, caller: Caller) => {

@@ -15,7 +15,7 @@ export function describeConcurrentUpdates(getDriver: () => StorageDriver): void 
     it(`answers ${WRITERS} concurrent PATCH /byok/{id} with 200 and applies every one`, async () => {
       const storage = getDriver()
       // The driver is the suite's: it closes it. No sweep: this gateway only serves these requests.
-      const gateway = createGateway({ storage, logger: false, encryptionKeys: [TEST_ENCRYPTION_KEY] })
+      const gateway = createGateway({ storage, logger: false, encryptionKeys: [TEST_ENCRYPTION_KEY], internProvisioning: { sweepIntervalMs: false } })
       const { key } = await gateway.admin.createKey({ kind: 'management', name: 'patcher' })
       const call = (method: string, path: string, json: unknown) =>
         gateway.fetch(
