@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startListening, type RunningProcess } from '../helpers/process'
-import { POSTGRES_URL, REDIS_URL, dropPostgresSchema, dropRedisPrefix, requireServer, uniqueNamespace } from '../helpers/stores'
+import { PROCESS_STORES, requireServer, uniqueNamespace } from '../helpers/stores'
 
 const FIXTURE = resolve(__dirname, 'fixtures/provisioning-gateway.mjs')
 const KEY = `provisioning-${uniqueNamespace('key')}`
@@ -55,29 +55,7 @@ const provisioningHeldBy = async (holder: RunningProcess, holderName: string, ob
   return id
 }
 
-interface Store {
-  name: string
-  port: number
-  env: (namespace: string) => Record<string, string>
-  drop: (namespace: string) => Promise<void>
-}
-
-const STORES: Store[] = [
-  {
-    name: 'Redis',
-    port: 6379,
-    env: (namespace) => ({ STORE: REDIS_URL, NAMESPACE: namespace }),
-    drop: (namespace) => dropRedisPrefix(`${namespace}:`),
-  },
-  {
-    name: 'PostgreSQL',
-    port: 5432,
-    env: (namespace) => ({ STORE: POSTGRES_URL, NAMESPACE: namespace }),
-    drop: (namespace) => dropPostgresSchema(namespace),
-  },
-]
-
-describe.each(STORES)('provisioning across three gateway processes on one $name', (store) => {
+describe.each(PROCESS_STORES)('provisioning across three gateway processes on one $name', (store) => {
   const namespace = uniqueNamespace('leases')
 
   beforeAll(() => requireServer(store.port))
@@ -118,7 +96,7 @@ describe('provisioning on the embedded store', () => {
   afterAll(() => rm(directory, { recursive: true, force: true }))
 
   it('a single process restarted after kill -9 takes its own abandoned run over', async () => {
-    const env = { STORE: 'file', DATA_DIR: directory, SWEEP_MS: '200' }
+    const env = { MODELGATE_STORAGE: 'file', MODELGATE_DATA_DIR: directory, SWEEP_MS: '200' }
     const first = await startGateway('first', env)
     const id = await provisioningHeldBy(first, 'first', first, 'restarted')
 

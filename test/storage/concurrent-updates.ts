@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { createGateway } from '../../src/core/gateway'
 import type { StorageDriver } from '../../src/storage/contract'
-import { TEST_ENCRYPTION_KEY } from '../helpers/gateway'
+import { callAs, TEST_ENCRYPTION_KEY } from '../helpers/gateway'
 
 const WRITERS = 30
 
@@ -17,14 +17,7 @@ export function describeConcurrentUpdates(getDriver: () => StorageDriver): void 
       // The driver is the suite's: it closes it. No sweep: this gateway only serves these requests.
       const gateway = createGateway({ storage, logger: false, encryptionKeys: [TEST_ENCRYPTION_KEY], internProvisioning: { sweepIntervalMs: false } })
       const { key } = await gateway.admin.createKey({ kind: 'management', name: 'patcher' })
-      const call = (method: string, path: string, json: unknown) =>
-        gateway.fetch(
-          new Request(`http://gateway.test/api/v1${path}`, {
-            method,
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-            body: JSON.stringify(json),
-          }),
-        )
+      const call = callAs(gateway, key)
       const created = await call('POST', '/byok', { provider: 'openai', key: 'sk-proj-0123456789abcdefghijklmnop' })
       expect(created.status).toBe(200)
       const { id } = ((await created.json()) as { data: { id: string } }).data

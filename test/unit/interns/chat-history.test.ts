@@ -10,7 +10,7 @@ import { createGateway } from '../../../src/core/gateway'
 import { DEFAULT_HISTORY_LIMITS } from '../../../src/interns/history'
 import type { ModelEntry } from '../../../src/responses/models'
 import { openFileStorage } from '../../../src/storage/file'
-import { readJson } from '../../helpers/gateway'
+import { callAs, readJson } from '../../helpers/gateway'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import type { UpstreamReply } from '../../helpers/upstream'
 
@@ -45,14 +45,7 @@ const reply = (text: string): UpstreamReply => ({
 const start = async (options: Parameters<typeof createResponsesHarness>[1] = {}) => {
   harness = await createResponsesHarness({ alpha: { api: 'openai-chat' } }, { models: MODELS, ...options })
   await harness.gateway.admin.setAccountFlags(undefined, { interns: true })
-  const call = (method: string, path: string, json?: unknown) =>
-    harness!.gateway.fetch(
-      new Request(`http://gateway.test/api/v1${path}`, {
-        method,
-        headers: { authorization: `Bearer ${harness!.key}`, 'content-type': 'application/json' },
-        body: json === undefined ? undefined : JSON.stringify(json),
-      }),
-    )
+  const call = callAs(harness.gateway, harness.key)
   const intern = await readJson(await call('POST', '/interns', { name: 'ada', model: 'test/intern', provision: true }))
   await expect.poll(async () => (await readJson(await call('GET', `/interns/${intern.id}`))).status).toBe('running')
   harness.upstreams.alpha!.setHandler(() => reply('Noted.'))

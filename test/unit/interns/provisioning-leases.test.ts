@@ -12,7 +12,7 @@ import type { InternRuntime } from '../../../src/interns/runtime'
 import { INTERNS, type InternRecord } from '../../../src/repositories/interns'
 import type { StorageDriver } from '../../../src/storage/contract'
 import { memoryStorage } from '../../../src/storage/memory'
-import { readJson, TEST_ENCRYPTION_KEY } from '../../helpers/gateway'
+import { callAs, readJson, TEST_ENCRYPTION_KEY } from '../../helpers/gateway'
 
 const LEASE_TTL_MS = 30_000
 const HEARTBEAT_MS = 10_000
@@ -95,15 +95,7 @@ const startGateway = (name: string, options: Partial<GatewayOptions> = {}) => {
     ...options,
   })
   gateways.push(gateway)
-  const call = (method: string, path: string, json?: unknown) =>
-    gateway.fetch(
-      new Request(`http://gateway.test/api/v1${path}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: json === undefined ? undefined : JSON.stringify(json),
-      }),
-    )
-  return { gateway, call, state, cut: link.cut }
+  return { gateway, call: callAs(gateway, key), state, cut: link.cut }
 }
 
 const readIntern = async (id: string) => (await shared.get<InternRecord>(INTERNS, id))!.data
