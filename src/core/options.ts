@@ -7,6 +7,7 @@ import { MODEL_SLUG_PATTERN } from './patterns'
 import type { ModelEntry } from '../responses/models'
 import type { UpstreamTransport } from '../responses/transport'
 import type { InternRuntime } from '../interns/runtime'
+import { DEFAULT_LEASE_TTL_MS } from '../interns/lease'
 
 const isStorageDriver = (value: unknown): value is StorageDriver =>
   typeof value === 'object' &&
@@ -122,7 +123,7 @@ export const GatewayOptionsSchema = v.strictObject({
         sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(10))])),
       }),
       v.check(
-        (settings) => settings.heartbeatIntervalMs === undefined || settings.heartbeatIntervalMs < (settings.leaseTtlMs ?? 30_000),
+        (settings) => settings.heartbeatIntervalMs === undefined || settings.heartbeatIntervalMs < (settings.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
         'heartbeatIntervalMs must be shorter than leaseTtlMs',
       ),
     ),
