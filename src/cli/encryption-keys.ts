@@ -3,11 +3,12 @@
  * data directory. Refuses to serve stored BYOK credentials it could never decrypt.
  */
 
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { generateMasterKey } from '../core/secrets'
 import type { Logger } from '../core/logger'
 import type { RunnerConfig } from './config'
+import { ensurePrivateDirectory, PRIVATE_FILE_MODE, tightenFile } from '../storage/private-files'
 
 const DEV_KEY_FILE = 'dev-encryption-key'
 
@@ -16,14 +17,16 @@ export const resolveEncryptionKeys = async (config: RunnerConfig, logger: Logger
   if (config.encryptionKeys && config.encryptionKeys.length > 0) return config.encryptionKeys
   if (!config.dev) return []
   const path = join(config.dataDir, DEV_KEY_FILE)
+  // The key opens every BYOK secret: its directory is owner-only too, like the embedded store's.
+  await ensurePrivateDirectory(config.dataDir)
   let key: string
   try {
     key = (await readFile(path, 'utf8')).trim()
   } catch {
     key = generateMasterKey()
-    await mkdir(config.dataDir, { recursive: true })
-    await writeFile(path, `${key}\n`, { mode: 0o600, flag: 'wx' })
+    await writeFile(path, `${key}\n`, { mode: PRIVATE_FILE_MODE, flag: 'wx' })
   }
+  await tightenFile(path)
   logger.warn(
     `DEVELOPMENT MODE: BYOK keys are sealed with a generated encryption key stored in ${path}. ` +
       'Anyone who can read that file can decrypt them. Set MODELGATE_ENCRYPTION_KEYS in production.',

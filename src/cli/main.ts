@@ -70,6 +70,8 @@ const withGateway = async <T>(config: RunnerConfig, action: (gateway: Gateway) =
     storage,
     logger: false,
     basePath: config.basePath,
+    // A one-shot command must not take over provisioning runs: it would hold its exit until they finish.
+    internProvisioning: { sweepIntervalMs: false },
     encryptionKeys: await resolveEncryptionKeys(config, createConsoleLogger('error')),
   })
   try {

@@ -27,6 +27,8 @@ import { createRepositories, type Repositories } from '../repositories'
 import { routes } from '../routes'
 import { createAdmin, type GatewayAdmin } from '../admin/admin'
 import { memoryStorage } from '../storage/memory'
+import { internEnvironment } from '../interns/environment'
+import { startProvisioningSweep } from '../interns/sweep'
 import type { StorageDriver } from '../storage/contract'
 
 export interface Gateway extends FetchHandler {
@@ -34,7 +36,7 @@ export interface Gateway extends FetchHandler {
   admin: GatewayAdmin
   /** The storage driver in use. */
   storage: StorageDriver
-  /** Closes the storage driver. */
+  /** Stops the provisioning sweep, lets this process's intern work finish its writes, and closes the storage driver. */
   close(): Promise<void>
   /**
    * Ends every Responses stream in flight (intern chats included) in-band: `response.failed` with
@@ -122,6 +124,9 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   })
   assertKnownEndpointProviders(config.models ?? [], runtime.providers)
 
+  const { sweepIntervalMs } = runtime.interns.provisioning
+  const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
+
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
     const caller = route.auth === 'none' ? null : await authenticate(request, repositories)
@@ -188,6 +193,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     storage,
     endStreams: (message) => runtime.streams.endAll(message),
     close: async () => {
+      await sweep?.stop()
       // Let provisioning and destruction started by this process finish their writes first.
       await Promise.allSettled([...runtime.interns.tasks])
       await storage.close()

@@ -8,6 +8,7 @@ import type { ModelEntry } from '../responses/models'
 import type { UpstreamTransport } from '../responses/transport'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from './upstream-guard'
+import { DEFAULT_LEASE_TTL_MS } from '../interns/lease'
 
 const isStorageDriver = (value: unknown): value is StorageDriver =>
   typeof value === 'object' &&
@@ -164,6 +165,35 @@ export const GatewayOptionsSchema = v.strictObject({
     v.custom<InternRuntime>(
       (value) => typeof value === 'object' && value !== null && ['provision', 'suspend', 'destroy', 'chat'].every((name) => typeof (value as Record<string, unknown>)[name] === 'function'),
       'must implement provision, suspend, destroy and chat',
+    ),
+  ),
+  /**
+   * How much of each intern's conversation is kept, and so sent upstream with every chat turn: at
+   * most `maxItems` items (default 400) and `maxBytes` serialized bytes (default 2 MiB); the oldest
+   * go first. A single turn larger than that is kept whole until the next turn.
+   */
+  internHistory: v.optional(
+    v.strictObject({
+      maxItems: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      maxBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
+    }),
+  ),
+  /**
+   * Provisioning leases: a run renews its lease every `heartbeatIntervalMs` (default a third of
+   * `leaseTtlMs`, 30 s); once a lease expires (its gateway died) a provision call or any gateway's
+   * sweep (every `sweepIntervalMs`, default 15 s; `false` for none) takes the run over.
+   */
+  internProvisioning: v.optional(
+    v.pipe(
+      v.strictObject({
+        leaseTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100))),
+        heartbeatIntervalMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10))),
+        sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(10))])),
+      }),
+      v.check(
+        (settings) => settings.heartbeatIntervalMs === undefined || settings.heartbeatIntervalMs < (settings.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
+        'heartbeatIntervalMs must be shorter than leaseTtlMs',
+      ),
     ),
   ),
   /** Hostnames of regional deployments: intern routes answer 403 there (spec Authentication 3). */

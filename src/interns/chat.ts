@@ -7,6 +7,7 @@
 
 import type { JsonValue } from '../storage/contract'
 import type { Repositories } from '../repositories'
+import { trimHistory, type HistoryLimits } from './history'
 import { UPSTREAM_PROVIDE_INPUT_TOOL } from './in-process'
 import { PROVIDE_INPUT_TOOL } from './runtime'
 
@@ -58,9 +59,12 @@ export const rewriteChatStream = (
   )
 }
 
-/** Output items are valid input items: the turn's input and output become the conversation's next items. */
-export const appendTurn = (repositories: Repositories, internId: string, input: JsonValue[], output: JsonValue[]) =>
-  repositories.interns.conversations.append(internId, [
+/**
+ * Output items are valid input items: the turn's input and output become the conversation's next
+ * items, and the oldest go once the conversation is over `limits` (history.ts).
+ */
+export const appendTurn = (repositories: Repositories, internId: string, input: JsonValue[], output: JsonValue[], limits: HistoryLimits) => {
+  const turn = [
     ...input,
     // Output items keep their shape except transient status, which input items do not need.
     ...output.map((item) => {
@@ -68,4 +72,6 @@ export const appendTurn = (repositories: Repositories, internId: string, input: 
       const { status: _status, ...rest } = item as Record<string, JsonValue>
       return rest
     }),
-  ])
+  ]
+  return repositories.interns.conversations.update(internId, (history) => trimHistory([...history, ...turn], history.length, limits))
+}

@@ -37,7 +37,13 @@ export interface ChatContext {
 }
 
 export interface InternRuntime {
-  /** Makes the intern ready; reports each step as it starts. Resolves with the intern's hostname. */
+  /**
+   * Makes the intern ready; reports each step as it starts. Resolves with the intern's hostname.
+   * May be called again for an intern it already started to provision: when the gateway process
+   * running a provisioning dies, another one takes the run over and calls `provision` afresh (the
+   * dead run's steps may have half happened), so each step must tolerate being run twice. `report`
+   * throws, and `signal` aborts, once the run was suspended, deleted or taken over.
+   */
   provision(intern: InternView, report: (step: ProvisioningStep) => Promise<void>, signal: AbortSignal): Promise<{ hostname: string }>
   suspend(intern: InternView): Promise<void>
   destroy(intern: InternView): Promise<void>

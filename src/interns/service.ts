@@ -8,21 +8,14 @@
 
 import type { Caller } from '../core/auth'
 import { randomId, sha256Hex } from '../core/crypto'
-import { ConflictError, GatewayError, NotFoundError, StorageConflictError } from '../core/errors'
-import type { Logger } from '../core/logger'
-import type { Repositories } from '../repositories'
-import type { InternRecord, InternStatus } from '../repositories/interns'
+import { GatewayError, NotFoundError, StorageConflictError } from '../core/errors'
+import type { InternRecord } from '../repositories/interns'
 import type { WorkspaceRecord } from '../repositories/workspaces'
-import type { InternRuntime, InternView } from './runtime'
+import { conflict, invalidTransition, toView, track, type InternEnvironment } from './environment'
+import { startProvisioning } from './provisioning'
 
-export interface InternEnvironment {
-  repositories: Repositories
-  runtime: InternRuntime
-  logger: Logger
-  now: () => Date
-  /** Background work (provisioning, destruction) still running in this process. */
-  tasks: Set<Promise<unknown>>
-}
+export { conflict, internEnvironment, toView, type InternEnvironment } from './environment'
+export { startProvisioning } from './provisioning'
 
 /** The spec's Intern object; every key present, null where unset (gaps §2). */
 export const toInternWire = (intern: InternRecord) => ({
@@ -40,25 +33,6 @@ export const toInternWire = (intern: InternRecord) => ({
   workspace_id: intern.workspaceId,
   created_at: intern.createdAt,
   updated_at: intern.updatedAt,
-})
-
-export const conflict = (reason: string, message: string): GatewayError => new ConflictError(message, { reason, retryable: false })
-
-const track = (environment: InternEnvironment, work: Promise<unknown>) => {
-  const task = work.catch((error) => environment.logger.error('intern background task failed', { error })).finally(() => environment.tasks.delete(task))
-  environment.tasks.add(task)
-}
-
-/** The intern as its runtime sees it: the model it should run with now. */
-export const toView = (intern: InternRecord, workspace: WorkspaceRecord): InternView => ({
-  id: intern.id,
-  name: intern.name,
-  workspaceId: intern.workspaceId,
-  instructions: intern.instructions,
-  model: intern.runningModel ?? intern.model ?? workspace.defaultTextModel,
-  vaultId: intern.vaultId,
-  attachedVaultId: intern.attachedVaultId,
-  hostname: intern.hostname,
 })
 
 export interface CreateInternInput {
@@ -164,73 +138,13 @@ export const createIntern = async (
   return { intern, isFirst: claimed.isNew }
 }
 
-const PROVISIONABLE: ReadonlySet<InternStatus> = new Set(['stopped', 'failed'])
-const PROVISIONING: ReadonlySet<InternStatus> = new Set(['queued', 'provisioning'])
-
-/** Queues provisioning and runs it in the background. Idempotent while already queued or provisioning. */
-export const startProvisioning = async (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord) => {
-  const { repositories, runtime } = environment
-  if (PROVISIONING.has(intern.status)) return intern
-  let queued: InternRecord | null = null
-  // Each provisioning run has its own id, so a run overtaken by suspend + provision cannot finish the newer one.
-  const attemptId = randomId()
-  const updated = await repositories.interns.update(intern.id, (current) => {
-    if (PROVISIONING.has(current.status)) return null
-    if (!PROVISIONABLE.has(current.status)) throw invalidTransition(current.status, 'provision')
-    queued = { ...current, status: 'queued', progress: null, lastFailureMessage: null, provisioningId: attemptId }
-    return queued
-  })
-  if (!queued || !updated) return (await repositories.interns.get(intern.id)) ?? intern
-  // The configured model takes effect at this provision (spec: Update intern `model`).
-  const model = updated.model ?? workspace.defaultTextModel
-  const view = toView({ ...updated, runningModel: model }, workspace)
-  const controller = new AbortController()
-  const stillWanted = (current: InternRecord) => PROVISIONING.has(current.status) && current.provisioningId === attemptId
-
-  track(
-    environment,
-    (async () => {
-      try {
-        const { hostname } = await runtime.provision(
-          view,
-          async (step) => {
-            const next = await repositories.interns.update(intern.id, (current) =>
-              stillWanted(current)
-                ? { ...current, status: 'provisioning', progress: { step_label: step.label, step_number: step.number, total_steps: step.total } }
-                : null,
-            )
-            // Suspended or deleted meanwhile: stop provisioning.
-            const current = next ?? (await repositories.interns.get(intern.id))
-            if (!current || !stillWanted(current)) controller.abort()
-            if (controller.signal.aborted) throw new Error('provisioning was cancelled')
-          },
-          controller.signal,
-        )
-        await repositories.interns.update(intern.id, (current) =>
-          stillWanted(current) ? { ...current, status: 'running', progress: null, hostname, runningModel: model, lastFailureMessage: null } : null,
-        )
-      } catch (error) {
-        if (controller.signal.aborted) return
-        const message = error instanceof Error ? error.message : 'Provisioning failed'
-        await repositories.interns.update(intern.id, (current) =>
-          stillWanted(current) ? { ...current, status: 'failed', progress: null, lastFailureMessage: message.slice(0, 2000) } : null,
-        )
-      }
-    })(),
-  )
-  return updated
-}
-
-export const invalidTransition = (status: InternStatus, action: string): GatewayError =>
-  conflict('invalid_transition', `Cannot ${action} an intern whose status is ${status}`)
-
 /** Suspends a running (or still provisioning) intern. */
 export const suspendIntern = async (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord) => {
   if (!['running', 'queued', 'provisioning'].includes(intern.status)) throw invalidTransition(intern.status, 'suspend')
   if (intern.status === 'running') await environment.runtime.suspend(toView(intern, workspace))
   const updated = await environment.repositories.interns.update(intern.id, (current) => {
     if (!['running', 'queued', 'provisioning'].includes(current.status)) throw invalidTransition(current.status, 'suspend')
-    return { ...current, status: 'stopped', progress: null }
+    return { ...current, status: 'stopped', progress: null, provisioningLease: null }
   })
   if (!updated) throw new NotFoundError('Intern not found', { reason: 'not_found' })
   return updated

@@ -5,16 +5,13 @@
 
 import { StorageConflictError } from '../core/errors'
 import type { JsonValue, RecordInput, StorageDriver } from '../storage/contract'
-import { updateRecord, isUniqueConflict } from './mutate'
+import { isUniqueConflict, retryLostRaces, updateRecord } from './mutate'
 import { creationSortKey } from './sort-key'
 
 export const INTERNS = 'interns'
 export const VAULTS = 'vaults'
 export const INTERN_CREATIONS = 'intern_creations'
 export const INTERN_CONVERSATIONS = 'intern_conversations'
-
-/** A running intern's conversation is kept to this many items (the oldest go first). */
-const CONVERSATION_MAX_ITEMS = 400
 
 export type InternStatus =
   | 'awaiting_messaging_install'
@@ -43,6 +40,8 @@ export type InternRecord = {
   runningModel: string | null
   /** The provisioning run that may still change this record (see interns/service.ts). */
   provisioningId?: string | null
+  /** Who runs that provisioning, and until when it counts as alive (interns/lease.ts). */
+  provisioningLease?: { holder: string; expiresAt: string } | null
   status: InternStatus
   hostname: string | null
   progress: InternProgress | null
@@ -101,16 +100,28 @@ export const createInternsRepository = (storage: StorageDriver, now: () => Date)
     return (await storage.get<InternRecord>(INTERNS, id))?.data ?? null
   },
 
-  /** Compare-and-set update; `change` returns `null` to leave the record alone. Unique conflicts propagate. */
-  async update(id: string, change: (current: InternRecord) => InternRecord | null): Promise<InternRecord | null> {
+  /**
+   * Compare-and-set update; `change` returns `null` to leave the record alone. Unique conflicts propagate.
+   * `shouldKeepUpdatedAt` is for bookkeeping callers see nothing of (a lease renewal), so `updated_at` stays.
+   */
+  async update(
+    id: string,
+    change: (current: InternRecord) => InternRecord | null,
+    options: { shouldKeepUpdatedAt?: boolean } = {},
+  ): Promise<InternRecord | null> {
     const record = await updateRecord<InternRecord>(storage, INTERNS, id, (current) => {
       const next = change(current.data)
-      return next ? toInput({ ...next, id, updatedAt: now().toISOString() }) : null
+      return next ? toInput({ ...next, id, updatedAt: options.shouldKeepUpdatedAt ? next.updatedAt : now().toISOString() }) : null
     })
     return record?.data ?? null
   },
 
   delete: (id: string) => storage.delete(INTERNS, id),
+
+  /** Interns of every account in one status, for this gateway's own housekeeping (the provisioning sweep). */
+  async listByStatus(status: InternStatus, offset: number, limit: number): Promise<InternRecord[]> {
+    return (await storage.list<InternRecord>(INTERNS, { where: { status }, offset, limit })).items.map((item) => item.data)
+  },
 
   async list(where: { workspaceId: string; status?: string }, offset: number, limit: number) {
     const filter: Record<string, string> = { workspaceId: where.workspaceId }
@@ -140,19 +151,23 @@ export const createInternsRepository = (storage: StorageDriver, now: () => Date)
     async get(internId: string): Promise<JsonValue[]> {
       return ((await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId))?.data.items ?? []) as JsonValue[]
     },
-    /** Appends items with compare-and-set, creating the conversation on first use. */
-    async append(internId: string, items: JsonValue[]) {
-      for (let attempt = 0; attempt < 8; attempt++) {
+    /**
+     * Replaces the conversation with `change(current items)` by compare-and-set, creating it on first
+     * use; a concurrent turn that wrote first is re-read and `change` applied on top of it.
+     */
+    async update(internId: string, change: (items: JsonValue[]) => JsonValue[]) {
+      await retryLostRaces(async () => {
         const current = await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId)
-        const next = [...(current?.data.items ?? []), ...items].slice(-CONVERSATION_MAX_ITEMS)
+        const input = { id: internId, data: { items: change(current?.data.items ?? []) } }
+        if (current) return storage.update(INTERN_CONVERSATIONS, internId, current.version, input)
         try {
-          if (current) await storage.update(INTERN_CONVERSATIONS, internId, current.version, { id: internId, data: { items: next } })
-          else await storage.create(INTERN_CONVERSATIONS, { id: internId, data: { items: next } })
-          return
+          return await storage.create(INTERN_CONVERSATIONS, input)
         } catch (error) {
-          if (!(error instanceof StorageConflictError)) throw error
+          // Another turn created it first: a lost race like any other.
+          if (isUniqueConflict(error)) throw new StorageConflictError('version')
+          throw error
         }
-      }
+      })
     },
     delete: (internId: string) => storage.delete(INTERN_CONVERSATIONS, internId),
   },

@@ -2,6 +2,9 @@
 
 import type { Logger } from '../core/logger'
 import type { ProviderApi } from '../providers/catalog'
+import { randomId } from '../core/crypto'
+import { DEFAULT_HISTORY_LIMITS, type HistoryLimits } from '../interns/history'
+import { DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS, type ProvisioningSettings } from '../interns/lease'
 import { inProcessRuntime } from '../interns/in-process'
 import type { InternRuntime } from '../interns/runtime'
 import type { ProviderAdapter } from '../providers/contract'
@@ -68,6 +71,27 @@ export interface GatewayRuntime {
     isRegionalDeployment: boolean
     /** Background work (provisioning, destruction) running in this process. */
     tasks: Set<Promise<unknown>>
+    /** How much of each intern's conversation is kept (and so sent upstream with every turn). */
+    history: HistoryLimits
+    /** Leases of provisioning runs, and the sweep that takes over abandoned ones. */
+    provisioning: ProvisioningSettings
+  }
+}
+
+export interface ProvisioningOptions {
+  leaseTtlMs?: number
+  heartbeatIntervalMs?: number
+  sweepIntervalMs?: number | false
+}
+
+const provisioningSettings = (options: ProvisioningOptions = {}): ProvisioningSettings => {
+  const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS
+  return {
+    leaseTtlMs,
+    // Three beats per lease: one late or lost renewal does not let the lease lapse.
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.max(1, Math.floor(leaseTtlMs / 3)),
+    sweepIntervalMs: options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+    holder: `gateway-${randomId()}`,
   }
 }
 
@@ -145,6 +169,8 @@ export const createRuntime = (options: {
   outlierDetection?: false | Partial<OutlierDetectionOptions>
   now?: () => Date
   logger: Logger
+  internHistory?: Partial<HistoryLimits>
+  internProvisioning?: ProvisioningOptions
 }): GatewayRuntime => {
   const now = options.now ? () => options.now!().getTime() : Date.now
   return {
@@ -169,6 +195,11 @@ export const createRuntime = (options: {
       regionalHostnames: new Set((options.regionalHostnames ?? []).map((hostname) => hostname.toLowerCase().replace(/\.$/, ''))),
       isRegionalDeployment: options.isRegionalDeployment ?? false,
       tasks: new Set(),
+      history: {
+        maxItems: options.internHistory?.maxItems ?? DEFAULT_HISTORY_LIMITS.maxItems,
+        maxBytes: options.internHistory?.maxBytes ?? DEFAULT_HISTORY_LIMITS.maxBytes,
+      },
+      provisioning: provisioningSettings(options.internProvisioning),
     },
   }
 }

@@ -23,6 +23,7 @@ import {
   toView,
   updateIntern,
   conflict,
+  internEnvironment,
   type InternEnvironment,
 } from '../interns/service'
 import { ResponsesRequestSchema } from '../responses/request.schemas'
@@ -67,13 +68,7 @@ const authorizeInterns = ({ caller, request, runtime }: { caller: Caller; reques
   }
 }
 
-const environmentOf = (context: { repositories: Repositories; runtime: GatewayRuntime; logger: InternEnvironment['logger']; now: () => Date }): InternEnvironment => ({
-  repositories: context.repositories,
-  runtime: context.runtime.interns.runtime,
-  logger: context.logger,
-  now: context.now,
-  tasks: context.runtime.interns.tasks,
-})
+const environmentOf = internEnvironment
 
 /**
  * The key's workspace: intern routes never fall back to the account's default (spec). A regular key
@@ -233,7 +228,7 @@ export const chatInternRoute = defineRoute({
     })
     if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response
     const stream = rewriteChatStream(response.body, (final) =>
-      appendTurn(repositories, intern.id, input as unknown as JsonValue[], final.output),
+      appendTurn(repositories, intern.id, input as unknown as JsonValue[], final.output, runtime.interns.history),
     )
     return new Response(stream, { status: response.status, headers: response.headers })
   },

@@ -4,6 +4,7 @@
  */
 import { open, readFile, truncate, type FileHandle } from 'node:fs/promises'
 import type { Mutation } from './memory-engine'
+import { PRIVATE_FILE_MODE, tightenOpenFile } from './private-files'
 
 export type JournalEntry = Mutation & { seq: number }
 
@@ -98,6 +99,8 @@ export interface JournalOptions {
 /** The open journal, appended to by one writer at a time. */
 export interface Journal {
   readonly lineCount: number
+  /** Bytes in the file. */
+  readonly size: number
   /** Appends one entry durably; on failure the file is cut back so no partial line remains. */
   append(entry: JournalEntry): Promise<void>
   /** Empties the journal once its entries are safe in a snapshot. */
@@ -107,7 +110,13 @@ export interface Journal {
 
 /** Opens the journal at `path` for appending (creating it when missing). */
 export const openJournal = async (path: string, options: JournalOptions): Promise<Journal> => {
-  const handle: FileHandle = await open(path, 'a')
+  const handle: FileHandle = await open(path, 'a', PRIVATE_FILE_MODE)
+  try {
+    await tightenOpenFile(handle)
+  } catch (error) {
+    await handle.close()
+    throw error
+  }
   let { size, lineCount } = options
   // Set when a failed append could not be undone: appending after a partial line would corrupt the file.
   let brokenBy: unknown
@@ -123,6 +132,10 @@ export const openJournal = async (path: string, options: JournalOptions): Promis
   return {
     get lineCount() {
       return lineCount
+    },
+
+    get size() {
+      return size
     },
 
     async append(entry) {

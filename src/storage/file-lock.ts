@@ -4,6 +4,7 @@
  */
 import { open, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { PRIVATE_FILE_MODE } from './private-files'
 
 const LOCK_FILE = 'LOCK'
 // A takeover can race another opener doing the same; a few rounds settle who wins.
@@ -25,7 +26,7 @@ export const isProcessAlive = (pid: number): boolean => {
 const tryCreateLock = async (path: string): Promise<boolean> => {
   let handle
   try {
-    handle = await open(path, 'wx')
+    handle = await open(path, 'wx', PRIVATE_FILE_MODE)
   } catch (error) {
     if (errorCode(error) === 'EEXIST') return false
     throw error

@@ -5,6 +5,7 @@
 import { open, readFile, rename, rm } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { EngineState } from './memory-engine'
+import { PRIVATE_FILE_MODE, tightenOpenFile } from './private-files'
 
 const FORMAT = 1
 
@@ -27,23 +28,23 @@ const isSnapshot = (value: unknown): value is Snapshot => {
   )
 }
 
-/** Reads the snapshot at `path`; `undefined` when there is none yet. */
-export const readSnapshot = async (path: string): Promise<Snapshot | undefined> => {
-  let text: string
+/** Reads the snapshot at `path` and its size in bytes; `undefined` when there is none yet. */
+export const readSnapshot = async (path: string): Promise<{ snapshot: Snapshot; size: number } | undefined> => {
+  let bytes: Buffer
   try {
-    text = await readFile(path, 'utf8')
+    bytes = await readFile(path)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw error
   }
   let value: unknown
   try {
-    value = JSON.parse(text)
+    value = JSON.parse(bytes.toString('utf8'))
   } catch {
     value = undefined
   }
   if (!isSnapshot(value)) throw new Error(`modelgate: the snapshot ${path} is unreadable`)
-  return value
+  return { snapshot: value, size: bytes.length }
 }
 
 /** Makes a rename or a new file in `directory` durable; best effort where directories cannot be opened (Windows). */
@@ -59,24 +60,27 @@ export const syncDirectory = async (directory: string): Promise<void> => {
   }
 }
 
-/** Replaces the snapshot at `path` with one holding `state` as of journal entry `seq`. */
+/** Replaces the snapshot at `path` with one holding `state` as of journal entry `seq`; resolves with its size in bytes. */
 export const writeSnapshot = async (
   path: string,
   seq: number,
   state: EngineState,
   shouldSync: boolean,
-): Promise<void> => {
+): Promise<number> => {
   const temporaryPath = `${path}.tmp`
   const snapshot: Snapshot = { format: FORMAT, seq, state }
-  const handle = await open(temporaryPath, 'w')
+  const bytes = Buffer.from(JSON.stringify(snapshot), 'utf8')
+  const handle = await open(temporaryPath, 'w', PRIVATE_FILE_MODE)
   try {
-    await handle.writeFile(JSON.stringify(snapshot), 'utf8')
+    await tightenOpenFile(handle)
+    await handle.writeFile(bytes)
     if (shouldSync) await handle.sync()
   } finally {
     await handle.close()
   }
   await rename(temporaryPath, path)
   if (shouldSync) await syncDirectory(dirname(path))
+  return bytes.length
 }
 
 /** Removes a temporary snapshot left by a crash during `writeSnapshot`. */

@@ -4,7 +4,6 @@
  * snapshot is loaded and the journal replayed. Writes go through one promise chain, so journal
  * lines never interleave and each mutation is planned against all writes before it.
  */
-import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { StorageUnavailableError } from '../core/errors'
 import type {
@@ -20,6 +19,7 @@ import { acquireDirectoryLock } from './file-lock'
 import { openJournal, readJournal, type Journal } from './file-journal'
 import { readSnapshot, removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
 import { createMemoryEngine, loadEngineState, type MemoryEngine, type Mutation } from './memory-engine'
+import { ensurePrivateDirectory, tightenFile } from './private-files'
 
 export interface FileStorageOptions {
   /** Directory holding `journal.jsonl`, `snapshot.json` and `LOCK`; created when missing. */
@@ -28,11 +28,17 @@ export interface FileStorageOptions {
   fsync?: boolean
   /** Fold the journal into a fresh snapshot once it holds this many lines (default 10 000). */
   compactAfter?: number
+  /**
+   * Fold the journal into a fresh snapshot once it holds this many bytes and at least as many as the
+   * last snapshot (default 16 MiB). Bounds the disk to about twice the state, plus this.
+   */
+  compactAfterBytes?: number
   /** Clock for counter expiry in Unix milliseconds (default `Date.now`). */
   now?: () => number
 }
 
 const DEFAULT_COMPACT_AFTER = 10_000
+const DEFAULT_COMPACT_AFTER_BYTES = 16 * 1024 * 1024
 const JOURNAL_FILE = 'journal.jsonl'
 const SNAPSHOT_FILE = 'snapshot.json'
 
@@ -43,6 +49,8 @@ interface OpenStore {
   seq: number
   /** Journal length that triggers the next compaction. */
   compactAt: number
+  /** Journal size in bytes that triggers the next compaction. */
+  compactAtBytes: number
   releaseLock: () => Promise<void>
 }
 
@@ -50,6 +58,7 @@ interface ResolvedOptions {
   directory: string
   shouldSync: boolean
   compactAfter: number
+  compactAfterBytes: number
   now: () => number
 }
 
@@ -64,6 +73,10 @@ const resolveOptions = (options: FileStorageOptions): ResolvedOptions => {
   if (!Number.isSafeInteger(compactAfter) || compactAfter < 1) {
     throw new TypeError('fileStorage: options.compactAfter must be a positive integer')
   }
+  const compactAfterBytes = options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER_BYTES
+  if (!Number.isSafeInteger(compactAfterBytes) || compactAfterBytes < 1) {
+    throw new TypeError('fileStorage: options.compactAfterBytes must be a positive integer')
+  }
   if (options.now !== undefined && typeof options.now !== 'function') {
     throw new TypeError('fileStorage: options.now must be a function')
   }
@@ -71,23 +84,32 @@ const resolveOptions = (options: FileStorageOptions): ResolvedOptions => {
     directory: resolve(options.directory),
     shouldSync: options.fsync ?? true,
     compactAfter,
+    compactAfterBytes,
     now: options.now ?? Date.now,
   }
 }
 
+/**
+ * The journal size that triggers compaction: a snapshot costs the whole state to write, so a large
+ * state waits for a journal as large as its last snapshot (as Redis rewrites its AOF), keeping the
+ * disk near twice the state while each compaction is paid for by as many bytes of writes.
+ */
+const compactionSize = (options: ResolvedOptions, snapshotBytes: number) => Math.max(options.compactAfterBytes, snapshotBytes)
+
 const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
   const { directory, shouldSync } = options
-  await mkdir(directory, { recursive: true })
+  await ensurePrivateDirectory(directory)
   const releaseLock = await acquireDirectoryLock(directory)
   try {
     const snapshotPath = join(directory, SNAPSHOT_FILE)
     const journalPath = join(directory, JOURNAL_FILE)
     await removeTemporarySnapshot(snapshotPath)
+    await tightenFile(snapshotPath)
 
     const engine = createMemoryEngine(options.now)
-    const snapshot = await readSnapshot(snapshotPath)
-    if (snapshot) loadEngineState(engine, snapshot.state)
-    let seq = snapshot?.seq ?? 0
+    const stored = await readSnapshot(snapshotPath)
+    if (stored) loadEngineState(engine, stored.snapshot.state)
+    let seq = stored?.snapshot.seq ?? 0
 
     const { entries, size } = await readJournal(journalPath)
     for (const entry of entries) {
@@ -99,7 +121,8 @@ const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
 
     const journal = await openJournal(journalPath, { shouldSync, size, lineCount: entries.length })
     if (shouldSync) await syncDirectory(directory)
-    return { engine, journal, seq, compactAt: options.compactAfter, releaseLock }
+    const compactAtBytes = compactionSize(options, stored?.size ?? 0)
+    return { engine, journal, seq, compactAt: options.compactAfter, compactAtBytes, releaseLock }
   } catch (error) {
     await releaseLock()
     throw error
@@ -146,18 +169,21 @@ const createFileDriver = (options: FileStorageOptions) => {
 
   const compact = async (current: OpenStore): Promise<void> => {
     try {
-      await writeSnapshot(snapshotPath, current.seq, current.engine.state(), resolved.shouldSync)
+      const snapshotBytes = await writeSnapshot(snapshotPath, current.seq, current.engine.state(), resolved.shouldSync)
       await current.journal.reset()
       current.compactAt = resolved.compactAfter
+      current.compactAtBytes = compactionSize(resolved, snapshotBytes)
     } catch {
       // The journal still holds every write, so nothing is lost; try again after another round of writes.
       current.compactAt = current.journal.lineCount + resolved.compactAfter
+      current.compactAtBytes = current.journal.size + resolved.compactAfterBytes
     }
   }
 
   const scheduleCompactionIfDue = (current: OpenStore): void => {
-    if (current.journal.lineCount < current.compactAt) return
+    if (current.journal.lineCount < current.compactAt && current.journal.size < current.compactAtBytes) return
     current.compactAt = Number.POSITIVE_INFINITY
+    current.compactAtBytes = Number.POSITIVE_INFINITY
     void enqueue(() => compact(current))
   }
 

@@ -59,6 +59,18 @@ export const createTestGateway = async (
   }
 }
 
+/** Calls `gateway` with a bearer key, sending `json` (when given) as a JSON body. */
+export const callAs =
+  (gateway: Pick<Gateway, 'fetch'>, key: string) =>
+  (method: string, path: string, json?: unknown): Promise<Response> =>
+    gateway.fetch(
+      new Request(`${BASE}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: json === undefined ? undefined : JSON.stringify(json),
+      }),
+    )
+
 /** Reads a JSON response, asserting its content type. */
 export const readJson = async (response: Response): Promise<any> => {
   const type = response.headers.get('content-type') ?? ''

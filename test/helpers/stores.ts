@@ -31,6 +31,29 @@ export const requireServer = (port: number) =>
 /** A fresh namespace name, valid as a Redis prefix, a SQL schema and a database name. */
 export const uniqueNamespace = (kind: string) => `mg_${kind}_${randomUUID().replaceAll('-', '').slice(0, 16)}`
 
+/** The shared stores several gateway processes run on, configured as the runner reads them. */
+export interface ProcessStore {
+  name: string
+  port: number
+  env: (namespace: string) => Record<string, string>
+  drop: (namespace: string) => Promise<void>
+}
+
+export const PROCESS_STORES: ProcessStore[] = [
+  {
+    name: 'Redis',
+    port: 6379,
+    env: (namespace) => ({ MODELGATE_STORAGE: REDIS_URL, MODELGATE_REDIS_PREFIX: `${namespace}:` }),
+    drop: (namespace) => dropRedisPrefix(`${namespace}:`),
+  },
+  {
+    name: 'PostgreSQL',
+    port: 5432,
+    env: (namespace) => ({ MODELGATE_STORAGE: POSTGRES_URL, MODELGATE_SQL_SCHEMA: namespace }),
+    drop: (namespace) => dropPostgresSchema(namespace),
+  },
+]
+
 /** Removes every Redis key under `prefix`. */
 export const dropRedisPrefix = async (prefix: string) => {
   const { default: Redis } = await import('ioredis')

@@ -6,35 +6,13 @@
 import { resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runToEnd, startListening, type RunningProcess } from '../helpers/process'
-import { POSTGRES_URL, REDIS_URL, dropPostgresSchema, dropRedisPrefix, requireServer, uniqueNamespace } from '../helpers/stores'
+import { PROCESS_STORES, requireServer, uniqueNamespace } from '../helpers/stores'
 
 const CLI = resolve(__dirname, '../../dist/cli.js')
 const OPERATOR_KEY = `operator-${uniqueNamespace('key')}`
 const RATE_LIMIT = 100
 
-interface Store {
-  name: string
-  port: number
-  env: (namespace: string) => Record<string, string>
-  drop: (namespace: string) => Promise<void>
-}
-
-const STORES: Store[] = [
-  {
-    name: 'Redis',
-    port: 6379,
-    env: (namespace) => ({ MODELGATE_STORAGE: REDIS_URL, MODELGATE_REDIS_PREFIX: `${namespace}:` }),
-    drop: (namespace) => dropRedisPrefix(`${namespace}:`),
-  },
-  {
-    name: 'PostgreSQL',
-    port: 5432,
-    env: (namespace) => ({ MODELGATE_STORAGE: POSTGRES_URL, MODELGATE_SQL_SCHEMA: namespace }),
-    drop: (namespace) => dropPostgresSchema(namespace),
-  },
-]
-
-describe.each(STORES)('three gateway processes on one $name', (store) => {
+describe.each(PROCESS_STORES)('three gateway processes on one $name', (store) => {
   const namespace = uniqueNamespace('multi')
   let gateways: RunningProcess[] = []
 

@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { isGatewayError, type StorageConflictKind } from '../../src/core/errors'
 import type { JsonObject, ListQuery, RecordInput, StorageDriver, StoredRecord } from '../../src/storage/contract'
+import { describeConcurrentUpdates } from './concurrent-updates'
 
 export interface StorageContractOptions {
   /** The driver's clock in Unix milliseconds (default `Date.now`). */
@@ -597,6 +598,8 @@ export function describeStorageContract(
         expect((await driver.increment(counterKey('parallel'), 0, 60_000)).value).toBe(50)
       })
     })
+
+    describeConcurrentUpdates(() => driver)
 
     describe('random operations against a model', () => {
       type Outcome = { value: unknown } | { conflict: StorageConflictKind }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { appendFile, mkdtemp, open, readFile, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
+import { appendFile, chmod, mkdtemp, open, readFile, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -215,6 +215,51 @@ describe('fileStorage', () => {
     expect(await second.findByUnique('widgets', 'slug:4')).toBeNull()
   })
 
+  describe('compaction by size', () => {
+    const payload = (kilobytes: number) => ({ blob: 'x'.repeat(kilobytes * 1024) })
+    const sizeOf = async (directory: string, file: string) => (await stat(join(directory, file))).size
+    const snapshotSeq = async (directory: string) =>
+      (JSON.parse(await readFile(join(directory, 'snapshot.json'), 'utf8').catch(() => '{"seq":0}')) as { seq: number }).seq
+
+    it('folds a journal past compactAfterBytes into a snapshot, however few its lines', async () => {
+      const directory = await makeDirectory()
+      const first = await openFileStorage({ directory, compactAfter: 10_000, compactAfterBytes: 64 * 1024 })
+      // One record rewritten: the state stays one record while the journal grows by one copy per write.
+      await first.create('widgets', { id: 'w1', data: payload(20) })
+      for (let version = 1; version <= 12; version++) await first.update('widgets', 'w1', version, { id: 'w1', data: { ...payload(20), version } })
+      await first.close()
+      expect(await sizeOf(directory, 'journal.jsonl')).toBeLessThan(64 * 1024 + 21 * 1024)
+      expect(await snapshotSeq(directory)).toBeGreaterThan(0)
+      const second = await openTracked({ directory })
+      expect((await second.get<{ version: number }>('widgets', 'w1'))?.data.version).toBe(12)
+    })
+
+    it('waits for a journal as large as the last snapshot, so a large state is not rewritten on every write', async () => {
+      const directory = await makeDirectory()
+      const driver = await openTracked({ directory, compactAfter: 10_000, compactAfterBytes: 1_024 })
+      const snapshots = new Set<number>()
+      for (let index = 0; index < 32; index++) {
+        await driver.create('widgets', { id: `w${index}`, data: payload(4) })
+        snapshots.add(await snapshotSeq(directory))
+        // The disk holds the state about twice, never the history of every write.
+        const disk = (await sizeOf(directory, 'journal.jsonl')) + (await sizeOf(directory, 'snapshot.json').catch(() => 0))
+        expect(disk).toBeLessThan(2 * (index + 1) * 4.5 * 1024 + 8 * 1024)
+      }
+      // The threshold doubles with the state: about log2(32) compactions, not 32 (nor none).
+      expect(snapshots.size).toBeGreaterThanOrEqual(4)
+      expect(snapshots.size).toBeLessThanOrEqual(7)
+      expect((await driver.list('widgets')).totalCount).toBe(32)
+    })
+
+    it('checks compactAfterBytes', () => {
+      for (const compactAfterBytes of [0, -1, 1.5, Number.NaN]) {
+        expect(() => fileStorage({ directory: 'x', compactAfterBytes }), String(compactAfterBytes)).toThrow(
+          'fileStorage: options.compactAfterBytes must be a positive integer',
+        )
+      }
+    })
+  })
+
   it('does not apply twice a journal that a crash left behind after its snapshot', async () => {
     const directory = await makeDirectory()
     const journalPath = join(directory, 'journal.jsonl')
@@ -255,6 +300,56 @@ describe('fileStorage', () => {
     const driver = await openTracked({ directory })
     expect(await driver.list('widgets')).toEqual({ items: [], totalCount: 0 })
     await expect(stat(join(directory, 'snapshot.json.tmp'))).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+
+  describe('private files', () => {
+    const modeOf = async (path: string) => (await stat(path)).mode & 0o777
+
+    it('creates its directory 0700 and every file 0600: journal, lock, snapshot', async () => {
+      const directory = join(await makeDirectory(), 'store')
+      const driver = await openTracked({ directory, compactAfter: 2 })
+      await driver.create('widgets', { id: 'w1', data: { secret: 'sealed' } })
+      await driver.create('widgets', { id: 'w2', data: {} })
+      await vi.waitFor(async () => expect((await stat(join(directory, 'snapshot.json'))).isFile()).toBe(true))
+      expect(await modeOf(directory)).toBe(0o700)
+      for (const file of ['journal.jsonl', 'LOCK', 'snapshot.json']) expect(await modeOf(join(directory, file)), file).toBe(0o600)
+    })
+
+    it('tightens a directory and files that an older version left readable to others', async () => {
+      const directory = await makeDirectory()
+      const first = await openFileStorage({ directory, compactAfter: 1 })
+      await first.create('widgets', { id: 'w1', data: {} })
+      await vi.waitFor(async () => expect((await stat(join(directory, 'snapshot.json'))).isFile()).toBe(true))
+      await first.create('widgets', { id: 'w2', data: {} })
+      await first.close()
+      await writeFile(join(directory, 'journal.jsonl'), '', { flag: 'a' })
+      for (const file of ['journal.jsonl', 'snapshot.json']) await chmod(join(directory, file), 0o644)
+      await chmod(directory, 0o755)
+
+      const driver = await openTracked({ directory })
+      expect(await modeOf(directory)).toBe(0o700)
+      for (const file of ['journal.jsonl', 'snapshot.json']) expect(await modeOf(join(directory, file)), file).toBe(0o600)
+      expect((await driver.list('widgets')).items.map((item) => item.id)).toEqual(['w1', 'w2'])
+    })
+
+    it('writes its temporary snapshot 0600 even over a leftover one', async () => {
+      const directory = await makeDirectory()
+      const driver = await openTracked({ directory, compactAfter: 1 })
+      // A leftover made after opening (opening removes one): the next snapshot is written over it.
+      await writeFile(join(directory, 'snapshot.json.tmp'), 'partial', { mode: 0o644 })
+      const modes: number[] = []
+      const prototype = await fileHandlePrototype(directory)
+      const originalWriteFile = prototype.writeFile
+      vi.spyOn(prototype, 'writeFile').mockImplementation(async function (this: FileHandle, ...args: Parameters<FileHandle['writeFile']>) {
+        const { mode } = await this.stat()
+        modes.push(mode & 0o777)
+        return originalWriteFile.apply(this, args)
+      })
+      await driver.create('widgets', { id: 'w1', data: {} })
+      await vi.waitFor(async () => expect((await readFile(join(directory, 'snapshot.json'), 'utf8')).length).toBeGreaterThan(0))
+      expect(modes.length).toBeGreaterThan(0)
+      expect(modes.every((mode) => mode === 0o600)).toBe(true)
+    })
   })
 
   describe('lock', () => {
