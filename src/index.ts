@@ -53,3 +53,4 @@ export {
 } from './responses/transport'
 export type { CallerDestination, HostResolver, ResolvedAddress } from './core/upstream-guard'
 export type { ProviderAdapter, UpstreamCall, UpstreamTarget, UpstreamRequest, UpstreamResult, UpstreamStreamEvent } from './providers/contract'
+export type { InternRuntime, InternView, ProvisioningStep, ChatContext } from './interns/runtime'

@@ -8,7 +8,15 @@ import * as v from 'valibot'
 import { parseInput } from '../core/validation'
 import { MODEL_SLUG_PATTERN } from '../core/patterns'
 import { CONVENTIONAL_KEY_VARIABLES } from '../providers/catalog'
-import { UpstreamGuardOptionsSchema, UpstreamOptionsSchema } from '../core/options'
+import {
+  InternHistoryOptionsSchema,
+  InternProvisioningOptionsSchema,
+  OutlierDetectionOptionsSchema,
+  RetryOptionsSchema,
+  TrustedHostHeaderSchema,
+  UpstreamGuardOptionsSchema,
+  UpstreamOptionsSchema,
+} from '../core/options'
 
 export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
 
@@ -71,7 +79,30 @@ export const RunnerConfigSchema = v.strictObject({
   upstream: v.optional(UpstreamOptionsSchema),
   /** Where caller-chosen upstreams may go (see `createGateway`'s `upstreamGuard`); config file only. */
   upstreamGuard: v.optional(v.omit(UpstreamGuardOptionsSchema, ['resolve'])),
+  // Config file only, each as `createGateway`'s option of the same name.
+  retry: v.optional(RetryOptionsSchema),
+  outlierDetection: v.optional(OutlierDetectionOptionsSchema),
+  internHistory: v.optional(InternHistoryOptionsSchema),
+  internProvisioning: v.optional(InternProvisioningOptionsSchema),
+  regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
+  isRegionalDeployment: v.optional(v.boolean()),
+  trustedHostHeader: v.optional(TrustedHostHeaderSchema),
+  /** The embedded store compacts its journal past this many bytes (see `openFileStorage`). */
+  compactAfterBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
 })
+
+/** Settings the runner hands to `createGateway` as they are. */
+export const GATEWAY_PASS_THROUGH = [
+  'upstream',
+  'upstreamGuard',
+  'retry',
+  'outlierDetection',
+  'internHistory',
+  'internProvisioning',
+  'regionalHostnames',
+  'isRegionalDeployment',
+  'trustedHostHeader',
+] as const satisfies ReadonlyArray<keyof v.InferOutput<typeof RunnerConfigSchema>>
 
 export type RunnerConfig = v.InferOutput<typeof RunnerConfigSchema>
 type RunnerConfigInput = v.InferInput<typeof RunnerConfigSchema>

@@ -6,7 +6,7 @@ import { toNodeListener } from '../adapters/node'
 import { createGateway, type Gateway } from '../core/gateway'
 import type { Logger } from '../core/logger'
 import type { StorageDriver } from '../storage/contract'
-import { providersFromEnvironment, type RunnerConfig } from './config'
+import { GATEWAY_PASS_THROUGH, providersFromEnvironment, type RunnerConfig } from './config'
 import { undiciTransport } from '../transport/undici'
 import type { GatewayOptions } from '../core/options'
 import type { ModelEntry } from '../responses/models'
@@ -67,8 +67,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
       ...(config.requestBodyTimeoutMs ? { requestBodyTimeoutMs: config.requestBodyTimeoutMs } : {}),
       ...(config.workspaceDefaults ? { workspaceDefaults: config.workspaceDefaults } : {}),
-      ...(config.upstream ? { upstream: config.upstream } : {}),
-      ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
+      ...Object.fromEntries(GATEWAY_PASS_THROUGH.filter((setting) => config[setting] !== undefined).map((setting) => [setting, config[setting]])),
       ...(config.rateLimitRequests
         ? { rateLimit: { requests: config.rateLimitRequests, windowSeconds: config.rateLimitWindowSeconds } }
         : {}),

@@ -25,7 +25,7 @@ const loadRedisDriver = async () => {
 export const openStorage = async (config: RunnerConfig): Promise<StorageDriver> => {
   const { storage } = config
   if (storage === 'memory') return (await import('../storage/memory')).memoryStorage()
-  if (storage === 'file') return (await import('../storage/file')).openFileStorage({ directory: config.dataDir })
+  if (storage === 'file') return (await import('../storage/file')).openFileStorage({ directory: config.dataDir, ...(config.compactAfterBytes ? { compactAfterBytes: config.compactAfterBytes } : {}) })
   if (/^rediss?:/.test(storage)) {
     const { redisStorage } = await loadRedisDriver()
     return redisStorage({ url: storage, ...(config.redisPrefix ? { prefix: config.redisPrefix } : {}) })

@@ -60,6 +60,54 @@ export const UpstreamGuardOptionsSchema = v.strictObject({
   resolve: v.optional(v.custom<HostResolver>((value) => typeof value === 'function', 'must be a function (hostname) => Promise<{address, family}[]>')),
 })
 
+/** Upstream attempts per request, the retry budget per gateway, the longest `Retry-After` passed on. */
+export const RetryOptionsSchema = v.strictObject({
+  maxAttempts: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
+  budget: v.optional(
+    v.union([
+      v.literal(false),
+      v.strictObject({
+        ratio: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(100))),
+        minRetries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+        windowSeconds: v.optional(v.pipe(v.number(), v.minValue(1), v.maxValue(3600))),
+      }),
+    ]),
+  ),
+  maxRetryAfterSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400))),
+})
+
+/** Skipping endpoints and BYOK keys that keep failing; `false` turns it off. */
+export const OutlierDetectionOptionsSchema = v.union([
+  v.literal(false),
+  v.strictObject({
+    consecutiveFailures: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    baseEjectionSeconds: v.optional(v.pipe(v.number(), v.minValue(0.001))),
+    maxEjectionSeconds: v.optional(v.pipe(v.number(), v.minValue(0.001))),
+  }),
+])
+
+/** How much of each intern's conversation is kept. */
+export const InternHistoryOptionsSchema = v.strictObject({
+  maxItems: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  maxBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
+})
+
+/** Provisioning leases and the sweep that takes abandoned runs over. */
+export const InternProvisioningOptionsSchema = v.pipe(
+  v.strictObject({
+    leaseTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100))),
+    heartbeatIntervalMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10))),
+    sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(10))])),
+  }),
+  v.check(
+    (settings) => settings.heartbeatIntervalMs === undefined || settings.heartbeatIntervalMs < (settings.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
+    'heartbeatIntervalMs must be shorter than leaseTtlMs',
+  ),
+)
+
+/** A header name, lower-cased. */
+export const TrustedHostHeaderSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a header name'), v.toLowerCase())
+
 export const GatewayOptionsSchema = v.strictObject({
   /** Where all state lives. Defaults to a fresh in-memory store (lost on exit). */
   storage: v.optional(v.custom<StorageDriver>(isStorageDriver, 'must implement the StorageDriver contract')),
@@ -125,33 +173,9 @@ export const GatewayOptionsSchema = v.strictObject({
    * How many upstream attempts a request may make: `maxAttempts` per request (default 3), a retry `budget` per
    * gateway (`false` for none), and the most `Retry-After` seconds passed on to callers.
    */
-  retry: v.optional(
-    v.strictObject({
-      maxAttempts: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
-      budget: v.optional(
-        v.union([
-          v.literal(false),
-          v.strictObject({
-            ratio: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(100))),
-            minRetries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
-            windowSeconds: v.optional(v.pipe(v.number(), v.minValue(1), v.maxValue(3600))),
-          }),
-        ]),
-      ),
-      maxRetryAfterSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400))),
-    }),
-  ),
+  retry: v.optional(RetryOptionsSchema),
   /** Skipping endpoints and BYOK keys that keep failing (`false` turns it off). */
-  outlierDetection: v.optional(
-    v.union([
-      v.literal(false),
-      v.strictObject({
-        consecutiveFailures: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-        baseEjectionSeconds: v.optional(v.pipe(v.number(), v.minValue(0.001))),
-        maxEjectionSeconds: v.optional(v.pipe(v.number(), v.minValue(0.001))),
-      }),
-    ]),
-  ),
+  outlierDetection: v.optional(OutlierDetectionOptionsSchema),
   /** Share of the list price charged on BYOK requests (default 0.05). */
   byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Reported as `service_metadata.region`. */
@@ -172,30 +196,13 @@ export const GatewayOptionsSchema = v.strictObject({
    * most `maxItems` items (default 400) and `maxBytes` serialized bytes (default 2 MiB); the oldest
    * go first. A single turn larger than that is kept whole until the next turn.
    */
-  internHistory: v.optional(
-    v.strictObject({
-      maxItems: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-      maxBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
-    }),
-  ),
+  internHistory: v.optional(InternHistoryOptionsSchema),
   /**
    * Provisioning leases: a run renews its lease every `heartbeatIntervalMs` (default a third of
    * `leaseTtlMs`, 30 s); once a lease expires (its gateway died) a provision call or any gateway's
    * sweep (every `sweepIntervalMs`, default 15 s; `false` for none) takes the run over.
    */
-  internProvisioning: v.optional(
-    v.pipe(
-      v.strictObject({
-        leaseTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100))),
-        heartbeatIntervalMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10))),
-        sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(10))])),
-      }),
-      v.check(
-        (settings) => settings.heartbeatIntervalMs === undefined || settings.heartbeatIntervalMs < (settings.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
-        'heartbeatIntervalMs must be shorter than leaseTtlMs',
-      ),
-    ),
-  ),
+  internProvisioning: v.optional(InternProvisioningOptionsSchema),
   /** Hostnames of regional deployments: intern routes answer 403 there (spec Authentication 3). */
   regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   /** This whole deployment is regional: intern routes answer 403 whatever the hostname. */
@@ -205,9 +212,7 @@ export const GatewayOptionsSchema = v.strictObject({
    * `forwarded` for RFC 7239), read for host-based decisions such as `regionalHostnames`. Without it,
    * the host the server was reached on decides and forwarded headers are ignored: any client can send them.
    */
-  trustedHostHeader: v.optional(
-    v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a header name'), v.toLowerCase()),
-  ),
+  trustedHostHeader: v.optional(TrustedHostHeaderSchema),
   /** Clock, for tests. */
   now: v.optional(v.custom<() => Date>((value) => typeof value === 'function', 'must be a function returning a Date')),
 })

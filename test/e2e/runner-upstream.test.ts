@@ -79,6 +79,30 @@ describe('runner: upstream settings', () => {
     expect(((await large.json()) as { error: { message: string } }).error.message).toBe("OpenAI: The provider's answer is larger than the gateway accepts (4 KiB)")
   })
 
+  it('hands retry settings from the config file to the gateway', async () => {
+    const configPath = join(dataDir, 'modelgate.json')
+    // Two models on one provider that is down: by default the second is tried as a fallback; one attempt is allowed here.
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        storage: 'memory',
+        providers: { openai: { baseURL: upstream.url, apiKey: 'sk-runner-openai-0123456789abcdef' } },
+        retry: { maxAttempts: 1, budget: false },
+        outlierDetection: false,
+      }),
+    )
+    const server = await startListening('node', [CLI, 'serve'], {
+      env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0', MODELGATE_LOG_LEVEL: 'error', MODELGATE_CONFIG: configPath, MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY },
+    })
+    running.push(server)
+    const { key } = (await (await post(server.url, '/keys', OPERATOR_KEY, { name: 'caller' })).json()) as { key: string }
+    upstream.setHandler(() => ({ status: 503, headers: { 'content-type': 'application/json' }, body: '{"error":{"message":"down"}}' }))
+    const before = upstream.requests.length
+    const answer = await post(server.url, '/responses', key, { model: 'openai/gpt-4.1', models: ['openai/gpt-4.1-mini'], input: 'hi' })
+    expect(answer.status).toBe(529)
+    expect(upstream.requests.length - before).toBe(1)
+  })
+
   it('refuses to start on a malformed upstream setting, naming it', async () => {
     const result = await runToEnd('node', [CLI, 'serve'], {
       env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0', MODELGATE_UPSTREAM_MAX_EVENT_BYTES: 'lots' },

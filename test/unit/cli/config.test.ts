@@ -12,6 +12,25 @@ describe('runner configuration', () => {
     )
   })
 
+  it('accepts the gateway settings it passes through from the config file, checked by the same rules', () => {
+    const config = resolveConfig({
+      retry: { maxAttempts: 2, budget: { ratio: 0.1 } },
+      outlierDetection: false,
+      internHistory: { maxBytes: 65_536 },
+      internProvisioning: { leaseTtlMs: 60_000 },
+      regionalHostnames: ['eu.example.test'],
+      isRegionalDeployment: false,
+      trustedHostHeader: 'X-Forwarded-Host',
+      compactAfterBytes: 1_048_576,
+    } as never)
+    expect(config.retry).toEqual({ maxAttempts: 2, budget: { ratio: 0.1 } })
+    expect(config.trustedHostHeader).toBe('x-forwarded-host')
+    expect(() => resolveConfig({ retry: { maxAttempts: 0 } } as never)).toThrow('modelgate: invalid configuration: retry.maxAttempts: must be at least 1')
+    expect(() => resolveConfig({ internProvisioning: { leaseTtlMs: 1000, heartbeatIntervalMs: 5000 } } as never)).toThrow(
+      'heartbeatIntervalMs must be shorter than leaseTtlMs',
+    )
+  })
+
   it('reads the request body timeout and parent watching from the environment', () => {
     const config = resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_BODY_TIMEOUT_MS: '120000', MODELGATE_WATCH_PARENT: '0' }))
     expect(config.requestBodyTimeoutMs).toBe(120_000)
