@@ -1,7 +1,7 @@
 /** modelgate: an OpenRouter-style LLM gateway served from any host through one web `fetch` handler. */
 
-export { createGateway, type Gateway } from './core/gateway'
-export type { GatewayOptions } from './core/options'
+export { createGateway, type Gateway } from './gateway/gateway'
+export type { GatewayOptions } from './gateway/options'
 export type { FetchHandler } from './core/types'
 export type { GatewayAdmin } from './admin/admin'
 export { createConsoleLogger, silentLogger, type Logger, type LogLevel } from './core/logger'

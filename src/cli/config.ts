@@ -16,7 +16,7 @@ import {
   TrustedHostHeaderSchema,
   UpstreamGuardOptionsSchema,
   UpstreamOptionsSchema,
-} from '../core/options'
+} from '../gateway/options'
 
 export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
 

@@ -1,6 +1,6 @@
 /** `modelgate keys create | list | revoke`: API keys from the command line. Raw keys are printed once, by create. */
 
-import type { Gateway } from '../core/gateway'
+import type { Gateway } from '../gateway/gateway'
 import type { ApiKeyRecord } from '../repositories/api-keys'
 
 export interface KeyFlags {

@@ -9,7 +9,7 @@
 
 import { parseArgs } from 'node:util'
 import { version } from '../../package.json'
-import { createGateway, type Gateway } from '../core/gateway'
+import { createGateway, type Gateway } from '../gateway/gateway'
 import { createConsoleLogger } from '../core/logger'
 import { isGatewayError } from '../core/errors'
 import type { StorageDriver } from '../storage/contract'

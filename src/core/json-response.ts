@@ -80,3 +80,6 @@ export const jsonResponse = (text: string, status: number, headers?: HeadersInit
   responseHeaders.set('content-type', 'application/json')
   return new JsonResponse(text, { status, headers: responseHeaders })
 }
+
+/** A JSON success response. */
+export const json = (data: unknown, status = 200, headers?: HeadersInit): Response => jsonResponse(JSON.stringify(data), status, headers)

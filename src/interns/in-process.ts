@@ -5,7 +5,7 @@
  */
 
 import { randomHex } from '../core/crypto'
-import type { InputItem } from '../responses/types'
+import type { InputItem } from '../providers/types'
 import { PROVIDE_INPUT_TOOL, type InternRuntime, type InternView } from './runtime'
 
 /** Provider tool names cannot hold dots, so the tool travels upstream under this name. */

@@ -5,7 +5,7 @@
  * (containers, VMs, a remote agent host).
  */
 
-import type { InputItem } from '../responses/types'
+import type { InputItem } from '../providers/types'
 
 /** What a runtime knows about an intern. */
 export interface InternView {

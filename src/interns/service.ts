@@ -6,7 +6,7 @@
  * running/queued/provisioning → stopped (suspend); any → destroying → gone or destroy_failed.
  */
 
-import type { Caller } from '../core/auth'
+import type { Caller } from '../services/caller'
 import { randomId, sha256Hex } from '../core/crypto'
 import { GatewayError, NotFoundError, StorageConflictError } from '../core/errors'
 import type { InternRecord } from '../repositories/interns'

@@ -7,7 +7,7 @@
 import type { GatewayError } from '../core/errors'
 import type { CallerDestination } from '../core/upstream-guard'
 import type { ProviderApi } from './catalog'
-import type { OutputItem, ResponsesRequest, StreamEvent, Usage } from '../responses/types'
+import type { OutputItem, ResponsesRequest, StreamEvent, Usage } from './types'
 
 /** One upstream call, as core hands it to an adapter. */
 export interface UpstreamCall {

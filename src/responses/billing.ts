@@ -5,7 +5,7 @@
  */
 
 import type { EndpointPricing } from './models'
-import type { Usage } from './types'
+import type { Usage } from '../providers/types'
 
 export interface BilledUsage extends Usage {
   cost: number

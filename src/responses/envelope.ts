@@ -5,7 +5,7 @@
 
 import type { BilledUsage } from './billing'
 import type { ResponsesRequestBody } from './request.schemas'
-import type { OutputItem } from './types'
+import type { OutputItem } from '../providers/types'
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed'
 

@@ -21,7 +21,7 @@ import { boundedRetryAfter } from './retry-after'
 import type { Attempt } from './routing'
 import type { RetryPolicy } from './runtime'
 import { StreamSignal } from './stream-signal'
-import { emptyUsage, type OutputItem, type ResponsesRequest, type Usage } from './types'
+import { emptyUsage, type OutputItem, type ResponsesRequest, type Usage } from '../providers/types'
 import type { ChunkProducer } from '../core/event-stream-response'
 
 export interface ExecutionOptions extends AttemptEnvironment {

@@ -3,12 +3,12 @@
  * anything inside the gateway that runs a model turn on a caller's behalf (interns).
  */
 
-import type { Caller } from '../core/auth'
+import type { Caller } from '../services/caller'
 import { AuthenticationError } from '../core/errors'
 import type { ClientSignal } from '../core/client-signal'
 import type { Logger } from '../core/logger'
 import { EventStreamResponse } from '../core/event-stream-response'
-import { json } from '../core/route'
+import { json } from '../core/json-response'
 import type { SecretBox } from '../core/secrets'
 import type { Repositories } from '../repositories'
 import { ClientClosedError } from './attempts'

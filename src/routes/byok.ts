@@ -4,7 +4,7 @@
  * The raw `key` is write-only: no response, log or error ever carries it.
  */
 
-import { defineRoute, json } from '../core/route'
+import { defineRoute, json } from '../pipeline/route'
 import type { ByokRecord } from '../repositories/byok-credentials'
 import { resolveWorkspace } from '../services/accounts'
 import {

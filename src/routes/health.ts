@@ -5,7 +5,7 @@
 
 import { withDeadline } from '../core/deadline'
 import { ServiceUnavailableError, isGatewayError } from '../core/errors'
-import { defineRoute, json } from '../core/route'
+import { defineRoute, json } from '../pipeline/route'
 import { DEFAULT_ACCOUNT_SLUG } from '../repositories/accounts'
 
 /** A readiness probe must answer before a load balancer's own timeout (often 2 to 5 s). */

@@ -1,4 +1,4 @@
-import type { AnyRoute } from '../core/route'
+import type { AnyRoute } from '../pipeline/route'
 import { createByok, deleteByok, getByok, listByok, updateByok } from './byok'
 import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
 import { liveness, readiness } from './health'

@@ -7,8 +7,8 @@
 
 import { AuthenticationError, InvalidRequestError, NotFoundError, PermissionDeniedError, RequestTimeoutError } from '../core/errors'
 import { requestHostname } from '../core/request-host'
-import { defineRoute, json } from '../core/route'
-import type { Caller } from '../core/auth'
+import { defineRoute, json } from '../pipeline/route'
+import type { Caller } from '../pipeline/auth'
 import type { Repositories } from '../repositories'
 import type { InternRecord } from '../repositories/interns'
 import type { WorkspaceRecord } from '../repositories/workspaces'
@@ -29,9 +29,9 @@ import {
 import { ResponsesRequestSchema } from '../responses/request.schemas'
 import { WORKSPACE_GONE, runResponse } from '../responses/run'
 import type { GatewayRuntime } from '../responses/runtime'
-import type { InputItem } from '../responses/types'
+import type { InputItem } from '../providers/types'
 import type { JsonValue } from '../storage/contract'
-import { readIdempotencyKey } from '../core/idempotency'
+import { readIdempotencyKey } from '../pipeline/idempotency'
 import {
   ChatBodySchema,
   CreateInternBodySchema,

@@ -4,7 +4,7 @@
  */
 
 import { NotFoundError } from '../core/errors'
-import { NO_STORE, defineRoute, json } from '../core/route'
+import { NO_STORE, defineRoute, json } from '../pipeline/route'
 import type { ApiKeyRecord } from '../repositories/api-keys'
 import type { Repositories } from '../repositories'
 import { assertNotLastManagementKey, issueApiKey } from '../services/api-keys'

@@ -4,7 +4,7 @@
  */
 
 import { clientSignalOf } from '../core/client-signal'
-import { defineRoute } from '../core/route'
+import { defineRoute } from '../pipeline/route'
 import { ResponsesRequestSchema } from '../responses/request.schemas'
 import { runResponse } from '../responses/run'
 

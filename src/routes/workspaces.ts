@@ -4,7 +4,7 @@
  */
 
 import { ConflictError, NotFoundError } from '../core/errors'
-import { defineRoute, json } from '../core/route'
+import { defineRoute, json } from '../pipeline/route'
 import { isUniqueConflict } from '../repositories/mutate'
 import { removeWorkspace } from '../services/workspaces'
 import type { WorkspaceRecord, WorkspaceSettings } from '../repositories/workspaces'

@@ -1,4 +1,4 @@
-import { createGateway, type Gateway } from '../../src/core/gateway'
+import { createGateway, type Gateway } from '../../src/gateway/gateway'
 import { silentLogger } from '../../src/core/logger'
 import type { StorageDriver } from '../../src/storage/contract'
 import { memoryStorage } from '../../src/storage/memory'

@@ -3,9 +3,9 @@
  * and the caller gets a regular key (management keys may not run inference).
  */
 
-import { createGateway, type Gateway } from '../../src/core/gateway'
+import { createGateway, type Gateway } from '../../src/gateway/gateway'
 import { silentLogger } from '../../src/core/logger'
-import type { GatewayOptions } from '../../src/core/options'
+import type { GatewayOptions } from '../../src/gateway/options'
 import { memoryStorage } from '../../src/storage/memory'
 import { TEST_ENCRYPTION_KEY } from './gateway'
 import { startUpstream, type Upstream } from './upstream'

@@ -4,7 +4,7 @@
  * Run by `describeStorageContract`, so every driver that claims compare-and-set runs it.
  */
 import { describe, expect, it } from 'vitest'
-import { createGateway } from '../../src/core/gateway'
+import { createGateway } from '../../src/gateway/gateway'
 import type { StorageDriver } from '../../src/storage/contract'
 import { callAs, TEST_ENCRYPTION_KEY } from '../helpers/gateway'
 

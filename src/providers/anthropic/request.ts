@@ -7,7 +7,7 @@
 
 import { InternalError, InvalidRequestError } from '../../core/errors'
 import type { UpstreamCall, UpstreamRequest, UpstreamTarget } from '../contract'
-import type { InputContentPart, ReasoningItem, ResponsesRequest, Tool, ToolChoice } from '../../responses/types'
+import type { InputContentPart, ReasoningItem, ResponsesRequest, Tool, ToolChoice } from '../types'
 import {
   ANTHROPIC_REASONING_FORMAT,
   ANTHROPIC_VERSION,

@@ -7,7 +7,7 @@ import type { FinishStatus, UpstreamCall, UpstreamResult } from '../contract'
 import type { OutputBuilder } from '../shared/output-builder'
 import { createOutputBuilder } from '../shared/output-builder'
 import { UpstreamFailure } from '../shared/errors'
-import type { StreamEvent, Usage } from '../../responses/types'
+import type { StreamEvent, Usage } from '../types'
 import { toInBandFailure } from './errors'
 import { ANTHROPIC_REASONING_FORMAT, isRecord, type WireContentBlock, type WireError, type WireUsage } from './wire'
 

@@ -20,7 +20,7 @@
  */
 
 import { InvalidRequestError } from '../../core/errors'
-import type { FunctionCallItem, FunctionCallOutputItem, InputContentPart, InputItem, MessageItem, ReasoningItem, ResponsesRequest } from '../../responses/types'
+import type { FunctionCallItem, FunctionCallOutputItem, InputContentPart, InputItem, MessageItem, ReasoningItem, ResponsesRequest } from '../types'
 import { fileDataPart, fileUrlPart, imagePart } from './media'
 import { isGeminiModel, usesThinkingLevels } from './thinking'
 import { GEMINI_REASONING_FORMAT, type GeminiContent, type GeminiPart } from './wire'

@@ -17,7 +17,7 @@
 
 import { UpstreamFailure } from '../shared/errors'
 import type { OutputBuilder } from '../shared/output-builder'
-import type { StreamEvent, Usage } from '../../responses/types'
+import type { StreamEvent, Usage } from '../types'
 import type { FinishStatus } from '../contract'
 import { GEMINI_REASONING_FORMAT, type GeminiResponse, type GeminiResponsePart, type GeminiUsageMetadata } from './wire'
 

@@ -18,7 +18,7 @@
  */
 
 import { InvalidRequestError } from '../../core/errors'
-import type { FunctionTool, ResponsesRequest, TextFormat, Tool } from '../../responses/types'
+import type { FunctionTool, ResponsesRequest, TextFormat, Tool } from '../types'
 import type { UpstreamCall, UpstreamRequest, UpstreamTarget } from '../contract'
 import { translateInput } from './input'
 import { thinkingConfig } from './thinking'

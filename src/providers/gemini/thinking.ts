@@ -18,7 +18,7 @@
  * and so does any `reasoning` sent to a non-Gemini model (Gemma) on this API.
  */
 
-import type { ResponsesRequest } from '../../responses/types'
+import type { ResponsesRequest } from '../types'
 import type { GeminiThinkingConfig } from './wire'
 
 // Unknown and future Gemini ids (aliases like `gemini-flash-latest` included) get the newest controls.

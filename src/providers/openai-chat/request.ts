@@ -32,7 +32,7 @@ import type {
   ReasoningItem,
   ResponsesRequest,
   Tool,
-} from '../../responses/types'
+} from '../types'
 import type { UpstreamCall } from '../contract'
 import type { ChatSettings } from './options'
 import type { ChatContentPart, ChatMessage, ChatToolCall } from './wire'

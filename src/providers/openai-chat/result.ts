@@ -4,7 +4,7 @@
  * answer and its non-streamed twin produce the same items.
  */
 
-import type { Usage } from '../../responses/types'
+import type { Usage } from '../types'
 import type { FinishStatus, UpstreamResult } from '../contract'
 import { createOutputBuilder, type OutputBuilder } from '../shared/output-builder'
 import { toInBandFailure } from './errors'

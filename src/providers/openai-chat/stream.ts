@@ -11,7 +11,7 @@
  * - a stream that ends with neither `[DONE]` nor a finish reason was cut off.
  */
 
-import { emptyUsage, type Usage } from '../../responses/types'
+import { emptyUsage, type Usage } from '../types'
 import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
 import { createOutputBuilder } from '../shared/output-builder'
 import { parseSseJson, readSse } from '../shared/sse'

@@ -7,7 +7,7 @@
 
 import { InvalidRequestError } from '../../core/errors'
 import type { UpstreamCall, UpstreamRequest, UpstreamTarget } from '../contract'
-import type { InputItem, ResponsesRequest, Tool } from '../../responses/types'
+import type { InputItem, ResponsesRequest, Tool } from '../types'
 import { OPENAI_REASONING_FORMAT } from './wire'
 
 /**

@@ -6,7 +6,7 @@
 
 import type { FinishStatus, UpstreamResult } from '../contract'
 import { UpstreamFailure } from '../shared/errors'
-import type { OutputItem, Usage } from '../../responses/types'
+import type { OutputItem, Usage } from '../types'
 import { toInBandFailure } from './errors'
 import { OPENAI_REASONING_FORMAT, type OpenAIItem, type OpenAIResponse, type OpenAIUsage } from './wire'
 

@@ -8,7 +8,7 @@
 import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
 import { UpstreamFailure } from '../shared/errors'
 import { parseSseJson, readSse } from '../shared/sse'
-import type { StreamEvent } from '../../responses/types'
+import type { StreamEvent } from '../types'
 import { toInBandFailure } from './errors'
 import { toFinish, toOutputItem, toUsage } from './result'
 import type { OpenAIStreamEvent } from './wire'

@@ -6,7 +6,7 @@
  */
 
 import { randomHex } from '../../core/crypto'
-import type { OutputFunctionCall, OutputItem, OutputMessage, OutputReasoning, StreamEvent } from '../../responses/types'
+import type { OutputFunctionCall, OutputItem, OutputMessage, OutputReasoning, StreamEvent } from '../types'
 
 type Events = StreamEvent[]
 

@@ -461,7 +461,7 @@ describe('the light disconnect signal (through toNodeListener)', () => {
 
 describe('JSON answers of a gateway (through toNodeListener)', () => {
   it('goes out in one piece with a Content-Length, and without a body for HEAD', async () => {
-    const { createGateway } = await import('../../../src/core/gateway')
+    const { createGateway } = await import('../../../src/gateway/gateway')
     const gateway = createGateway({ logger: false })
     const { port } = await listen(toNodeListener(gateway))
 

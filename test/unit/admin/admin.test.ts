@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 import { silentLogger } from '../../../src/core/logger'
 import { createSecretBox, generateMasterKey } from '../../../src/core/secrets'
 import { BYOK_CREDENTIALS, type ByokRecord } from '../../../src/repositories/byok-credentials'

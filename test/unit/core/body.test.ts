@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 import { silentLogger } from '../../../src/core/logger'
 import { BASE, createTestGateway, readJson, type TestGateway } from '../../helpers/gateway'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 import { GatewayError, InternalError, NotFoundError, renderError, toRenderedError } from '../../../src/core/errors'
 import { silentLogger, type Logger } from '../../../src/core/logger'
 import type { StorageDriver } from '../../../src/storage/contract'

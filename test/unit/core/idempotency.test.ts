@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 import { silentLogger } from '../../../src/core/logger'
 import { IDEMPOTENCY_KEYS, type IdempotencyRecord } from '../../../src/repositories/idempotency-keys'
 import { memoryStorage } from '../../../src/storage/memory'

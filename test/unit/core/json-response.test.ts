@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 import { JsonResponse, jsonResponse } from '../../../src/core/json-response'
 import { materialize } from '../../../src/core/materialize'
 

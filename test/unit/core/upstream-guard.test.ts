@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { assertAllowedAddresses, createUpstreamGuard, DestinationRefusedError, isPublicAddress, type CallerDestination } from '../../../src/core/upstream-guard'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 
 const AZURE: CallerDestination = { family: 'azure', hostSuffixes: ['openai.azure.com'] }
 const ANY_PUBLIC_NAME: CallerDestination = { family: 'web', hostSuffixes: [] }

@@ -5,7 +5,7 @@
 
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 import { isGatewayError } from '../../../src/core/errors'
 import { parseInput } from '../../../src/core/validation'
 import { createTestGateway, readJson } from '../../helpers/gateway'

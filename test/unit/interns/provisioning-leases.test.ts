@@ -4,10 +4,10 @@
  * a kill -9. Interval timers (heartbeats, sweeps) are faked so they run only when a test says so.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createGateway, type Gateway } from '../../../src/core/gateway'
+import { createGateway, type Gateway } from '../../../src/gateway/gateway'
 import { StorageUnavailableError } from '../../../src/core/errors'
 import { silentLogger } from '../../../src/core/logger'
-import type { GatewayOptions } from '../../../src/core/options'
+import type { GatewayOptions } from '../../../src/gateway/options'
 import type { InternRuntime } from '../../../src/interns/runtime'
 import { INTERNS, type InternRecord } from '../../../src/repositories/interns'
 import type { StorageDriver } from '../../../src/storage/contract'

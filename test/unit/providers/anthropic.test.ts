@@ -3,7 +3,7 @@ import { InternalError, InvalidRequestError, isGatewayError } from '../../../src
 import type { UpstreamCall, UpstreamStreamEvent, UpstreamTarget } from '../../../src/providers/contract'
 import { anthropicAdapter } from '../../../src/providers/anthropic'
 import { UpstreamFailure } from '../../../src/providers/shared/errors'
-import type { OutputItem, ResponsesRequest } from '../../../src/responses/types'
+import type { OutputItem, ResponsesRequest } from '../../../src/providers/types'
 import { assertValidEventSequence, chunked, collect } from '../../helpers/stream-events'
 import { fixture } from '../../helpers/upstream'
 

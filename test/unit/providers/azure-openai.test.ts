@@ -5,7 +5,7 @@ import { AZURE_API_VERSION } from '../../../src/providers/openai-chat/azure'
 import { UpstreamFailure } from '../../../src/providers/shared/errors'
 import { AZURE_DESTINATION } from '../../../src/providers/azure/credentials'
 import { DestinationRefusedError } from '../../../src/core/upstream-guard'
-import type { OutputItem, ResponsesRequest } from '../../../src/responses/types'
+import type { OutputItem, ResponsesRequest } from '../../../src/providers/types'
 import { assertValidEventSequence, chunked, collect } from '../../helpers/stream-events'
 import { fixture, jsonFixture, sseFixture, startUpstream, type Upstream } from '../../helpers/upstream'
 

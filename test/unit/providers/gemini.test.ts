@@ -3,7 +3,7 @@ import { InvalidRequestError, isGatewayError } from '../../../src/core/errors'
 import type { UpstreamCall, UpstreamResult, UpstreamStreamEvent } from '../../../src/providers/contract'
 import { geminiAdapter } from '../../../src/providers/gemini'
 import { UpstreamFailure } from '../../../src/providers/shared/errors'
-import type { InputItem, OutputItem, ResponsesRequest } from '../../../src/responses/types'
+import type { InputItem, OutputItem, ResponsesRequest } from '../../../src/providers/types'
 import { assertValidEventSequence, chunked, collect } from '../../helpers/stream-events'
 import { fixture } from '../../helpers/upstream'
 

@@ -3,7 +3,7 @@ import { InvalidRequestError } from '../../../src/core/errors'
 import type { UpstreamCall, UpstreamTarget } from '../../../src/providers/contract'
 import { openAIChatAdapter } from '../../../src/providers/openai-chat'
 import { UpstreamFailure } from '../../../src/providers/shared/errors'
-import type { OutputItem, ResponsesRequest } from '../../../src/responses/types'
+import type { OutputItem, ResponsesRequest } from '../../../src/providers/types'
 import { assertValidEventSequence, chunked, collect } from '../../helpers/stream-events'
 import { fixture } from '../../helpers/upstream'
 

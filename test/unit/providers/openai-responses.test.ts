@@ -3,7 +3,7 @@ import { InvalidRequestError, isGatewayError } from '../../../src/core/errors'
 import type { UpstreamCall, UpstreamStreamEvent, UpstreamTarget } from '../../../src/providers/contract'
 import { openAIResponsesAdapter as adapter } from '../../../src/providers/openai-responses'
 import { UpstreamFailure } from '../../../src/providers/shared/errors'
-import type { ResponsesRequest } from '../../../src/responses/types'
+import type { ResponsesRequest } from '../../../src/providers/types'
 import { assertValidEventSequence, chunked, collect } from '../../helpers/stream-events'
 import { fixture } from '../../helpers/upstream'
 

@@ -4,7 +4,7 @@
  */
 
 import { afterEach, describe, expect, it } from 'vitest'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 import { createSecretBox, generateMasterKey } from '../../../src/core/secrets'
 import { TEST_ENCRYPTION_KEY } from '../../helpers/gateway'
 import { createRecordingLogger } from '../../helpers/logger'

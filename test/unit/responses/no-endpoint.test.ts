@@ -4,7 +4,7 @@
  */
 
 import { afterEach, describe, expect, it } from 'vitest'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 import { silentLogger } from '../../../src/core/logger'
 import type { ModelEntry } from '../../../src/responses/models'
 import { memoryStorage } from '../../../src/storage/memory'

@@ -1,7 +1,7 @@
 /** An upstream's `Retry-After` reaches the caller bounded, in whole seconds, from either RFC 9110 form. */
 
 import { afterEach, describe, expect, it } from 'vitest'
-import type { GatewayOptions } from '../../../src/core/options'
+import type { GatewayOptions } from '../../../src/gateway/options'
 import { boundedRetryAfter, parseRetryAfter } from '../../../src/responses/retry-after'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
 

@@ -6,7 +6,7 @@
  */
 
 import { afterEach, describe, expect, it } from 'vitest'
-import type { GatewayOptions } from '../../../src/core/options'
+import type { GatewayOptions } from '../../../src/gateway/options'
 import { TRANSPORTS, useTransport } from '../../helpers/transports'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture, sseFixture, type UpstreamReply } from '../../helpers/upstream'

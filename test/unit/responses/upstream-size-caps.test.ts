@@ -8,7 +8,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { GatewayOptions } from '../../../src/core/options'
+import type { GatewayOptions } from '../../../src/gateway/options'
 import { TRANSPORTS, useTransport } from '../../helpers/transports'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture } from '../../helpers/upstream'

@@ -1,6 +1,6 @@
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import type { GatewayOptions } from '../../../src/core/options'
+import type { GatewayOptions } from '../../../src/gateway/options'
 import { undiciTransport } from '../../../src/transport/undici'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture, jsonFixture, type UpstreamReply } from '../../helpers/upstream'

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { sha256Hex } from '../../../src/core/crypto'
-import { createGateway } from '../../../src/core/gateway'
+import { createGateway } from '../../../src/gateway/gateway'
 import { silentLogger } from '../../../src/core/logger'
 import { createSecretBox, generateMasterKey } from '../../../src/core/secrets'
 import { BYOK_CREDENTIALS, type ByokRecord } from '../../../src/repositories/byok-credentials'

@@ -2,12 +2,12 @@
 
 import * as v from 'valibot'
 import type { StorageDriver } from '../storage/contract'
-import type { Logger } from './logger'
-import { MODEL_SLUG_PATTERN } from './patterns'
+import type { Logger } from '../core/logger'
+import { MODEL_SLUG_PATTERN } from '../core/patterns'
 import type { ModelEntry } from '../responses/models'
 import type { UpstreamTransport } from '../responses/transport'
 import type { InternRuntime } from '../interns/runtime'
-import type { HostResolver } from './upstream-guard'
+import type { HostResolver } from '../core/upstream-guard'
 import { DEFAULT_LEASE_TTL_MS } from '../interns/lease'
 
 const isStorageDriver = (value: unknown): value is StorageDriver =>

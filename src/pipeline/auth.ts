@@ -1,18 +1,19 @@
 /** Bearer-token authentication: keys are looked up by their SHA-256 hash, never stored raw. */
 
-import { sha256Hex, timingSafeEqual } from './crypto'
-import { AuthenticationError, PermissionDeniedError } from './errors'
-import type { AccountFlags, AccountRecord } from '../repositories/accounts'
-import type { ApiKeyRecord } from '../repositories/api-keys'
+import { sha256Hex, timingSafeEqual } from '../core/crypto'
+import { AuthenticationError, PermissionDeniedError } from '../core/errors'
+import type { Caller } from '../services/caller'
 import type { Repositories } from '../repositories'
-import type { RouteAuth } from './route'
 
-/** Who is calling: the key they presented and the account it belongs to. */
-export interface Caller {
-  key: ApiKeyRecord
-  account: AccountRecord
-  flags: AccountFlags
-}
+/**
+ * Who may call a route: anyone without a key (health checks for load balancers), any valid key,
+ * management keys only (spec Authentication 2), or keys that may run inference (management keys may
+ * not, as with the public counterpart). Every route that runs a model is `inference`, so the rule holds
+ * whichever way a request reaches the model.
+ */
+export type RouteAuth = 'none' | 'any' | 'management' | 'inference'
+
+export type { Caller }
 
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i
 

@@ -5,8 +5,8 @@
  * gateway processes run the handler once.
  */
 
-import { sha256Hex } from './crypto'
-import { ConflictError, InvalidRequestError, StorageConflictError } from './errors'
+import { sha256Hex } from '../core/crypto'
+import { ConflictError, InvalidRequestError, StorageConflictError } from '../core/errors'
 import type { IdempotencyRecord, IdempotencyRepository } from '../repositories/idempotency-keys'
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key'

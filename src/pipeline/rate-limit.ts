@@ -3,7 +3,7 @@
  * atomic increment in the store, so several gateway processes on one store share one limit.
  */
 
-import { RateLimitError } from './errors'
+import { RateLimitError } from '../core/errors'
 import type { StorageDriver } from '../storage/contract'
 
 export interface RateLimitOptions {

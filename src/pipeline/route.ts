@@ -1,25 +1,18 @@
 /** Routes are data: method, path, who may call, input schemas and a handler over validated input. */
 
 import type * as v from 'valibot'
-import { jsonResponse } from './json-response'
-import type { Logger } from './logger'
-import type { ErrorFlavor } from './errors'
-import type { HttpMethod } from './router'
+import type { Logger } from '../core/logger'
+import type { ErrorFlavor } from '../core/errors'
+import type { HttpMethod } from '../core/router'
 import type { Repositories } from '../repositories'
-import type { Caller } from './auth'
-import type { SecretBox } from './secrets'
+import type { Caller, RouteAuth } from './auth'
+
+export type { RouteAuth }
+import type { SecretBox } from '../core/secrets'
 import type { GatewayRuntime } from '../responses/runtime'
 
 type AnySchema = v.GenericSchema<unknown, unknown>
 type Infer<S> = S extends AnySchema ? v.InferOutput<S> : undefined
-
-/**
- * Who may call a route: anyone without a key (health checks for load balancers), any valid key,
- * management keys only (spec Authentication 2), or keys that may run inference (management keys may
- * not, as with the public counterpart). Every route that runs a model is `inference`, so the rule holds
- * whichever way a request reaches the model.
- */
-export type RouteAuth = 'none' | 'any' | 'management' | 'inference'
 
 /** The caller a route sees: nobody on routes without authentication. */
 export type CallerOf<Auth extends RouteAuth> = Auth extends 'none' ? null : Caller
@@ -83,5 +76,4 @@ export const defineRoute = <
 /** Headers of an answer that carries a secret (a raw API key): never kept by any cache. */
 export const NO_STORE = { 'cache-control': 'no-store' } as const
 
-/** A JSON success response. */
-export const json = (data: unknown, status = 200, headers?: HeadersInit): Response => jsonResponse(JSON.stringify(data), status, headers)
+export { json } from '../core/json-response'

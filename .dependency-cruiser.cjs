@@ -1,0 +1,150 @@
+/**
+ * The layering of src/, as docs/architecture.md describes it: one rule per arrow that must not exist.
+ * Checked by test/unit/architecture.test.ts (so `npm test` and CI enforce it), or by hand with
+ * `npx depcruise src --config .dependency-cruiser.cjs`.
+ */
+
+// Code that runs on every host (Node, Bun, Deno, workers): only web APIs, no Node built-ins.
+const PORTABLE = '^src/(core|pipeline|routes|responses|providers|services|repositories|interns|admin|gateway)/'
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Modules that import each other, even for types only, cannot be understood or moved one at a time.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'kernel-is-a-leaf',
+      severity: 'error',
+      comment: 'src/core (errors, body, router, crypto, JSON and event replies, validation) imports nothing of ours outside it.',
+      from: { path: '^src/core/' },
+      to: { path: '^src/', pathNot: '^src/core/' },
+    },
+    {
+      name: 'portable-code-uses-no-node-builtins',
+      severity: 'error',
+      comment: 'Only the edges (transport, storage drivers, host adapters, the CLI) may use node:*.',
+      from: { path: PORTABLE },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'providers-know-only-their-contract',
+      severity: 'error',
+      comment: 'Adapters translate wire formats: the provider contract, its canonical types and the kernel, nothing else.',
+      from: { path: '^src/providers/' },
+      to: { path: '^src/', pathNot: '^src/(providers|core)/' },
+    },
+    {
+      name: 'storage-knows-only-the-kernel',
+      severity: 'error',
+      from: { path: '^src/storage/' },
+      to: { path: '^src/', pathNot: '^src/(storage|core)/' },
+    },
+    {
+      name: 'storage-reached-through-its-contract',
+      severity: 'error',
+      comment: 'Above the storage layer only the contract is known; the composition root picks the default driver, the CLI the configured one.',
+      from: { path: '^src/', pathNot: '^src/(storage|gateway|cli)/|^src/index\\.ts$' },
+      to: { path: '^src/storage/', pathNot: '^src/storage/contract\\.ts$' },
+    },
+    {
+      name: 'repositories-sit-on-storage',
+      severity: 'error',
+      from: { path: '^src/repositories/' },
+      to: { path: '^src/', pathNot: '^src/(repositories|core)/|^src/storage/contract\\.ts$' },
+    },
+    {
+      name: 'services-sit-on-repositories',
+      severity: 'error',
+      comment: 'Domain rules over repositories (accounts, keys, BYOK): no engine, no HTTP.',
+      from: { path: '^src/services/' },
+      to: { path: '^src/(responses|interns|pipeline|routes|admin|gateway|cli|adapters|transport)/' },
+    },
+    {
+      name: 'engine-knows-no-http-layer',
+      severity: 'error',
+      comment:
+        'The engine decides answers; routes, the pipeline and the composition root call it, never the reverse. ' +
+        'Two documented exceptions: runtime.ts builds the intern settings (docs/architecture.md), and ' +
+        'destination.ts loads the system resolver lazily where no resolver was configured.',
+      from: { path: '^src/responses/' },
+      to: {
+        path: '^src/(routes|pipeline|admin|gateway|cli|adapters|transport)/',
+        pathNot: '^src/transport/system-resolver\\.ts$',
+      },
+    },
+    {
+      name: 'engine-runtime-is-the-only-arrow-to-interns',
+      severity: 'error',
+      from: { path: '^src/responses/', pathNot: '^src/responses/runtime\\.ts$' },
+      to: { path: '^src/interns/' },
+    },
+    {
+      name: 'interns-use-the-engine-not-the-http-layer',
+      severity: 'error',
+      from: { path: '^src/interns/' },
+      to: { path: '^src/(routes|pipeline|admin|gateway|cli|adapters|transport)/' },
+    },
+    {
+      name: 'pipeline-is-below-routes',
+      severity: 'error',
+      from: { path: '^src/pipeline/' },
+      to: { path: '^src/(routes|admin|gateway|cli|adapters|transport)/' },
+    },
+    {
+      name: 'routes-are-assembled-by-the-root',
+      severity: 'error',
+      comment: 'Only the composition root (and the admin API, which shares their schemas) imports routes.',
+      from: { path: '^src/', pathNot: '^src/(routes|gateway|admin)/' },
+      to: { path: '^src/routes/' },
+    },
+    {
+      name: 'composition-root-is-imported-only-at-the-edge',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(gateway|cli|adapters)/|^src/index\\.ts$' },
+      to: { path: '^src/gateway/' },
+    },
+    {
+      name: 'host-adapters-are-thin-edges',
+      severity: 'error',
+      comment: 'Adapters know the kernel and the gateway they mount, and nothing is built on them but the CLI.',
+      from: { path: '^src/adapters/' },
+      to: { path: '^src/', pathNot: '^src/(adapters|core|gateway)/' },
+    },
+    {
+      name: 'only-the-cli-mounts-adapters',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(adapters|cli)/' },
+      to: { path: '^src/adapters/' },
+    },
+    {
+      name: 'nothing-imports-the-cli',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/cli/' },
+      to: { path: '^src/cli/' },
+    },
+    {
+      name: 'transports-know-only-their-contract',
+      severity: 'error',
+      comment: 'The transport contract (and the idle watch every transport shares) lives beside the engine that calls it.',
+      from: { path: '^src/transport/' },
+      to: { path: '^src/', pathNot: '^src/(transport|core)/|^src/responses/(transport|idle-watch)\\.ts$' },
+    },
+    {
+      name: 'client-libraries-stay-in-their-driver',
+      severity: 'error',
+      comment: 'Importing modelgate/adapters/express must never load ioredis: each client library lives in one driver.',
+      from: { path: '^src/', pathNot: '^src/storage/(redis\\.ts|sql/|unstorage\\.ts)|^src/transport/' },
+      to: { path: 'node_modules/(ioredis|postgres|mysql2|unstorage|undici)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '^(dist|test|bench|examples)/' },
+  },
+}
