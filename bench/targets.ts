@@ -55,6 +55,26 @@ export const startModelgate = async (upstreamUrl: string, buildDir: string, exec
 }
 
 /**
+ * Portkey's AI Gateway (npm `@portkey-ai/gateway`, bench/portkey.mjs): its OpenAI provider with the loopback
+ * upstream as custom host, so it calls the same `POST …/responses` the other targets reach.
+ */
+export const startPortkey = async (upstreamUrl: string): Promise<Target> => {
+  const server = await startServer('Portkey AI Gateway', './portkey.mjs', {})
+  return {
+    label: 'portkey',
+    url: `${server.ready.url}/v1/responses`,
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${UPSTREAM_KEY}`,
+      'x-portkey-provider': 'openai',
+      'x-portkey-custom-host': upstreamUrl,
+    },
+    body: upstreamBody,
+    server,
+  }
+}
+
+/**
  * Other gateways to compare against (issue #5). To add one: start it in a child process pointed at
  * `upstreamUrl` as its OpenAI base URL (see `startServer` and bench/passthrough.mjs for the IPC
  * `stats` contract its wrapper script must answer) and return its `Target`; or return why it cannot
@@ -67,6 +87,6 @@ export interface OtherGateway {
 
 export const OTHER_GATEWAYS: OtherGateway[] = [
   { name: 'LiteLLM proxy', start: async () => ({ skipped: 'Python; no Python packages (PyPI) on this machine' }) },
-  { name: 'Portkey AI Gateway', start: async () => ({ skipped: 'npm @portkey-ai/gateway is not a dependency and the bench installs nothing' }) },
+  { name: 'Portkey AI Gateway', start: (upstreamUrl) => startPortkey(upstreamUrl) },
   { name: 'Bifrost', start: async () => ({ skipped: 'Go binary; not available on this machine' }) },
 ]
