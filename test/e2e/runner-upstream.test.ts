@@ -36,31 +36,28 @@ describe('runner: upstream settings', () => {
   const post = (url: string, path: string, key: string, body: unknown) =>
     fetch(`${url}/api/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
 
-  it('applies upstream timeouts and size bounds from the config file and the environment', async () => {
+  /** Starts the runner on a memory store with `settings` in its config file and OpenAI on the loopback upstream; resolves with a regular key. */
+  const startRunner = async (settings: Record<string, unknown>, env: Record<string, string> = {}) => {
     const configPath = join(dataDir, 'modelgate.json')
     await writeFile(
       configPath,
-      JSON.stringify({
-        storage: 'memory',
-        providers: { openai: { baseURL: upstream.url, apiKey: 'sk-runner-openai-0123456789abcdef' } },
-        // The environment overrides idleTimeoutMs; the rest stays as the file says.
-        upstream: { idleTimeoutMs: 600_000, firstByteTimeoutMs: 600_000, totalTimeoutMs: 600_000, maxResponseBytes: 4096 },
-      }),
+      JSON.stringify({ storage: 'memory', providers: { openai: { baseURL: upstream.url, apiKey: 'sk-runner-openai-0123456789abcdef' } }, ...settings }),
     )
     const server = await startListening('node', [CLI, 'serve'], {
-      env: {
-        MODELGATE_DATA_DIR: dataDir,
-        MODELGATE_PORT: '0',
-        MODELGATE_LOG_LEVEL: 'error',
-        MODELGATE_CONFIG: configPath,
-        MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY,
-        MODELGATE_UPSTREAM_IDLE_TIMEOUT_MS: '200',
-      },
+      env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0', MODELGATE_LOG_LEVEL: 'error', MODELGATE_CONFIG: configPath, MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY, ...env },
     })
     running.push(server)
     const created = await post(server.url, '/keys', OPERATOR_KEY, { name: 'caller' })
     expect(created.status).toBe(201)
-    const { key } = (await created.json()) as { key: string }
+    return { server, key: ((await created.json()) as { key: string }).key }
+  }
+
+  it('applies upstream timeouts and size bounds from the config file and the environment', async () => {
+    const { server, key } = await startRunner(
+      // The environment overrides idleTimeoutMs; the rest stays as the file says.
+      { upstream: { idleTimeoutMs: 600_000, firstByteTimeoutMs: 600_000, totalTimeoutMs: 600_000, maxResponseBytes: 4096 } },
+      { MODELGATE_UPSTREAM_IDLE_TIMEOUT_MS: '200' },
+    )
 
     const json = fixture('openai', 'text.json')
     upstream.setHandler((): UpstreamReply => ({
@@ -80,22 +77,8 @@ describe('runner: upstream settings', () => {
   })
 
   it('hands retry settings from the config file to the gateway', async () => {
-    const configPath = join(dataDir, 'modelgate.json')
     // Two models on one provider that is down: by default the second is tried as a fallback; one attempt is allowed here.
-    await writeFile(
-      configPath,
-      JSON.stringify({
-        storage: 'memory',
-        providers: { openai: { baseURL: upstream.url, apiKey: 'sk-runner-openai-0123456789abcdef' } },
-        retry: { maxAttempts: 1, budget: false },
-        outlierDetection: false,
-      }),
-    )
-    const server = await startListening('node', [CLI, 'serve'], {
-      env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0', MODELGATE_LOG_LEVEL: 'error', MODELGATE_CONFIG: configPath, MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY },
-    })
-    running.push(server)
-    const { key } = (await (await post(server.url, '/keys', OPERATOR_KEY, { name: 'caller' })).json()) as { key: string }
+    const { server, key } = await startRunner({ retry: { maxAttempts: 1, budget: false }, outlierDetection: false })
     upstream.setHandler(() => ({ status: 503, headers: { 'content-type': 'application/json' }, body: '{"error":{"message":"down"}}' }))
     const before = upstream.requests.length
     const answer = await post(server.url, '/responses', key, { model: 'openai/gpt-4.1', models: ['openai/gpt-4.1-mini'], input: 'hi' })
