@@ -1,4 +1,4 @@
-/** The results table: one column per target, the issue #5 target and PASS/MISS for modelgate. */
+/** The results table: one column per target, the target and PASS/MISS for modelgate. */
 
 import { percentile } from './load'
 

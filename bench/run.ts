@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: modelgate's overhead on `POST /api/v1/responses` (issue #5), measured side by side
+ * `npm run bench`: modelgate's overhead on `POST /api/v1/responses`, measured side by side
  * in one run against the upstream called directly and against bare pass-through baselines.
  * See bench/README.md for what each figure means.
  *

@@ -75,7 +75,7 @@ export const startPortkey = async (upstreamUrl: string): Promise<Target> => {
 }
 
 /**
- * Other gateways to compare against (issue #5). To add one: start it in a child process pointed at
+ * Other gateways to compare against. To add one: start it in a child process pointed at
  * `upstreamUrl` as its OpenAI base URL (see `startServer` and bench/passthrough.mjs for the IPC
  * `stats` contract its wrapper script must answer) and return its `Target`; or return why it cannot
  * run here, which the report prints.

@@ -9,7 +9,7 @@ import { withDeadline } from './deadline'
 import { findJsonSyntaxProblem } from './json-error'
 import { InvalidRequestError, PayloadTooLargeError, RequestTimeoutError, UnsupportedMediaTypeError } from './errors'
 
-/** 1 MiB: the spec's intern limit, and our default elsewhere (gaps 1.12). */
+/** 1 MiB: the spec's intern limit, and our default elsewhere (docs/decisions.md, Errors and routing). */
 export const DEFAULT_BODY_LIMIT = 1_048_576
 
 /** How long a whole request body may take to arrive (docs/decisions.md, "Errors and routing"). */

@@ -1,7 +1,7 @@
 /**
  * How the gateway learns that a client went away. An `AbortSignal` per request is costly on Node: each one
  * outlives the young-generation GC until the next full one (about 400 bytes of old-generation garbage per
- * request, issue #5's memory bound). So the Node bridge offers a lighter signal under `CLIENT_SIGNAL`, and the
+ * request, the memory bound in bench/README.md). So the Node bridge offers a lighter signal under `CLIENT_SIGNAL`, and the
  * request path takes whichever the host gives; any `AbortSignal` fits the interface.
  */
 

@@ -94,7 +94,7 @@ export class StorageConflictError extends GatewayError {
 }
 
 // spec Errors: intern `retryable` is false for every reason except timeout and internal_error. Our
-// addition (gaps 1.1, docs/decisions.md): passing upstream and store outages are retryable too.
+// addition (docs/decisions.md, Errors and routing): passing upstream and store outages are retryable too.
 const RETRYABLE_REASONS = new Set(['timeout', 'internal_error', 'upstream_unavailable', 'service_unavailable'])
 
 const DEFAULT_INTERN_REASONS: Record<number, string> = {
@@ -127,7 +127,7 @@ export interface RenderedError {
 export const toRenderedError = (thrown: unknown, flavor: ErrorFlavor): RenderedError => {
   const error = isGatewayError(thrown) ? thrown : new InternalError(GENERIC_500, { cause: thrown })
   const status = error.status
-  // gaps 1.12: a 500 never carries upstream or internal detail.
+  // docs/decisions.md, Errors and routing: a 500 never carries upstream or internal detail.
   const message = status === 500 && !isGatewayError(thrown) ? GENERIC_500 : error.message
   const body: RenderedError['body'] = { error: { code: status, message } }
 

@@ -1,6 +1,6 @@
 /**
  * Server-sent event answers inside the gateway. A web `ReadableStream` between the gateway and a Node socket
- * costs a pull, an enqueue and a read per event (about 10 µs each, issue #5) and adds a hop before every token.
+ * costs a pull, an enqueue and a read per event (about 10 µs each) and adds a hop before every token.
  * So a streamed answer is an `EventStreamResponse`: a `Response` that holds a producer, which writes each
  * event straight into whatever sink starts it. The Node bridge starts it with the socket as the sink; anyone
  * else reading `body` gets a web stream fed by the same producer, with the same backpressure.

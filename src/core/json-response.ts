@@ -1,7 +1,7 @@
 /**
  * JSON answers inside the gateway. A web `Response` built from a string wraps it in a byte stream at once, and
- * a Node host then reads that stream back chunk by chunk: together about a tenth of a small request's CPU
- * (issue #5). So routes answer with a `JsonResponse`, a `Response` that keeps its JSON text and makes a stream
+ * a Node host then reads that stream back chunk by chunk: together about a tenth of a small request's CPU.
+ * So routes answer with a `JsonResponse`, a `Response` that keeps its JSON text and makes a stream
  * only when someone asks for `body`. `gateway.fetch` hands every caller a plain `Response` (a host runtime's
  * native server reads a Response's own internals and would see no body); only the Node bridge, through
  * `FETCH_UNMATERIALIZED` (materialize.ts), receives a `JsonResponse` and writes its text straight to the socket.

@@ -1,5 +1,5 @@
 /**
- * Provisioning runs (gaps 1.1): stopped/failed → queued → provisioning → running, or failed. Each run
+ * Provisioning runs (docs/decisions.md, Interns): stopped/failed → queued → provisioning → running, or failed. Each run
  * has its own id, written on the intern together with its lease (lease.ts) in one compare-and-set,
  * so exactly one run is wanted at a time and only that run may change the record: a run overtaken
  * (by suspend and provision again, or by a takeover once its lease expired) stops at its next step

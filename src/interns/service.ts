@@ -2,7 +2,7 @@
  * The intern lifecycle. Creation is a sequence of idempotent steps under one claimed idempotency
  * record (claim → intern → vault → link → provision → complete), so a retry after a crash resumes
  * where the first attempt stopped, and concurrent retries from several processes converge on one
- * intern and one vault. Status moves (gaps 1.1): stopped/failed → queued → provisioning → running;
+ * intern and one vault. Status moves (docs/decisions.md, Interns): stopped/failed → queued → provisioning → running;
  * running/queued/provisioning → stopped (suspend); any → destroying → gone or destroy_failed.
  */
 
@@ -83,7 +83,7 @@ export const createIntern = async (
     return createIntern(environment, caller, workspace, input, idempotencyKey)
   }
 
-  // The attach field borrows a vault owned by another intern of the same workspace (gaps 1.1).
+  // The attach field borrows a vault owned by another intern of the same workspace (docs/decisions.md, Interns).
   if (input.vaultId) {
     const vault = await repositories.interns.vaults.get(input.vaultId)
     if (!vault || vault.workspaceId !== workspace.id || vault.internId === creation.internId) {

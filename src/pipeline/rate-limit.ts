@@ -17,7 +17,7 @@ export interface RateLimitOptions {
 export const enforceRateLimit = async (storage: StorageDriver, limit: RateLimitOptions, keyHash: string, now: number) => {
   const { value, expiresAt } = await storage.increment(`rate:${keyHash}`, 1, limit.windowSeconds * 1000)
   if (value <= limit.requests) return
-  // gaps 1.12: 429 carries X-RateLimit-Limit / -Remaining / -Reset (ms since epoch), as OpenRouter sends.
+  // docs/decisions.md, Errors and routing: 429 carries X-RateLimit-Limit / -Remaining / -Reset (ms since epoch), as OpenRouter sends.
   throw new RateLimitError(`Rate limit exceeded: ${limit.requests} requests per ${limit.windowSeconds} seconds`, {
     headers: {
       'retry-after': String(Math.max(1, Math.ceil((expiresAt - now) / 1000))),

@@ -8,7 +8,7 @@
 export type ProviderApi = 'openai-responses' | 'openai-chat' | 'anthropic-messages' | 'gemini' | 'azure-openai'
 
 export interface ProviderDescriptor {
-  /** Lowercase slug, as in BYOK `provider` and routing preferences (gaps 1.2). */
+  /** Lowercase slug, as in BYOK `provider` and routing preferences (docs/decisions.md, BYOK). */
   id: string
   displayName: string
   api: ProviderApi

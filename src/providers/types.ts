@@ -78,7 +78,7 @@ export type OutputReasoning = {
   encrypted_content?: string | null
   /** Provider signature needed to send the reasoning back (Anthropic, Gemini). */
   signature?: string
-  /** Which provider family produced it (gaps 1.11 `format`). */
+  /** Which provider family produced it (docs/decisions.md, POST /responses `format`). */
   format?: string
   status?: 'in_progress' | 'completed' | 'incomplete'
 }

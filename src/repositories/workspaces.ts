@@ -81,7 +81,7 @@ export const createWorkspacesRepository = (storage: StorageDriver, defaults: Wor
       name: settings.name,
       slug: settings.slug,
       createdBy: account.ownerUserId,
-      // gaps 1.13: the guardrail id is derived from the workspace id, so it is stable everywhere.
+      // docs/decisions.md, Accounts and workspaces: the guardrail id is derived from the workspace id, so it is stable everywhere.
       defaultGuardrailId: await deriveId(`guardrail:${id}`),
       createdAt: timestamp,
       updatedAt: timestamp,

@@ -1,6 +1,6 @@
 /**
  * Usage and cost of one response, from the catalog prices of the endpoint that served it. The same
- * tokens always cost the same, streamed or not. BYOK (gaps 1.7): the provider bills the caller
+ * tokens always cost the same, streamed or not. BYOK (docs/decisions.md, BYOK): the provider bills the caller
  * directly (`upstream_inference_cost`), and `cost` is the gateway's fee, a share of the list price.
  */
 

@@ -10,7 +10,7 @@ const sign = async (secret: string, accountId: string, endUser: string | null | 
 
 // Callers send the same end user request after request. Where the HMAC cannot run in place, Web Crypto runs it
 // on the libuv thread pool, and that round trip, not the hash, is the cost: ~90 µs CPU per request at one
-// connection (issue #5).
+// connection.
 // Bounded: `user` is at most 256 characters, so a full cache stays under a few MB.
 const ids = new Map<string, Promise<string>>()
 const ID_CACHE_MAX = 4_096

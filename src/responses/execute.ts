@@ -1,6 +1,6 @@
 /**
  * Runs a response over its planned attempts. Before the first byte of content, any failure moves
- * on to the next endpoint (gaps 1.6); the client sees only the last failure, as a clean HTTP error.
+ * on to the next endpoint (docs/decisions.md, Errors and routing); the client sees only the last failure, as a clean HTTP error.
  * Streams hold their start-up events until content arrives, so a fallback stays invisible; after
  * that, failures go in-band (`response.failed`, then `[DONE]`).
  */
@@ -60,7 +60,7 @@ const PROMPT_ERROR_TYPES = new Set([
 const IMAGE_ERROR_TYPES = new Set(['invalid_image', 'image_too_large', 'image_too_small', 'unsupported_image_format', 'image_download_failed', 'image_not_found'])
 
 /**
- * gaps 1.12: on the Responses skin `error.code` is one of the four codes clients know; the precise type travels
+ * docs/decisions.md, Errors and routing: on the Responses skin `error.code` is one of the four codes clients know; the precise type travels
  * in `error_type` beside it.
  */
 export const responsesErrorCode = (errorType: unknown): string => {
@@ -139,7 +139,7 @@ type ServedOutcome<T> =
   | { isServed: false; failure: GatewayError; attempt: Attempt | undefined; attemptsMade: number }
 
 /**
- * The fallback loop (gaps 1.6): tries the attempts in order until `use` succeeds on an opened one. Before the
+ * The fallback loop (docs/decisions.md, Errors and routing): tries the attempts in order until `use` succeeds on an opened one. Before the
  * first byte of content every failure moves on, within `retry.maxAttempts` and the gateway's retry budget;
  * endpoints and keys that keep failing are skipped unless every planned one is (then all are tried, as
  * Envoy's panic routing does: a wrong ejection must not fail every request). The client closing stops everything.

@@ -1,6 +1,6 @@
 /**
  * `POST /responses` body (spec: Response request), with every rule and limit of the spec and the
- * enumerations gaps.md fills in. Unknown top-level fields are ignored, as the public counterpart does.
+ * enumerations docs/decisions.md fills in. Unknown top-level fields are ignored, as the public counterpart does.
  * Free-form JSON (tool parameters, schemas, fields passed through to upstreams) nests at most
  * `MAX_JSON_DEPTH` levels, so nothing downstream meets a value too deep to serialize.
  */
@@ -30,7 +30,7 @@ const nullableNumber = (minimum: number, maximum: number) =>
 const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
   v.pipe(v.number(), v.integer('must be an integer'), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))
 
-// ---- input items (gaps 1.11) ----
+// ---- input items (docs/decisions.md, POST /responses) ----
 
 const ImageDetailSchema = v.optional(v.picklist(['auto', 'low', 'high']))
 
@@ -115,7 +115,7 @@ const InputItemSchema = v.variant(
   'must be an input item (message, function_call, function_call_output, reasoning, …)',
 )
 
-// ---- tools (gaps 1.10) ----
+// ---- tools (docs/decisions.md, POST /responses) ----
 
 const FunctionToolSchema = passThroughObject({
   type: v.literal('function'),
@@ -144,7 +144,7 @@ const ToolChoiceSchema = v.union(
   'must be "auto", "none", "required" or a tool choice object',
 )
 
-// ---- stop conditions (gaps 1.4: five kinds) ----
+// ---- stop conditions (docs/decisions.md, POST /responses: five kinds) ----
 
 const StopConditionSchema = v.variant(
   'type',
@@ -158,7 +158,7 @@ const StopConditionSchema = v.variant(
   'must be one of step_count_is, has_tool_call, max_tokens_used, max_cost, finish_reason_is',
 )
 
-// ---- provider preferences (gaps 1.5) ----
+// ---- provider preferences (docs/decisions.md, POST /responses) ----
 
 const ProviderSlugListSchema = v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty')))
 const PriceSchema = v.union([v.number(), v.pipe(v.string(), v.regex(/^\d+(\.\d+)?$/, 'must be a decimal number'))])
@@ -195,7 +195,7 @@ const ProviderPreferencesSchema = v.strictObject({
 })
 export type ProviderPreferences = v.InferOutput<typeof ProviderPreferencesSchema>
 
-// ---- plugins (spec + gaps 1.9) ----
+// ---- plugins (spec + docs/decisions.md) ----
 
 const PLUGIN_IDS = [
   'auto-router', 'auto-beta-router', 'moderation', 'web', 'web-fetch', 'file-parser', 'response-healing',
@@ -218,7 +218,7 @@ const PluginSchema = v.variant(
   `must have an id among ${PLUGIN_IDS.join(', ')}`,
 )
 
-// ---- text (gaps 1.11) ----
+// ---- text (docs/decisions.md, POST /responses) ----
 
 const TextFormatSchema = v.variant('type', [
   v.object({ type: v.literal('text') }),

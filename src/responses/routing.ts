@@ -1,5 +1,5 @@
 /**
- * Which endpoints to try, in which order (gaps 1.5 to 1.7): the requested model's endpoints, then
+ * Which endpoints to try, in which order (docs/decisions.md, Errors and routing and BYOK): the requested model's endpoints, then
  * each fallback model's; provider preferences filter and order them; the workspace's BYOK keys
  * become endpoint copies (prioritized keys first, then shared endpoints, then fallback keys).
  */
@@ -37,7 +37,7 @@ export interface RoutingInput {
 
 const baseSlug = (slug: string) => slug.split('/', 1)[0]!
 
-/** A base slug matches every variant of its provider (gaps 1.2); a variant matches only itself. */
+/** A base slug matches every variant of its provider (docs/decisions.md, BYOK); a variant matches only itself. */
 const matchesProvider = (endpointProvider: string, wanted: string) =>
   wanted.includes('/') ? endpointProvider === wanted : baseSlug(endpointProvider) === wanted
 

@@ -47,7 +47,7 @@ export interface GatewayRuntime {
   limits: UpstreamLimits
   /** Checks upstream locations chosen by callers (Azure BYOK endpoints). */
   upstreamGuard: UpstreamGuard
-  /** Share of the list price charged for BYOK requests (gaps 1.7: 5%). */
+  /** Share of the list price charged for BYOK requests (docs/decisions.md, BYOK: 5%). */
   byokFeeRate: number
   region: string
   /** Secret behind the end-user hashes sent upstream. */

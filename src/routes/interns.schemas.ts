@@ -45,7 +45,7 @@ export const CreateInternBodySchema = v.object({
   model: v.optional(ModelSchema),
   provision: v.optional(v.boolean(), false),
   workspace_id: v.optional(UuidSchema),
-  // gaps 1.1: the vault-attach field is `vault_id` on input, reflected as `attached_vault_id`.
+  // docs/decisions.md, Interns: the vault-attach field is `vault_id` on input, reflected as `attached_vault_id`.
   vault_id: v.optional(v.nullable(UuidSchema)),
 })
 export type CreateInternBody = v.InferOutput<typeof CreateInternBodySchema>

@@ -1,6 +1,6 @@
 /**
  * Interns (spec: Intern; `POST /interns`, `PATCH /interns/{internId}`), plus the lifecycle routes
- * the spec names and the public counterpart serves (gaps 1.1): list, inspect, provision, suspend,
+ * the spec names and the public counterpart serves (docs/decisions.md, Interns): list, inspect, provision, suspend,
  * delete and chat. Members of the interns programme only (others get 404); refused on regional
  * hostnames (403); the key's own workspace only, with no default-workspace fallback.
  */
@@ -122,7 +122,7 @@ export const createInternRoute = defineRoute({
         idempotencyKey,
       ),
     )
-    // gaps 1.1: 201 on the first create, 200 when a create is replayed or resumed.
+    // docs/decisions.md, Interns: 201 on the first create, 200 when a create is replayed or resumed.
     return json(toInternWire(intern), isFirst ? 201 : 200)
   },
 })
@@ -180,7 +180,7 @@ export const updateInternRoute = defineRoute({
   },
 })
 
-/** A lifecycle action on a visible intern, answered with a fixed acknowledgement (gaps 1.1 shapes). */
+/** A lifecycle action on a visible intern, answered with a fixed acknowledgement (docs/decisions.md, Interns shapes). */
 const lifecycleRoute = (
   method: 'POST' | 'DELETE',
   path: string,

@@ -38,7 +38,7 @@ const ModelSlugSchema = v.pipe(
   v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
 )
 
-/** Settings a caller may write, with the spec's wire names (gaps 1.13 for element types). */
+/** Settings a caller may write, with the spec's wire names (docs/decisions.md, Accounts and workspaces for element types). */
 const settingsEntries = {
   description: v.optional(
     v.pipe(v.string(), v.maxLength(WORKSPACE_DESCRIPTION_MAX, `must be at most ${WORKSPACE_DESCRIPTION_MAX} characters`)),

@@ -1,6 +1,6 @@
 /**
  * Workspaces (spec: Workspace; `GET /workspaces/{id}`), plus the list, create, update and delete
- * routes of the public counterpart (gaps 1.13), all for management keys of the owning account.
+ * routes of the public counterpart (docs/decisions.md, Accounts and workspaces), all for management keys of the owning account.
  */
 
 import { ConflictError, NotFoundError } from '../core/errors'

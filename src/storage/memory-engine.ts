@@ -60,7 +60,7 @@ interface Collection {
 /** Expired counters are swept when the map has doubled since the last sweep, so no timer is needed. */
 const MIN_SWEEP_SIZE = 1024
 
-// Stored records are frozen once, when written, so reads can hand them out without a copy (issue #5:
+// Stored records are frozen once, when written, so reads can hand them out without a copy (the bench's memory bound:
 // cloning on every read was the memory driver's largest cost on the request path).
 const deepFreeze = <T>(value: T): T => {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {

@@ -134,7 +134,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     // From here (connected, request on its way) the first byte is due. A plain timer, cleared the moment the
     // headers arrive: undici's own headers and body timeouts run on its coarse shared clock (up to a second
     // late) and keep each request's timer objects alive until its next tick, long enough for the young
-    // generation GC to promote them (issue #5's memory bound).
+    // generation GC to promote them (the memory bound in bench/README.md).
     clearTimeout(this.#firstByteTimer)
     this.#firstByteTimer = setTimeout(() => this.#abort(new UpstreamTimeoutSignal('first_byte')), this.#firstByteMs)
   }

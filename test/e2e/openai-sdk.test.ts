@@ -1,5 +1,5 @@
 /**
- * The official `openai` SDK against a gateway on a real node:http server (issue #5). Every provider
+ * The official `openai` SDK against a gateway on a real node:http server. Every provider
  * family — OpenAI Responses, the Chat Completions family, Anthropic, Gemini — answers from loopback
  * upstreams replaying recorded fixtures, and every call goes through `client.responses.create`,
  * `client.responses.stream` or `create({stream: true})`, exactly as SDK users make them. The

@@ -8,7 +8,7 @@
 /** `anthropic-version` header value; the only stable version of the Messages API. */
 export const ANTHROPIC_VERSION = '2023-06-01'
 
-/** The `format` our reasoning items carry for Claude thinking (gaps 1.11). */
+/** The `format` our reasoning items carry for Claude thinking (docs/decisions.md, POST /responses). */
 export const ANTHROPIC_REASONING_FORMAT = 'anthropic-claude-v1'
 
 export type CacheControl = { type: 'ephemeral'; ttl?: string }

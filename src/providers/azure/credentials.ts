@@ -1,5 +1,5 @@
 /**
- * Azure BYOK keys are JSON, not a plain string (gaps 1.2): a list of resources
+ * Azure BYOK keys are JSON, not a plain string (docs/decisions.md, BYOK): a list of resources
  * `[{api_key, resource_name, resource_type: "ai_foundry" | "openai"}]`, or the legacy per-deployment
  * form `[{model_slug, endpoint_url, api_key, model_id}]`.
  */

@@ -4,7 +4,7 @@
  * is optional, so a new or missing upstream field never breaks us.
  */
 
-/** `format` of the reasoning items that carry Gemini thought signatures (gaps 1.11). */
+/** `format` of the reasoning items that carry Gemini thought signatures (docs/decisions.md, POST /responses). */
 export const GEMINI_REASONING_FORMAT = 'google-gemini-v1'
 
 /** One content part, as we send it. */

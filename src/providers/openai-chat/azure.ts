@@ -1,6 +1,6 @@
 /**
  * Where an Azure OpenAI call goes, and with which key. `target.apiKey` is a plain key or the BYOK
- * JSON of gaps 1.2. Precedence, highest first:
+ * JSON described in docs/decisions.md (BYOK). Precedence, highest first:
  *
  * 1. The credential entry. A legacy entry `{model_slug, endpoint_url, api_key, model_id}` whose
  *    `model_slug` is the requested public model (or whose `model_id` is the upstream model) gives

@@ -10,7 +10,7 @@ import { createOutputBuilder, type OutputBuilder } from '../shared/output-builde
 import { toInBandFailure } from './errors'
 import type { ChatCompletionWire, ChatMessageWire, ChatUsageWire } from './wire'
 
-/** gaps 1.11: reasoning from providers without a format of their own is `unknown`. */
+/** docs/decisions.md, POST /responses: reasoning from providers without a format of their own is `unknown`. */
 export const REASONING_FORMAT = 'unknown'
 
 type StreamEvents = ReturnType<OutputBuilder['text']>

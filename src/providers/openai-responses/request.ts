@@ -113,7 +113,7 @@ const OPENAI_INPUT_ITEM_TYPES = new Set([
  */
 const OPENAI_REASONING_FORMATS = new Set([OPENAI_REASONING_FORMAT])
 
-/** `text.verbosity` beyond OpenAI's low/medium/high (gaps 1.11) → its highest level. */
+/** `text.verbosity` beyond OpenAI's low/medium/high (docs/decisions.md, POST /responses) → its highest level. */
 const VERBOSITY_ALIASES = new Map([
   ['xhigh', 'high'],
   ['max', 'high'],

@@ -27,7 +27,7 @@ export const toUsage = (usage: OpenAIUsage | null | undefined): Usage => {
 }
 
 /**
- * Tags OpenAI reasoning with its `format` (gaps 1.11), so that when a client sends it back
+ * Tags OpenAI reasoning with its `format` (docs/decisions.md, POST /responses), so that when a client sends it back
  * through another provider that adapter knows the ciphertext is not its own. Other items are
  * returned as they are (the same object).
  */

@@ -3,7 +3,7 @@
  * kinds often, and a new one must flow through untouched instead of breaking a request.
  */
 
-/** gaps 1.11: the `format` of reasoning items OpenAI produced. */
+/** docs/decisions.md, POST /responses: the `format` of reasoning items OpenAI produced. */
 export const OPENAI_REASONING_FORMAT = 'openai-responses-v1'
 
 /** `error` of a Response object, and of HTTP error bodies. */

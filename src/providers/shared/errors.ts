@@ -35,7 +35,7 @@ export type ErrorType =
   | 'timeout'
   | 'unmapped'
 
-/** The client status each canonical type answers with (gaps 1.12, with the spec's 524 and 529). */
+/** The client status each canonical type answers with (docs/decisions.md, Errors and routing, with the spec's 524 and 529). */
 export const STATUS_FOR_ERROR_TYPE: Record<ErrorType, number> = {
   context_length_exceeded: 400,
   max_tokens_exceeded: 400,

@@ -1,5 +1,5 @@
 /**
- * BYOK key choice under each flag (spec: BYOK credential; gaps 1.7): prioritized keys in sort_order,
+ * BYOK key choice under each flag (spec: BYOK credential; docs/decisions.md, BYOK): prioritized keys in sort_order,
  * then the operator's shared key, then fallback keys; `is_byok_only`, `is_required`, the allowed_*
  * filters, `declared_zdr`, `disabled` and workspaces decide which keys are in the plan at all. The
  * upstream's `authorization` header says which key served.

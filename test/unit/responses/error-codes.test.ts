@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { responsesErrorCode } from '../../../src/responses/execute'
 
-describe('error.code of an in-band response.failed (gaps 1.12)', () => {
+describe('error.code of an in-band response.failed (docs/decisions.md, Errors and routing)', () => {
   it.each([
     ['rate_limit_exceeded', 'rate_limit_exceeded'],
     ['context_length_exceeded', 'invalid_prompt'],

@@ -1,5 +1,5 @@
 /**
- * `POST /responses` request validation (spec: Response request, Errors, Limits; gaps 1.4, 1.5, 1.11):
+ * `POST /responses` request validation (spec: Response request, Errors, Limits; docs/decisions.md, POST /responses):
  * every rule of the request table, at and past each bound. Rejections are 400s naming the field;
  * accepted requests run against a loopback Groq upstream and echo their settings in the result.
  */

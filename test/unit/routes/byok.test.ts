@@ -212,7 +212,7 @@ describe('/byok', () => {
       }
     })
 
-    it('takes an Azure key only as JSON (gaps 1.2) and masks its api_key', async () => {
+    it('takes an Azure key only as JSON (docs/decisions.md, BYOK) and masks its api_key', async () => {
       const apiKey = randomSecret(32)
       const resource = await create(t, { provider: 'azure', key: azureKey(apiKey) })
       expect(resource.label).toBe(`...${apiKey.slice(-4)}`)
