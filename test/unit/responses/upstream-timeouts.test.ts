@@ -1,5 +1,6 @@
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { withDeadline } from '../../../src/core/deadline'
 import type { GatewayOptions } from '../../../src/gateway/options'
 import { undiciTransport } from '../../../src/transport/undici'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
@@ -15,19 +16,7 @@ const TRANSPORTS: Array<[TransportName, () => Transport | undefined]> = [
 
 /** Rejects when `promise` has not settled within `ms` (so a missing abort fails fast instead of at the test timeout). */
 const within = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
-  new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms)
-    promise.then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
+  withDeadline(promise, ms, () => new Error(`${what} did not happen within ${ms} ms`))
 
 /**
  * How late a deadline may fire. The total and first-byte deadlines are native timers on both transports (a few
