@@ -2,7 +2,9 @@
 
 export { createGateway, type Gateway } from './gateway/gateway'
 export type { GatewayOptions } from './gateway/options'
-export type { FetchHandler } from './core/types'
+export type { FetchHandler, ReplyHandler, ReplyOptions } from './core/types'
+export type { Reply, JsonReply, EventsReply, ResponseReply } from './core/reply'
+export type { ChunkProducer, ChunkSink } from './core/event-stream'
 export type { GatewayAdmin } from './admin/admin'
 export { createConsoleLogger, silentLogger, type Logger, type LogLevel } from './core/logger'
 export {

@@ -1,14 +1,14 @@
 /**
  * The Node response half of the bridge, and `handleNodeRequest`, which serves one Node request with a
- * fetch handler. The request half lives in `node-request.ts`.
+ * fetch handler. The request half lives in `node-request.ts`. A gateway is asked for its `Reply`
+ * (src/core/reply.ts) rather than a `Response`, so JSON text and events go straight to the socket.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { EventStreamResponse } from '../core/event-stream-response'
-import { JsonResponse } from '../core/json-response'
-import { FETCH_UNMATERIALIZED, type UnmaterializedFetch } from '../core/materialize'
-import type { FetchHandler } from '../core/types'
-import { BodyAlreadyConsumedError, existingSignalOf, toRequest, type NodeBridgeOptions } from './node-request'
+import type { ChunkProducer } from '../core/event-stream'
+import type { EventsReply, JsonReply, Reply } from '../core/reply'
+import type { FetchHandler, ReplyHandler } from '../core/types'
+import { BodyAlreadyConsumedError, disconnectSignalOf, existingSignalOf, toRequest, type NodeBridgeOptions } from './node-request'
 
 export { BodyAlreadyConsumedError, toRequest, type NodeBridgeOptions } from './node-request'
 
@@ -37,14 +37,14 @@ const isSettledPromptly = (promise: Promise<unknown>): Promise<boolean> =>
 const isEventStream = (response: Response): boolean =>
   response.headers.get('content-type')?.toLowerCase().startsWith('text/event-stream') ?? false
 
-const writeHead = (response: Response, res: ServerResponse): void => {
-  res.statusCode = response.status
-  if (response.statusText) res.statusMessage = response.statusText
-  for (const [name, value] of response.headers) {
+const writeHead = (head: { status: number; statusText?: string; headers: Headers }, res: ServerResponse): void => {
+  res.statusCode = head.status
+  if (head.statusText) res.statusMessage = head.statusText
+  for (const [name, value] of head.headers) {
     if (name === 'set-cookie') continue
     res.setHeader(name, value)
   }
-  const cookies = response.headers.getSetCookie()
+  const cookies = head.headers.getSetCookie()
   if (cookies.length > 0) res.setHeader('set-cookie', cookies)
 }
 
@@ -106,7 +106,7 @@ const pipeEventStream = async (reader: ReadableStreamDefaultReader<Uint8Array>, 
  * Lets a gateway event stream write straight to the socket: each event leaves the moment it is produced (the
  * headers with the first), and a full socket makes the producer wait for 'drain'.
  */
-const writeEventStream = (response: EventStreamResponse, res: ServerResponse): Promise<void> =>
+const writeEventStream = (produce: ChunkProducer, res: ServerResponse): Promise<void> =>
   new Promise((resolve) => {
     const onClose = () => {
       if (!res.writableFinished) stop()
@@ -114,7 +114,7 @@ const writeEventStream = (response: EventStreamResponse, res: ServerResponse): P
     }
     res.once('close', onClose)
     // Started even for a client that is already gone: stopping the producer is what releases its upstream.
-    const stop = response.start({
+    const stop = produce({
       write: (chunk) => {
         if (res.destroyed) return false
         // Chunks written in one synchronous burst (the start-up events) leave in one packet; the socket is
@@ -166,16 +166,6 @@ export const writeResponse = async (response: Response, res: ServerResponse, sig
     failResponse(res)
     return
   }
-  if (response instanceof JsonResponse && !response.bodyUsed) {
-    // Node adds the Content-Length of a body written in one piece; a HEAD answer sends none.
-    // As bytes: a string body would first be joined to the header string (a second copy of the answer).
-    if (!res.destroyed) res.end(res.req?.method === 'HEAD' ? undefined : Buffer.from(response.jsonText))
-    return
-  }
-  if (response instanceof EventStreamResponse && !response.bodyUsed && res.req?.method !== 'HEAD') {
-    await writeEventStream(response, res)
-    return
-  }
   if (!response.body || res.req?.method === 'HEAD' || res.destroyed) {
     response.body?.cancel().catch(() => {})
     if (!res.destroyed) res.end()
@@ -218,6 +208,40 @@ export const writeResponse = async (response: Response, res: ServerResponse, sig
   }
 }
 
+// Started and stopped at once for a HEAD request: stopping the producer is what releases its upstream.
+const IDLE_SINK = { write: () => false, ready: () => Promise.resolve(), close: () => {}, fail: () => {} }
+
+/** Writes a gateway's JSON or event reply, with the same guarantees as `writeResponse`. Never rejects. */
+const writeOwnReply = async (reply: JsonReply | EventsReply, res: ServerResponse): Promise<void> => {
+  const isHead = res.req?.method === 'HEAD'
+  try {
+    writeHead(reply, res)
+  } catch (error) {
+    if (reply.kind === 'events') reply.produce(IDLE_SINK)()
+    logFailure('the response has an invalid status or header', error)
+    failResponse(res)
+    return
+  }
+  if (reply.kind === 'json') {
+    // Node adds the Content-Length of a body written in one piece; a HEAD answer sends none.
+    // As bytes: a string body would first be joined to the header string (a second copy of the answer).
+    if (!res.destroyed) res.end(isHead ? undefined : Buffer.from(reply.text))
+    return
+  }
+  if (isHead) {
+    reply.produce(IDLE_SINK)()
+    if (!res.destroyed) res.end()
+    return
+  }
+  await writeEventStream(reply.produce, res)
+}
+
+/** Writes a gateway `Reply` to a Node `ServerResponse`. Never rejects. */
+export const writeReply = (reply: Reply, res: ServerResponse, signal?: AbortSignal): Promise<void> =>
+  reply.kind === 'response' ? writeResponse(reply.response, res, signal) : writeOwnReply(reply, res)
+
+const isReplyHandler = (handler: FetchHandler): handler is ReplyHandler => typeof (handler as Partial<ReplyHandler>).reply === 'function'
+
 /**
  * Serves one Node request with a fetch handler. Resolves once the response is written.
  *
@@ -239,16 +263,16 @@ export const handleNodeRequest = async (
     res.end()
     return
   }
-  let response: Response
+  let reply: Reply
   try {
-    // A gateway's JSON answers come as `JsonResponse`s here, so their text goes straight to the socket.
-    const fetch = (handler as { [FETCH_UNMATERIALIZED]?: UnmaterializedFetch })[FETCH_UNMATERIALIZED] ?? handler.fetch
-    response = await fetch(request)
+    reply = isReplyHandler(handler)
+      ? await handler.reply(request, { signal: disconnectSignalOf(request) })
+      : { kind: 'response', response: await handler.fetch(request) }
   } catch (error) {
     logFailure('the fetch handler threw instead of returning a response', error)
     failResponse(res)
     return
   }
   // The bridge watches the socket itself; the request's signal only matters if the handler made one.
-  await writeResponse(response, res, existingSignalOf(request))
+  await writeReply(reply, res, existingSignalOf(request))
 }

@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import { concatBytes } from '../core/body'
-import { CLIENT_SIGNAL, ClientGoneError, type ClientSignal } from '../core/client-signal'
+import { ClientGoneError, type ClientSignal } from '../core/client-signal'
 
 /** Options shared by the Node-based host adapters (`toNodeListener`, `toExpressHandler`). */
 export interface NodeBridgeOptions {
@@ -295,6 +295,7 @@ class DisconnectSignal implements ClientSignal {
 
 const kFullRequest = Symbol('modelgate.fullRequest')
 const kSignalIfCreated = Symbol('modelgate.signalIfCreated')
+const kClientSignal = Symbol('modelgate.clientSignal')
 const utf8 = new TextDecoder()
 
 class NodeRequest {
@@ -326,7 +327,7 @@ class NodeRequest {
   }
 
   /** What the gateway itself listens on: the same disconnect, without an AbortSignal. */
-  get [CLIENT_SIGNAL](): ClientSignal {
+  get [kClientSignal](): ClientSignal {
     return (this.#clientSignal ??= new DisconnectSignal(this.#req, this.#res))
   }
 
@@ -401,6 +402,9 @@ for (const name of Object.getOwnPropertyNames(Request.prototype)) {
   }
 }
 Object.setPrototypeOf(NodeRequest.prototype, Request.prototype)
+
+/** The client's disconnect signal, without an AbortSignal for a request made by `toRequest`. */
+export const disconnectSignalOf = (request: Request): ClientSignal => (request instanceof NodeRequest ? request[kClientSignal] : request.signal)
 
 /** The client-disconnect signal of a request made by `toRequest`, if something already asked for it. */
 export const existingSignalOf = (request: Request): AbortSignal | undefined =>

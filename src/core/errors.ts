@@ -3,7 +3,7 @@
  * `renderError` is the only place that turns one into the spec's error body.
  */
 
-import { jsonResponse } from './json-response'
+import { jsonTextReply, toResponse, type JsonReply } from './reply'
 
 const BRAND = Symbol.for('modelgate.error')
 
@@ -147,10 +147,13 @@ export const toRenderedError = (thrown: unknown, flavor: ErrorFlavor): RenderedE
   return { status, headers, body }
 }
 
-/** Builds the JSON `Response` for an error; the only producer of error JSON. */
-export const renderError = (thrown: unknown, flavor: ErrorFlavor, headers?: HeadersInit): Response => {
+/** Builds the JSON reply for an error; the only producer of error JSON. */
+export const errorReply = (thrown: unknown, flavor: ErrorFlavor, headers?: HeadersInit): JsonReply => {
   const rendered = toRenderedError(thrown, flavor)
-  const response = jsonResponse(JSON.stringify(rendered.body), rendered.status, headers)
-  for (const [name, value] of Object.entries(rendered.headers)) response.headers.set(name, value)
-  return response
+  const reply = jsonTextReply(JSON.stringify(rendered.body), rendered.status, headers)
+  for (const [name, value] of Object.entries(rendered.headers)) reply.headers.set(name, value)
+  return reply
 }
+
+/** The error as a web `Response` (`errorReply`, for hosts and tests that want one). */
+export const renderError = (thrown: unknown, flavor: ErrorFlavor, headers?: HeadersInit): Response => toResponse(errorReply(thrown, flavor, headers))

@@ -1,14 +1,15 @@
 /**
- * `createGateway`: one web-standard `fetch(Request) => Promise<Response>` serving the whole API.
+ * `createGateway`: one web-standard `fetch(Request) => Promise<Response>` serving the whole API, and the same
+ * as `reply(Request) => Promise<Reply>` for the Node bridge (src/core/reply.ts).
  * Every request takes the same fixed steps: request id, route match (404 / 405), authentication,
  * input parsing, handler, and `renderError` for anything thrown.
  */
 
 import { assertRouteAuth, authenticate, type Caller } from '../pipeline/auth'
-import { clientSignalOf, isClientGone } from '../core/client-signal'
+import { isClientGone, type ClientSignal } from '../core/client-signal'
 import { DEFAULT_REQUEST_BODY_TIMEOUT_MS, readObjectBody } from '../core/body'
-import { FETCH_UNMATERIALIZED, materialize, type UnmaterializedFetch } from '../core/materialize'
-import { MethodNotAllowedError, NotFoundError, isGatewayError, renderError, type ErrorFlavor } from '../core/errors'
+import { setReplyHeader, toResponse, type Reply } from '../core/reply'
+import { MethodNotAllowedError, NotFoundError, isGatewayError, errorReply, type ErrorFlavor } from '../core/errors'
 import { createConsoleLogger, silentLogger, type Logger } from '../core/logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
 import { REQUEST_ID_HEADER, resolveRequestId } from '../core/request-id'
@@ -21,7 +22,7 @@ import { createRuntime, type GatewayRuntime } from '../responses/runtime'
 import { ADAPTERS } from '../providers'
 import { assertKnownEndpointProviders } from '../responses/providers'
 import { DEFAULT_TEXT_MODEL } from '../responses/models'
-import type { FetchHandler } from '../core/types'
+import type { ReplyHandler, ReplyOptions } from '../core/types'
 import { parseInput, searchParamsToObject } from '../core/validation'
 import { createRepositories, type Repositories } from '../repositories'
 import { routes } from '../routes'
@@ -31,7 +32,7 @@ import { internEnvironment } from '../interns/environment'
 import { startProvisioningSweep } from '../interns/sweep'
 import type { StorageDriver } from '../storage/contract'
 
-export interface Gateway extends FetchHandler {
+export interface Gateway extends ReplyHandler {
   /** Programmatic administration: accounts, keys, workspaces. */
   admin: GatewayAdmin
   /** The storage driver in use. */
@@ -46,25 +47,11 @@ export interface Gateway extends FetchHandler {
    * gateway.endStreams()   // "The gateway is shutting down; retry the request"
    */
   endStreams(message?: string): void
-  /** For modelgate's own Node bridge: `fetch` without turning JSON answers into plain Responses. */
-  [FETCH_UNMATERIALIZED]: UnmaterializedFetch
 }
 
 // Intern routes speak their own error body (spec Errors), even for 404 and 405.
 const flavorForPath = (relativePath: string | null): ErrorFlavor =>
   relativePath !== null && /^\/interns(\/|$)/.test(relativePath) ? 'intern' : 'standard'
-
-const withRequestId = (response: Response, requestId: string): Response => {
-  try {
-    response.headers.set(REQUEST_ID_HEADER, requestId)
-    return response
-  } catch {
-    // Responses from `fetch` have immutable headers; copy them.
-    const copy = new Response(response.body, response)
-    copy.headers.set(REQUEST_ID_HEADER, requestId)
-    return copy
-  }
-}
 
 /**
  * What a route's handler gets. A class rather than a literal so that `signal` can be a getter on the
@@ -84,6 +71,7 @@ class HandlerContext implements RouteContext<unknown, unknown, unknown, RouteAut
     readonly logger: Logger,
     readonly now: () => Date,
     readonly runtime: GatewayRuntime,
+    readonly clientSignal: ClientSignal,
   ) {}
 
   get signal(): AbortSignal {
@@ -127,7 +115,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const { sweepIntervalMs } = runtime.interns.provisioning
   const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
 
-  const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
+  const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, clientSignal: ClientSignal) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
     const caller = route.auth === 'none' ? null : await authenticate(request, repositories)
     if (caller) {
@@ -142,7 +130,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       ? parseInput(route.body, await readObjectBody(request, { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }), 'body')
       : undefined
     const handle = () =>
-      route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime))
+      route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime, clientSignal))
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null
     if (idempotencyKey === null || !caller) return handle()
     return runIdempotent(
@@ -158,7 +146,9 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     )
   }
 
-  const fetchUnmaterialized: UnmaterializedFetch = async (request) => {
+  const reply = async (request: Request, options?: ReplyOptions): Promise<Reply> => {
+    // Read lazily: on Node, `request.signal` is an AbortSignal made on first use.
+    const clientSignalOf = () => options?.signal ?? request.signal
     const requestId = resolveRequestId(request)
     let flavor: ErrorFlavor = 'standard'
     try {
@@ -172,9 +162,9 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         })
       }
       flavor = match.route.errorFlavor ?? flavor
-      return withRequestId(await serve(request, requestId, url, match.route, match.params), requestId)
+      return setReplyHeader(await serve(request, requestId, url, match.route, match.params, clientSignalOf()), REQUEST_ID_HEADER, requestId)
     } catch (error) {
-      if (!isGatewayError(error) && (isClientGone(error) || clientSignalOf(request).aborted)) {
+      if (!isGatewayError(error) && (isClientGone(error) || clientSignalOf().aborted)) {
         // A client that leaves mid-request is ordinary traffic: one line, no stack. Nobody reads the answer.
         logger.debug('client disconnected', { requestId, method: request.method })
       } else if (!isGatewayError(error) || error.status >= 500) {
@@ -182,13 +172,13 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         const cause = isGatewayError(error) && error.status === 503 && error.cause !== undefined ? { cause: error.cause } : {}
         logger.error('request failed', { requestId, method: request.method, error, ...cause })
       }
-      return renderError(error, flavor, { [REQUEST_ID_HEADER]: requestId })
+      return errorReply(error, flavor, { [REQUEST_ID_HEADER]: requestId })
     }
   }
 
   return {
-    fetch: async (request) => materialize(await fetchUnmaterialized(request)),
-    [FETCH_UNMATERIALIZED]: fetchUnmaterialized,
+    fetch: async (request) => toResponse(await reply(request)),
+    reply,
     admin: createAdmin(repositories, secrets),
     storage,
     endStreams: (message) => runtime.streams.endAll(message),

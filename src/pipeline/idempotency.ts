@@ -7,6 +7,7 @@
 
 import { sha256Hex } from '../core/crypto'
 import { ConflictError, InvalidRequestError, StorageConflictError } from '../core/errors'
+import { toResponse, type JsonReply, type Reply } from '../core/reply'
 import type { IdempotencyRecord, IdempotencyRepository } from '../repositories/idempotency-keys'
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key'
@@ -36,11 +37,19 @@ export const readIdempotencyKey = (request: Request): string | null => {
   return key
 }
 
-const replay = (record: IdempotencyRecord): Response =>
-  new Response(record.response!.body, {
-    status: record.response!.status,
-    headers: { 'content-type': record.response!.contentType, 'idempotent-replayed': 'true' },
-  })
+const replay = (record: IdempotencyRecord): JsonReply => ({
+  kind: 'json',
+  status: record.response!.status,
+  headers: new Headers({ 'content-type': record.response!.contentType, 'idempotent-replayed': 'true' }),
+  text: record.response!.body,
+})
+
+/** The answer as text and head; idempotent routes answer JSON, so this never buffers a stream in practice. */
+const readReply = async (reply: Reply): Promise<JsonReply> => {
+  if (reply.kind === 'json') return reply
+  const response = toResponse(reply)
+  return { kind: 'json', status: response.status, headers: new Headers(response.headers), text: await response.text() }
+}
 
 const reused = () =>
   new ConflictError('This Idempotency-Key was already used with a different request', { reason: 'idempotency_key_reused' })
@@ -55,8 +64,8 @@ const inProgress = () =>
 export const runIdempotent = async (
   repository: IdempotencyRepository,
   call: IdempotentCall,
-  handle: () => Promise<Response>,
-): Promise<Response> => {
+  handle: () => Promise<Reply>,
+): Promise<Reply> => {
   const id = await sha256Hex(`${call.accountId}\u0000${call.scope}\u0000${call.key}`)
   const fingerprint = await sha256Hex(JSON.stringify(call.request))
   const fresh = (): IdempotencyRecord => {
@@ -100,15 +109,15 @@ export const runIdempotent = async (
   }
   if (!held) throw inProgress()
 
-  let response: Response
+  let response: JsonReply
   try {
-    response = await handle()
+    response = await readReply(await handle())
   } catch (error) {
     // A failed attempt frees the key so the client can retry it.
     await repository.remove(id, held.version).catch(() => false)
     throw error
   }
-  const body = await response.text()
+  const body = response.text
   const completed: IdempotencyRecord = {
     ...held.data,
     state: 'completed',
@@ -116,5 +125,5 @@ export const runIdempotent = async (
   }
   // If another retry took over meanwhile, its outcome wins the record; ours is still returned.
   await repository.replace(id, held.version, completed).catch(() => null)
-  return new Response(body, { status: response.status, headers: response.headers })
+  return response
 }

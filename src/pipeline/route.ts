@@ -8,6 +8,8 @@ import type { Repositories } from '../repositories'
 import type { Caller, RouteAuth } from './auth'
 
 export type { RouteAuth }
+import type { ClientSignal } from '../core/client-signal'
+import type { Reply } from '../core/reply'
 import type { SecretBox } from '../core/secrets'
 import type { GatewayRuntime } from '../responses/runtime'
 
@@ -32,8 +34,10 @@ export interface RouteContext<Params, Query, Body, Auth extends RouteAuth = Excl
   now: () => Date
   /** Upstream machinery (providers, models, transport) for inference routes. */
   runtime: GatewayRuntime
-  /** Fires when the client goes away; pass it to anything slow. */
+  /** Fires when the client goes away; pass it to anything slow that needs an `AbortSignal`. */
   signal: AbortSignal
+  /** The same disconnect, as cheap as the host can offer it (no AbortSignal on Node): for the engine. */
+  clientSignal: ClientSignal
 }
 
 export interface RouteDefinition<
@@ -57,7 +61,7 @@ export interface RouteDefinition<
   params?: ParamsSchema
   query?: QuerySchema
   body?: BodySchema
-  handle(context: RouteContext<Infer<ParamsSchema>, Infer<QuerySchema>, Infer<BodySchema>, Auth>): Promise<Response>
+  handle(context: RouteContext<Infer<ParamsSchema>, Infer<QuerySchema>, Infer<BodySchema>, Auth>): Promise<Reply>
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -76,4 +80,4 @@ export const defineRoute = <
 /** Headers of an answer that carries a secret (a raw API key): never kept by any cache. */
 export const NO_STORE = { 'cache-control': 'no-store' } as const
 
-export { json } from '../core/json-response'
+export { json } from '../core/reply'

@@ -22,7 +22,7 @@ import type { Attempt } from './routing'
 import type { RetryPolicy } from './runtime'
 import { StreamSignal } from './stream-signal'
 import { emptyUsage, type OutputItem, type ResponsesRequest, type Usage } from '../providers/types'
-import type { ChunkProducer } from '../core/event-stream-response'
+import type { ChunkProducer } from '../core/event-stream'
 
 export interface ExecutionOptions extends AttemptEnvironment {
   body: ResponsesRequestBody

@@ -7,8 +7,7 @@ import type { Caller } from '../services/caller'
 import { AuthenticationError } from '../core/errors'
 import type { ClientSignal } from '../core/client-signal'
 import type { Logger } from '../core/logger'
-import { EventStreamResponse } from '../core/event-stream-response'
-import { json } from '../core/json-response'
+import { eventsReply, json, responseReply, type Reply } from '../core/reply'
 import type { SecretBox } from '../core/secrets'
 import type { Repositories } from '../repositories'
 import { ClientClosedError } from './attempts'
@@ -44,7 +43,7 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
 }
 
-export const runResponse = async (dependencies: ResponseDependencies, body: ResponsesRequestBody): Promise<Response> => {
+export const runResponse = async (dependencies: ResponseDependencies, body: ResponsesRequestBody): Promise<Reply> => {
   const { caller, repositories, runtime, logger, requestId } = dependencies
   // Both keyed by the caller's workspace, so a networked store answers them in one round trip, not two.
   const [workspace, byok] = await Promise.all([
@@ -89,20 +88,18 @@ export const runResponse = async (dependencies: ResponseDependencies, body: Resp
   try {
     if (body.stream) {
       const { produce, overheadMs } = await executeStreaming(options)
-      return new EventStreamResponse(produce, {
-        headers: {
-          'content-type': 'text/event-stream',
-          'cache-control': 'no-cache',
-          'x-accel-buffering': 'no',
-          [OVERHEAD_HEADER]: overheadMs.toFixed(3),
-        },
+      return eventsReply(produce, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+        [OVERHEAD_HEADER]: overheadMs.toFixed(3),
       })
     }
     const { response, overheadMs } = await executeNonStreaming(options)
     return json(response, 200, { [OVERHEAD_HEADER]: overheadMs.toFixed(3) })
   } catch (error) {
     // Nobody is listening any more; the status is for logs only (nginx's "client closed request").
-    if (error instanceof ClientClosedError) return new Response(null, { status: 499 })
+    if (error instanceof ClientClosedError) return responseReply(new Response(null, { status: 499 }))
     throw error
   }
 }

@@ -8,6 +8,7 @@
 import { AuthenticationError, InvalidRequestError, NotFoundError, PermissionDeniedError, RequestTimeoutError } from '../core/errors'
 import { requestHostname } from '../core/request-host'
 import { defineRoute, json } from '../pipeline/route'
+import { responseReply, toResponse } from '../core/reply'
 import type { Caller } from '../pipeline/auth'
 import type { Repositories } from '../repositories'
 import type { InternRecord } from '../repositories/interns'
@@ -220,16 +221,18 @@ export const chatInternRoute = defineRoute({
     const history = (await repositories.interns.conversations.get(intern.id)) as InputItem[]
     const response = await runtime.interns.runtime.chat(toView(intern, workspace), history, input, {
       signal,
-      respond: (turn, turnSignal) =>
-        runResponse(
-          { caller, repositories, secrets, logger, runtime, requestId, signal: turnSignal, isMetadataRequested: false },
-          parseInput(ResponsesRequestSchema, turn, 'body'),
+      respond: async (turn, turnSignal) =>
+        toResponse(
+          await runResponse(
+            { caller, repositories, secrets, logger, runtime, requestId, signal: turnSignal, isMetadataRequested: false },
+            parseInput(ResponsesRequestSchema, turn, 'body'),
+          ),
         ),
     })
-    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response
+    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return responseReply(response)
     const stream = rewriteChatStream(response.body, (final) =>
       appendTurn(repositories, intern.id, input as unknown as JsonValue[], final.output, runtime.interns.history),
     )
-    return new Response(stream, { status: response.status, headers: response.headers })
+    return responseReply(new Response(stream, { status: response.status, headers: response.headers }))
   },
 })

@@ -3,7 +3,6 @@
  * fallbacks, BYOK and billing happen in src/responses; this route wires the request to them.
  */
 
-import { clientSignalOf } from '../core/client-signal'
 import { defineRoute } from '../pipeline/route'
 import { ResponsesRequestSchema } from '../responses/request.schemas'
 import { runResponse } from '../responses/run'
@@ -19,7 +18,7 @@ export const createResponse = defineRoute({
   auth: 'inference',
   bodyLimit: RESPONSES_BODY_LIMIT,
   body: ResponsesRequestSchema,
-  handle: ({ request, requestId, body, caller, repositories, secrets, logger, runtime }) =>
+  handle: ({ request, requestId, body, caller, repositories, secrets, logger, runtime, clientSignal }) =>
     runResponse(
       {
         caller,
@@ -28,7 +27,7 @@ export const createResponse = defineRoute({
         logger,
         runtime,
         requestId,
-        signal: clientSignalOf(request),
+        signal: clientSignal,
         isMetadataRequested: METADATA_HEADERS.some((name) => request.headers.get(name)?.toLowerCase() === 'enabled'),
         // spec session_id: the body wins over the header.
         sessionId: body.session_id ?? request.headers.get('x-session-id') ?? undefined,

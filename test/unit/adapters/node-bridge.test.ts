@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
 import { BodyAlreadyConsumedError } from '../../../src/adapters/node-bridge'
-import { CLIENT_SIGNAL, type ClientSignal } from '../../../src/core/client-signal'
-import { EventStreamResponse, type ChunkProducer, type ChunkSink } from '../../../src/core/event-stream-response'
-import { FETCH_UNMATERIALIZED } from '../../../src/core/materialize'
-import type { FetchHandler } from '../../../src/core/types'
+import type { ClientSignal } from '../../../src/core/client-signal'
+import type { ChunkProducer, ChunkSink } from '../../../src/core/event-stream'
+import { eventsReply, responseReply } from '../../../src/core/reply'
+import type { FetchHandler, ReplyHandler } from '../../../src/core/types'
 
 interface Deferred<T> {
   promise: Promise<T>
@@ -33,6 +33,12 @@ const createFakeHandler = (respond: (request: Request) => Response | Promise<Res
   }
   return { handler, requests }
 }
+
+/** A handler with the gateway's `reply` seam, which is handed the bridge's light disconnect signal. */
+const createSignalHandler = (respond: (request: Request, signal: ClientSignal) => Promise<Response>): ReplyHandler => ({
+  fetch: async () => new Response('fetch: not expected here'),
+  reply: async (request, options) => responseReply(await respond(request, options!.signal!)),
+})
 
 const servers: Server[] = []
 
@@ -406,10 +412,9 @@ describe('the light disconnect signal (through toNodeListener)', () => {
     const seen = { calls: 0, removedCalls: 0, aborted: false, reason: undefined as unknown }
     const handlerCalled = createDeferred()
     const notified = createDeferred()
-    const { handler } = createFakeHandler(
-      (request) =>
+    const handler = createSignalHandler(
+      (_request, signal) =>
         new Promise<Response>((resolve) => {
-          const signal = (request as Request & { [CLIENT_SIGNAL]: ClientSignal })[CLIENT_SIGNAL]
           const removed = () => seen.removedCalls++
           signal.addEventListener('abort', removed)
           signal.removeEventListener('abort', removed)
@@ -439,8 +444,8 @@ describe('the light disconnect signal (through toNodeListener)', () => {
   it('reads as aborted when the client left before anyone listened, and not after a completed response', async () => {
     const signals: ClientSignal[] = []
     const clientGone = createDeferred()
-    const { handler } = createFakeHandler(async (request) => {
-      signals.push((request as Request & { [CLIENT_SIGNAL]: ClientSignal })[CLIENT_SIGNAL])
+    const handler = createSignalHandler(async (request, signal) => {
+      signals.push(signal)
       if (request.url.endsWith('/wait')) await clientGone.promise
       return new Response('done')
     })
@@ -479,12 +484,11 @@ describe('JSON answers of a gateway (through toNodeListener)', () => {
 })
 
 describe('event streams of a gateway (through toNodeListener)', () => {
-  /** A handler that answers with an EventStreamResponse through the gateway's unmaterialized entry point. */
-  const eventStreamHandler = (produce: ChunkProducer): FetchHandler =>
-    Object.assign(
-      { fetch: async () => new Response('materialized: not expected here') },
-      { [FETCH_UNMATERIALIZED]: async () => new EventStreamResponse(produce, { headers: { 'content-type': 'text/event-stream' } }) },
-    )
+  /** A handler that answers with an event producer through the gateway's `reply` seam. */
+  const eventStreamHandler = (produce: ChunkProducer): ReplyHandler => ({
+    fetch: async () => new Response('fetch: not expected here'),
+    reply: async () => eventsReply(produce, { 'content-type': 'text/event-stream' }),
+  })
 
   it('writes each event to the socket as it is produced, headers with the first', async () => {
     let sink!: ChunkSink
