@@ -117,11 +117,12 @@ const writeEventStream = (produce: ChunkProducer, res: ServerResponse): Promise<
     const stop = produce({
       write: (chunk) => {
         if (res.destroyed) return false
-        // Chunks written in one synchronous burst (the start-up events) leave in one packet; the socket is
-        // uncorked as soon as the producer waits for anything, so no event is held back for the next one.
+        // Everything produced from the data at hand (the start-up events; all the events of one upstream
+        // chunk) leaves in one write: the socket is uncorked once the event loop is about to wait for I/O
+        // again, so no event is held back for the next one, and a write per event does not cost a syscall each.
         if (!res.writableCorked) {
           res.cork()
-          queueMicrotask(() => res.uncork())
+          setImmediate(uncork, res)
         }
         return res.write(chunk)
       },
