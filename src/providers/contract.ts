@@ -87,5 +87,15 @@ export interface ProviderAdapter {
    * Turns an upstream error status and (capped) body text into a `GatewayError` carrying
    * `metadata.error_type`, surviving empty or non-JSON bodies. Never copies credentials.
    */
-  toError(status: number, bodyText: string): GatewayError
+  toError(status: number, bodyText: string, context?: UpstreamErrorContext): GatewayError
+}
+
+/** What core knows about a failed exchange besides its status and body. */
+export interface UpstreamErrorContext {
+  /** The upstream's response headers, for `Retry-After`. */
+  headers?: { get(name: string): string | null }
+  /** The gateway's clock (ms since epoch), for a `Retry-After` date; `Date.now()` when absent. */
+  nowMs?: number
+  /** Every secret sent with the request (never logged): none may appear in the error's message. */
+  secrets?: readonly string[]
 }

@@ -15,7 +15,6 @@ import { UpstreamFailure, isUpstreamFailure, redactSecrets } from '../providers/
 import type { ByokRecord } from '../repositories/byok-credentials'
 import { revealByokKey } from '../services/byok'
 import { checkCallerDestination } from './destination'
-import { parseRetryAfter } from './retry-after'
 import type { Attempt } from './routing'
 import { credentialSecrets, sentSecrets } from './sent-secrets'
 import {
@@ -197,17 +196,8 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
   if (response.status >= 400) {
     const text = await readCapped(response)
     abort()
-    const retryAfter = parseRetryAfter(response.headers.get('retry-after'), environment.now())
-    const failure = toAttemptFailure(attempt.provider.adapter.toError(response.status, redactSecrets(text, secrets())), attempt, secrets())
-    // The provider's Retry-After header is more precise than any delay read from its message.
-    if (isUpstreamFailure(failure) && retryAfter !== undefined) {
-      throw new UpstreamFailure(failure.errorType, failure.message, {
-        upstreamStatus: failure.upstreamStatus,
-        ...(failure.providerCode ? { providerCode: failure.providerCode } : {}),
-        retryAfterSeconds: retryAfter,
-      })
-    }
-    throw failure
+    const context = { headers: response.headers, nowMs: environment.now(), secrets: secrets() }
+    throw toAttemptFailure(attempt.provider.adapter.toError(response.status, redactSecrets(text, secrets()), context), attempt, secrets())
   }
   return {
     response,

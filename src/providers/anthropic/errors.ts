@@ -1,12 +1,14 @@
 /**
- * Anthropic errors → `UpstreamFailure`. Anthropic names every error with `error.type`
+ * Anthropic's error profile. Anthropic names every error with `error.type`
  * (`{type: 'error', error: {type, message}, request_id}`), both in HTTP bodies and in the stream's
  * `error` event, so the type decides where it is unambiguous and the shared classifier (status
  * plus message) decides the rest.
  * Reference: https://platform.claude.com/docs/en/api/errors
  */
 
-import { classifyUpstreamError, redactSecrets, UpstreamFailure, type ErrorType } from '../shared/errors'
+import type { UpstreamErrorContext } from '../contract'
+import { readInBandError, readUpstreamError, type ErrorProfile } from '../shared/error-reader'
+import { classifyUpstreamError, type ErrorType, type UpstreamFailure } from '../shared/errors'
 import { isRecord, type WireError } from './wire'
 
 /** Anthropic `error.type` → canonical type, for the types that say it all. */
@@ -39,42 +41,31 @@ const TYPE_TO_STATUS: Readonly<Record<string, number>> = {
 // Anthropic answers an exhausted credit balance or a spend limit with a 400 invalid_request_error.
 const CREDIT = /credit balance is too low|reached your specified api usage limits|spend limit/i
 
-const MAX_MESSAGE = 500
+const typeOf = (error: WireError | undefined): string | undefined => (typeof error?.type === 'string' ? error.type : undefined)
 
-const classify = (status: number, type: string | undefined, message: string): ErrorType => {
-  if (status === 400 && CREDIT.test(message)) return 'payment_required'
-  // A 413 is Cloudflare's or the API's byte limit; a 400 "prompt is too long" is the context window.
-  return (type && TYPE_TO_ERROR[type]) || classifyUpstreamError(status, message, type)
+const anthropicErrors: ErrorProfile<WireError> = {
+  find: (body) => {
+    if (isRecord(body) && isRecord(body.error)) return body.error as WireError
+    return isRecord(body) && typeof body.message === 'string' ? { message: body.message } : undefined
+  },
+  fields: (error) => ({ message: typeof error.message === 'string' ? error.message : undefined, code: typeOf(error) }),
+  classify: (status, error, message) => {
+    if (status === 400 && CREDIT.test(message)) return 'payment_required'
+    const type = typeOf(error)
+    // A 413 is Cloudflare's or the API's byte limit; a 400 "prompt is too long" is the context window.
+    return (type && TYPE_TO_ERROR[type]) || classifyUpstreamError(status, message, type)
+  },
+  inBandStatus: (error) => {
+    const type = typeOf(error)
+    return (type && TYPE_TO_STATUS[type]) || 500
+  },
+  fallbackMessage: (status, isEmptyBody) => `Anthropic returned HTTP ${status}${isEmptyBody ? ' with an empty body' : ''}`,
 }
 
-/** Builds the failure for an Anthropic error object seen with `status` (HTTP, or implied by its type). */
-export const toAnthropicFailure = (status: number, error: WireError | undefined, fallbackMessage: string): UpstreamFailure => {
-  const type = typeof error?.type === 'string' ? error.type : undefined
-  const rawMessage = typeof error?.message === 'string' && error.message !== '' ? error.message : fallbackMessage
-  const message = redactSecrets(rawMessage.slice(0, MAX_MESSAGE))
-  return new UpstreamFailure(classify(status, type, message), message, { upstreamStatus: status, ...(type ? { providerCode: type } : {}) })
-}
+/** `toError` for the Anthropic adapter. */
+export const toAnthropicError = (status: number, bodyText: string, context?: UpstreamErrorContext): UpstreamFailure =>
+  readUpstreamError(anthropicErrors, status, bodyText, context)
 
-/** An in-band error (a stream's `event: error`, sent after a 200): its type implies the status. */
-export const toInBandFailure = (error: WireError | undefined): UpstreamFailure => {
-  const type = typeof error?.type === 'string' ? error.type : undefined
-  return toAnthropicFailure((type && TYPE_TO_STATUS[type]) || 500, error, 'Anthropic stream reported an error')
-}
-
-/** `toError`: survives empty, non-JSON and HTML bodies; never copies credentials. */
-export const toAnthropicError = (status: number, bodyText: string): UpstreamFailure => {
-  const text = bodyText.trim()
-  let parsed: unknown
-  if (text.startsWith('{')) {
-    try {
-      parsed = JSON.parse(text)
-    } catch {
-      parsed = undefined
-    }
-  }
-  if (isRecord(parsed) && isRecord(parsed.error)) return toAnthropicFailure(status, parsed.error as WireError, `Anthropic returned HTTP ${status}`)
-  if (isRecord(parsed) && typeof parsed.message === 'string') return toAnthropicFailure(status, { message: parsed.message }, `Anthropic returned HTTP ${status}`)
-  // Empty bodies and proxy pages (HTML from a load balancer or Cloudflare) carry nothing worth quoting.
-  const isQuotable = text !== '' && !text.startsWith('<')
-  return toAnthropicFailure(status, { message: isQuotable ? text : '' }, `Anthropic returned HTTP ${status}${text === '' ? ' with an empty body' : ''}`)
-}
+/** An in-band error (a stream's `event: error`, a 200 body of type `error`): its type implies the status. */
+export const toInBandFailure = (error: WireError | undefined): UpstreamFailure =>
+  readInBandError(anthropicErrors, error, 'Anthropic stream reported an error')

@@ -3,13 +3,13 @@
 import { UpstreamFailure } from '../shared/errors'
 import { createOutputBuilder } from '../shared/output-builder'
 import type { UpstreamCall, UpstreamResult } from '../contract'
-import { geminiFailure } from './errors'
+import { toInBandFailure } from './errors'
 import { blockedPrompt, createPartReader, finishOf, usageOf } from './output'
 import type { GeminiResponse } from './wire'
 
 export const readGeminiResult = (body: unknown, _call: UpstreamCall): UpstreamResult => {
   const response = (typeof body === 'object' && body !== null ? body : {}) as GeminiResponse
-  if (response.error) throw geminiFailure(typeof response.error.code === 'number' ? response.error.code : 500, response.error)
+  if (response.error) throw toInBandFailure(response.error)
   const blocked = blockedPrompt(response)
   if (blocked) throw blocked
   const candidate = response.candidates?.[0]

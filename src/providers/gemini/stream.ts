@@ -9,7 +9,7 @@ import { UpstreamFailure } from '../shared/errors'
 import { createOutputBuilder } from '../shared/output-builder'
 import { parseSseJson, readSse } from '../shared/sse'
 import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
-import { geminiFailure } from './errors'
+import { toInBandFailure } from './errors'
 import { blockedPrompt, createPartReader, finishOf, usageOf, type PartReader } from './output'
 import type { GeminiResponse, GeminiUsageMetadata } from './wire'
 
@@ -23,7 +23,7 @@ export async function* readGeminiStream(body: AsyncIterable<Uint8Array>, call: U
     const chunk = parseSseJson(message.data) as GeminiResponse | undefined
     if (typeof chunk !== 'object' || chunk === null) continue
     // An in-band failure (e.g. 503 UNAVAILABLE after some text): the HTTP status was already 200.
-    if (chunk.error) throw geminiFailure(typeof chunk.error.code === 'number' ? chunk.error.code : 500, chunk.error)
+    if (chunk.error) throw toInBandFailure(chunk.error)
     const blocked = blockedPrompt(chunk)
     if (blocked) throw blocked
     if (chunk.usageMetadata) usage = chunk.usageMetadata

@@ -1,19 +1,20 @@
 /**
- * Chat Completions error bodies → `UpstreamFailure`. The family agrees on `{error: {message,
- * type, code}}` (OpenAI, Groq, DeepSeek, Together, Azure with `code` as a string such as "429" or
- * "DeploymentNotFound") but not quite: vLLM and Mistral put the fields at the top level, Mistral's
- * `message` can be a validation object, Ollama sends `{error: "text"}`, proxies send HTML.
+ * The Chat Completions error profile. The family agrees on `{error: {message, type, code}}` (OpenAI,
+ * Groq, DeepSeek, Together, Azure with `code` as a string such as "429" or "DeploymentNotFound") but
+ * not quite: vLLM and Mistral put the fields at the top level, Mistral's `message` can be a
+ * validation object, Ollama sends `{error: "text"}`, proxies send HTML.
  */
 
-import { classifyUpstreamError, redactSecrets, UpstreamFailure, type ErrorType } from '../shared/errors'
+import type { UpstreamErrorContext } from '../contract'
+import { readInBandError, readUpstreamError, type ErrorProfile } from '../shared/error-reader'
+import { classifyUpstreamError, UpstreamFailure, type ErrorType } from '../shared/errors'
+import { retryAfterInMessage } from '../shared/retry-after'
 import type { ChatErrorWire } from './wire'
 
-// "Please try again in 210ms." (OpenAI), "in 5.63s" (Groq), "Please retry after 6 seconds." (Azure).
-const RETRY_AFTER = /(?:try again in|retry after)\s+(\d+(?:\.\d+)?)\s*(ms|s\b|seconds?)/i
-const MESSAGE_LIMIT = 500
+type ChatError = ChatErrorWire | string
 
 interface ErrorFields {
-  message: string
+  message: string | undefined
   code: string | undefined
   type: string | undefined
   /** A numeric `code`/`status` some members put in the body (vLLM: `code: 400`). */
@@ -38,11 +39,10 @@ const validationMessage = (value: unknown): string | undefined => {
     .join('; ')
 }
 
-export const readErrorFields = (error: ChatErrorWire | string | undefined, fallback: string): ErrorFields => {
+const readErrorFields = (error: ChatError | undefined): ErrorFields => {
   if (typeof error === 'string') return { message: error, code: undefined, type: undefined, status: undefined, isContentFilter: false }
   const record = (error ?? {}) as ChatErrorWire & { innererror?: { code?: unknown }; detail?: unknown }
-  const message =
-    (typeof record.message === 'string' ? record.message : validationMessage(record.message ?? record.detail)) || fallback
+  const message = typeof record.message === 'string' ? record.message : validationMessage(record.message ?? record.detail)
   const numeric = [record.code, record.status].find((value) => typeof value === 'number') as number | undefined
   const code = typeof record.code === 'string' ? record.code : undefined
   return {
@@ -55,7 +55,8 @@ export const readErrorFields = (error: ChatErrorWire | string | undefined, fallb
 }
 
 /** Provider codes that say more than the HTTP status (Groq answers a TPM limit with 413). */
-const classify = (status: number, fields: ErrorFields): ErrorType => {
+const classify = (status: number, error: ChatError | undefined, message: string): ErrorType => {
+  const fields = readErrorFields(error)
   if (fields.code === 'rate_limit_exceeded') return 'rate_limit_exceeded'
   if (fields.code === 'context_length_exceeded') return 'context_length_exceeded'
   if (fields.code === 'string_above_max_length') return 'string_too_long'
@@ -63,54 +64,42 @@ const classify = (status: number, fields: ErrorFields): ErrorType => {
   if (fields.code === 'DeploymentNotFound' || fields.code === 'model_not_found') return 'not_found'
   // Groq: 498 is "flex tier capacity exceeded".
   if (status === 498) return 'provider_overloaded'
-  return classifyUpstreamError(status, fields.message, fields.code ?? fields.type)
+  return classifyUpstreamError(status, message, fields.code ?? fields.type)
 }
 
-const retryAfter = (message: string): number | undefined => {
-  const match = RETRY_AFTER.exec(message)
-  if (!match) return undefined
-  const amount = Number(match[1])
-  return Math.max(1, Math.ceil(match[2]!.toLowerCase() === 'ms' ? amount / 1000 : amount))
+/** An in-band error has no HTTP status of its own: the body's numeric code, else what its type implies. */
+const inBandStatus = (error: ChatError | undefined): number => {
+  const fields = readErrorFields(error)
+  if (fields.status !== undefined) return fields.status
+  if (fields.code === 'invalid_api_key' || fields.type === 'authentication_error') return 401
+  return fields.type === 'rate_limit_error' || fields.type === 'tokens' ? 429 : 500
 }
 
-const failure = (status: number, fields: ErrorFields, upstreamStatus: number): UpstreamFailure => {
-  const message = redactSecrets(fields.message.trim().slice(0, MESSAGE_LIMIT))
-  const seconds = retryAfter(fields.message)
-  const providerCode = fields.code ?? fields.type
-  return new UpstreamFailure(classify(status, fields), message, {
-    upstreamStatus,
-    ...(providerCode ? { providerCode } : {}),
-    ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }),
-  })
+const chatErrors: ErrorProfile<ChatError> = {
+  find: (body) => {
+    const root = Array.isArray(body) ? body[0] : body
+    if (typeof root === 'string') return root
+    // Members without the `error` envelope (vLLM, Mistral) put the fields at the top level.
+    if (typeof root !== 'object' || root === null) return {}
+    const { error } = root as { error?: ChatError | null }
+    return error === undefined ? (root as ChatErrorWire) : (error ?? {})
+  },
+  fields: (error) => {
+    const fields = readErrorFields(error)
+    return { message: fields.message, code: fields.code ?? fields.type }
+  },
+  classify,
+  inBandStatus,
+  retryAfterSeconds: (_error, message) => retryAfterInMessage(message),
+  fallbackMessage: (status) => `Upstream error (HTTP ${status})`,
 }
 
-/** `toError`: survives empty, HTML and non-JSON bodies; never echoes credentials. */
-export const toChatError = (status: number, bodyText: string): UpstreamFailure => {
-  const fallback = `Upstream error (HTTP ${status})`
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(bodyText)
-  } catch {
-    const text = bodyText.trim()
-    // An HTML page (a proxy or load balancer) carries nothing worth showing.
-    const message = text === '' || text.startsWith('<') ? fallback : text
-    return failure(status, { message, code: undefined, type: undefined, status: undefined, isContentFilter: false }, status)
-  }
-  const root = (Array.isArray(parsed) ? parsed[0] : parsed) as { error?: ChatErrorWire | string } | null
-  const error = root && typeof root === 'object' && root.error !== undefined ? root.error : (root as ChatErrorWire | null)
-  return failure(status, readErrorFields(error ?? undefined, fallback), status)
-}
+/** `toError` for the Chat Completions adapters. */
+export const toChatError = (status: number, bodyText: string, context?: UpstreamErrorContext): UpstreamFailure =>
+  readUpstreamError(chatErrors, status, bodyText, context)
 
-/**
- * An error that arrived in a 200 body or as an SSE data line mid-stream. Its HTTP status was 200,
- * so the body's own numeric code (when it has one) or 500 stands in for classification.
- */
-export const toInBandFailure = (error: ChatErrorWire | string): UpstreamFailure => {
-  const fields = readErrorFields(error, 'The upstream stream failed')
-  const isAuthentication = fields.code === 'invalid_api_key' || fields.type === 'authentication_error'
-  const status = fields.status ?? (isAuthentication ? 401 : fields.type === 'rate_limit_error' || fields.type === 'tokens' ? 429 : 500)
-  return failure(status, fields, status)
-}
+/** An error that arrived in a 200 body or as an SSE data line mid-stream. */
+export const toInBandFailure = (error: ChatError): UpstreamFailure => readInBandError(chatErrors, error, 'The upstream stream failed')
 
 /** A stream that ended before its terminal event: the connection dropped. */
 export const truncatedStreamFailure = (): UpstreamFailure =>

@@ -1,17 +1,17 @@
 /**
- * OpenAI failures → canonical `error_type`. Two sources: HTTP error bodies
- * (`{error:{message, type, param, code}}`, pretty-printed) and in-band failures of a 200 answer
- * (a stream's `error` / `response.failed` event, or a Response object with `status: "failed"`).
+ * OpenAI's error profile. Two sources: HTTP error bodies (`{error:{message, type, param, code}}`,
+ * pretty-printed) and in-band failures of a 200 answer (a stream's `error` / `response.failed`
+ * event, or a Response object with `status: "failed"`).
  */
 
-import {
-  classifyUpstreamError,
-  readErrorBody,
-  redactSecrets,
-  UpstreamFailure,
-  type ErrorType,
-} from '../shared/errors'
+import type { UpstreamErrorContext } from '../contract'
+import { readInBandError, readUpstreamError, type ErrorProfile } from '../shared/error-reader'
+import { classifyUpstreamError, type ErrorType, type UpstreamFailure } from '../shared/errors'
+import { retryAfterInMessage } from '../shared/retry-after'
 import type { OpenAIError } from './wire'
+
+/** The error object as HTTP bodies and in-band events carry it; some proxies add a `status` name. */
+type OpenAIErrorObject = { code?: unknown; message?: unknown; type?: unknown; status?: unknown }
 
 /**
  * OpenAI `error.code` values with a precise canonical meaning. The in-band codes are the
@@ -46,49 +46,52 @@ const CODE_TO_ERROR_TYPE = new Map<string, ErrorType>([
   ['image_file_not_found', 'image_not_found'],
 ])
 
-// "Please try again in 2.5s" / "in 20ms" / "in 1m30s" / "in 114h18m0s" (Go durations).
-const TRY_AGAIN = /try again in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)/i
-const DURATION_PART = /(\d+(?:\.\d+)?)(ms|h|m|s)/g
-const SECONDS_PER_UNIT: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 }
+// The status an in-band failure came with: the HTTP answer itself succeeded.
+const IN_BAND_STATUS = 200
 
-/** The wait OpenAI asks for in a rate-limit message, in whole seconds (rounded up). */
-export const readRetryAfterSeconds = (message: string): number | undefined => {
-  const duration = TRY_AGAIN.exec(message)?.[1]
-  if (!duration) return undefined
-  let seconds = 0
-  for (const [, amount, unit] of duration.matchAll(DURATION_PART)) seconds += Number(amount) * SECONDS_PER_UNIT[unit!]!
-  return Math.max(1, Math.ceil(seconds))
+const codeOf = (error: OpenAIErrorObject | undefined): string | undefined => {
+  const code = error?.code
+  if ((typeof code === 'string' && code !== '') || typeof code === 'number') return String(code)
+  return typeof error?.status === 'string' ? error.status : undefined
 }
 
-const failure = (errorType: ErrorType, message: string, upstreamStatus: number, code: string | undefined) => {
-  const retryAfterSeconds = readRetryAfterSeconds(message)
-  return new UpstreamFailure(errorType, redactSecrets(message), {
-    upstreamStatus,
-    ...(code ? { providerCode: code } : {}),
-    ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
-  })
-}
+const typeOf = (error: OpenAIErrorObject | undefined): string | undefined => (typeof error?.type === 'string' ? error.type : undefined)
 
 /**
- * `toError` for OpenAI. On 5xx the status decides (503 overloaded, 504 timeout, else
- * unavailable), whatever the body says; below that OpenAI's `code` is more precise than the
- * status (429 `insufficient_quota`, 400 `context_length_exceeded`), and the shared classifier
- * covers the rest, including empty and HTML bodies.
+ * On HTTP 5xx the status decides (503 overloaded, 504 timeout, else unavailable), whatever the body
+ * says; below that OpenAI's `code` is more precise than the status (429 `insufficient_quota`, 400
+ * `context_length_exceeded`). An in-band failure with an unknown code is classified like a 400 when
+ * it is an `invalid_request_error`, else it is OpenAI's own failure (`server`).
  */
-export const toOpenAIError = (status: number, bodyText: string): UpstreamFailure => {
-  const { message, code, type } = readErrorBody(bodyText)
+const classify = (status: number, error: OpenAIErrorObject | undefined, message: string): ErrorType => {
+  const code = codeOf(error)
+  const type = typeOf(error)
+  if (status === IN_BAND_STATUS) {
+    const known = (code && CODE_TO_ERROR_TYPE.get(code)) || (type ? CODE_TO_ERROR_TYPE.get(type) : undefined)
+    return known ?? (type === 'invalid_request_error' ? classifyUpstreamError(400, message, code) : 'server')
+  }
   const known = status < 500 && code ? CODE_TO_ERROR_TYPE.get(code) : undefined
-  return failure(known ?? classifyUpstreamError(status, message, code ?? type), message, status, code)
+  return known ?? classifyUpstreamError(status, message, code ?? type)
 }
 
-/**
- * An in-band failure of a 200 answer. Unknown codes: an `invalid_request_error` is classified
- * like a 400, anything else is OpenAI's own failure (`server`).
- */
-export const toInBandFailure = (error: OpenAIError | null | undefined, fallbackMessage: string): UpstreamFailure => {
-  const message = typeof error?.message === 'string' && error.message !== '' ? error.message : fallbackMessage
-  const code = typeof error?.code === 'string' && error.code !== '' ? error.code : undefined
-  const known = (code && CODE_TO_ERROR_TYPE.get(code)) || (error?.type ? CODE_TO_ERROR_TYPE.get(error.type) : undefined)
-  const errorType = known ?? (error?.type === 'invalid_request_error' ? classifyUpstreamError(400, message, code) : 'server')
-  return failure(errorType, message, 200, code)
+const openAIErrors: ErrorProfile<OpenAIErrorObject> = {
+  find: (body) => {
+    const root = Array.isArray(body) ? body[0] : body
+    const error = (root as { error?: unknown } | null | undefined)?.error ?? root
+    if (typeof error === 'string') return { message: error }
+    return typeof error === 'object' && error !== null ? (error as OpenAIErrorObject) : {}
+  },
+  fields: (error) => ({ message: typeof error.message === 'string' ? error.message : undefined, code: codeOf(error) }),
+  classify,
+  inBandStatus: () => IN_BAND_STATUS,
+  retryAfterSeconds: (_error, message) => retryAfterInMessage(message),
+  fallbackMessage: () => 'Upstream error',
 }
+
+/** `toError` for the OpenAI Responses adapter. */
+export const toOpenAIError = (status: number, bodyText: string, context?: UpstreamErrorContext): UpstreamFailure =>
+  readUpstreamError(openAIErrors, status, bodyText, context)
+
+/** An in-band failure of a 200 answer. */
+export const toInBandFailure = (error: OpenAIError | null | undefined, fallbackMessage: string): UpstreamFailure =>
+  readInBandError(openAIErrors, error, fallbackMessage)

@@ -1,6 +1,7 @@
 /**
  * Upstream failures, classified once into the spec's canonical `error_type` values. Adapters build
- * them from provider error bodies; core decides what the client sees (status, fallback, masking).
+ * them through the shared reader (./error-reader.ts); core decides what the client sees (status,
+ * fallback, masking).
  */
 
 import { GatewayError } from '../../core/errors'
@@ -130,33 +131,4 @@ export const redactSecrets = (text: string, secrets: readonly string[] = []): st
   let redacted = text
   for (const secret of secrets) if (secret.length >= 8) redacted = redacted.split(secret).join('[redacted]')
   return redacted.replace(KEY_LIKE, '[redacted]')
-}
-
-/** Reads a human message and code from the usual error body shapes; tolerates any text. */
-export const readErrorBody = (bodyText: string): { message: string; code?: string; type?: string } => {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(bodyText)
-  } catch {
-    return { message: bodyText.trim().slice(0, 500) || 'Upstream error' }
-  }
-  const root = Array.isArray(parsed) ? parsed[0] : parsed
-  const error = (root as { error?: unknown })?.error ?? root
-  if (typeof error === 'string') return { message: error.slice(0, 500) }
-  const record = (error ?? {}) as Record<string, unknown>
-  const message = typeof record.message === 'string' ? record.message : 'Upstream error'
-  const code = typeof record.code === 'string' || typeof record.code === 'number' ? String(record.code) : typeof record.status === 'string' ? record.status : undefined
-  const type = typeof record.type === 'string' ? record.type : undefined
-  return { message: message.slice(0, 500), ...(code ? { code } : {}), ...(type ? { type } : {}) }
-}
-
-/** The usual `toError`: read the body, classify, redact. Adapters may refine before or after. */
-export const toUpstreamFailure = (upstreamStatus: number, bodyText: string, retryAfterSeconds?: number): UpstreamFailure => {
-  const { message, code, type } = readErrorBody(bodyText)
-  const errorType = classifyUpstreamError(upstreamStatus, message, code ?? type)
-  return new UpstreamFailure(errorType, redactSecrets(message), {
-    upstreamStatus,
-    ...(code ? { providerCode: code } : {}),
-    ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
-  })
 }
