@@ -9,7 +9,7 @@
 import { createOpenAI, type OpenAIProvider } from '@ai-sdk/openai'
 import { generateText, jsonSchema, streamText, tool } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createSdkHarness, FAMILIES, type FamilyId } from '../helpers/sdk-gateway'
+import { createSdkHarness, FAMILIES, WEATHER_PARAMETERS, type FamilyId } from '../helpers/sdk-gateway'
 
 const harness = createSdkHarness()
 let openai: OpenAIProvider
@@ -29,15 +29,7 @@ const WEATHER_QUESTION = 'What is the weather like in Paris right now?'
 const weatherTools = {
   get_weather: tool({
     description: 'Get the current weather for a location.',
-    inputSchema: jsonSchema<{ location: string; unit: 'celsius' | 'fahrenheit' }>({
-      type: 'object',
-      properties: {
-        location: { type: 'string', description: 'City and country, e.g. Paris, France' },
-        unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
-      },
-      required: ['location', 'unit'],
-      additionalProperties: false,
-    }),
+    inputSchema: jsonSchema<{ location: string; unit: 'celsius' | 'fahrenheit' }>(WEATHER_PARAMETERS),
   }),
 }
 

@@ -19,7 +19,7 @@ import type {
   ResponseStreamEvent,
 } from 'openai/resources/responses/responses'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createSdkHarness, FAMILIES, FAMILY_IDS, type Family, type FamilyId, type RunningGateway } from '../helpers/sdk-gateway'
+import { createSdkHarness, FAMILIES, FAMILY_IDS, WEATHER_PARAMETERS, type Family, type FamilyId, type RunningGateway } from '../helpers/sdk-gateway'
 import { assertValidEventSequence } from '../helpers/stream-events'
 import { jsonFixture, sseFixture } from '../helpers/upstream'
 
@@ -94,15 +94,7 @@ const WEATHER_TOOL: FunctionTool = {
   type: 'function',
   name: 'get_weather',
   description: 'Get the current weather for a location.',
-  parameters: {
-    type: 'object',
-    properties: {
-      location: { type: 'string', description: 'City and country, e.g. Paris, France' },
-      unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
-    },
-    required: ['location', 'unit'],
-    additionalProperties: false,
-  },
+  parameters: WEATHER_PARAMETERS,
   strict: true,
 }
 

@@ -9,7 +9,7 @@
 import { OpenRouter } from '@openrouter/sdk'
 import type { OpenResponsesResult, StreamEvents } from '@openrouter/sdk/models'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createSdkHarness, FAMILIES, type Family, type FamilyId } from '../helpers/sdk-gateway'
+import { createSdkHarness, FAMILIES, WEATHER_PARAMETERS, type Family, type FamilyId } from '../helpers/sdk-gateway'
 import { sseFixture } from '../helpers/upstream'
 
 const harness = createSdkHarness()
@@ -31,12 +31,7 @@ const WEATHER_TOOL = {
   type: 'function' as const,
   name: 'get_weather',
   description: 'Get the current weather for a location.',
-  parameters: {
-    type: 'object',
-    properties: { location: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
-    required: ['location', 'unit'],
-    additionalProperties: false,
-  },
+  parameters: WEATHER_PARAMETERS,
   strict: true,
 }
 

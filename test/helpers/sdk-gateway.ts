@@ -110,6 +110,17 @@ export const replyFor = (family: Family, request: RecordedRequest): UpstreamRepl
   return family.isStream(request) ? sseFixture(family.folder, `${name}.sse`) : jsonFixture(family.folder, `${name}.json`)
 }
 
+/** The JSON schema of the `get_weather` function tool the tool-call fixtures answer. */
+export const WEATHER_PARAMETERS = {
+  type: 'object' as const,
+  properties: {
+    location: { type: 'string' as const, description: 'City and country, e.g. Paris, France' },
+    unit: { type: 'string' as const, enum: ['celsius', 'fahrenheit'] },
+  },
+  required: ['location', 'unit'],
+  additionalProperties: false,
+}
+
 export interface RunningGateway {
   gateway: Gateway
   server: Server
