@@ -35,7 +35,8 @@ export const toResponseObject = (
     completed_at: state.completedAt,
     status: state.status,
     error: state.error,
-    error_type: state.errorType,
+    // Omitted, not null, without an error: OpenRouter's SDK accepts it absent or a canonical type, never null.
+    ...(state.errorType === null ? {} : { error_type: state.errorType }),
     incomplete_details: state.incompleteDetails,
     instructions: request.instructions ?? null,
     max_output_tokens: request.max_output_tokens ?? null,

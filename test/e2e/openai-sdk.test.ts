@@ -7,8 +7,6 @@
  * the provider's own wire format too.
  */
 
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import OpenAI, { APIError, BadRequestError, NotFoundError, RateLimitError } from 'openai'
 import type {
   FunctionTool,
@@ -21,156 +19,16 @@ import type {
   ResponseStreamEvent,
 } from 'openai/resources/responses/responses'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { toNodeListener } from '../../src/adapters/node'
-import { createGateway, type Gateway } from '../../src/gateway/gateway'
-import { silentLogger } from '../../src/core/logger'
-import type { GatewayOptions } from '../../src/gateway/options'
-import { memoryStorage } from '../../src/storage/memory'
-import { undiciTransport } from '../../src/transport/undici'
-import { TEST_ENCRYPTION_KEY } from '../helpers/gateway'
+import { createSdkHarness, FAMILIES, FAMILY_IDS, WEATHER_PARAMETERS, type Family, type FamilyId, type RunningGateway } from '../helpers/sdk-gateway'
 import { assertValidEventSequence } from '../helpers/stream-events'
-import { jsonFixture, sseFixture, startUpstream, type RecordedRequest, type Upstream, type UpstreamHandler, type UpstreamReply } from '../helpers/upstream'
-
-// ---------------------------------------------------------------------------------------------
-// Provider families: which upstream serves them, and which fixture answers a recorded request.
-// ---------------------------------------------------------------------------------------------
-
-type FamilyId = 'openai' | 'chat' | 'anthropic' | 'gemini'
-
-interface Family {
-  id: FamilyId
-  /** Fixture folder under test/fixtures/providers. */
-  folder: string
-  model: string
-  /** Gateway-only request fields (provider routing), sent beside the SDK's own parameters. */
-  extra: Record<string, unknown>
-  /** A phrase of the plain text answer (text.json / text.sse). */
-  textPhrase: string
-  /** A phrase of the answer after the tool results (sdk-tool-result.json / .sse). */
-  toolResultPhrase: string
-  /** Picks the fixture case for a request the gateway sent upstream. */
-  fixtureCase(request: RecordedRequest): string
-  isStream(request: RecordedRequest): boolean
-}
-
-const some = (value: unknown, predicate: (item: any) => boolean): boolean => Array.isArray(value) && value.some(predicate)
-
-const FAMILIES: Record<FamilyId, Family> = {
-  openai: {
-    id: 'openai',
-    folder: 'openai',
-    model: 'openai/gpt-4.1-mini',
-    extra: {},
-    textPhrase: 'The capital of France is Paris — home to the Eiffel Tower',
-    toolResultPhrase: 'partly cloudy in Paris',
-    isStream: (request) => request.json.stream === true,
-    fixtureCase(request) {
-      const { input, tools, reasoning } = request.json
-      if (some(input, (item) => item.type === 'function_call_output')) return 'sdk-tool-result'
-      if (some(tools, () => true)) return 'tool-call'
-      if (reasoning && !some(input, (item) => item.type === 'reasoning')) return 'reasoning'
-      return 'text'
-    },
-  },
-  chat: {
-    id: 'chat',
-    folder: 'openai-chat',
-    model: 'meta-llama/llama-3.3-70b-instruct',
-    extra: { provider: { only: ['groq'] } },
-    textPhrase: 'Bonjour ! 👋 Hello!',
-    toolResultPhrase: 'in Tokyo it’s 24 °C and sunny',
-    isStream: (request) => request.json.stream === true,
-    fixtureCase(request) {
-      const { messages, tools, model } = request.json
-      if (some(messages, (message) => message.role === 'tool')) return 'sdk-tool-result'
-      if (some(tools, () => true)) return 'tool-call'
-      if (model === 'deepseek-reasoner' && !some(messages, (message) => message.role === 'assistant')) return 'reasoning'
-      return 'text'
-    },
-  },
-  anthropic: {
-    id: 'anthropic',
-    folder: 'anthropic',
-    model: 'anthropic/claude-sonnet-4.5',
-    extra: {},
-    textPhrase: 'The capital of France is **Paris**',
-    toolResultPhrase: '22 °C and sunny in Paris',
-    isStream: (request) => request.json.stream === true,
-    fixtureCase(request) {
-      const { messages, tools, thinking } = request.json
-      const isThinking = thinking?.type === 'enabled'
-      if (some(messages, (message) => some(message.content, (block) => block.type === 'tool_result'))) return 'sdk-tool-result'
-      if (some(tools, () => true)) return isThinking ? 'sdk-reasoning-tool-call' : 'tool-call'
-      if (isThinking && !some(messages, (message) => message.role === 'assistant')) return 'reasoning'
-      return 'text'
-    },
-  },
-  gemini: {
-    id: 'gemini',
-    folder: 'gemini',
-    model: 'google/gemini-2.5-flash',
-    extra: {},
-    textPhrase: 'The capital of France is Paris, nicknamed the « Ville Lumière »',
-    toolResultPhrase: '24 °C and sunny in Tokyo',
-    isStream: (request) => request.url.includes(':streamGenerateContent'),
-    fixtureCase(request) {
-      const { contents, tools, generationConfig } = request.json
-      if (some(contents, (content) => some(content.parts, (part) => part.functionResponse))) return 'sdk-tool-result'
-      if (some(tools, () => true)) return 'tool-call'
-      if (generationConfig?.thinkingConfig?.includeThoughts && !some(contents, (content) => content.role === 'model')) return 'reasoning'
-      return 'text'
-    },
-  },
-}
-
-const FAMILY_IDS = Object.keys(FAMILIES) as FamilyId[]
-
-const replyFor = (family: Family, request: RecordedRequest): UpstreamReply => {
-  const name = family.fixtureCase(request)
-  return family.isStream(request) ? sseFixture(family.folder, `${name}.sse`) : jsonFixture(family.folder, `${name}.json`)
-}
+import { jsonFixture, sseFixture } from '../helpers/upstream'
 
 // ---------------------------------------------------------------------------------------------
 // The gateway on a real HTTP server, and SDK clients whose raw response bytes are tapped.
 // ---------------------------------------------------------------------------------------------
 
-interface Running {
-  gateway: Gateway
-  server: Server
-  url: string
-  key: string
-}
-
-const upstreams = {} as Record<FamilyId, Upstream>
-/** A test's own reply for a family (errors, paused streams); cleared after each test. */
-const overrides: Partial<Record<FamilyId, UpstreamHandler>> = {}
-const transport = undiciTransport()
-const running: Running[] = []
-
-const startGateway = async (options: Partial<GatewayOptions> = {}): Promise<Running> => {
-  const gateway = createGateway({
-    storage: memoryStorage(),
-    logger: silentLogger,
-    encryptionKeys: [TEST_ENCRYPTION_KEY],
-    transport,
-    providers: {
-      openai: { baseURL: upstreams.openai.url, apiKey: 'sk-test-openai-0123456789abcdef' },
-      anthropic: { baseURL: upstreams.anthropic.url, apiKey: 'sk-ant-test-0123456789abcdef' },
-      'google-ai-studio': { baseURL: upstreams.gemini.url, apiKey: 'AIza-test-0123456789abcdef' },
-      groq: { baseURL: upstreams.chat.url, apiKey: 'gsk-test-0123456789abcdef' },
-      // DeepSeek speaks Chat Completions too; its reasoner is the chat family's reasoning model.
-      deepseek: { baseURL: upstreams.chat.url, apiKey: 'sk-deepseek-test-0123456789abcdef' },
-    },
-    ...options,
-  })
-  const { key } = await gateway.admin.createKey({ kind: 'regular', name: 'openai sdk' })
-  const server = createServer(toNodeListener(gateway))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  const started = { gateway, server, url: `http://127.0.0.1:${port}/api/v1`, key }
-  running.push(started)
-  return started
-}
+const harness = createSdkHarness()
+const { upstreams, overrides, startGateway, lastRequest } = harness
 
 interface Tapped {
   client: OpenAI
@@ -181,7 +39,7 @@ interface Tapped {
 }
 
 /** An SDK client whose `fetch` copies every response body as the SDK reads it. */
-const sdkClient = (target: Running): Tapped => {
+const sdkClient = (target: RunningGateway): Tapped => {
   const bodies: Tapped['bodies'] = []
   const waiters: Array<{ pattern: RegExp; resolve: () => void }> = []
   const tapFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -215,31 +73,18 @@ const sdkClient = (target: Running): Tapped => {
   }
 }
 
-let main: Running
+let main: RunningGateway
 let sdk: Tapped
 
 beforeAll(async () => {
-  for (const id of FAMILY_IDS) {
-    const family = FAMILIES[id]
-    upstreams[id] = await startUpstream((request) => (overrides[id] ?? ((recorded) => replyFor(family, recorded)))(request))
-  }
+  await harness.start()
   main = await startGateway()
   sdk = sdkClient(main)
 })
 
-afterEach(() => {
-  for (const id of FAMILY_IDS) delete overrides[id]
-})
+afterEach(() => harness.clearOverrides())
 
-afterAll(async () => {
-  for (const { server, gateway } of running) {
-    server.closeAllConnections()
-    await new Promise<void>((resolve) => server.close(() => resolve()))
-    await gateway.close()
-  }
-  await Promise.all(Object.values(upstreams).map((upstream) => upstream.close()))
-  await transport.close()
-})
+afterAll(() => harness.close())
 
 // ---------------------------------------------------------------------------------------------
 // Request builders and assertions.
@@ -249,15 +94,7 @@ const WEATHER_TOOL: FunctionTool = {
   type: 'function',
   name: 'get_weather',
   description: 'Get the current weather for a location.',
-  parameters: {
-    type: 'object',
-    properties: {
-      location: { type: 'string', description: 'City and country, e.g. Paris, France' },
-      unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
-    },
-    required: ['location', 'unit'],
-    additionalProperties: false,
-  },
+  parameters: WEATHER_PARAMETERS,
   strict: true,
 }
 
@@ -275,12 +112,6 @@ const streamingParams = (family: Family, fields: Omit<Body, 'model'>): ResponseC
   ...params(family, fields),
   stream: true,
 })
-
-const lastRequest = (id: FamilyId): RecordedRequest => {
-  const request = upstreams[id].requests.at(-1)
-  if (!request) throw new Error(`no request reached the ${id} upstream`)
-  return request
-}
 
 const textOf = (response: { output: ResponseOutputItem[] }): string =>
   response.output

@@ -31,8 +31,23 @@ const toStreamEvent = (event: OpenAIStreamEvent): StreamEvent => {
   return rest
 }
 
+/**
+ * OpenAI leaves `name` off `response.function_call_arguments.done`; OpenRouter's SDK requires it, as our
+ * translated streams carry it, so it is taken from the call's `response.output_item.added`.
+ */
+const createCallNamer = () => {
+  const names = new Map<unknown, unknown>()
+  return (event: OpenAIStreamEvent): OpenAIStreamEvent => {
+    if (event.type === 'response.output_item.added' && event.item?.type === 'function_call') names.set(event.item.id, event.item.name)
+    if (event.type !== 'response.function_call_arguments.done' || event.name !== undefined) return event
+    const name = names.get(event.item_id)
+    return typeof name === 'string' ? { ...event, name } : event
+  }
+}
+
 export async function* readOpenAIStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
   let isFinished = false
+  const withCallName = createCallNamer()
   for await (const message of readSse(body, call.maxEventBytes)) {
     // Read on to the end of the body after the finish, so the connection is released rather than cut.
     if (isFinished) continue
@@ -56,7 +71,7 @@ export async function* readOpenAIStream(body: AsyncIterable<Uint8Array>, call: U
       case 'error':
         throw toInBandFailure(event.error ?? { code: event.code ?? null, message: event.message ?? null }, 'OpenAI sent an error event')
       default:
-        yield toStreamEvent(event.type === type ? event : { ...event, type })
+        yield toStreamEvent(withCallName(event.type === type ? event : { ...event, type }))
     }
   }
   if (!isFinished) throw new UpstreamFailure('provider_unavailable', 'OpenAI stream ended before response.completed', { upstreamStatus: 200 })

@@ -395,16 +395,26 @@ describe('openAIResponsesAdapter', () => {
         })
       }
 
-      it(`passes every item-level event of ${pair.sse} through unchanged but for sequence_number`, async () => {
+      it(`passes every item-level event of ${pair.sse} through unchanged but for sequence_number and the call name`, async () => {
         const events = itemEvents(await collect(adapter.readStream(chunked(fixture(PROVIDER, pair.sse), 64), makeCall({}, { stream: true }))))
+        const callNames = new Map<string, string>()
         const upstream = upstreamEvents(pair.sse)
           .filter((event) => !['response.created', 'response.in_progress', 'response.completed', 'response.incomplete', 'keepalive'].includes(event.type))
-          .map(({ sequence_number: _sequenceNumber, ...event }) =>
-            event.item?.type === 'reasoning' ? { ...event, item: { ...event.item, format: 'openai-responses-v1' } } : event,
-          )
+          .map(({ sequence_number: _sequenceNumber, ...event }) => {
+            if (event.item?.type === 'function_call') callNames.set(event.item.id, event.item.name)
+            if (event.type === 'response.function_call_arguments.done') return { ...event, name: callNames.get(event.item_id) }
+            return event.item?.type === 'reasoning' ? { ...event, item: { ...event.item, format: 'openai-responses-v1' } } : event
+          })
         expect(events).toEqual(upstream)
       })
     }
+
+    it('names the call on function_call_arguments.done, which OpenAI sends without a name', async () => {
+      expect(upstreamEvents('tool-call.sse').find((event) => event.type === 'response.function_call_arguments.done')).not.toHaveProperty('name')
+      const events = await collect(adapter.readStream(chunked(fixture(PROVIDER, 'tool-call.sse'), 7), makeCall({}, { stream: true })))
+      const done = events.filter((event) => event.type === 'response.function_call_arguments.done')
+      expect(done).toEqual([expect.objectContaining({ item_id: expect.stringMatching(/^fc_/), name: 'get_weather' })])
+    })
 
     it('drops keepalive events', async () => {
       const raw = fixture(PROVIDER, 'reasoning.sse').toString('utf8')

@@ -5,7 +5,7 @@ import { assertValidEventSequence } from '../../helpers/stream-events'
 import { fixture, jsonFixture, sseFixture } from '../../helpers/upstream'
 
 const REQUIRED_FIELDS = [
-  'id', 'object', 'created_at', 'completed_at', 'status', 'error', 'error_type', 'incomplete_details', 'instructions',
+  'id', 'object', 'created_at', 'completed_at', 'status', 'error', 'incomplete_details', 'instructions',
   'max_output_tokens', 'metadata', 'model', 'output', 'parallel_tool_calls', 'temperature', 'top_p', 'presence_penalty',
   'frequency_penalty', 'tool_choice', 'tools', 'prompt', 'prompt_cache_options', 'reasoning', 'service_tier', 'text', 'usage',
 ]
@@ -51,13 +51,14 @@ describe('POST /responses, non-streaming', () => {
       status: 'completed',
       model: 'anthropic/claude-sonnet-4.5',
       error: null,
-      error_type: null,
       metadata: { team: 'geo' },
       parallel_tool_calls: true,
       tools: [],
       tool_choice: 'auto',
       service_tier: 'auto',
     })
+    // Absent rather than null without an error: OpenRouter's SDK rejects a null error_type.
+    expect(body).not.toHaveProperty('error_type')
     expect(body.id).toMatch(/^resp_/)
     expect(Number.isInteger(body.created_at)).toBe(true)
     expect(body.output).toEqual([
@@ -226,6 +227,7 @@ describe('POST /responses, streaming', () => {
     expect(payloads[1].type).toBe('response.in_progress')
     expect(payloads.at(-1).type).toBe('response.completed')
     for (const field of REQUIRED_FIELDS) expect(payloads[0].response, field).toHaveProperty(field)
+    for (const payload of [payloads[0], payloads[1], payloads.at(-1)]) expect(payload.response).not.toHaveProperty('error_type')
     assertValidEventSequence(payloads)
     expect(text).not.toMatch(/"error":\{/)
     const completed = payloads.at(-1).response
