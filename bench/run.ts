@@ -57,8 +57,14 @@ const ALL_PHASES: Array<{ id: PhaseId; wire: UpstreamWire; isStream: boolean; co
   { id: 'stream-1', wire: 'responses', isStream: true, connections: 1 },
 ]
 /** BENCH_PHASES=json-n,stream-1 runs only those (e.g. to profile one load shape). */
-const PHASES = process.env.BENCH_PHASES ? ALL_PHASES.filter((phase) => process.env.BENCH_PHASES!.split(',').includes(phase.id)) : ALL_PHASES
-if (PHASES.length === 0) throw new Error(`BENCH_PHASES names no phase; choose from ${ALL_PHASES.map((phase) => phase.id).join(', ')}`)
+const choosePhases = () => {
+  const names = process.env.BENCH_PHASES?.split(',').filter((name) => name !== '')
+  if (!names?.length) return ALL_PHASES
+  const unknown = names.filter((name) => !ALL_PHASES.some((phase) => phase.id === name))
+  if (unknown.length) throw new Error(`BENCH_PHASES: unknown phase ${unknown.join(', ')}; choose from ${ALL_PHASES.map((phase) => phase.id).join(', ')}`)
+  return ALL_PHASES.filter((phase) => names.includes(phase.id))
+}
+const PHASES = choosePhases()
 /** The upstream wires the chosen phases use: only these are checked and warmed up. */
 const WIRES = [...new Set(PHASES.map((phase) => phase.wire))]
 
