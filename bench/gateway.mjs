@@ -3,7 +3,9 @@
  * The gateway under test, alone in its own process so its CPU time is its own: the built package
  * (`BENCH_BUILD_DIR`, dist/ or the bench's private build of the same tsup config) served by
  * node:http through `toNodeListener`, pooled undici upstream transport, memory storage, no logger,
- * and the `openai` provider pointed at the loopback upstream (`BENCH_UPSTREAM_URL`).
+ * and two providers pointed at the loopback upstream (`BENCH_UPSTREAM_URL`): `openai` (Responses wire, model
+ * `openai/gpt-4.1`) and `groq` (Chat Completions wire, model `bench/chat-model`, which modelgate translates to
+ * and from Responses).
  */
 
 import { createServer } from 'node:http'
@@ -27,7 +29,18 @@ const gateway = createGateway({
   storage: memoryStorage(),
   logger: false,
   transport,
-  providers: { openai: { baseURL: upstreamUrl, apiKey: 'sk-bench-0123456789abcdef' } },
+  providers: {
+    openai: { baseURL: upstreamUrl, apiKey: 'sk-bench-0123456789abcdef' },
+    groq: { baseURL: upstreamUrl, apiKey: 'sk-bench-0123456789abcdef' },
+  },
+  // One endpoint only, so no request of the translated phase is routed anywhere else.
+  models: [
+    {
+      slug: 'bench/chat-model',
+      name: 'Bench model on a Chat Completions upstream',
+      endpoints: [{ provider: 'groq', model: 'gpt-4.1-mini', contextLength: 1_047_576, pricing: { prompt: 0.4e-6, completion: 1.6e-6 } }],
+    },
+  ],
 })
 const { key } = await gateway.admin.createKey({ kind: 'regular', name: 'bench' })
 

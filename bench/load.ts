@@ -7,19 +7,24 @@
 import { performance } from 'node:perf_hooks'
 import { Agent, request } from 'undici'
 
-/** The first streamed token: the event every OpenAI Responses stream carries its text in. */
-const FIRST_TOKEN_MARKER = 'response.output_text.delta'
-/** The last event of a complete stream, direct or through the gateway. */
-const COMPLETED_MARKER = 'response.completed'
-/** What a complete non-streamed answer contains (the fixture's text). */
-const ANSWER_MARKER = 'Paris'
 /** No single request may hang the bench. */
 const REQUEST_TIMEOUT_MS = 10_000
+
+/** What a whole answer holds, in the wire the client speaks. */
+export interface Expectation {
+  /** In the chunk that carries a stream's first text. */
+  firstTokenMarker: string
+  /** In a stream's last event: the stream is complete. */
+  completedMarker: string
+  /** In a whole non-streamed answer: the fixture's text. */
+  answerMarker: string
+}
 
 export interface LoadSpec {
   url: string
   headers: Record<string, string>
   body: string
+  expect: Expectation
   isStream: boolean
   connections: number
   maxRequests: number
@@ -39,7 +44,8 @@ export interface LoadResult {
 }
 
 /** Reads a body to its end, noting when the first-token marker arrives and checking the answer is whole. */
-const readBody = async (body: AsyncIterable<Buffer>, isStream: boolean, started: number) => {
+const readBody = async (body: AsyncIterable<Buffer>, isStream: boolean, expect: Expectation, started: number) => {
+  const tailLength = Math.max(expect.firstTokenMarker.length, expect.completedMarker.length, expect.answerMarker.length)
   let firstTokenAt: number | undefined
   // Text is scanned as latin1 (one char per byte), carrying a marker's length across chunk boundaries.
   let tail = ''
@@ -47,10 +53,10 @@ const readBody = async (body: AsyncIterable<Buffer>, isStream: boolean, started:
   for await (const chunk of body) {
     const text = tail + chunk.toString('latin1')
     if (isStream) {
-      if (firstTokenAt === undefined && text.includes(FIRST_TOKEN_MARKER)) firstTokenAt = performance.now() - started
-      if (!isComplete && text.includes(COMPLETED_MARKER)) isComplete = true
-    } else if (!isComplete && text.includes(ANSWER_MARKER)) isComplete = true
-    tail = text.slice(-FIRST_TOKEN_MARKER.length)
+      if (firstTokenAt === undefined && text.includes(expect.firstTokenMarker)) firstTokenAt = performance.now() - started
+      if (!isComplete && text.includes(expect.completedMarker)) isComplete = true
+    } else if (!isComplete && text.includes(expect.answerMarker)) isComplete = true
+    tail = text.slice(-tailLength)
   }
   return { firstTokenAt, isComplete: isComplete && (!isStream || firstTokenAt !== undefined) }
 }
@@ -82,10 +88,10 @@ export const runLoad = async (agent: Agent, spec: LoadSpec): Promise<LoadResult>
           fail(`HTTP ${response.statusCode}: ${(await response.body.text()).slice(0, 300)}`)
           continue
         }
-        const { firstTokenAt, isComplete } = await readBody(response.body, spec.isStream, requestStarted)
+        const { firstTokenAt, isComplete } = await readBody(response.body, spec.isStream, spec.expect, requestStarted)
         const latency = performance.now() - requestStarted
         if (!isComplete) {
-          fail(spec.isStream ? 'stream ended without a text delta or response.completed' : 'answer without the expected text')
+          fail(spec.isStream ? `stream ended without "${spec.expect.firstTokenMarker}" or "${spec.expect.completedMarker}"` : `answer without "${spec.expect.answerMarker}"`)
           continue
         }
         result.completed++

@@ -4,7 +4,8 @@
  * does anything of its own. node:http front → web `Request` (body read as text, as a gateway must
  * read it to route) → upstream with `undici.request` over a pooled Agent (`BENCH_CLIENT=undici`) or
  * the global `fetch` (`BENCH_CLIENT=fetch`) → the upstream's status, content type and body streamed
- * back. No auth, no validation, no translation.
+ * back. No auth, no validation, no translation: a Chat Completions request goes to the upstream's
+ * `/chat/completions` as it came, a Responses request to its `/responses`.
  */
 
 import { createServer } from 'node:http'
@@ -35,17 +36,17 @@ const toWebRequest = (req) => {
 }
 
 /** @returns {Promise<{ status: number, contentType: string, body: AsyncIterable<Uint8Array> }>} */
-const send = async (/** @type {string} */ text, /** @type {string} */ authorization) => {
+const send = async (/** @type {string} */ path, /** @type {string} */ text, /** @type {string} */ authorization) => {
   const headers = { 'content-type': 'application/json', authorization }
   if (client === 'fetch') {
-    const response = await fetch(`${upstreamUrl}/responses`, { method: 'POST', headers, body: text })
+    const response = await fetch(`${upstreamUrl}${path}`, { method: 'POST', headers, body: text })
     return {
       status: response.status,
       contentType: response.headers.get('content-type') ?? '',
       body: /** @type {AsyncIterable<Uint8Array>} */ (/** @type {unknown} */ (response.body)),
     }
   }
-  const response = await undiciRequest(`${upstreamUrl}/responses`, { method: 'POST', headers, body: text, dispatcher: agent })
+  const response = await undiciRequest(`${upstreamUrl}${path}`, { method: 'POST', headers, body: text, dispatcher: agent })
   return { status: response.statusCode, contentType: String(response.headers['content-type'] ?? ''), body: response.body }
 }
 
@@ -53,7 +54,7 @@ const server = createServer(async (req, res) => {
   try {
     const request = toWebRequest(req)
     const text = await request.text()
-    const upstream = await send(text, request.headers.get('authorization') ?? '')
+    const upstream = await send(req.url ?? '/', text, request.headers.get('authorization') ?? '')
     res.writeHead(upstream.status, { 'content-type': upstream.contentType })
     for await (const chunk of upstream.body) res.write(chunk)
     res.end()

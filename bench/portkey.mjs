@@ -42,10 +42,12 @@ const accepting = async (/** @type {number} */ port) => {
 // every stream with a 500 ("immutable"). A Response rebuilt around the same body has mutable headers: one object
 // per call, small beside what a gateway spends per request (bench/README.md says so next to the numbers).
 const upstreamFetch = globalThis.fetch
-globalThis.fetch = async (input, init) => {
+/** @type {typeof fetch} */
+const fetchWithMutableHeaders = async (input, init) => {
   const response = await upstreamFetch(input, init)
   return new Response(response.body, response)
 }
+globalThis.fetch = fetchWithMutableHeaders
 
 const port = await freePort()
 process.env.NODE_ENV = 'production'

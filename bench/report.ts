@@ -1,105 +1,81 @@
-/** The results table: one column per target, the target and PASS/MISS for modelgate. */
+/** The table of absolute figures (one column per target) and the count of requests behind each cell. */
 
-import { percentile } from './load'
-
-export interface Cell {
-  completed: number
-  failed: number
-  elapsedMs: number
-  latencies: number[]
-  firstTokens: number[]
-  /** CPU time of the target's own server process over the measured windows. */
-  serverCpuMicros: number
-  /** CPU time of the upstream process over the same windows. */
-  upstreamCpuMicros: number
-  firstFailure?: string
-}
-
-export type PhaseId = 'json-n' | 'stream-n' | 'json-1' | 'stream-1'
-
-export interface Results {
-  labels: string[]
-  connections: number
-  /** Phases left out (BENCH_PHASES) have no row. */
-  cells: Partial<Record<PhaseId, Cell[]>>
-  /** Peak RSS of each target's server process after the N-connection phases. */
-  peakRssBytes: number[]
-  /** Heap in use after a full collection at the end of the run: the live set, which a leak would grow. */
-  liveHeapBytes: number[]
-}
+import {
+  figureAt,
+  firstTokenQuantile,
+  latencyQuantile,
+  perSecond,
+  serverCpuPerRequest,
+  upstreamCpuPerRequest,
+  type CellFigure,
+  type PhaseId,
+  type Results,
+} from './results'
 
 interface Row {
   metric: string
   values: Array<number | undefined>
   digits: number
-  /** Upper bound for modelgate, if the issue sets one. */
-  limit?: number
-  unit?: string
-  /** Text for the result column when there is no limit. */
-  note?: string
 }
 
 const DIRECT = 0
-const sorted = (values: number[]) => [...values].sort((a, b) => a - b)
 
 export const renderTable = (results: Results): string => {
-  const { labels, cells, connections: n } = results
-  const gateway = labels.length - 1
-  const column = (phase: PhaseId, pick: (cell: Cell) => number) =>
-    labels.map((_, index) => {
-      const cell = cells[phase]?.[index]
-      return cell && cell.completed > 0 ? pick(cell) : undefined
-    })
-  const quantile = (phase: PhaseId, q: number, samples: (cell: Cell) => number[] = (cell) => cell.latencies) =>
-    column(phase, (cell) => percentile(sorted(samples(cell)), q))
+  const { labels, connections: n } = results
+  const column = (phase: PhaseId, figure: CellFigure) => labels.map((_, index) => figureAt(results, phase, index, figure))
   const added = (values: Array<number | undefined>) =>
     values.map((value, index) => (index === DIRECT || value === undefined || values[DIRECT] === undefined ? undefined : value - values[DIRECT]))
-  const perSecond = (cell: Cell) => cell.completed / (cell.elapsedMs / 1000)
-  const ttft = (cell: Cell) => cell.firstTokens
+  const megabytes = (bytes: number[]) => labels.map((_, index) => (bytes[index] ?? Number.NaN) / 1024 / 1024)
 
-  const throughput = column('json-n', perSecond)
-  const ratio = throughput[gateway] !== undefined && throughput[DIRECT] ? `${((100 * throughput[gateway]) / throughput[DIRECT]).toFixed(0)} % of direct` : ''
   const rows: Row[] = [
-    { metric: `throughput, non-stream ×${n} (req/s)`, values: throughput, digits: 0, note: ratio },
-    { metric: `server CPU / req, non-stream ×${n} (µs)`, values: column('json-n', (cell) => cell.serverCpuMicros / cell.completed), digits: 0, limit: 300 },
-    { metric: `  upstream CPU / req, same run (µs)`, values: column('json-n', (cell) => cell.upstreamCpuMicros / cell.completed), digits: 0 },
+    { metric: `throughput, non-stream ×${n} (req/s)`, values: column('json-n', perSecond), digits: 0 },
+    { metric: `server CPU / req, non-stream ×${n} (µs)`, values: column('json-n', serverCpuPerRequest), digits: 0 },
+    { metric: `  upstream CPU / req, same run (µs)`, values: column('json-n', upstreamCpuPerRequest), digits: 0 },
     { metric: `throughput, stream ×${n} (req/s)`, values: column('stream-n', perSecond), digits: 0 },
-    { metric: `server CPU / req, stream ×${n} (µs)`, values: column('stream-n', (cell) => cell.serverCpuMicros / cell.completed), digits: 0 },
-    { metric: `peak RSS, ×${n} phases (MB)`, values: labels.map((_, index) => (results.peakRssBytes[index] ?? Number.NaN) / 1024 / 1024), digits: 1, limit: 120 },
-    { metric: '  live heap after GC, end of run (MB)', values: labels.map((_, index) => (results.liveHeapBytes[index] ?? Number.NaN) / 1024 / 1024), digits: 1 },
-    { metric: 'latency p50, non-stream ×1 (ms)', values: quantile('json-1', 0.5), digits: 3 },
-    { metric: 'latency p90 (ms)', values: quantile('json-1', 0.9), digits: 3 },
-    { metric: 'latency p99 (ms)', values: quantile('json-1', 0.99), digits: 3 },
-    { metric: '  added p50 vs direct (ms)', values: added(quantile('json-1', 0.5)), digits: 3, limit: 0.4 },
-    { metric: '  added p90 vs direct (ms)', values: added(quantile('json-1', 0.9)), digits: 3 },
-    { metric: '  added p99 vs direct (ms)', values: added(quantile('json-1', 0.99)), digits: 3 },
-    { metric: 'first token p50, stream ×1 (ms)', values: quantile('stream-1', 0.5, ttft), digits: 3 },
-    { metric: '  added first token p50 (ms)', values: added(quantile('stream-1', 0.5, ttft)), digits: 3, limit: 0.5 },
-    { metric: '  added first token p99 (ms)', values: added(quantile('stream-1', 0.99, ttft)), digits: 3 },
-    { metric: 'full stream p50, stream ×1 (ms)', values: quantile('stream-1', 0.5), digits: 3 },
-    { metric: '  added full stream p50 (ms)', values: added(quantile('stream-1', 0.5)), digits: 3 },
+    { metric: `server CPU / req, stream ×${n} (µs)`, values: column('stream-n', serverCpuPerRequest), digits: 0 },
+    { metric: `  upstream CPU / req, same run (µs)`, values: column('stream-n', upstreamCpuPerRequest), digits: 0 },
+    { metric: `throughput, non-stream ×${n}, chat upstream (req/s)`, values: column('json-n/chat', perSecond), digits: 0 },
+    { metric: `server CPU / req, non-stream ×${n}, chat upstream (µs)`, values: column('json-n/chat', serverCpuPerRequest), digits: 0 },
+    { metric: `  upstream CPU / req, same run (µs)`, values: column('json-n/chat', upstreamCpuPerRequest), digits: 0 },
+    { metric: `throughput, stream ×${n}, chat upstream (req/s)`, values: column('stream-n/chat', perSecond), digits: 0 },
+    { metric: `server CPU / req, stream ×${n}, chat upstream (µs)`, values: column('stream-n/chat', serverCpuPerRequest), digits: 0 },
+    { metric: `  upstream CPU / req, same run (µs)`, values: column('stream-n/chat', upstreamCpuPerRequest), digits: 0 },
+    { metric: `peak RSS, ×${n} phases (MB)`, values: megabytes(results.peakRssBytes), digits: 1 },
+    { metric: '  live heap after GC, end of run (MB)', values: megabytes(results.liveHeapBytes), digits: 1 },
+    { metric: 'latency p50, non-stream ×1 (ms)', values: column('json-1', latencyQuantile(0.5)), digits: 3 },
+    { metric: 'latency p90 (ms)', values: column('json-1', latencyQuantile(0.9)), digits: 3 },
+    { metric: 'latency p99 (ms)', values: column('json-1', latencyQuantile(0.99)), digits: 3 },
+    { metric: '  added p50 vs direct (ms)', values: added(column('json-1', latencyQuantile(0.5))), digits: 3 },
+    { metric: '  added p90 vs direct (ms)', values: added(column('json-1', latencyQuantile(0.9))), digits: 3 },
+    { metric: '  added p99 vs direct (ms)', values: added(column('json-1', latencyQuantile(0.99))), digits: 3 },
+    { metric: 'first token p50, stream ×1 (ms)', values: column('stream-1', firstTokenQuantile(0.5)), digits: 3 },
+    { metric: '  added first token p50 (ms)', values: added(column('stream-1', firstTokenQuantile(0.5))), digits: 3 },
+    { metric: '  added first token p99 (ms)', values: added(column('stream-1', firstTokenQuantile(0.99))), digits: 3 },
+    { metric: 'full stream p50, stream ×1 (ms)', values: column('stream-1', latencyQuantile(0.5)), digits: 3 },
+    { metric: '  added full stream p50 (ms)', values: added(column('stream-1', latencyQuantile(0.5))), digits: 3 },
   ]
 
   const metricWidth = Math.max(...rows.map((row) => row.metric.length))
   const width = Math.max(10, ...labels.map((label) => label.length))
-  const header = ['metric'.padEnd(metricWidth), ...labels.map((label) => label.padStart(width)), 'target'.padStart(8), '  result']
-  const lines = [header.join('  '), '-'.repeat(header.join('  ').length + 12)]
+  const header = ['metric'.padEnd(metricWidth), ...labels.map((label) => label.padStart(width))].join('  ')
+  const lines = [header, '-'.repeat(header.length)]
   for (const row of rows) {
     const values = row.values.map((value) => (value === undefined || Number.isNaN(value) ? '—' : value.toFixed(row.digits)).padStart(width))
-    const value = row.values[gateway]
-    const result =
-      row.limit === undefined ? (row.note ?? '') : value === undefined || Number.isNaN(value) ? 'NO DATA' : value <= row.limit ? 'PASS' : 'MISS'
-    lines.push([row.metric.padEnd(metricWidth), ...values, (row.limit === undefined ? '' : `≤ ${row.limit}`).padStart(8), `  ${result}`].join('  ').trimEnd())
+    lines.push([row.metric.padEnd(metricWidth), ...values].join('  '))
   }
   return lines.join('\n')
 }
 
-/** Requests counted per cell, and any failures, so a short or broken run is visible. */
+/** Requests counted per cell, and any failures or skipped cells, so a short or broken run is visible. */
 export const renderCounts = (results: Results): string => {
   const lines: string[] = []
   for (const [phase, cells] of Object.entries(results.cells)) {
-    const parts = (cells ?? []).map((cell, index) => `${results.labels[index]} ${cell.completed}${cell.failed ? ` (${cell.failed} FAILED: ${cell.firstFailure})` : ''}`)
-    lines.push(`  ${phase.padEnd(8)} ${parts.join(', ')}`)
+    const parts = (cells ?? []).map((cell, index) => {
+      const label = results.labels[index]
+      if (cell.skipped) return `${label} skipped`
+      return `${label} ${cell.completed}${cell.failed ? ` (${cell.failed} FAILED: ${cell.firstFailure})` : ''}`
+    })
+    lines.push(`  ${phase.padEnd(13)} ${parts.join(', ')}`)
   }
   return lines.join('\n')
 }

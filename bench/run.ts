@@ -1,13 +1,14 @@
 /**
  * `npm run bench`: modelgate's overhead on `POST /api/v1/responses`, measured side by side
- * in one run against the upstream called directly and against bare pass-through baselines.
- * See bench/README.md for what each figure means.
+ * in one run against the upstream called directly, bare pass-through baselines and other gateways,
+ * with a Responses upstream and with a Chat Completions upstream that modelgate translates.
+ * See bench/README.md for what each figure and ratio means.
  *
  * Environment: BENCH_SECONDS (measured seconds per target and phase, default 3), BENCH_REQUESTS
  * (measured requests per target and phase at most, default 100000), BENCH_CONNECTIONS (default 16),
  * BENCH_WARMUP_SECONDS (per target, before any phase, default 2), BENCH_PROFILE=1 (CPU-profile the gateway process and print its
  * hot spots; its figures are then inflated by the profiler), BENCH_PHASES (a comma-separated subset of
- * json-n, stream-n, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
+ * json-n, stream-n, json-n/chat, stream-n/chat, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
  * another build, e.g. a branch's dist/).
  */
 
@@ -20,8 +21,10 @@ import { resolveBuild } from './build'
 import { runLoad, type LoadResult } from './load'
 import { killAll, startServer, type ServerProcess } from './processes'
 import { summarizeProfile } from './profile'
-import { renderCounts, renderTable, type Cell, type PhaseId, type Results } from './report'
-import { OTHER_GATEWAYS, directTarget, startModelgate, startPassthrough, type Target } from './targets'
+import { computeRatios, renderRatios } from './ratios'
+import { renderCounts, renderTable } from './report'
+import type { Cell, PhaseId, Results } from './results'
+import { OTHER_GATEWAYS, directTarget, startModelgate, startPassthrough, type Target, type UpstreamWire } from './targets'
 
 const readNumber = (name: string, fallback: number): number => {
   const raw = process.env[name]
@@ -45,14 +48,25 @@ const ROUNDS = 3
 /** The whole run, however it is configured, ends by then. */
 const TIME_LIMIT_MS = 10 * 60_000
 
-const ALL_PHASES: Array<{ id: PhaseId; isStream: boolean; connections: number }> = [
-  { id: 'json-n', isStream: false, connections: CONNECTIONS },
-  { id: 'stream-n', isStream: true, connections: CONNECTIONS },
-  { id: 'json-1', isStream: false, connections: 1 },
-  { id: 'stream-1', isStream: true, connections: 1 },
+const ALL_PHASES: Array<{ id: PhaseId; wire: UpstreamWire; isStream: boolean; connections: number }> = [
+  { id: 'json-n', wire: 'responses', isStream: false, connections: CONNECTIONS },
+  { id: 'stream-n', wire: 'responses', isStream: true, connections: CONNECTIONS },
+  { id: 'json-n/chat', wire: 'chat', isStream: false, connections: CONNECTIONS },
+  { id: 'stream-n/chat', wire: 'chat', isStream: true, connections: CONNECTIONS },
+  { id: 'json-1', wire: 'responses', isStream: false, connections: 1 },
+  { id: 'stream-1', wire: 'responses', isStream: true, connections: 1 },
 ]
 /** BENCH_PHASES=json-n,stream-1 runs only those (e.g. to profile one load shape). */
-const PHASES = process.env.BENCH_PHASES ? ALL_PHASES.filter((phase) => process.env.BENCH_PHASES!.split(',').includes(phase.id)) : ALL_PHASES
+const choosePhases = () => {
+  const names = process.env.BENCH_PHASES?.split(',').filter((name) => name !== '')
+  if (!names?.length) return ALL_PHASES
+  const unknown = names.filter((name) => !ALL_PHASES.some((phase) => phase.id === name))
+  if (unknown.length) throw new Error(`BENCH_PHASES: unknown phase ${unknown.join(', ')}; choose from ${ALL_PHASES.map((phase) => phase.id).join(', ')}`)
+  return ALL_PHASES.filter((phase) => names.includes(phase.id))
+}
+const PHASES = choosePhases()
+/** The upstream wires the chosen phases use: only these are checked and warmed up. */
+const WIRES = [...new Set(PHASES.map((phase) => phase.wire))]
 
 const watchdog = setTimeout(() => {
   console.error(`bench: still running after ${TIME_LIMIT_MS / 60_000} minutes; stopping`)
@@ -98,33 +112,48 @@ const main = async () => {
   targets.push(await startModelgate(upstreamUrl, build.dir, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-interval', '250'] : []))
   const agents = targets.map(() => new Agent({ connections: CONNECTIONS, keepAliveTimeout: 60_000, pipelining: 1 }))
 
-  const load = (index: number, isStream: boolean, connections: number, maxRequests: number, maxMs: number) => {
-    const target = targets[index]!
-    return runLoad(agents[index]!, { url: target.url, headers: target.headers, body: target.body(isStream), isStream, connections, maxRequests, maxMs })
+  /** The target's way in for `wire`, or why it has none. */
+  const routeOf = (index: number, wire: UpstreamWire) => targets[index]!.routes[wire]
+  const load = (index: number, wire: UpstreamWire, isStream: boolean, connections: number, maxRequests: number, maxMs: number) => {
+    const route = routeOf(index, wire)
+    if ('skipped' in route) throw new Error(`${targets[index]!.label} cannot serve the ${wire} upstream phases: ${route.skipped}`)
+    const { url, headers, body, expect } = route
+    return runLoad(agents[index]!, { url, headers, body: body(isStream), expect, isStream, connections, maxRequests, maxMs })
   }
+  const servedWires = (index: number) => WIRES.filter((wire) => !('skipped' in routeOf(index, wire)))
 
   // One request of each kind per target first: a broken target stops the run with its answer.
   for (const [index, target] of targets.entries()) {
-    for (const isStream of [false, true]) {
-      const check = await load(index, isStream, 1, 1, 10_000)
-      if (check.completed !== 1) throw new Error(`${target.label} failed its ${isStream ? 'streaming' : 'non-streaming'} check: ${check.firstFailure}`)
+    for (const wire of servedWires(index)) {
+      for (const isStream of [false, true]) {
+        const check = await load(index, wire, isStream, 1, 1, 10_000)
+        if (check.completed !== 1) throw new Error(`${target.label} failed its ${wire} ${isStream ? 'streaming' : 'non-streaming'} check: ${check.firstFailure}`)
+      }
     }
   }
 
-  // Warm-up: half non-streaming, half streaming, at full concurrency; nothing of it is counted.
+  // Warm-up: for each upstream wire in use, half non-streaming, half streaming, at full concurrency; nothing of it is counted.
   for (const index of targets.keys()) {
-    for (const isStream of [false, true]) await load(index, isStream, CONNECTIONS, WARMUP_REQUESTS / 2, (WARMUP_SECONDS * 1000) / 2)
+    for (const wire of servedWires(index)) {
+      for (const isStream of [false, true]) await load(index, wire, isStream, CONNECTIONS, WARMUP_REQUESTS / 2, (WARMUP_SECONDS * 1000) / 2)
+    }
   }
 
   const cells: Partial<Record<PhaseId, Cell[]>> = {}
   let peakRssBytes: number[] = []
   for (const phase of PHASES) {
     const row = (cells[phase.id] = targets.map(emptyCell))
-    for (const index of targets.keys()) await load(index, phase.isStream, phase.connections, WARMUP_REQUESTS, SETTLE_MS)
+    const measured = [...targets.keys()].filter((index) => servedWires(index).includes(phase.wire))
+    for (const index of targets.keys()) {
+      const route = routeOf(index, phase.wire)
+      if ('skipped' in route) row[index]!.skipped = route.skipped
+    }
+    for (const index of measured) await load(index, phase.wire, phase.isStream, phase.connections, WARMUP_REQUESTS, SETTLE_MS)
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [index, target] of targets.entries()) {
+      for (const index of measured) {
+        const target = targets[index]!
         const before = await Promise.all([target.server.stats(), upstream.stats()])
-        const result = await load(index, phase.isStream, phase.connections, Math.ceil(REQUESTS / ROUNDS), (SECONDS * 1000) / ROUNDS)
+        const result = await load(index, phase.wire, phase.isStream, phase.connections, Math.ceil(REQUESTS / ROUNDS), (SECONDS * 1000) / ROUNDS)
         const after = await Promise.all([target.server.stats(), upstream.stats()])
         const cell = row[index]!
         addLoad(cell, result)
@@ -141,7 +170,10 @@ const main = async () => {
 
   const results: Results = { labels: targets.map((target) => target.label), connections: CONNECTIONS, cells, peakRssBytes, liveHeapBytes }
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU'
-  console.log(`modelgate bench: POST /responses, loopback upstream with 0 ms latency (OpenAI Responses fixtures text.json / text.sse)`)
+  console.log(
+    'modelgate bench: POST /responses, loopback upstream with 0 ms latency (text.json / text.sse of the OpenAI Responses fixtures; ' +
+      '"chat upstream" rows: of the OpenAI Chat Completions fixtures, which modelgate translates and the pass-throughs relay as Chat Completions)',
+  )
   console.log(`node ${process.version}, ${cpus().length} × ${cpu}; gateway from ${build.description}`)
   console.log(
     `each cell: ${SECONDS} s or ${REQUESTS} requests (whichever first) in ${ROUNDS} interleaved rounds, after a ${WARMUP_SECONDS} s warm-up per target; ` +
@@ -158,10 +190,19 @@ const main = async () => {
   console.log('')
   console.log(renderTable(results))
   console.log('')
+  console.log(renderRatios(computeRatios(results)))
+  console.log('')
   console.log('requests measured per cell:')
   console.log(renderCounts(results))
   console.log('')
-  console.log('other gateways not run:')
+  console.log('not measured:')
+  for (const [index, target] of targets.entries()) {
+    for (const wire of WIRES) {
+      const route = routeOf(index, wire)
+      const phases = PHASES.filter((phase) => phase.wire === wire).map((phase) => phase.id)
+      if ('skipped' in route) console.log(`  ${target.label} in ${phases.join(', ')}: ${route.skipped}`)
+    }
+  }
   for (const line of skipped) console.log(`  ${line}`)
   console.log(`\ntotal ${((performance.now() - runStarted) / 1000).toFixed(1)} s`)
 

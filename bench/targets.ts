@@ -1,17 +1,32 @@
 /**
- * What the bench sends load to. Every target serves `POST …/responses` and reaches the same loopback
- * upstream, so their columns differ only by what sits in front of it.
+ * What the bench sends load to. Every target reaches the same loopback upstream, so their columns differ
+ * only by what sits in front of it. Each target says how it is called for each wire the upstream speaks:
+ * the Responses phases and the translated (Chat Completions upstream) phases.
  */
 
+import type { Expectation } from './load'
 import { startServer, type ServerProcess } from './processes'
+
+/** The wire the loopback upstream answers in a phase (bench/upstream.mjs). */
+export type UpstreamWire = 'responses' | 'chat'
+
+/** How to call a target while the upstream speaks one wire. */
+export interface Route {
+  url: string
+  headers: Record<string, string>
+  body(isStream: boolean): string
+  expect: Expectation
+}
+
+/** A target that cannot serve a wire says why; the report prints it. */
+export interface Skipped {
+  skipped: string
+}
 
 export interface Target {
   /** Column header. */
   label: string
-  /** The `POST …/responses` URL. */
-  url: string
-  headers: Record<string, string>
-  body(isStream: boolean): string
+  routes: Record<UpstreamWire, Route | Skipped>
   /** The process whose CPU and memory the column reports. */
   server: ServerProcess
 }
@@ -19,59 +34,78 @@ export interface Target {
 export const INPUT = 'What is the capital of France?'
 const UPSTREAM_KEY = 'sk-bench-0123456789abcdef'
 
-const upstreamBody = (isStream: boolean) => JSON.stringify({ model: 'gpt-4.1', input: INPUT, stream: isStream })
+/** A word of each upstream fixture's text (text.json / text.sse of test/fixtures/providers/openai and openai-chat). */
+const ANSWER: Record<UpstreamWire, string> = { responses: 'Paris', chat: 'Hello' }
+/** A Responses stream: its text deltas and its last event, the same names directly and through a gateway. */
+const RESPONSES_STREAM = { firstTokenMarker: 'response.output_text.delta', completedMarker: 'response.completed' }
+/** A Chat Completions stream: the first chunk whose delta starts with content (the role chunk does not), and the end line. */
+const CHAT_STREAM = { firstTokenMarker: '"delta":{"content":', completedMarker: 'data: [DONE]' }
 
-/** The upstream itself: the reference every "added" figure subtracts. */
-export const directTarget = (upstream: ServerProcess): Target => ({
-  label: 'direct',
-  url: `${upstream.ready.url}/responses`,
-  headers: { 'content-type': 'application/json', authorization: `Bearer ${UPSTREAM_KEY}` },
-  body: upstreamBody,
-  server: upstream,
+/** A Responses answer to the client, built from what the upstream of `wire` said. */
+const responsesAnswer = (wire: UpstreamWire): Expectation => ({ ...RESPONSES_STREAM, answerMarker: ANSWER[wire] })
+const chatAnswer: Expectation = { ...CHAT_STREAM, answerMarker: ANSWER.chat }
+
+const bearer = (key: string) => ({ 'content-type': 'application/json', authorization: `Bearer ${key}` })
+const responsesBody = (model: string) => (isStream: boolean) => JSON.stringify({ model, input: INPUT, stream: isStream })
+const chatBody = (isStream: boolean) =>
+  JSON.stringify({
+    model: 'gpt-4.1-mini',
+    messages: [{ role: 'user', content: INPUT }],
+    stream: isStream,
+    ...(isStream ? { stream_options: { include_usage: true } } : {}),
+  })
+
+/** Both wires of the upstream, called with its own requests, through `baseUrl` (the upstream or a relay). */
+const relayRoutes = (baseUrl: string): Target['routes'] => ({
+  responses: { url: `${baseUrl}/responses`, headers: bearer(UPSTREAM_KEY), body: responsesBody('gpt-4.1'), expect: responsesAnswer('responses') },
+  chat: { url: `${baseUrl}/chat/completions`, headers: bearer(UPSTREAM_KEY), body: chatBody, expect: chatAnswer },
 })
 
-/** The bare pass-through baseline (bench/passthrough.mjs) with one of its upstream clients. */
+/** The upstream itself: the reference every "added" figure subtracts. */
+export const directTarget = (upstream: ServerProcess): Target => ({ label: 'direct', routes: relayRoutes(upstream.ready.url!), server: upstream })
+
+/**
+ * The bare pass-through baseline (bench/passthrough.mjs) with one of its upstream clients. In the translated
+ * phases it relays the client's Chat Completions request unchanged: the cost of a proxy that does not translate.
+ */
 export const startPassthrough = async (upstreamUrl: string, client: 'undici' | 'fetch'): Promise<Target> => {
   const server = await startServer(`pass-through (${client})`, './passthrough.mjs', { BENCH_UPSTREAM_URL: upstreamUrl, BENCH_CLIENT: client })
-  return {
-    label: `pass/${client}`,
-    url: `${server.ready.url}/responses`,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${UPSTREAM_KEY}` },
-    body: upstreamBody,
-    server,
-  }
-}
-
-/** modelgate from `buildDir`, optionally with extra node flags (`--cpu-prof`). */
-export const startModelgate = async (upstreamUrl: string, buildDir: string, execArgv: string[] = []): Promise<Target> => {
-  const server = await startServer('modelgate', './gateway.mjs', { BENCH_UPSTREAM_URL: upstreamUrl, BENCH_BUILD_DIR: buildDir }, execArgv)
-  return {
-    label: 'modelgate',
-    url: `${server.ready.url}/api/v1/responses`,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${server.ready.key}` },
-    body: (isStream) => JSON.stringify({ model: 'openai/gpt-4.1', input: INPUT, stream: isStream }),
-    server,
-  }
+  return { label: `pass/${client}`, routes: relayRoutes(server.ready.url!), server }
 }
 
 /**
- * Portkey's AI Gateway (npm `@portkey-ai/gateway`, bench/portkey.mjs): its OpenAI provider with the loopback
+ * modelgate from `buildDir`, optionally with extra node flags (`--cpu-prof`). Clients always speak Responses;
+ * in the translated phases the model's only endpoint is a Chat Completions provider (bench/gateway.mjs).
+ */
+export const startModelgate = async (upstreamUrl: string, buildDir: string, execArgv: string[] = []): Promise<Target> => {
+  const server = await startServer('modelgate', './gateway.mjs', { BENCH_UPSTREAM_URL: upstreamUrl, BENCH_BUILD_DIR: buildDir }, execArgv)
+  const route = (model: string, wire: UpstreamWire): Route => ({
+    url: `${server.ready.url}/api/v1/responses`,
+    headers: bearer(server.ready.key!),
+    body: responsesBody(model),
+    expect: responsesAnswer(wire),
+  })
+  return { label: 'modelgate', routes: { responses: route('openai/gpt-4.1', 'responses'), chat: route('bench/chat-model', 'chat') }, server }
+}
+
+/** Tried with Portkey 1.15.2: a Responses request for a Chat Completions provider. */
+const PORTKEY_NO_TRANSLATION =
+  'no Responses → Chat Completions translation: its groq provider answers "createModelResponse is not supported by groq", ' +
+  'and the one chat provider that accepts /v1/responses (iointelligence) relays the body to /chat/completions and returns chat chunks'
+
+/**
+ * Portkey's AI Gateway (npm `@portkey-ai/gateway`, bench/portkey.mjs): its `openai` provider with the loopback
  * upstream as custom host, so it calls the same `POST …/responses` the other targets reach.
  */
 export const startPortkey = async (upstreamUrl: string): Promise<Target> => {
   const server = await startServer('Portkey AI Gateway', './portkey.mjs', {})
-  return {
-    label: 'portkey',
+  const responses: Route = {
     url: `${server.ready.url}/v1/responses`,
-    headers: {
-      'content-type': 'application/json',
-      authorization: `Bearer ${UPSTREAM_KEY}`,
-      'x-portkey-provider': 'openai',
-      'x-portkey-custom-host': upstreamUrl,
-    },
-    body: upstreamBody,
-    server,
+    headers: { ...bearer(UPSTREAM_KEY), 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstreamUrl },
+    body: responsesBody('gpt-4.1'),
+    expect: responsesAnswer('responses'),
   }
+  return { label: 'portkey', routes: { responses, chat: { skipped: PORTKEY_NO_TRANSLATION } }, server }
 }
 
 /**
@@ -82,7 +116,7 @@ export const startPortkey = async (upstreamUrl: string): Promise<Target> => {
  */
 export interface OtherGateway {
   name: string
-  start(upstreamUrl: string): Promise<Target | { skipped: string }>
+  start(upstreamUrl: string): Promise<Target | Skipped>
 }
 
 export const OTHER_GATEWAYS: OtherGateway[] = [

@@ -1,0 +1,82 @@
+/**
+ * The project's targets, each a ratio (or, for latency, a difference) between two columns of the same run, so
+ * the machine's drift from run to run cancels out (bench/README.md, "Ratios").
+ */
+
+import { figureAt, firstTokenQuantile, perSecond, serverCpuPerRequest, type CellFigure, type PhaseId, type Results } from './results'
+
+const GATEWAY = 'modelgate'
+const BASELINE = 'pass/undici'
+const PEER = 'portkey'
+
+type Comparison = '≤' | '≥' | '<'
+
+export interface Ratio {
+  name: string
+  /** `undefined` when a phase or a column it needs was not measured. */
+  value: number | undefined
+  digits: number
+  comparison: Comparison
+  bound: number
+}
+
+const holds: Record<Comparison, (value: number, bound: number) => boolean> = {
+  '≤': (value, bound) => value <= bound,
+  '≥': (value, bound) => value >= bound,
+  '<': (value, bound) => value < bound,
+}
+
+const quotient = (numerator: number | undefined, denominator: number | undefined) =>
+  numerator === undefined || denominator === undefined || !(denominator > 0) ? undefined : numerator / denominator
+const difference = (minuend: number | undefined, subtrahend: number | undefined) =>
+  minuend === undefined || subtrahend === undefined ? undefined : minuend - subtrahend
+
+export const computeRatios = (results: Results): Ratio[] => {
+  const n = results.connections
+  const at = (label: string, phase: PhaseId, figure: CellFigure) => {
+    const index = results.labels.indexOf(label)
+    return index === -1 ? undefined : figureAt(results, phase, index, figure)
+  }
+  const peakRss = (label: string) => {
+    const bytes = results.peakRssBytes[results.labels.indexOf(label)]
+    return bytes === undefined || Number.isNaN(bytes) ? undefined : bytes
+  }
+  const cpuRatio = (phase: PhaseId) => quotient(at(GATEWAY, phase, serverCpuPerRequest), at(BASELINE, phase, serverCpuPerRequest))
+  const throughputRatio = (phase: PhaseId) => quotient(at(GATEWAY, phase, perSecond), at(PEER, phase, perSecond))
+  const firstTokenP50 = firstTokenQuantile(0.5)
+
+  return [
+    { name: `stream CPU / req ×${n}, Responses upstream: ${GATEWAY} ÷ ${BASELINE}`, value: cpuRatio('stream-n'), digits: 2, comparison: '≤', bound: 1.1 },
+    {
+      name: `stream CPU / req ×${n}, Chat Completions upstream: ${GATEWAY} ÷ ${BASELINE}`,
+      value: cpuRatio('stream-n/chat'),
+      digits: 2,
+      comparison: '≤',
+      bound: 1.6,
+    },
+    { name: `stream throughput ×${n}: ${GATEWAY} ÷ ${PEER}`, value: throughputRatio('stream-n'), digits: 2, comparison: '≥', bound: 3 },
+    { name: `JSON throughput ×${n}: ${GATEWAY} ÷ ${PEER}`, value: throughputRatio('json-n'), digits: 2, comparison: '≥', bound: 4 },
+    { name: `JSON CPU / req ×${n}: ${GATEWAY} ÷ ${BASELINE}`, value: cpuRatio('json-n'), digits: 2, comparison: '≤', bound: 1 },
+    {
+      name: `added first token p50 ×1 (ms): ${GATEWAY} − ${BASELINE}`,
+      value: difference(at(GATEWAY, 'stream-1', firstTokenP50), at(BASELINE, 'stream-1', firstTokenP50)),
+      digits: 3,
+      comparison: '≤',
+      bound: 0.1,
+    },
+    { name: `peak RSS: ${GATEWAY} ÷ ${BASELINE}`, value: quotient(peakRss(GATEWAY), peakRss(BASELINE)), digits: 2, comparison: '<', bound: 1 },
+  ]
+}
+
+export const renderRatios = (ratios: Ratio[]): string => {
+  const nameWidth = Math.max('ratios (same run)'.length, ...ratios.map((ratio) => ratio.name.length))
+  const header = ['ratios (same run)'.padEnd(nameWidth), 'value'.padStart(8), 'target'.padStart(8), 'result'].join('  ')
+  const lines = [header, '-'.repeat(header.length)]
+  for (const ratio of ratios) {
+    const value = ratio.value === undefined ? '—' : ratio.value.toFixed(ratio.digits)
+    const target = `${ratio.comparison} ${ratio.bound.toFixed(1)}`
+    const result = ratio.value === undefined ? 'NO DATA' : holds[ratio.comparison](ratio.value, ratio.bound) ? 'PASS' : 'MISS'
+    lines.push([ratio.name.padEnd(nameWidth), value.padStart(8), target.padStart(8), result].join('  '))
+  }
+  return lines.join('\n')
+}
