@@ -142,9 +142,6 @@ export type Usage = {
   total_tokens: number
 }
 
-/** An item-level stream event, as OpenAI defines it, minus `sequence_number`. */
-export type StreamEvent = { type: string } & Record<string, unknown>
-
 export const emptyUsage = (): Usage => ({
   input_tokens: 0,
   input_tokens_details: { cached_tokens: 0 },

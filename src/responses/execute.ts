@@ -471,9 +471,10 @@ export const executeStreaming = async (options: ExecutionOptions): Promise<{ pro
             finished = event as typeof finished
             drainThenRelease(iterator, opened)
             return finish(served, finished.status, { incompleteDetails: finished.incompleteDetails })
-          } else {
-            if (event.type === 'response.output_item.done') items[event.output_index as number] = event.item as OutputItem
-            emit(event)
+          } else if (event.type === 'relayed') emit(event.event)
+          else {
+            if (event.type === 'response.output_item.done') items[event.output_index] = event.item
+            emit(event as unknown as Record<string, unknown> & { type: string })
           }
           // The client's pace sets the upstream's: a full socket pauses the reading.
           if (needsDrain) {
