@@ -5,7 +5,7 @@ import type { Logger } from '../core/logger'
 import type { Repositories } from '../repositories'
 import type { InternRecord, InternStatus } from '../repositories/interns'
 import type { WorkspaceRecord } from '../repositories/workspaces'
-import type { GatewayRuntime } from '../responses/runtime'
+import type { GatewayRuntime } from '../engine/runtime'
 import type { ProvisioningSettings } from './lease'
 import type { InternRuntime, InternView } from './runtime'
 

@@ -1,6 +1,6 @@
 /**
  * The provider adapter contract. Adapters translate wire formats and nothing else: routing,
- * fallbacks, keys, billing and logging live in core (src/responses). The canonical format on our
+ * fallbacks, keys, billing and logging live in the engine (src/engine). The canonical format on our
  * side is the OpenAI Responses API (our own public wire). Versioned so a change is a visible decision.
  */
 

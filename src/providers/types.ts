@@ -108,7 +108,7 @@ export type TextFormat =
   | { type: 'json_object' }
   | { type: 'json_schema'; name: string; schema: Record<string, unknown>; description?: string; strict?: boolean | null }
 
-/** The request fields adapters translate (validated by src/responses/request.schemas.ts). */
+/** The request fields adapters translate (validated by src/engine/request.schemas.ts). */
 export interface ResponsesRequest {
   model: string
   input: string | InputItem[]

@@ -26,9 +26,9 @@ import {
   internEnvironment,
   type InternEnvironment,
 } from '../interns/service'
-import { ResponsesRequestSchema } from '../responses/request.schemas'
-import { WORKSPACE_GONE, runResponse } from '../responses/run'
-import type { GatewayRuntime } from '../responses/runtime'
+import { ResponsesRequestSchema } from '../engine/request.schemas'
+import { WORKSPACE_GONE, runResponse } from '../engine/run'
+import type { GatewayRuntime } from '../engine/runtime'
 import type { InputItem } from '../providers/types'
 import type { JsonValue } from '../storage/contract'
 import { readIdempotencyKey } from '../pipeline/idempotency'

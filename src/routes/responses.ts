@@ -1,12 +1,12 @@
 /**
  * `POST /responses` (spec): one complete JSON result, or a server-sent event stream. Routing,
- * fallbacks, BYOK and billing happen in src/responses; this route wires the request to them.
+ * fallbacks, BYOK and billing happen in src/engine; this route wires the request to them.
  */
 
 import { clientSignalOf } from '../core/client-signal'
 import { defineRoute } from '../pipeline/route'
-import { ResponsesRequestSchema } from '../responses/request.schemas'
-import { runResponse } from '../responses/run'
+import { ResponsesRequestSchema } from '../engine/request.schemas'
+import { runResponse } from '../engine/run'
 
 /** Bodies carry whole conversations and inline images; far above the JSON routes' 1 MiB. */
 export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ModelEntry } from '../../../src/responses/models'
+import type { ModelEntry } from '../../../src/engine/models'
 import { readJson } from '../../helpers/gateway'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { assertValidEventSequence } from '../../helpers/stream-events'

@@ -5,7 +5,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest'
 import type { GatewayOptions } from '../../../src/gateway/options'
-import type { ModelEntry } from '../../../src/responses/models'
+import type { ModelEntry } from '../../../src/engine/models'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
 import { jsonFixture, type RecordedRequest } from '../../helpers/upstream'
 
