@@ -68,8 +68,7 @@ module.exports = {
       severity: 'error',
       comment:
         'The engine decides answers; routes, the pipeline and the composition root call it, never the reverse. ' +
-        'Two documented exceptions: runtime.ts builds the intern settings (docs/architecture.md), and ' +
-        'destination.ts loads the system resolver lazily where no resolver was configured.',
+        'One documented exception (docs/architecture.md): destination.ts loads the system resolver lazily where no resolver was configured.',
       from: { path: '^src/engine/' },
       to: {
         path: '^src/(routes|pipeline|admin|gateway|cli|adapters|transport)/',
@@ -77,10 +76,18 @@ module.exports = {
       },
     },
     {
-      name: 'engine-runtime-is-the-only-arrow-to-interns',
+      name: 'engine-knows-no-interns',
       severity: 'error',
-      from: { path: '^src/engine/', pathNot: '^src/engine/runtime\\.ts$' },
+      comment: 'Interns run turns through the engine; the intern settings are built beside the inference service, not in it.',
+      from: { path: '^src/engine/' },
       to: { path: '^src/interns/' },
+    },
+    {
+      name: 'engine-knows-no-wire-format',
+      severity: 'error',
+      comment: 'The engine yields typed events; writers turn them into a wire format (Responses JSON or SSE, later others), never the reverse.',
+      from: { path: '^src/engine/' },
+      to: { path: '^src/writers/' },
     },
     {
       name: 'writers-encode-events-only',

@@ -1,40 +1,37 @@
 /**
- * One `/responses` request from validated body to `Response`: shared by the HTTP route and by
- * anything inside the gateway that runs a model turn on a caller's behalf (interns).
+ * One `/responses` request from validated body to an answer: a whole result or a session of events.
+ * Shared by the HTTP route and by anything inside the gateway that runs a model turn on a caller's
+ * behalf (interns). Writers (src/writers/) turn the answer into a wire format.
  */
 
-import type { Caller } from '../services/caller'
-import { AuthenticationError } from '../core/errors'
 import type { ClientSignal } from '../core/client-signal'
-import type { Logger } from '../core/logger'
-import { EventStreamResponse } from '../core/event-stream-response'
-import { json } from '../core/json-response'
-import type { SecretBox } from '../core/secrets'
+import { AuthenticationError } from '../core/errors'
 import type { Repositories } from '../repositories'
-import { ClientClosedError } from './attempts'
+import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
-import { executeNonStreaming, executeStreaming, type ExecutionOptions } from './execute'
 import type { ResponsesRequestBody } from './request.schemas'
+import type { InferenceRequest } from './request'
 import { parametersUsed, planAttempts, requestedModels } from './routing'
-import type { GatewayRuntime } from './runtime'
-
-export const OVERHEAD_HEADER = 'x-modelgate-overhead-ms'
+import type { InferenceService } from './service'
+import type { ResponseSession, WholeAnswer } from './session-events'
+import { openSession } from './stream-session'
+import { answerWhole } from './whole'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
 export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
 
-export interface ResponseDependencies {
+/** What a request brings beyond its body. */
+export interface RunContext {
   caller: Caller
   repositories: Repositories
-  secrets: SecretBox
-  logger: Logger
-  runtime: GatewayRuntime
   requestId: string
   signal: ClientSignal
   /** Whether the caller opted in to `service_metadata`. */
   isMetadataRequested: boolean
   sessionId?: string
 }
+
+export type RunOutcome = { isStream: false; answer: WholeAnswer } | { isStream: true; session: ResponseSession }
 
 // spec: `route` is the deprecated alias of the sort partition (fallback → model, sort → none).
 const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provider'] => {
@@ -44,8 +41,9 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
 }
 
-export const runResponse = async (dependencies: ResponseDependencies, body: ResponsesRequestBody): Promise<Response> => {
-  const { caller, repositories, runtime, logger, requestId } = dependencies
+/** Plans the attempts of a request (routing, BYOK keys) from the caller's workspace. */
+export const prepareRequest = async (service: InferenceService, context: RunContext, body: ResponsesRequestBody): Promise<InferenceRequest> => {
+  const { caller, repositories, requestId } = context
   // Both keyed by the caller's workspace, so a networked store answers them in one round trip, not two.
   const [workspace, byok] = await Promise.all([
     repositories.workspaces.get(caller.key.workspaceId),
@@ -54,7 +52,7 @@ export const runResponse = async (dependencies: ResponseDependencies, body: Resp
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
   const models = requestedModels(body.model, body.models, workspace.defaultTextModel)
-  const attempts = planAttempts(runtime.models, runtime.providers, {
+  const attempts = planAttempts(service.models, service.providers, {
     models,
     preferences: withRouteAlias(body),
     parametersUsed: parametersUsed(body),
@@ -62,47 +60,18 @@ export const runResponse = async (dependencies: ResponseDependencies, body: Resp
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,
   })
-  const options: ExecutionOptions = {
+  service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: attempts.length, sessionId: context.sessionId })
+  return {
     body,
     attempts,
     requestedModel: models[0]!,
-    endUserId: await endUserIdFor(runtime.endUserSecret, caller.account.id, body.safety_identifier ?? body.user),
-    byokFeeRate: runtime.byokFeeRate,
-    isMetadataRequested: dependencies.isMetadataRequested,
-    region: runtime.region,
-    commitAfterMs: runtime.commitAfterMs,
-    keepAliveMs: runtime.keepAliveMs,
-    transport: runtime.transport,
-    timeouts: runtime.timeouts,
-    retry: runtime.retry,
-    outliers: runtime.outliers,
-    streams: runtime.streams,
-    now: runtime.now,
-    limits: runtime.limits,
-    guard: runtime.upstreamGuard,
-    secrets: dependencies.secrets,
-    logger,
+    endUserId: await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user),
     requestId,
-    signal: dependencies.signal,
-  }
-  logger.debug('response requested', { requestId, models, stream: body.stream, attempts: attempts.length, sessionId: dependencies.sessionId })
-  try {
-    if (body.stream) {
-      const { produce, overheadMs } = await executeStreaming(options)
-      return new EventStreamResponse(produce, {
-        headers: {
-          'content-type': 'text/event-stream',
-          'cache-control': 'no-cache',
-          'x-accel-buffering': 'no',
-          [OVERHEAD_HEADER]: overheadMs.toFixed(3),
-        },
-      })
-    }
-    const { response, overheadMs } = await executeNonStreaming(options)
-    return json(response, 200, { [OVERHEAD_HEADER]: overheadMs.toFixed(3) })
-  } catch (error) {
-    // Nobody is listening any more; the status is for logs only (nginx's "client closed request").
-    if (error instanceof ClientClosedError) return new Response(null, { status: 499 })
-    throw error
+    signal: context.signal,
+    isMetadataRequested: context.isMetadataRequested,
   }
 }
+
+/** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */
+export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> =>
+  request.body.stream ? { isStream: true, session: await openSession(service, request) } : { isStream: false, answer: await answerWhole(service, request) }

@@ -17,7 +17,9 @@ import { readIdempotencyKey, runIdempotent } from '../pipeline/idempotency'
 import { enforceRateLimit } from '../pipeline/rate-limit'
 import { createRouter } from '../core/router'
 import { createSecretBox, type SecretBox } from '../core/secrets'
-import { createRuntime, type GatewayRuntime } from '../engine/runtime'
+import { createInferenceService } from '../engine/service'
+import { createInternSettings } from '../interns/settings'
+import type { GatewayRuntime } from '../pipeline/runtime'
 import { ADAPTERS } from '../providers'
 import { assertKnownEndpointProviders } from '../engine/providers'
 import { DEFAULT_TEXT_MODEL } from '../engine/models'
@@ -115,14 +117,19 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   )
   const router = createRouter<AnyRoute>(config.basePath, routes)
   const secrets = createSecretBox(config.encryptionKeys ?? [])
-  const runtime = createRuntime({
-    ...config,
-    logger,
-    adapters: ADAPTERS,
-    // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
-    endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
-  })
-  assertKnownEndpointProviders(config.models ?? [], runtime.providers)
+  const runtime: GatewayRuntime = {
+    inference: createInferenceService({
+      ...config,
+      logger,
+      secrets,
+      adapters: ADAPTERS,
+      // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
+      endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
+    }),
+    interns: createInternSettings(config),
+    trustedHostHeader: config.trustedHostHeader,
+  }
+  assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
 
   const { sweepIntervalMs } = runtime.interns.provisioning
   const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
@@ -191,7 +198,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     [FETCH_UNMATERIALIZED]: fetchUnmaterialized,
     admin: createAdmin(repositories, secrets),
     storage,
-    endStreams: (message) => runtime.streams.endAll(message),
+    endStreams: (message) => runtime.inference.streams.endAll(message),
     close: async () => {
       await sweep?.stop()
       // Let provisioning and destruction started by this process finish their writes first.

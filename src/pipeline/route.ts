@@ -9,7 +9,7 @@ import type { Caller, RouteAuth } from './auth'
 
 export type { RouteAuth }
 import type { SecretBox } from '../core/secrets'
-import type { GatewayRuntime } from '../engine/runtime'
+import type { GatewayRuntime } from './runtime'
 
 type AnySchema = v.GenericSchema<unknown, unknown>
 type Infer<S> = S extends AnySchema ? v.InferOutput<S> : undefined

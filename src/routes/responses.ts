@@ -1,12 +1,14 @@
 /**
  * `POST /responses` (spec): one complete JSON result, or a server-sent event stream. Routing,
- * fallbacks, BYOK and billing happen in src/engine; this route wires the request to them.
+ * fallbacks, BYOK and billing happen in src/engine; src/writers encodes the answer; this route wires
+ * the request to them.
  */
 
 import { clientSignalOf } from '../core/client-signal'
 import { defineRoute } from '../pipeline/route'
 import { ResponsesRequestSchema } from '../engine/request.schemas'
-import { runResponse } from '../engine/run'
+import { prepareRequest, runRequest } from '../engine/run'
+import { replyTo } from '../writers/responses-reply'
 
 /** Bodies carry whole conversations and inline images; far above the JSON routes' 1 MiB. */
 export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
@@ -19,20 +21,17 @@ export const createResponse = defineRoute({
   auth: 'inference',
   bodyLimit: RESPONSES_BODY_LIMIT,
   body: ResponsesRequestSchema,
-  handle: ({ request, requestId, body, caller, repositories, secrets, logger, runtime }) =>
-    runResponse(
-      {
-        caller,
-        repositories,
-        secrets,
-        logger,
-        runtime,
-        requestId,
-        signal: clientSignalOf(request),
-        isMetadataRequested: METADATA_HEADERS.some((name) => request.headers.get(name)?.toLowerCase() === 'enabled'),
-        // spec session_id: the body wins over the header.
-        sessionId: body.session_id ?? request.headers.get('x-session-id') ?? undefined,
-      },
-      body,
-    ),
+  async handle({ request, requestId, body, caller, repositories, runtime }) {
+    const service = runtime.inference
+    const context = {
+      caller,
+      repositories,
+      requestId,
+      signal: clientSignalOf(request),
+      isMetadataRequested: METADATA_HEADERS.some((name) => request.headers.get(name)?.toLowerCase() === 'enabled'),
+      // spec session_id: the body wins over the header.
+      sessionId: body.session_id ?? request.headers.get('x-session-id') ?? undefined,
+    }
+    return replyTo(prepareRequest(service, context, body).then((prepared) => runRequest(service, prepared)))
+  },
 })

@@ -191,3 +191,38 @@ describe('outlier ejection through the gateway', () => {
     expect(alpha.requests).toHaveLength(7)
   })
 })
+
+describe('a streamed request committed before every attempt failed', () => {
+  it('ends in-band with response.failed carrying service_metadata, as a whole answer carries it', async () => {
+    const { alpha, beta } = await twoProviders({ streamCommitAfterMs: 0, keepAliveMs: 60_000, outlierDetection: false })
+    let release!: () => void
+    const committed = new Promise<void>((resolve) => (release = resolve))
+    // The first attempt fails only once the client holds the committed answer.
+    alpha.setHandler(async () => {
+      await committed
+      return overloaded()
+    })
+    beta.setHandler(overloaded)
+    const response = await harness!.post({ model: 'test/model', input: 'hi', stream: true }, { 'x-service-metadata': 'enabled' })
+    expect(response.status).toBe(200)
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    expect(decoder.decode((await reader.read()).value).startsWith(': PROCESSING')).toBe(true)
+    release()
+    let rest = ''
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += decoder.decode(chunk.value)
+    expect(rest.trim().endsWith('data: [DONE]')).toBe(true)
+    const failedLine = rest.split('\n').find((line) => line.startsWith('data: {"type":"response.failed"'))!
+    const failed = JSON.parse(failedLine.slice('data: '.length)).response
+    expect(failed).toMatchObject({ status: 'failed', error_type: 'provider_overloaded' })
+    expect(failed.service_metadata).toMatchObject({
+      attempt: 2,
+      strategy: 'fallback',
+      summary: 'no endpoint succeeded after 2 attempts',
+      endpoints: { total: 2 },
+      requested: 'test/model',
+    })
+    expect(alpha.requests).toHaveLength(1)
+    expect(beta.requests).toHaveLength(1)
+  })
+})
