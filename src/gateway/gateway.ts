@@ -19,6 +19,7 @@ import { createRouter } from '../core/router'
 import { createSecretBox, type SecretBox } from '../core/secrets'
 import { createInferenceService } from '../engine/service'
 import { createInternSettings } from '../interns/settings'
+import { createAccessLog, type AccessLog } from '../pipeline/access-log'
 import type { GatewayRuntime } from '../pipeline/runtime'
 import { ADAPTERS } from '../providers'
 import { assertKnownEndpointProviders } from '../engine/providers'
@@ -86,6 +87,7 @@ class HandlerContext implements RouteContext<unknown, unknown, unknown, RouteAut
     readonly logger: Logger,
     readonly now: () => Date,
     readonly runtime: GatewayRuntime,
+    readonly access: AccessLog | undefined,
   ) {}
 
   get signal(): AbortSignal {
@@ -134,10 +136,11 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const { sweepIntervalMs } = runtime.interns.provisioning
   const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
 
-  const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>) => {
+  const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, access: AccessLog | undefined) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
     const caller = route.auth === 'none' ? null : await authenticate(request, repositories)
     if (caller) {
+      access?.identify(caller)
       // The route's own check first: outside the interns programme every intern route is 404, whatever the key.
       route.authorize?.({ caller, request, runtime })
       assertRouteAuth(caller, route.auth)
@@ -149,7 +152,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       ? parseInput(route.body, await readObjectBody(request, { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }), 'body')
       : undefined
     const handle = () =>
-      route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime))
+      route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime, access))
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null
     if (idempotencyKey === null || !caller) return handle()
     return runIdempotent(
@@ -167,6 +170,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
 
   const fetchUnmaterialized: UnmaterializedFetch = async (request) => {
     const requestId = resolveRequestId(request)
+    let access: AccessLog | undefined
     let flavor: ErrorFlavor = 'standard'
     try {
       const url = new URL(request.url)
@@ -179,8 +183,12 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         })
       }
       flavor = match.route.errorFlavor ?? flavor
-      return withRequestId(await serve(request, requestId, url, match.route, match.params), requestId)
+      access = match.route.isAccessLogged ? createAccessLog(logger, { requestId, method: request.method, path: url.pathname }) : undefined
+      const response = await serve(request, requestId, url, match.route, match.params, access)
+      access?.responded(response)
+      return withRequestId(response, requestId)
     } catch (error) {
+      access?.failed(error)
       if (!isGatewayError(error) && (isClientGone(error) || clientSignalOf(request).aborted)) {
         // A client that leaves mid-request is ordinary traffic: one line, no stack. Nobody reads the answer.
         logger.debug('client disconnected', { requestId, method: request.method })

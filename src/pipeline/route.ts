@@ -5,6 +5,7 @@ import type { Logger } from '../core/logger'
 import type { ErrorFlavor } from '../core/errors'
 import type { HttpMethod } from '../core/router'
 import type { Repositories } from '../repositories'
+import type { AccessLog } from './access-log'
 import type { Caller, RouteAuth } from './auth'
 
 export type { RouteAuth }
@@ -34,6 +35,8 @@ export interface RouteContext<Params, Query, Body, Auth extends RouteAuth = Excl
   runtime: GatewayRuntime
   /** Fires when the client goes away; pass it to anything slow. */
   signal: AbortSignal
+  /** The request's access log line, on routes that run models (`isAccessLogged`). */
+  access: AccessLog | undefined
 }
 
 export interface RouteDefinition<
@@ -50,6 +53,8 @@ export interface RouteDefinition<
   errorFlavor?: ErrorFlavor
   /** Checks run right after authentication, before any input is read (e.g. programme membership). */
   authorize?: (context: { caller: Caller; request: Request; runtime: GatewayRuntime }) => void
+  /** Writes an access log line per request (pipeline/access-log.ts): the routes that run models. */
+  isAccessLogged?: boolean
   /** Honours `Idempotency-Key`: retries replay the first response (JSON routes only). */
   isIdempotent?: boolean
   /** Body size limit in bytes; the gateway's `bodyLimit` when omitted. */

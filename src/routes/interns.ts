@@ -216,8 +216,9 @@ export const chatInternRoute = defineRoute({
   path: '/interns/:internId/chat',
   params: InternParamsSchema,
   body: ChatBodySchema,
+  isAccessLogged: true,
   async handle(context) {
-    const { params, body, caller, repositories, runtime, requestId, signal } = context
+    const { params, body, caller, repositories, runtime, requestId, signal, access } = context
     const service = runtime.inference
     const { intern, workspace } = await visibleIntern(repositories, caller, params.internId)
     if (intern.status !== 'running') throw conflict('not_running', `The intern is ${intern.status}; provision it before chatting`)
@@ -234,14 +235,19 @@ export const chatInternRoute = defineRoute({
       const stream = rewriteChatStream(response.body, (final) => storeTurn(final.output))
       return new Response(stream, { status: response.status, headers: response.headers })
     }
-    const answer = runtime.interns.runtime.chat(toView(intern, workspace), history, input, {
+    const view = toView(intern, workspace)
+    access?.requested(view.model)
+    const answer = runtime.interns.runtime.chat(view, history, input, {
       signal,
       respond: (turn, turnSignal) => replyTo(prepare(turn, turnSignal).then((prepared) => runRequest(service, prepared))),
       openSession: async (turn, turnSignal) => openSession(service, await prepare(turn, turnSignal)),
     })
     return replyTo(
       answer.then((turn) => (turn instanceof Response ? { isStream: false as const, reply: fromSseText(turn) } : { isStream: true as const, session: turn })),
-      (session) => observeSession(session, internChatObserver((output) => storeTurn(output as JsonValue[]))),
+      (session) => {
+        const turn = observeSession(session, internChatObserver((output) => storeTurn(output as JsonValue[])))
+        return access ? observeSession(turn, access.observer()) : turn
+      },
     )
   },
 })

@@ -7,6 +7,7 @@
 import { clientSignalOf } from '../core/client-signal'
 import { defineRoute } from '../pipeline/route'
 import { ResponsesRequestSchema } from '../engine/request.schemas'
+import { observeSession } from '../engine/observe'
 import { prepareRequest, runRequest } from '../engine/run'
 import { replyTo } from '../writers/responses-reply'
 
@@ -21,7 +22,8 @@ export const createResponse = defineRoute({
   auth: 'inference',
   bodyLimit: RESPONSES_BODY_LIMIT,
   body: ResponsesRequestSchema,
-  async handle({ request, requestId, body, caller, repositories, runtime }) {
+  isAccessLogged: true,
+  async handle({ request, requestId, body, caller, repositories, runtime, access }) {
     const service = runtime.inference
     const context = {
       caller,
@@ -32,6 +34,16 @@ export const createResponse = defineRoute({
       // spec session_id: the body wins over the header.
       sessionId: body.session_id ?? request.headers.get('x-session-id') ?? undefined,
     }
-    return replyTo(prepareRequest(service, context, body).then((prepared) => runRequest(service, prepared)))
+    const running = prepareRequest(service, context, body).then((prepared) => {
+      access?.requested(prepared.requestedModel)
+      return runRequest(service, prepared)
+    })
+    return replyTo(
+      running.then((outcome) => {
+        if (!outcome.isStream) access?.whole(outcome.answer)
+        return outcome
+      }),
+      (session) => (access ? observeSession(session, access.observer()) : session),
+    )
   },
 })
