@@ -6,8 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { GatewayOptions } from '../../../src/gateway/options'
 import type { ModelEntry } from '../../../src/engine/models'
-import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
-import { jsonFixture, type RecordedRequest } from '../../helpers/upstream'
+import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
+import { jsonFixture, sseFixture, type RecordedRequest } from '../../helpers/upstream'
 
 const PRICING = { prompt: 0.000001, completion: 0.000002 }
 
@@ -224,5 +224,21 @@ describe('a streamed request committed before every attempt failed', () => {
     })
     expect(alpha.requests).toHaveLength(1)
     expect(beta.requests).toHaveLength(1)
+  })
+})
+
+describe('the gateway clock', () => {
+  it('dates whole and streamed responses (created_at, completed_at)', async () => {
+    const clock = testClock()
+    const { alpha } = await twoProviders({ now: clock.now })
+    const expected = Math.floor(clock.now().getTime() / 1000)
+    alpha.setHandler(ok)
+    const whole = await ask()
+    expect(whole.body).toMatchObject({ created_at: expected, completed_at: expected })
+    alpha.setHandler(() => sseFixture('openai-chat', 'text.sse'))
+    const streamed = await harness!.post({ model: 'test/model', input: 'hi', stream: true })
+    const { events } = await readSseEvents(streamed)
+    expect(events[0]!.data.response.created_at).toBe(expected)
+    expect(events.at(-2)!.data.response).toMatchObject({ created_at: expected, completed_at: expected })
   })
 })
