@@ -5,7 +5,7 @@
  */
 
 // Code that runs on every host (Node, Bun, Deno, workers): only web APIs, no Node built-ins.
-const PORTABLE = '^src/(core|pipeline|routes|responses|providers|services|repositories|interns|admin|gateway)/'
+const PORTABLE = '^src/(core|pipeline|routes|engine|writers|providers|services|repositories|interns|admin|gateway)/'
 
 module.exports = {
   forbidden: [
@@ -61,26 +61,40 @@ module.exports = {
       severity: 'error',
       comment: 'Domain rules over repositories (accounts, keys, BYOK): no engine, no HTTP.',
       from: { path: '^src/services/' },
-      to: { path: '^src/(responses|interns|pipeline|routes|admin|gateway|cli|adapters|transport)/' },
+      to: { path: '^src/(engine|writers|interns|pipeline|routes|admin|gateway|cli|adapters|transport)/' },
     },
     {
       name: 'engine-knows-no-http-layer',
       severity: 'error',
       comment:
         'The engine decides answers; routes, the pipeline and the composition root call it, never the reverse. ' +
-        'Two documented exceptions: runtime.ts builds the intern settings (docs/architecture.md), and ' +
-        'destination.ts loads the system resolver lazily where no resolver was configured.',
-      from: { path: '^src/responses/' },
+        'One documented exception (docs/architecture.md): destination.ts loads the system resolver lazily where no resolver was configured.',
+      from: { path: '^src/engine/' },
       to: {
         path: '^src/(routes|pipeline|admin|gateway|cli|adapters|transport)/',
         pathNot: '^src/transport/system-resolver\\.ts$',
       },
     },
     {
-      name: 'engine-runtime-is-the-only-arrow-to-interns',
+      name: 'engine-knows-no-interns',
       severity: 'error',
-      from: { path: '^src/responses/', pathNot: '^src/responses/runtime\\.ts$' },
+      comment: 'Interns run turns through the engine; the intern settings are built beside the inference service, not in it.',
+      from: { path: '^src/engine/' },
       to: { path: '^src/interns/' },
+    },
+    {
+      name: 'engine-knows-no-wire-format',
+      severity: 'error',
+      comment: 'The engine yields typed events; writers turn them into a wire format (Responses JSON or SSE, later others), never the reverse.',
+      from: { path: '^src/engine/' },
+      to: { path: '^src/writers/' },
+    },
+    {
+      name: 'writers-encode-events-only',
+      severity: 'error',
+      comment: "Writers know the engine's events and results, the canonical types and the kernel: no routes, storage or upstream calls.",
+      from: { path: '^src/writers/' },
+      to: { path: '^src/', pathNot: '^src/(writers|engine|providers|core)/' },
     },
     {
       name: 'interns-use-the-engine-not-the-http-layer',
@@ -131,7 +145,7 @@ module.exports = {
       severity: 'error',
       comment: 'The transport contract (and the idle watch every transport shares) lives beside the engine that calls it.',
       from: { path: '^src/transport/' },
-      to: { path: '^src/', pathNot: '^src/(transport|core)/|^src/responses/(transport|idle-watch)\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(transport|core)/|^src/engine/(transport|idle-watch)\\.ts$' },
     },
     {
       name: 'client-libraries-stay-in-their-driver',

@@ -42,9 +42,9 @@ export type {
   JsonValue,
 } from './storage/contract'
 export { memoryStorage } from './storage/memory'
-export type { ProviderConfig } from './responses/providers'
-export type { ModelEntry, ModelEndpoint, EndpointPricing } from './responses/models'
-export { BUILT_IN_MODELS } from './responses/models'
+export type { ProviderConfig } from './engine/providers'
+export type { ModelEntry, ModelEndpoint, EndpointPricing } from './engine/models'
+export { BUILT_IN_MODELS } from './engine/models'
 export { BUILT_IN_PROVIDERS, type ProviderApi, type ProviderDescriptor } from './providers/catalog'
 export {
   fetchTransport,
@@ -52,7 +52,7 @@ export {
   type UpstreamTimeouts,
   type UpstreamResponse,
   type UpstreamExchangeOptions,
-} from './responses/transport'
+} from './engine/transport'
 export type { CallerDestination, HostResolver, ResolvedAddress } from './core/upstream-guard'
 export type { ProviderAdapter, UpstreamCall, UpstreamTarget, UpstreamRequest, UpstreamResult, UpstreamStreamEvent } from './providers/contract'
 export type { InternRuntime, InternView, ProvisioningStep, ChatContext } from './interns/runtime'

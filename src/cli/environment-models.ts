@@ -5,7 +5,7 @@
  */
 
 import { MODEL_SLUG_PATTERN } from '../core/patterns'
-import type { ModelEntry } from '../responses/models'
+import type { ModelEntry } from '../engine/models'
 import { providerIdOf } from './config'
 
 /**

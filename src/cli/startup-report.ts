@@ -5,7 +5,7 @@
 
 import { resolve } from 'node:path'
 import type { Logger } from '../core/logger'
-import { mergeModels, type ModelEntry } from '../responses/models'
+import { mergeModels, type ModelEntry } from '../engine/models'
 import type { RunnerConfig } from './config'
 import { describeStorage } from './storage'
 

@@ -8,7 +8,7 @@
 import { assertRouteAuth, authenticate, type Caller } from '../pipeline/auth'
 import { isClientGone, type ClientSignal } from '../core/client-signal'
 import { DEFAULT_REQUEST_BODY_TIMEOUT_MS, readObjectBody } from '../core/body'
-import { setReplyHeader, toResponse, type Reply } from '../core/reply'
+import { replyStatus, setReplyHeader, toResponse, type Reply } from '../core/reply'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, errorReply, type ErrorFlavor } from '../core/errors'
 import { createConsoleLogger, silentLogger, type Logger } from '../core/logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
@@ -18,10 +18,13 @@ import { readIdempotencyKey, runIdempotent } from '../pipeline/idempotency'
 import { enforceRateLimit } from '../pipeline/rate-limit'
 import { createRouter } from '../core/router'
 import { createSecretBox, type SecretBox } from '../core/secrets'
-import { createRuntime, type GatewayRuntime } from '../responses/runtime'
+import { createInferenceService } from '../engine/service'
+import { createInternSettings } from '../interns/settings'
+import { createAccessLog, type AccessLog } from '../pipeline/access-log'
+import type { GatewayRuntime } from '../pipeline/runtime'
 import { ADAPTERS } from '../providers'
-import { assertKnownEndpointProviders } from '../responses/providers'
-import { DEFAULT_TEXT_MODEL } from '../responses/models'
+import { assertKnownEndpointProviders } from '../engine/providers'
+import { DEFAULT_TEXT_MODEL } from '../engine/models'
 import type { ReplyHandler, ReplyOptions } from '../core/types'
 import { parseInput, searchParamsToObject } from '../core/validation'
 import { createRepositories, type Repositories } from '../repositories'
@@ -72,6 +75,7 @@ class HandlerContext implements RouteContext<unknown, unknown, unknown, RouteAut
     readonly now: () => Date,
     readonly runtime: GatewayRuntime,
     readonly clientSignal: ClientSignal,
+    readonly access: AccessLog | undefined,
   ) {}
 
   get signal(): AbortSignal {
@@ -103,22 +107,28 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   )
   const router = createRouter<AnyRoute>(config.basePath, routes)
   const secrets = createSecretBox(config.encryptionKeys ?? [])
-  const runtime = createRuntime({
-    ...config,
-    logger,
-    adapters: ADAPTERS,
-    // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
-    endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
-  })
-  assertKnownEndpointProviders(config.models ?? [], runtime.providers)
+  const runtime: GatewayRuntime = {
+    inference: createInferenceService({
+      ...config,
+      logger,
+      secrets,
+      adapters: ADAPTERS,
+      // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
+      endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
+    }),
+    interns: createInternSettings(config),
+    trustedHostHeader: config.trustedHostHeader,
+  }
+  assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
 
   const { sweepIntervalMs } = runtime.interns.provisioning
   const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
 
-  const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, clientSignal: ClientSignal) => {
+  const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, clientSignal: ClientSignal, access: AccessLog | undefined) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
     const caller = route.auth === 'none' ? null : await authenticate(request, repositories)
     if (caller) {
+      access?.identify(caller)
       // The route's own check first: outside the interns programme every intern route is 404, whatever the key.
       route.authorize?.({ caller, request, runtime })
       assertRouteAuth(caller, route.auth)
@@ -130,7 +140,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       ? parseInput(route.body, await readObjectBody(request, { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }), 'body')
       : undefined
     const handle = () =>
-      route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime, clientSignal))
+      route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime, clientSignal, access))
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null
     if (idempotencyKey === null || !caller) return handle()
     return runIdempotent(
@@ -150,6 +160,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     // Read lazily: on Node, `request.signal` is an AbortSignal made on first use.
     const clientSignalOf = () => options?.signal ?? request.signal
     const requestId = resolveRequestId(request)
+    let access: AccessLog | undefined
     let flavor: ErrorFlavor = 'standard'
     try {
       const url = new URL(request.url)
@@ -162,8 +173,12 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         })
       }
       flavor = match.route.errorFlavor ?? flavor
-      return setReplyHeader(await serve(request, requestId, url, match.route, match.params, clientSignalOf()), REQUEST_ID_HEADER, requestId)
+      access = match.route.isAccessLogged ? createAccessLog(logger, { requestId, method: request.method, path: url.pathname }) : undefined
+      const answer = await serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
+      access?.responded(replyStatus(answer))
+      return setReplyHeader(answer, REQUEST_ID_HEADER, requestId)
     } catch (error) {
+      access?.failed(error)
       if (!isGatewayError(error) && (isClientGone(error) || clientSignalOf().aborted)) {
         // A client that leaves mid-request is ordinary traffic: one line, no stack. Nobody reads the answer.
         logger.debug('client disconnected', { requestId, method: request.method })
@@ -181,7 +196,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     reply,
     admin: createAdmin(repositories, secrets),
     storage,
-    endStreams: (message) => runtime.streams.endAll(message),
+    endStreams: (message) => runtime.inference.streams.endAll(message),
     close: async () => {
       await sweep?.stop()
       // Let provisioning and destruction started by this process finish their writes first.

@@ -5,9 +5,9 @@ import type { Logger } from '../core/logger'
 import type { Repositories } from '../repositories'
 import type { InternRecord, InternStatus } from '../repositories/interns'
 import type { WorkspaceRecord } from '../repositories/workspaces'
-import type { GatewayRuntime } from '../responses/runtime'
 import type { ProvisioningSettings } from './lease'
 import type { InternRuntime, InternView } from './runtime'
+import type { InternSettings } from './settings'
 
 export interface InternEnvironment {
   repositories: Repositories
@@ -20,7 +20,12 @@ export interface InternEnvironment {
 }
 
 /** The environment of a gateway's intern routes and of its own housekeeping. */
-export const internEnvironment = (context: { repositories: Repositories; runtime: GatewayRuntime; logger: Logger; now: () => Date }): InternEnvironment => ({
+export const internEnvironment = (context: {
+  repositories: Repositories
+  runtime: { interns: InternSettings }
+  logger: Logger
+  now: () => Date
+}): InternEnvironment => ({
   repositories: context.repositories,
   runtime: context.runtime.interns.runtime,
   logger: context.logger,

@@ -61,7 +61,7 @@ export const inProcessRuntime = (options: InProcessRuntimeOptions = {}): InternR
         tools: [provideInputTool],
         stream: true,
       }
-      return context.respond(body, context.signal)
+      return context.openSession(body, context.signal)
     },
   }
 }

@@ -5,6 +5,7 @@
  * (containers, VMs, a remote agent host).
  */
 
+import type { ResponseSession } from '../engine/session-events'
 import type { InputItem } from '../providers/types'
 
 /** What a runtime knows about an intern. */
@@ -33,6 +34,12 @@ export interface ChatContext {
    * routing, keys (BYOK) and billing as `POST /responses`. Returns the SSE `Response`.
    */
   respond(body: Record<string, unknown>, signal: AbortSignal): Promise<Response>
+  /**
+   * The same turn as a session of typed events rather than SSE text (always streamed, whatever `body.stream`
+   * says). Return it from `chat` as it is: the gateway renames the pause tool and stores the turn from its
+   * events, with no SSE round trip.
+   */
+  openSession(body: Record<string, unknown>, signal: AbortSignal): Promise<ResponseSession>
   signal: AbortSignal
 }
 
@@ -49,11 +56,11 @@ export interface InternRuntime {
   destroy(intern: InternView): Promise<void>
   /**
    * One chat turn with a running intern: `history` is the conversation so far (input items), `input`
-   * the new items. Returns a Responses event stream (SSE). When the intern needs permission or an
+   * the new items. Returns a Responses event stream (SSE), or the session `context.openSession` opened. When the intern needs permission or an
    * answer it ends the turn with a `service.provide_input` function call, which the caller answers
    * with a `function_call_output` in the next turn.
    */
-  chat(intern: InternView, history: InputItem[], input: InputItem[], context: ChatContext): Promise<Response>
+  chat(intern: InternView, history: InputItem[], input: InputItem[], context: ChatContext): Promise<Response | ResponseSession>
 }
 
 /** The tool a running intern calls to pause and ask its user (gaps: `service.provide_input`). */

@@ -5,13 +5,14 @@ import type { Logger } from '../core/logger'
 import type { ErrorFlavor } from '../core/errors'
 import type { HttpMethod } from '../core/router'
 import type { Repositories } from '../repositories'
+import type { AccessLog } from './access-log'
 import type { Caller, RouteAuth } from './auth'
 
 export type { RouteAuth }
 import type { ClientSignal } from '../core/client-signal'
 import type { Reply } from '../core/reply'
 import type { SecretBox } from '../core/secrets'
-import type { GatewayRuntime } from '../responses/runtime'
+import type { GatewayRuntime } from './runtime'
 
 type AnySchema = v.GenericSchema<unknown, unknown>
 type Infer<S> = S extends AnySchema ? v.InferOutput<S> : undefined
@@ -38,6 +39,8 @@ export interface RouteContext<Params, Query, Body, Auth extends RouteAuth = Excl
   signal: AbortSignal
   /** The same disconnect, as cheap as the host can offer it (no AbortSignal on Node): for the engine. */
   clientSignal: ClientSignal
+  /** The request's access log line, on routes that run models (`isAccessLogged`). */
+  access: AccessLog | undefined
 }
 
 export interface RouteDefinition<
@@ -54,6 +57,8 @@ export interface RouteDefinition<
   errorFlavor?: ErrorFlavor
   /** Checks run right after authentication, before any input is read (e.g. programme membership). */
   authorize?: (context: { caller: Caller; request: Request; runtime: GatewayRuntime }) => void
+  /** Writes an access log line per request (pipeline/access-log.ts): the routes that run models. */
+  isAccessLogged?: boolean
   /** Honours `Idempotency-Key`: retries replay the first response (JSON routes only). */
   isIdempotent?: boolean
   /** Body size limit in bytes; the gateway's `bodyLimit` when omitted. */

@@ -1,13 +1,16 @@
 /**
  * The provider adapter contract. Adapters translate wire formats and nothing else: routing,
- * fallbacks, keys, billing and logging live in core (src/responses). The canonical format on our
+ * fallbacks, keys, billing and logging live in the engine (src/engine). The canonical format on our
  * side is the OpenAI Responses API (our own public wire). Versioned so a change is a visible decision.
  */
 
 import type { GatewayError } from '../core/errors'
 import type { CallerDestination } from '../core/upstream-guard'
 import type { ProviderApi } from './catalog'
-import type { OutputItem, ResponsesRequest, StreamEvent, Usage } from './types'
+import type { FinishStatus, UpstreamStreamEvent } from './events'
+import type { OutputItem, ResponsesRequest, Usage } from './types'
+
+export type { FinishStatus, ItemEvent, RelayedEvent, UpstreamStreamEvent } from './events'
 
 /** One upstream call, as core hands it to an adapter. */
 export interface UpstreamCall {
@@ -48,9 +51,6 @@ export interface UpstreamRequest {
   callerDestination?: CallerDestination
 }
 
-/** Why generation stopped, in Responses terms. */
-export type FinishStatus = 'completed' | 'incomplete'
-
 /** A complete (non-streaming) upstream answer, translated. */
 export interface UpstreamResult {
   output: OutputItem[]
@@ -61,15 +61,6 @@ export interface UpstreamResult {
   /** The provider's own response id, for logs. */
   upstreamId?: string
 }
-
-/**
- * What a stream adapter yields: the item-level Responses events (without `sequence_number`; core
- * numbers them and adds `logprobs`), plus two internal events at the end.
- */
-export type UpstreamStreamEvent =
-  | StreamEvent
-  | { type: 'upstream.usage'; usage: Usage }
-  | { type: 'upstream.finish'; status: FinishStatus; incompleteDetails: { reason: string } | null }
 
 export interface ProviderAdapter {
   readonly contractVersion: 1

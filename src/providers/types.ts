@@ -108,7 +108,7 @@ export type TextFormat =
   | { type: 'json_object' }
   | { type: 'json_schema'; name: string; schema: Record<string, unknown>; description?: string; strict?: boolean | null }
 
-/** The request fields adapters translate (validated by src/responses/request.schemas.ts). */
+/** The request fields adapters translate (validated by src/engine/request.schemas.ts). */
 export interface ResponsesRequest {
   model: string
   input: string | InputItem[]
@@ -141,9 +141,6 @@ export type Usage = {
   output_tokens_details: { reasoning_tokens: number }
   total_tokens: number
 }
-
-/** An item-level stream event, as OpenAI defines it, minus `sequence_number`. */
-export type StreamEvent = { type: string } & Record<string, unknown>
 
 export const emptyUsage = (): Usage => ({
   input_tokens: 0,

@@ -59,7 +59,7 @@ export const createByok = defineRoute({
       caller.account,
       { ...fromWire(body), provider: body.provider, key: body.key, workspaceId: body.workspace_id },
       now(),
-      runtime.upstreamGuard,
+      runtime.inference.guard,
     )
     // spec POST /byok: 200 (not 201).
     return json({ data: toByokWire(record) })
@@ -106,7 +106,7 @@ export const updateByok = defineRoute({
       caller.account,
       params.id,
       { ...fromWire(body), key: body.key },
-      runtime.upstreamGuard,
+      runtime.inference.guard,
     )
     return json({ data: toByokWire(record) })
   },

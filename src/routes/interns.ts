@@ -27,9 +27,13 @@ import {
   internEnvironment,
   type InternEnvironment,
 } from '../interns/service'
-import { ResponsesRequestSchema } from '../responses/request.schemas'
-import { WORKSPACE_GONE, runResponse } from '../responses/run'
-import type { GatewayRuntime } from '../responses/runtime'
+import { ResponsesRequestSchema } from '../engine/request.schemas'
+import { observeSession } from '../engine/observe'
+import { WORKSPACE_GONE, prepareRequest, runRequest, type RunContext } from '../engine/run'
+import { openSession } from '../engine/stream-session'
+import { internChatObserver } from '../interns/chat-session'
+import { replyTo } from '../writers/responses-reply'
+import type { GatewayRuntime } from '../pipeline/runtime'
 import type { InputItem } from '../providers/types'
 import type { JsonValue } from '../storage/contract'
 import { readIdempotencyKey } from '../pipeline/idempotency'
@@ -213,26 +217,38 @@ export const chatInternRoute = defineRoute({
   path: '/interns/:internId/chat',
   params: InternParamsSchema,
   body: ChatBodySchema,
+  isAccessLogged: true,
   async handle(context) {
-    const { params, body, caller, repositories, secrets, logger, runtime, requestId, signal } = context
+    const { params, body, caller, repositories, runtime, requestId, signal, access } = context
+    const service = runtime.inference
     const { intern, workspace } = await visibleIntern(repositories, caller, params.internId)
     if (intern.status !== 'running') throw conflict('not_running', `The intern is ${intern.status}; provision it before chatting`)
     const input: InputItem[] = typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : (body.input as InputItem[])
     const history = (await repositories.interns.conversations.get(intern.id)) as InputItem[]
-    const response = await runtime.interns.runtime.chat(toView(intern, workspace), history, input, {
+    const storeTurn = (output: JsonValue[]) => appendTurn(repositories, intern.id, input as unknown as JsonValue[], output, runtime.interns.history)
+    const prepare = (turn: Record<string, unknown>, turnSignal: AbortSignal) => {
+      const turnContext: RunContext = { caller, repositories, requestId, signal: turnSignal, isMetadataRequested: false }
+      return prepareRequest(service, turnContext, parseInput(ResponsesRequestSchema, turn, 'body'))
+    }
+    // A runtime that answered with SSE text (its `respond`, or a user's runtime): the turn is read back from the text.
+    const fromSseText = (response: Response) => {
+      if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response
+      const stream = rewriteChatStream(response.body, (final) => storeTurn(final.output))
+      return new Response(stream, { status: response.status, headers: response.headers })
+    }
+    const view = toView(intern, workspace)
+    access?.requested(view.model)
+    const answer = runtime.interns.runtime.chat(view, history, input, {
       signal,
-      respond: async (turn, turnSignal) =>
-        toResponse(
-          await runResponse(
-            { caller, repositories, secrets, logger, runtime, requestId, signal: turnSignal, isMetadataRequested: false },
-            parseInput(ResponsesRequestSchema, turn, 'body'),
-          ),
-        ),
+      respond: async (turn, turnSignal) => toResponse(await replyTo(prepare(turn, turnSignal).then((prepared) => runRequest(service, prepared)))),
+      openSession: async (turn, turnSignal) => openSession(service, await prepare(turn, turnSignal)),
     })
-    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return responseReply(response)
-    const stream = rewriteChatStream(response.body, (final) =>
-      appendTurn(repositories, intern.id, input as unknown as JsonValue[], final.output, runtime.interns.history),
+    return replyTo(
+      answer.then((turn) => (turn instanceof Response ? { isStream: false as const, reply: fromSseText(turn) } : { isStream: true as const, session: turn })),
+      (session) => {
+        const turn = observeSession(session, internChatObserver((output) => storeTurn(output as JsonValue[])))
+        return access ? observeSession(turn, access.observer()) : turn
+      },
     )
-    return responseReply(new Response(stream, { status: response.status, headers: response.headers }))
   },
 })

@@ -41,9 +41,9 @@ describe('architecture', () => {
   it('the rules catch a kernel importing outward, Node built-ins in portable code, a provider importing the engine and a cycle', async () => {
     const base = await mkdtemp(join(tmpdir(), 'modelgate-architecture-'))
     const files: Record<string, string> = {
-      'src/core/errors.ts': "import type { Runtime } from '../responses/runtime'\nexport type E = Runtime\n",
-      'src/responses/runtime.ts': "import { readFileSync } from 'node:fs'\nexport type Runtime = typeof readFileSync\n",
-      'src/providers/openai/index.ts': "import type { Runtime } from '../../responses/runtime'\nexport type P = Runtime\n",
+      'src/core/errors.ts': "import type { Runtime } from '../engine/runtime'\nexport type E = Runtime\n",
+      'src/engine/runtime.ts': "import { readFileSync } from 'node:fs'\nexport type Runtime = typeof readFileSync\n",
+      'src/providers/openai/index.ts': "import type { Runtime } from '../../engine/runtime'\nexport type P = Runtime\n",
       'src/routes/a.ts': "import { b } from './b'\nexport const a = () => b\n",
       'src/routes/b.ts': "import { a } from './a'\nexport const b = () => a\n",
     }
@@ -55,9 +55,9 @@ describe('architecture', () => {
       const found = await violationsIn(base)
       expect(found).toEqual(
         expect.arrayContaining([
-          'kernel-is-a-leaf: src/core/errors.ts → src/responses/runtime.ts',
-          'portable-code-uses-no-node-builtins: src/responses/runtime.ts → fs',
-          'providers-know-only-their-contract: src/providers/openai/index.ts → src/responses/runtime.ts',
+          'kernel-is-a-leaf: src/core/errors.ts → src/engine/runtime.ts',
+          'portable-code-uses-no-node-builtins: src/engine/runtime.ts → fs',
+          'providers-know-only-their-contract: src/providers/openai/index.ts → src/engine/runtime.ts',
           'no-circular: src/routes/a.ts → src/routes/b.ts',
         ]),
       )

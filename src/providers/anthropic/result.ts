@@ -7,7 +7,8 @@ import type { FinishStatus, UpstreamCall, UpstreamResult } from '../contract'
 import type { OutputBuilder } from '../shared/output-builder'
 import { createOutputBuilder } from '../shared/output-builder'
 import { UpstreamFailure } from '../shared/errors'
-import type { StreamEvent, Usage } from '../types'
+import type { ItemEvent } from '../events'
+import type { Usage } from '../types'
 import { toInBandFailure } from './errors'
 import { ANTHROPIC_REASONING_FORMAT, isRecord, type WireContentBlock, type WireError, type WireUsage } from './wire'
 
@@ -56,7 +57,7 @@ export const toFinish = (stopReason: string | null | undefined): Finish => {
 }
 
 /** Feeds one whole content block to the builder. Unknown block kinds (server tools, …) are skipped. */
-export const feedBlock = (builder: OutputBuilder, block: WireContentBlock, index: number): StreamEvent[] => {
+export const feedBlock = (builder: OutputBuilder, block: WireContentBlock, index: number): ItemEvent[] => {
   switch (block.type) {
     case 'text':
       return typeof block.text === 'string' ? builder.text(block.text) : []

@@ -17,22 +17,23 @@
 
 import { UpstreamFailure } from '../shared/errors'
 import type { OutputBuilder } from '../shared/output-builder'
-import type { StreamEvent, Usage } from '../types'
+import type { ItemEvent } from '../events'
+import type { Usage } from '../types'
 import type { FinishStatus } from '../contract'
 import { GEMINI_REASONING_FORMAT, type GeminiResponse, type GeminiResponsePart, type GeminiUsageMetadata } from './wire'
 
 export interface PartReader {
   /** Feeds the parts of one candidate (a whole answer, or one stream chunk's worth). */
-  read(parts: GeminiResponsePart[] | undefined): StreamEvent[]
+  read(parts: GeminiResponsePart[] | undefined): ItemEvent[]
   /** Flushes what waits for the end of the answer (a trailing signature). */
-  end(): StreamEvent[]
+  end(): ItemEvent[]
 }
 
 export const createPartReader = (builder: OutputBuilder, responseId: string | undefined): PartReader => {
   let callCount = 0
   let trailingSignature: string | undefined
 
-  const part = (events: StreamEvent[], value: GeminiResponsePart) => {
+  const part = (events: ItemEvent[], value: GeminiResponsePart) => {
     const signature = typeof value.thoughtSignature === 'string' && value.thoughtSignature !== '' ? value.thoughtSignature : undefined
     const call = value.functionCall
     if (call && typeof call === 'object') {
@@ -52,7 +53,7 @@ export const createPartReader = (builder: OutputBuilder, responseId: string | un
 
   return {
     read(parts) {
-      const events: StreamEvent[] = []
+      const events: ItemEvent[] = []
       for (const value of parts ?? []) if (value && typeof value === 'object') part(events, value)
       return events
     },

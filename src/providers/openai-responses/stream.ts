@@ -5,10 +5,10 @@
  * and minus the response-level ones (core sends its own created/in_progress/completed).
  */
 
-import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
+import type { UpstreamCall } from '../contract'
+import { isItemEventType, type ItemEvent, type UpstreamStreamEvent } from '../events'
 import { UpstreamFailure } from '../shared/errors'
 import { parseSseJson, readSse } from '../shared/sse'
-import type { StreamEvent } from '../types'
 import { toInBandFailure } from './errors'
 import { toFinish, toOutputItem, toUsage } from './result'
 import type { OpenAIStreamEvent } from './wire'
@@ -24,11 +24,16 @@ const TEXT_EVENTS = new Set(['response.output_text.delta', 'response.output_text
 
 const ITEM_EVENTS = new Set(['response.output_item.added', 'response.output_item.done'])
 
-const toStreamEvent = (event: OpenAIStreamEvent): StreamEvent => {
+/**
+ * OpenAI's item-level events already are ours (a loose wire shape read as the typed member its `type`
+ * names); any other kind (`web_search_call.*`, annotations…) is relayed as it came.
+ */
+const toStreamEvent = (event: OpenAIStreamEvent): UpstreamStreamEvent => {
   const { sequence_number: _sequenceNumber, ...rest } = event
+  if (!isItemEventType(rest.type)) return { type: 'relayed', event: rest }
   if (TEXT_EVENTS.has(rest.type) && !Array.isArray(rest.logprobs)) rest.logprobs = []
   else if (ITEM_EVENTS.has(rest.type) && rest.item) rest.item = toOutputItem(rest.item) as OpenAIStreamEvent['item']
-  return rest
+  return rest as unknown as ItemEvent
 }
 
 /**

@@ -6,9 +6,10 @@
  */
 
 import { randomHex } from '../../core/crypto'
-import type { OutputFunctionCall, OutputItem, OutputMessage, OutputReasoning, StreamEvent } from '../types'
+import type { ItemEvent } from '../events'
+import type { OutputFunctionCall, OutputItem, OutputMessage, OutputReasoning } from '../types'
 
-type Events = StreamEvent[]
+type Events = ItemEvent[]
 
 interface OpenMessage {
   kind: 'message'

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { deriveId, hmacSha256Hex, sha256Hex, timingSafeEqual } from '../../../src/core/crypto'
-import { endUserIdFor } from '../../../src/responses/end-user'
+import { endUserIdFor } from '../../../src/engine/end-user'
 
 describe('core crypto', () => {
   it('hashes like SHA-256 over UTF-8, on whichever path the runtime offers', async () => {

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ModelEntry } from '../../../src/responses/models'
+import type { ModelEntry } from '../../../src/engine/models'
+import { inProcessRuntime } from '../../../src/interns/in-process'
+import type { InternRuntime } from '../../../src/interns/runtime'
 import { readJson } from '../../helpers/gateway'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { assertValidEventSequence } from '../../helpers/stream-events'
@@ -20,8 +22,8 @@ afterEach(async () => {
   harness = undefined
 })
 
-const start = async () => {
-  harness = await createResponsesHarness({ alpha: { api: 'openai-chat' } }, { models: MODELS })
+const start = async (options: { internRuntime?: InternRuntime } = {}) => {
+  harness = await createResponsesHarness({ alpha: { api: 'openai-chat' } }, { models: MODELS, ...options })
   await harness.gateway.admin.setAccountFlags(undefined, { interns: true })
   return harness
 }
@@ -209,6 +211,29 @@ describe('POST /interns/{internId}/chat', () => {
     // The conversation is kept with the intern: user message, call, answer, reply.
     const stored = await h.gateway.storage.get<any>('intern_conversations', intern.id)
     expect(stored?.data.items.map((item: any) => item.type)).toEqual(['message', 'function_call', 'function_call_output', 'message'])
+    expect(stored?.data.items[1]).toMatchObject({ name: 'service.provide_input', call_id: CALL_ID })
+  })
+
+  it('a runtime answering with SSE text (context.respond) gets the same public tool name and stored turn', async () => {
+    // A user's runtime: it runs the turn through `respond` and returns the SSE Response.
+    const textRuntime: InternRuntime = {
+      ...inProcessRuntime(),
+      chat: (intern, history, input, context) =>
+        context.respond(
+          { model: intern.model, input: [...history, ...input], tools: [{ type: 'function', name: 'service_provide_input', parameters: { type: 'object' } }], stream: true },
+          context.signal,
+        ),
+    }
+    const h = await start({ internRuntime: textRuntime })
+    const intern = await runningIntern()
+    h.upstreams.alpha!.setHandler(askPermission)
+    const first = await chat(intern.id, 'Book a flight')
+    const done = first.data.find((event) => event.type === 'response.output_item.done')
+    expect(done.item).toMatchObject({ type: 'function_call', name: 'service.provide_input', call_id: CALL_ID })
+    expect(first.final.tools.map((tool: any) => tool.name)).toEqual(['service.provide_input'])
+    expect(JSON.stringify(first.data)).not.toContain('"name":"service_provide_input"')
+    const stored = await h.gateway.storage.get<any>('intern_conversations', intern.id)
+    expect(stored?.data.items.map((item: any) => item.type)).toEqual(['message', 'function_call'])
     expect(stored?.data.items[1]).toMatchObject({ name: 'service.provide_input', call_id: CALL_ID })
   })
 

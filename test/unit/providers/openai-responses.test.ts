@@ -47,7 +47,9 @@ const withoutIds = (value: unknown): unknown => JSON.parse(JSON.stringify(value,
 
 type AnyEvent = { type: string } & Record<string, any>
 
-const itemEvents = (events: UpstreamStreamEvent[]) => events.filter((event) => !event.type.startsWith('upstream.')) as AnyEvent[]
+/** The events as the client will see them: relayed ones unwrapped, the internal usage and finish left out. */
+const itemEvents = (events: UpstreamStreamEvent[]) =>
+  events.flatMap((event): AnyEvent[] => (event.type === 'relayed' ? [event.event] : event.type.startsWith('upstream.') ? [] : [event]))
 
 const doneItems = (events: UpstreamStreamEvent[]) =>
   itemEvents(events)
@@ -420,7 +422,7 @@ describe('openAIResponsesAdapter', () => {
       const raw = fixture(PROVIDER, 'reasoning.sse').toString('utf8')
       expect(raw).toContain('event: keepalive')
       const events = await collect(adapter.readStream(chunked(raw, 7), makeCall({}, { stream: true })))
-      expect(events.some((event) => event.type === 'keepalive')).toBe(false)
+      expect(itemEvents(events).some((event) => event.type === 'keepalive')).toBe(false)
     })
 
     it('throws the in-band failure after yielding what came before it (response.failed)', async () => {

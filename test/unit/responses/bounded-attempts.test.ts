@@ -5,9 +5,9 @@
 
 import { afterEach, describe, expect, it } from 'vitest'
 import type { GatewayOptions } from '../../../src/gateway/options'
-import type { ModelEntry } from '../../../src/responses/models'
-import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
-import { jsonFixture, type RecordedRequest } from '../../helpers/upstream'
+import type { ModelEntry } from '../../../src/engine/models'
+import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
+import { jsonFixture, sseFixture, type RecordedRequest } from '../../helpers/upstream'
 
 const PRICING = { prompt: 0.000001, completion: 0.000002 }
 
@@ -189,5 +189,56 @@ describe('outlier ejection through the gateway', () => {
     beta.setHandler(ok)
     for (let index = 0; index < 7; index++) await ask()
     expect(alpha.requests).toHaveLength(7)
+  })
+})
+
+describe('a streamed request committed before every attempt failed', () => {
+  it('ends in-band with response.failed carrying service_metadata, as a whole answer carries it', async () => {
+    const { alpha, beta } = await twoProviders({ streamCommitAfterMs: 0, keepAliveMs: 60_000, outlierDetection: false })
+    let release!: () => void
+    const committed = new Promise<void>((resolve) => (release = resolve))
+    // The first attempt fails only once the client holds the committed answer.
+    alpha.setHandler(async () => {
+      await committed
+      return overloaded()
+    })
+    beta.setHandler(overloaded)
+    const response = await harness!.post({ model: 'test/model', input: 'hi', stream: true }, { 'x-service-metadata': 'enabled' })
+    expect(response.status).toBe(200)
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    expect(decoder.decode((await reader.read()).value).startsWith(': PROCESSING')).toBe(true)
+    release()
+    let rest = ''
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += decoder.decode(chunk.value)
+    expect(rest.trim().endsWith('data: [DONE]')).toBe(true)
+    const failedLine = rest.split('\n').find((line) => line.startsWith('data: {"type":"response.failed"'))!
+    const failed = JSON.parse(failedLine.slice('data: '.length)).response
+    expect(failed).toMatchObject({ status: 'failed', error_type: 'provider_overloaded' })
+    expect(failed.service_metadata).toMatchObject({
+      attempt: 2,
+      strategy: 'fallback',
+      summary: 'no endpoint succeeded after 2 attempts',
+      endpoints: { total: 2 },
+      requested: 'test/model',
+    })
+    expect(alpha.requests).toHaveLength(1)
+    expect(beta.requests).toHaveLength(1)
+  })
+})
+
+describe('the gateway clock', () => {
+  it('dates whole and streamed responses (created_at, completed_at)', async () => {
+    const clock = testClock()
+    const { alpha } = await twoProviders({ now: clock.now })
+    const expected = Math.floor(clock.now().getTime() / 1000)
+    alpha.setHandler(ok)
+    const whole = await ask()
+    expect(whole.body).toMatchObject({ created_at: expected, completed_at: expected })
+    alpha.setHandler(() => sseFixture('openai-chat', 'text.sse'))
+    const streamed = await harness!.post({ model: 'test/model', input: 'hi', stream: true })
+    const { events } = await readSseEvents(streamed)
+    expect(events[0]!.data.response.created_at).toBe(expected)
+    expect(events.at(-2)!.data.response).toMatchObject({ created_at: expected, completed_at: expected })
   })
 })

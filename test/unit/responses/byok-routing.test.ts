@@ -7,7 +7,7 @@
 
 import { createHash } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ModelEntry } from '../../../src/responses/models'
+import type { ModelEntry } from '../../../src/engine/models'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture, jsonFixture, sseFixture, type RecordedRequest, type Upstream, type UpstreamReply } from '../../helpers/upstream'
 

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createGateway } from '../../../src/gateway/gateway'
 import { silentLogger } from '../../../src/core/logger'
-import type { ModelEntry } from '../../../src/responses/models'
+import type { ModelEntry } from '../../../src/engine/models'
 import { memoryStorage } from '../../../src/storage/memory'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
 import { jsonFixture } from '../../helpers/upstream'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createOutlierDetector } from '../../../src/responses/outlier-detection'
+import { createOutlierDetector } from '../../../src/engine/outlier-detection'
 
 const KEY = ['endpoint alpha']
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ModelEntry } from '../../../src/responses/models'
+import type { ModelEntry } from '../../../src/engine/models'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { assertValidEventSequence } from '../../helpers/stream-events'
 import { fixture, jsonFixture, sseFixture } from '../../helpers/upstream'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createRetryBudget } from '../../../src/responses/retry-budget'
+import { createRetryBudget } from '../../../src/engine/retry-budget'
 
 const clock = (start = 1_000_000) => {
   let time = start

@@ -4,9 +4,9 @@
  */
 
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ModelEntry } from '../../../src/responses/models'
-import type { UpstreamTransport } from '../../../src/responses/transport'
-import { sentSecrets } from '../../../src/responses/sent-secrets'
+import type { ModelEntry } from '../../../src/engine/models'
+import type { UpstreamTransport } from '../../../src/engine/transport'
+import { sentSecrets } from '../../../src/engine/sent-secrets'
 import { createRecordingLogger, type RecordingLogger } from '../../helpers/logger'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture, type RecordedRequest, type UpstreamReply } from '../../helpers/upstream'

@@ -7,15 +7,15 @@
 import { formatByteSize } from '../core/byte-size'
 import type { ClientSignal } from '../core/client-signal'
 import { GatewayError, UnprocessableError, isGatewayError } from '../core/errors'
-import type { Logger } from '../core/logger'
-import { SecretUnreadableError, type SecretBox } from '../core/secrets'
-import { DestinationRefusedError, type UpstreamGuard } from '../core/upstream-guard'
+import { SecretUnreadableError } from '../core/secrets'
+import { DestinationRefusedError } from '../core/upstream-guard'
 import type { UpstreamCall, UpstreamRequest, UpstreamTarget } from '../providers/contract'
 import { UpstreamFailure, isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
 import type { ByokRecord } from '../repositories/byok-credentials'
 import { revealByokKey } from '../services/byok'
 import { checkCallerDestination } from './destination'
 import type { Attempt } from './routing'
+import type { InferenceService } from './service'
 import { credentialSecrets, sentSecrets } from './sent-secrets'
 import {
   UpstreamTimeoutSignal,
@@ -23,25 +23,14 @@ import {
   isDeclaredOver,
   readBodyText,
   readCapped,
-  type UpstreamLimits,
   type UpstreamResponse,
-  type UpstreamTimeouts,
-  type UpstreamTransport,
 } from './transport'
 
-export interface AttemptEnvironment {
-  transport: UpstreamTransport
-  timeouts: UpstreamTimeouts
-  limits: UpstreamLimits
-  /** Checks destinations that come from callers' credentials. */
-  guard: UpstreamGuard
-  secrets: SecretBox
-  logger: Logger
+/** What one attempt needs of its request. */
+export interface AttemptRequest {
   requestId: string
   /** Fires when the client went away. */
   signal: ClientSignal
-  /** The gateway's clock (ms since epoch), for `Retry-After` dates. */
-  now: () => number
 }
 
 /** The client went away: stop everything, answer nothing. */
@@ -70,13 +59,13 @@ export interface OpenedAttempt {
  * master key missing from the configuration) or the caller's (store the key again): the log names the key id, the
  * caller's error names only their credential, and the next attempt is tried.
  */
-const byokTargetFor = async (attempt: Attempt, credential: ByokRecord, environment: AttemptEnvironment): Promise<UpstreamTarget> => {
+const byokTargetFor = async (attempt: Attempt, credential: ByokRecord, service: InferenceService, requestId: string): Promise<UpstreamTarget> => {
   try {
-    return attempt.provider.withKey(await revealByokKey(environment.secrets, credential))
+    return attempt.provider.withKey(await revealByokKey(service.secrets, credential))
   } catch (error) {
     if (!(error instanceof SecretUnreadableError)) throw error
-    environment.logger.error('a stored BYOK key cannot be opened', {
-      requestId: environment.requestId,
+    service.logger.error('a stored BYOK key cannot be opened', {
+      requestId,
       credentialId: credential.id,
       keyId: error.keyId,
       reason: error.message,
@@ -148,37 +137,38 @@ export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: read
 }
 
 /** Sends one attempt and returns the open upstream response, or throws its failure. */
-export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environment: AttemptEnvironment): Promise<OpenedAttempt> => {
-  if (environment.signal.aborted) throw new ClientClosedError()
+export const openAttempt = async (attempt: Attempt, call: UpstreamCall, service: InferenceService, request: AttemptRequest): Promise<OpenedAttempt> => {
+  const { signal } = request
+  if (signal.aborted) throw new ClientClosedError()
   // Only a BYOK key needs a decryption; the shared credential is at hand.
-  const target = attempt.credential ? await byokTargetFor(attempt, attempt.credential, environment) : attempt.provider.shared!
-  let request: UpstreamRequest
+  const target = attempt.credential ? await byokTargetFor(attempt, attempt.credential, service, request.requestId) : attempt.provider.shared!
+  let upstreamRequest: UpstreamRequest
   try {
-    request = attempt.provider.adapter.buildRequest(call, target)
+    upstreamRequest = attempt.provider.adapter.buildRequest(call, target)
   } catch (error) {
     throw toAttemptFailure(error, attempt, credentialSecrets(target.apiKey))
   }
   // Collected only when something is to be redacted: most attempts succeed and need none.
   let sent: string[] | undefined
-  const secrets = () => (sent ??= sentSecrets(request, target.apiKey))
-  const { callerDestination } = request
+  const secrets = () => (sent ??= sentSecrets(upstreamRequest, target.apiKey))
+  const { callerDestination } = upstreamRequest
   const started = performance.now()
   let response: UpstreamResponse
   try {
-    if (callerDestination) await checkCallerDestination(request.url, callerDestination, environment.guard, environment.transport)
+    if (callerDestination) await checkCallerDestination(upstreamRequest.url, callerDestination, service.guard, service.transport)
     // The transport ends the exchange when the client goes away (the signal) or the first byte is late.
-    response = await environment.transport(request, {
-      signal: environment.signal,
-      timeouts: environment.timeouts,
-      ...(callerDestination ? { guard: environment.guard } : {}),
+    response = await service.transport(upstreamRequest, {
+      signal,
+      timeouts: service.timeouts,
+      ...(callerDestination ? { guard: service.guard } : {}),
     })
   } catch (error) {
-    if (environment.signal.aborted) throw new ClientClosedError()
+    if (signal.aborted) throw new ClientClosedError()
     throw toAttemptFailure(error, attempt, secrets())
   }
   const upstreamMs = performance.now() - started
   // The rest of the exchange (the body) gets what is left of the total time.
-  const total = setTimeout(() => void response.cancel(new UpstreamTimeoutSignal('total')), Math.max(0, environment.timeouts.totalMs - upstreamMs))
+  const total = setTimeout(() => void response.cancel(new UpstreamTimeoutSignal('total')), Math.max(0, service.timeouts.totalMs - upstreamMs))
   const release = () => clearTimeout(total)
   const abort = () => {
     clearTimeout(total)
@@ -196,13 +186,13 @@ export const openAttempt = async (attempt: Attempt, call: UpstreamCall, environm
   if (response.status >= 400) {
     const text = await readCapped(response)
     abort()
-    const context = { headers: response.headers, nowMs: environment.now(), secrets: secrets() }
+    const context = { headers: response.headers, nowMs: service.now(), secrets: secrets() }
     throw toAttemptFailure(attempt.provider.adapter.toError(response.status, redactSecrets(text, secrets()), context), attempt, secrets())
   }
   return {
     response,
     call,
-    request,
+    request: upstreamRequest,
     target,
     get secrets() {
       return secrets()

@@ -1,12 +1,11 @@
-/** Everything inference routes need beyond storage, built once per gateway from its options. */
+/**
+ * The inference service: everything running a response needs beyond the request itself, built once per
+ * gateway from its options and never changed afterwards. A request carries only its own data (request.ts).
+ */
 
 import type { Logger } from '../core/logger'
 import type { ProviderApi } from '../providers/catalog'
-import { randomId } from '../core/crypto'
-import { DEFAULT_HISTORY_LIMITS, type HistoryLimits } from '../interns/history'
-import { DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS, type ProvisioningSettings } from '../interns/lease'
-import { inProcessRuntime } from '../interns/in-process'
-import type { InternRuntime } from '../interns/runtime'
+import type { SecretBox } from '../core/secrets'
 import type { ProviderAdapter } from '../providers/contract'
 import { createActiveStreams, type ActiveStreams } from './active-streams'
 import { createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } from './models'
@@ -39,60 +38,32 @@ export interface RetryPolicy {
   maxRetryAfterSeconds: number
 }
 
-export interface GatewayRuntime {
-  providers: ProviderRegistry
-  models: ModelCatalog
-  transport: UpstreamTransport
-  timeouts: UpstreamTimeouts
-  limits: UpstreamLimits
+export interface InferenceService {
+  readonly providers: ProviderRegistry
+  readonly models: ModelCatalog
+  readonly transport: UpstreamTransport
+  readonly timeouts: UpstreamTimeouts
+  readonly limits: UpstreamLimits
   /** Checks upstream locations chosen by callers (Azure BYOK endpoints). */
-  upstreamGuard: UpstreamGuard
+  readonly guard: UpstreamGuard
+  /** Opens stored BYOK keys, in memory and for one call only. */
+  readonly secrets: SecretBox
   /** Share of the list price charged for BYOK requests (docs/decisions.md, BYOK: 5%). */
-  byokFeeRate: number
-  region: string
+  readonly byokFeeRate: number
+  readonly region: string
   /** Secret behind the end-user hashes sent upstream. */
-  endUserSecret: string
-  commitAfterMs: number
-  keepAliveMs: number
-  /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
-  trustedHostHeader: string | undefined
-  retry: RetryPolicy
+  readonly endUserSecret: string
+  /** How long a stream may wait for content before the HTTP response is committed with keep-alives. */
+  readonly commitAfterMs: number
+  readonly keepAliveMs: number
+  readonly retry: RetryPolicy
   /** Endpoints and BYOK keys that keep failing are skipped for a while. */
-  outliers: OutlierDetector
+  readonly outliers: OutlierDetector
   /** Streams in flight, ended in-band by `gateway.endStreams()`. */
-  streams: ActiveStreams
-  /** The gateway's clock, in ms since the epoch. */
-  now: () => number
-  interns: {
-    runtime: InternRuntime
-    /** Hostnames of regional deployments, where intern routes are refused (spec Authentication 3). */
-    regionalHostnames: ReadonlySet<string>
-    /** Refuse intern routes whatever the hostname: the whole deployment is regional. */
-    isRegionalDeployment: boolean
-    /** Background work (provisioning, destruction) running in this process. */
-    tasks: Set<Promise<unknown>>
-    /** How much of each intern's conversation is kept (and so sent upstream with every turn). */
-    history: HistoryLimits
-    /** Leases of provisioning runs, and the sweep that takes over abandoned ones. */
-    provisioning: ProvisioningSettings
-  }
-}
-
-export interface ProvisioningOptions {
-  leaseTtlMs?: number
-  heartbeatIntervalMs?: number
-  sweepIntervalMs?: number | false
-}
-
-const provisioningSettings = (options: ProvisioningOptions = {}): ProvisioningSettings => {
-  const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS
-  return {
-    leaseTtlMs,
-    // Three beats per lease: one late or lost renewal does not let the lease lapse.
-    heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.max(1, Math.floor(leaseTtlMs / 3)),
-    sweepIntervalMs: options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
-    holder: `gateway-${randomId()}`,
-  }
+  readonly streams: ActiveStreams
+  /** The gateway's clock, in ms since the epoch: every timestamp a response carries comes from it. */
+  readonly now: () => number
+  readonly logger: Logger
 }
 
 const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
@@ -149,37 +120,35 @@ const upstreamLimits = (upstream: UpstreamOptions = {}): UpstreamLimits => ({
   maxEventBytes: upstream.maxEventBytes ?? 8 * 1024 * 1024,
 })
 
-export const createRuntime = (options: {
+export interface InferenceServiceOptions {
   providers?: Record<string, ProviderConfig>
   models?: ModelEntry[]
   transport?: UpstreamTransport
   upstream?: UpstreamOptions
   upstreamGuard?: UpstreamGuardOptions
   adapters: Partial<Record<ProviderApi, ProviderAdapter>>
+  secrets: SecretBox
   byokFeeRate?: number
   region?: string
   endUserSecret: string
   streamCommitAfterMs?: number
   keepAliveMs?: number
-  internRuntime?: InternRuntime
-  regionalHostnames?: string[]
-  isRegionalDeployment?: boolean
-  trustedHostHeader?: string
   retry?: RetryOptions
   outlierDetection?: false | Partial<OutlierDetectionOptions>
   now?: () => Date
   logger: Logger
-  internHistory?: Partial<HistoryLimits>
-  internProvisioning?: ProvisioningOptions
-}): GatewayRuntime => {
+}
+
+export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
   const now = options.now ? () => options.now!().getTime() : Date.now
-  return {
+  return Object.freeze({
     providers: createProviderRegistry(options.providers ?? {}, options.adapters),
     models: createModelCatalog(mergeModels(options.models)),
     transport: options.transport ?? fetchTransport(),
     timeouts: upstreamTimeouts(options.upstream),
     limits: upstreamLimits(options.upstream),
-    upstreamGuard: createUpstreamGuard(options.upstreamGuard),
+    guard: createUpstreamGuard(options.upstreamGuard),
+    secrets: options.secrets,
     byokFeeRate: options.byokFeeRate ?? 0.05,
     region: options.region ?? 'default',
     endUserSecret: options.endUserSecret,
@@ -189,17 +158,6 @@ export const createRuntime = (options: {
     outliers: outlierDetector(options.outlierDetection, now, options.logger),
     streams: createActiveStreams(),
     now,
-    trustedHostHeader: options.trustedHostHeader,
-    interns: {
-      runtime: options.internRuntime ?? inProcessRuntime(),
-      regionalHostnames: new Set((options.regionalHostnames ?? []).map((hostname) => hostname.toLowerCase().replace(/\.$/, ''))),
-      isRegionalDeployment: options.isRegionalDeployment ?? false,
-      tasks: new Set(),
-      history: {
-        maxItems: options.internHistory?.maxItems ?? DEFAULT_HISTORY_LIMITS.maxItems,
-        maxBytes: options.internHistory?.maxBytes ?? DEFAULT_HISTORY_LIMITS.maxBytes,
-      },
-      provisioning: provisioningSettings(options.internProvisioning),
-    },
-  }
+    logger: options.logger,
+  })
 }

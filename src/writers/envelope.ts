@@ -3,8 +3,8 @@
  * `parallel_tool_calls`, `tools`, `temperature`… even on `response.created` (gaps §2).
  */
 
-import type { BilledUsage } from './billing'
-import type { ResponsesRequestBody } from './request.schemas'
+import type { BilledUsage } from '../engine/billing'
+import type { ResponsesRequestBody } from '../engine/request.schemas'
 import type { OutputItem } from '../providers/types'
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed'

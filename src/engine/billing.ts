@@ -6,6 +6,7 @@
 
 import type { EndpointPricing } from './models'
 import type { Usage } from '../providers/types'
+import type { Attempt } from './routing'
 
 export interface BilledUsage extends Usage {
   cost: number
@@ -36,3 +37,7 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
     },
   }
 }
+
+/** The usage priced at the prices of the endpoint `attempt` called, as BYOK when it used the caller's key. */
+export const billAttempt = (usage: Usage, attempt: Attempt, byokFeeRate: number): BilledUsage =>
+  billUsage(usage, attempt.endpoint.pricing, { isByok: attempt.credential !== null, byokFeeRate })

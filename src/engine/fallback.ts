@@ -1,0 +1,140 @@
+/**
+ * The fallback loop (docs/decisions.md, Errors and routing): tries the planned attempts in order until one
+ * answers. Before the first byte of content every failure moves on; the client sees only the last one.
+ */
+
+import { GatewayError, InternalError } from '../core/errors'
+import type { UpstreamCall } from '../providers/contract'
+import { isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
+import type { ResponsesRequest } from '../providers/types'
+import { outcomeOf, outlierKeys } from './attempt-health'
+import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptRequest, type OpenedAttempt } from './attempts'
+import type { AttemptOutcome } from './outlier-detection'
+import type { InferenceRequest } from './request'
+import { boundedRetryAfter } from './retry-after'
+import type { Attempt } from './routing'
+import type { InferenceService } from './service'
+import type { ResponseFailure, ServedBy } from './session-events'
+
+export interface Served {
+  attempt: Attempt
+  /** 1-based, among the attempts sent. */
+  attemptNumber: number
+}
+
+export const servedBy = (served: Served): ServedBy => ({
+  model: served.attempt.model.slug,
+  provider: served.attempt.provider.descriptor.id,
+  attempt: served.attemptNumber,
+  isByok: served.attempt.credential !== null,
+})
+
+const callFor = (request: InferenceRequest, attempt: Attempt, service: InferenceService, stream: boolean): UpstreamCall => ({
+  request: request.body as unknown as ResponsesRequest,
+  upstreamModel: attempt.endpoint.model,
+  stream,
+  endUserId: request.endUserId,
+  maxEventBytes: service.limits.maxEventBytes,
+})
+
+const withRetryAfter = (seconds: string | undefined) => (seconds === undefined ? {} : { headers: { 'retry-after': seconds } })
+
+/**
+ * The error the client sees for a failed attempt. A provider refusing the operator's shared key is
+ * the operator's problem, not the caller's: it becomes a 502, never a 401 that blames the caller.
+ */
+export const clientError = (failure: GatewayError, attempt: Attempt | undefined, service: InferenceService, extraBody?: Record<string, unknown>) => {
+  if (!isUpstreamFailure(failure)) return failure
+  const provider = attempt?.provider.descriptor
+  const isSharedCredentialProblem = attempt?.credential === null && ['authentication', 'permission_denied', 'payment_required'].includes(failure.errorType)
+  const errorType = isSharedCredentialProblem ? 'provider_unavailable' : failure.errorType
+  const status = isSharedCredentialProblem ? 502 : failure.status
+  const message = isSharedCredentialProblem ? `${provider?.displayName ?? 'The provider'} is unavailable` : `${provider?.displayName ?? 'Provider'}: ${failure.message}`
+  return new GatewayError(status, redactSecrets(message), {
+    metadata: {
+      error_type: errorType,
+      ...(provider ? { provider_name: provider.id } : {}),
+      ...(failure.providerCode && !isSharedCredentialProblem ? { provider_code: failure.providerCode } : {}),
+    },
+    ...withRetryAfter(boundedRetryAfter(failure.retryAfterSeconds, service.retry.maxRetryAfterSeconds)),
+    ...(extraBody ? { extraBody } : {}),
+    cause: failure,
+  })
+}
+
+/** A client-visible failure as the response reports it in-band. */
+export const toResponseFailure = (error: GatewayError): ResponseFailure => ({
+  status: error.status,
+  errorType: typeof error.metadata?.error_type === 'string' ? error.metadata.error_type : 'server',
+  message: error.status === 500 ? 'Internal server error' : error.message,
+})
+
+export type ServedOutcome<T> =
+  | { isServed: true; value: T; served: Served; opened: OpenedAttempt }
+  | { isServed: false; failure: GatewayError; attempt: Attempt | undefined; attemptsMade: number }
+
+const logAttemptFailure = (service: InferenceService, requestId: string, attempt: Attempt, attemptNumber: number, failure: GatewayError) => {
+  service.logger.warn('upstream attempt failed', {
+    requestId,
+    attempt: attemptNumber,
+    model: attempt.model.slug,
+    provider: attempt.provider.descriptor.id,
+    isByok: attempt.credential !== null,
+    status: failure.status,
+    errorType: isUpstreamFailure(failure) ? failure.errorType : undefined,
+  })
+}
+
+/**
+ * Tries the attempts in order until `use` succeeds on an opened one, within `retry.maxAttempts` and the
+ * gateway's retry budget. Endpoints and keys that keep failing are skipped unless every planned one is
+ * (then all are tried, as Envoy's panic routing does: a wrong ejection must not fail every request).
+ * The client closing stops everything.
+ */
+export const firstServedAttempt = async <T>(
+  service: InferenceService,
+  request: InferenceRequest,
+  attemptRequest: AttemptRequest,
+  stream: boolean,
+  // `startedAt` lets `use` stop the upstream's clock where the gateway's own work begins.
+  use: (opened: OpenedAttempt, call: UpstreamCall, attempt: Attempt, startedAt: number) => Promise<T>,
+): Promise<ServedOutcome<T>> => {
+  const { retry, outliers } = service
+  retry.budget.deposit()
+  const isPanic = request.attempts.every((attempt) => outliers.isEjected(outlierKeys(attempt)))
+  // Built only when every attempt failed: an error's stack trace is not free on every request.
+  let lastFailure: GatewayError | undefined
+  let lastAttempt: Attempt | undefined
+  let attemptsMade = 0
+  for (const attempt of request.attempts) {
+    const keys = outlierKeys(attempt)
+    if (!isPanic && outliers.isEjected(keys)) continue
+    if (attemptsMade >= retry.maxAttempts) break
+    if (attemptsMade > 0 && !retry.budget.tryWithdraw()) {
+      service.logger.warn('retry budget exhausted: no further attempt', { requestId: request.requestId, attempts: attemptsMade })
+      break
+    }
+    attemptsMade++
+    outliers.admit(keys)
+    const call = callFor(request, attempt, service, stream)
+    let opened: OpenedAttempt | undefined
+    let outcome: AttemptOutcome = 'unknown'
+    try {
+      const attemptStarted = performance.now()
+      opened = await openAttempt(attempt, call, service, attemptRequest)
+      const value = await use(opened, call, attempt, attemptStarted)
+      outcome = 'answered'
+      return { isServed: true, value, served: { attempt, attemptNumber: attemptsMade }, opened }
+    } catch (error) {
+      opened?.abort()
+      if (error instanceof ClientClosedError || attemptRequest.signal.aborted) throw new ClientClosedError()
+      lastFailure = toAttemptFailure(error, attempt, opened?.secrets ?? [])
+      lastAttempt = attempt
+      outcome = outcomeOf(lastFailure)
+      logAttemptFailure(service, request.requestId, attempt, attemptsMade, lastFailure)
+    } finally {
+      outliers.record(keys, outcome)
+    }
+  }
+  return { isServed: false, failure: lastFailure ?? new InternalError('No attempt was made'), attempt: lastAttempt, attemptsMade }
+}

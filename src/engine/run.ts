@@ -1,0 +1,77 @@
+/**
+ * One `/responses` request from validated body to an answer: a whole result or a session of events.
+ * Shared by the HTTP route and by anything inside the gateway that runs a model turn on a caller's
+ * behalf (interns). Writers (src/writers/) turn the answer into a wire format.
+ */
+
+import type { ClientSignal } from '../core/client-signal'
+import { AuthenticationError } from '../core/errors'
+import type { Repositories } from '../repositories'
+import type { Caller } from '../services/caller'
+import { endUserIdFor } from './end-user'
+import type { ResponsesRequestBody } from './request.schemas'
+import type { InferenceRequest } from './request'
+import { parametersUsed, planAttempts, requestedModels } from './routing'
+import type { InferenceService } from './service'
+import type { ResponseSession, WholeAnswer } from './session-events'
+import { openSession } from './stream-session'
+import { answerWhole } from './whole'
+
+/** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
+export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
+
+/** What a request brings beyond its body. */
+export interface RunContext {
+  caller: Caller
+  repositories: Repositories
+  requestId: string
+  signal: ClientSignal
+  /** Whether the caller opted in to `service_metadata`. */
+  isMetadataRequested: boolean
+  sessionId?: string
+}
+
+export type RunOutcome = { isStream: false; answer: WholeAnswer } | { isStream: true; session: ResponseSession }
+
+// spec: `route` is the deprecated alias of the sort partition (fallback → model, sort → none).
+const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provider'] => {
+  if (!body.route) return body.provider
+  const provider = body.provider ?? {}
+  if (provider.sort) return provider
+  return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
+}
+
+/** Plans the attempts of a request (routing, BYOK keys) from the caller's workspace. */
+export const prepareRequest = async (service: InferenceService, context: RunContext, body: ResponsesRequestBody): Promise<InferenceRequest> => {
+  const { caller, repositories, requestId } = context
+  // Both keyed by the caller's workspace, so a networked store answers them in one round trip, not two.
+  const [workspace, byok] = await Promise.all([
+    repositories.workspaces.get(caller.key.workspaceId),
+    repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
+  ])
+  // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
+  if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
+  const models = requestedModels(body.model, body.models, workspace.defaultTextModel)
+  const attempts = planAttempts(service.models, service.providers, {
+    models,
+    preferences: withRouteAlias(body),
+    parametersUsed: parametersUsed(body),
+    credentials: byok.credentials,
+    callerKeyHash: caller.key.hash,
+    callerUserId: caller.key.creatorUserId,
+  })
+  service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: attempts.length, sessionId: context.sessionId })
+  return {
+    body,
+    attempts,
+    requestedModel: models[0]!,
+    endUserId: await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user),
+    requestId,
+    signal: context.signal,
+    isMetadataRequested: context.isMetadataRequested,
+  }
+}
+
+/** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */
+export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> =>
+  request.body.stream ? { isStream: true, session: await openSession(service, request) } : { isStream: false, answer: await answerWhole(service, request) }

@@ -1,0 +1,37 @@
+/** `service_metadata` (docs/decisions.md): how a response was routed, for callers who opted in. */
+
+import type { Served } from './fallback'
+import type { InferenceRequest } from './request'
+import type { InferenceService } from './service'
+
+const strategyOf = (served: Served | null, request: InferenceRequest) =>
+  !served || served.attemptNumber > 1 || served.attempt.model.slug !== request.requestedModel ? 'fallback' : 'direct'
+
+/**
+ * `served` is null when no attempt succeeded; `attemptsMade` counts the attempts sent (skipped and
+ * unreached endpoints are not attempts). `startedAt` is on `performance.now()`: a duration, not a date.
+ */
+export const serviceMetadata = (service: InferenceService, request: InferenceRequest, served: Served | null, attemptsMade: number, startedAt: number) => {
+  const available = request.attempts.map((attempt) => ({
+    model: attempt.model.slug,
+    provider: attempt.provider.descriptor.id,
+    selected: served?.attempt === attempt,
+  }))
+  return {
+    attempt: served?.attemptNumber ?? attemptsMade,
+    endpoints: { available, total: available.length },
+    generation_time: Math.round(performance.now() - startedAt),
+    is_byok: served?.attempt.credential != null,
+    pipeline: [],
+    region: service.region,
+    requested: request.requestedModel,
+    strategy: strategyOf(served, request),
+    summary: served
+      ? `${served.attempt.model.slug} via ${served.attempt.provider.descriptor.id} on attempt ${served.attemptNumber} of ${request.attempts.length}`
+      : `no endpoint succeeded after ${attemptsMade} attempt${attemptsMade === 1 ? '' : 's'}`,
+  }
+}
+
+/** The metadata for `response` when the caller asked for it; nothing otherwise. */
+export const metadataIfRequested = (...args: Parameters<typeof serviceMetadata>): { serviceMetadata?: Record<string, unknown> } =>
+  args[1].isMetadataRequested ? { serviceMetadata: serviceMetadata(...args) } : {}

@@ -1,0 +1,245 @@
+/**
+ * A streamed response as a session of typed events. Before the first byte of content, any failure moves
+ * on to the next endpoint (docs/decisions.md, Errors and routing): the session starts only once content
+ * arrived, so a fallback stays invisible and an early failure is still a clean HTTP error. Past the commit
+ * deadline the answer is committed with keep-alives, and from then on failures go in-band (`error`, then a
+ * failed `finished`).
+ */
+
+import { GatewayError, InternalError, isGatewayError } from '../core/errors'
+import { redactSecrets } from '../providers/shared/errors'
+import { emptyUsage, type OutputItem, type Usage } from '../providers/types'
+import type { FinishStatus } from '../providers/events'
+import type { ActiveStream } from './active-streams'
+import { ClientClosedError, toAttemptFailure } from './attempts'
+import { billAttempt } from './billing'
+import { commitDeadline, drainThenRelease } from './drain'
+import { clientError, servedBy, toResponseFailure, type Served } from './fallback'
+import { openStream, type OpenStream } from './open-stream'
+import type { InferenceRequest } from './request'
+import { newResponseId, nowSeconds } from './response-identity'
+import { metadataIfRequested } from './service-metadata'
+import type { InferenceService } from './service'
+import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from './session-events'
+import { StreamSignal } from './stream-signal'
+
+// A canonical type (spec `error_type`), so clients read it as the gateway's failure, not the provider's or theirs.
+const SHUTDOWN_ERROR_TYPE = 'server'
+
+const shuttingDown = (message: string) => new GatewayError(503, message, { metadata: { error_type: SHUTDOWN_ERROR_TYPE } })
+
+// One object for every keep-alive: they carry nothing.
+const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
+
+type Opened = Extract<OpenStream, { isOpen: true }>
+
+/**
+ * Starts a streamed response. Resolves once content arrived (or the commit deadline passed), so an
+ * early failure can still reject with a clean HTTP error. The events are produced into whatever sink
+ * starts the session, one upstream event at a time, at the pace the sink accepts them.
+ */
+export const openSession = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> => {
+  const startedAt = performance.now()
+  // The gateway may end the stream itself (shutdown): that aborts its upstream as a client leaving would.
+  const signal = new StreamSignal(request.signal)
+  let shutdownMessage: string | undefined
+  let onShutdown: ((message: string) => void) | undefined
+  let shutdownRequested!: (value: 'shutdown') => void
+  const shutdown = new Promise<'shutdown'>((resolve) => (shutdownRequested = resolve))
+  const opening = openStream(service, request, { requestId: request.requestId, signal }, startedAt)
+  const abortOpening = () =>
+    void opening.then(
+      (open) => open.isOpen && open.opened.abort(),
+      () => {},
+    )
+  const active: ActiveStream = {
+    end(message) {
+      if (shutdownMessage !== undefined) return
+      shutdownMessage = message
+      shutdownRequested('shutdown')
+      onShutdown?.(message)
+      signal.abort(new Error(message))
+      abortOpening()
+    },
+  }
+  service.streams.add(active)
+  const deadline = commitDeadline(service.commitAfterMs)
+  const early = await Promise.race([
+    opening.then(
+      (open) => (open.isOpen ? ('ready' as const) : ('failed' as const)),
+      () => 'failed' as const,
+    ),
+    deadline.reached,
+    shutdown,
+  ])
+  deadline.cancel()
+  if (early === 'failed') {
+    service.streams.delete(active)
+    const open = await opening
+    if (!open.isOpen) throw open.error
+  }
+  const upstreamMs = early === 'ready' ? ((await opening) as Opened).upstreamMs : 0
+  const id = newResponseId()
+  const createdAt = nowSeconds(service)
+
+  const start = (sink: EventSink<SessionEvent>) => {
+    let open: Opened | undefined
+    // Set once `started` is out: a failure from then on ends the response that was started.
+    let started: Served | undefined
+    let isStopped = false
+    let needsDrain = false
+    // Keep-alives whenever the upstream goes quiet (long reasoning), so proxies keep the connection.
+    let lastWrite = performance.now()
+    let keepAlive: ReturnType<typeof setInterval> | undefined
+    const items: OutputItem[] = []
+    let usage: Usage | undefined
+
+    const write = (event: SessionEvent) => {
+      lastWrite = performance.now()
+      if (!sink.write(event)) needsDrain = true
+    }
+    const end = () => {
+      isStopped = true
+      clearInterval(keepAlive)
+      service.streams.delete(active)
+      sink.close()
+    }
+    const result = (fields: Pick<ResponseResult, 'model' | 'status' | 'output' | 'usage' | 'error' | 'incompleteDetails' | 'servedBy'>): ResponseResult => ({
+      id,
+      createdAt,
+      completedAt: nowSeconds(service),
+      ...fields,
+    })
+
+    const finish = (served: Served, status: ResponseResult['status'], failure: ResponseFailure | null, incompleteDetails: { reason: string } | null) => {
+      const billed = billAttempt(usage ?? emptyUsage(), served.attempt, service.byokFeeRate)
+      write({ type: 'usage', usage: billed })
+      if (failure) write({ type: 'error', error: failure })
+      const finished = result({
+        model: served.attempt.model.slug,
+        status,
+        output: items.filter(Boolean),
+        usage: billed,
+        error: failure,
+        incompleteDetails,
+        servedBy: servedBy(served),
+      })
+      write({ type: 'finished', result: { ...finished, ...metadataIfRequested(service, request, served, served.attemptNumber, startedAt) } })
+      end()
+    }
+
+    // Committed before any content, and every attempt failed: report it in-band, with what a whole answer reports.
+    const failBeforeContent = (error: GatewayError) => {
+      const failure = toResponseFailure(error)
+      const metadata = error.extraBody?.service_metadata as Record<string, unknown> | undefined
+      write({ type: 'started', id, createdAt, model: request.requestedModel, servedBy: null })
+      write({ type: 'error', error: failure })
+      const failed = result({ model: request.requestedModel, status: 'failed', output: [], usage: null, error: failure, incompleteDetails: null, servedBy: null })
+      write({ type: 'finished', result: metadata ? { ...failed, serviceMetadata: metadata } : failed })
+      end()
+    }
+
+    onShutdown = (message) => {
+      if (isStopped) return
+      if (!started) return failBeforeContent(shuttingDown(message))
+      open?.opened.abort()
+      finish(started, 'failed', { status: 503, errorType: SHUTDOWN_ERROR_TYPE, message }, null)
+    }
+
+    const run = async () => {
+      if (shutdownMessage !== undefined) return onShutdown!(shutdownMessage)
+      if (early === 'commit') {
+        write(KEEP_ALIVE)
+        keepAlive = setInterval(() => write(KEEP_ALIVE), service.keepAliveMs)
+      }
+      let opened: OpenStream
+      try {
+        opened = await opening
+      } catch (error) {
+        clearInterval(keepAlive)
+        if (isStopped) return
+        if (error instanceof ClientClosedError) return end()
+        return failBeforeContent(isGatewayError(error) ? error : new InternalError('Internal server error'))
+      }
+      clearInterval(keepAlive)
+      if (!opened.isOpen) return isStopped ? undefined : failBeforeContent(opened.error)
+      open = opened
+      if (isStopped) return open.opened.abort()
+      const { served, iterator } = open
+      const attempt = open.opened
+      if (request.body.debug?.echo_upstream_body) {
+        let upstreamBody: unknown
+        try {
+          upstreamBody = JSON.parse(redactSecrets(attempt.request.body, attempt.secrets))
+        } catch {
+          upstreamBody = null
+        }
+        write({ type: 'debug', upstreamBody, provider: served.attempt.provider.descriptor.id })
+      }
+      write({ type: 'started', id, createdAt, model: served.attempt.model.slug, servedBy: servedBy(served) })
+      started = served
+      keepAlive = setInterval(() => {
+        if (performance.now() - lastWrite >= service.keepAliveMs) write(KEEP_ALIVE)
+      }, service.keepAliveMs)
+
+      try {
+        for (let next = open.first; ; next = await iterator.next()) {
+          if (isStopped) return
+          if (next.done) {
+            attempt.release()
+            return finish(served, 'completed', null, null)
+          }
+          const event = next.value
+          if (event.type === 'upstream.usage') usage = event.usage
+          else if (event.type === 'upstream.finish') {
+            // Nothing after the finish reaches the client: answer now, and let the upstream end its body in the background.
+            drainThenRelease(iterator, attempt)
+            return finish(served, event.status satisfies FinishStatus, null, event.incompleteDetails)
+          } else {
+            if (event.type === 'response.output_item.done') items[event.output_index] = event.item
+            write(event)
+          }
+          // The client's pace sets the upstream's: a full socket pauses the reading.
+          if (needsDrain) {
+            needsDrain = false
+            await sink.ready()
+          }
+        }
+      } catch (error) {
+        if (isStopped) return
+        attempt.abort()
+        if (error instanceof ClientClosedError || signal.aborted) return end()
+        const failure = toAttemptFailure(error, served.attempt, attempt.secrets)
+        service.logger.warn('upstream stream failed after content', {
+          requestId: request.requestId,
+          provider: served.attempt.provider.descriptor.id,
+          status: failure.status,
+        })
+        return finish(served, 'failed', toResponseFailure(clientError(failure, served.attempt, service)), null)
+      }
+    }
+
+    run().catch((error: unknown) => {
+      // A bug, not an upstream failure: the client must not take what it got for a whole answer.
+      isStopped = true
+      clearInterval(keepAlive)
+      service.streams.delete(active)
+      open?.opened.abort()
+      service.logger.error('stream producer failed', { requestId: request.requestId, error })
+      sink.fail(error)
+    })
+
+    // The consumer went away: abort the upstream at once.
+    return () => {
+      if (isStopped) return
+      isStopped = true
+      clearInterval(keepAlive)
+      service.streams.delete(active)
+      open?.opened.abort()
+      abortOpening()
+      open?.iterator.return?.()?.catch(() => {})
+    }
+  }
+
+  return { request: request.body, overheadMs: performance.now() - startedAt - upstreamMs, start }
+}

@@ -1,0 +1,93 @@
+/**
+ * The access log: one `logger.info('access', {...})` line per model request (`POST /responses`, an
+ * intern chat turn), written once the answer is settled: a whole answer when it is built, a stream from
+ * its session's end, a failure before any answer from the error. docs/decisions.md ("Access log") lists
+ * the fields. Never the key itself: only the first 8 hex digits of its hash.
+ */
+
+import { isGatewayError } from '../core/errors'
+import type { Logger } from '../core/logger'
+import type { SessionObserver } from '../engine/observe'
+import type { ResponseResult, WholeAnswer } from '../engine/session-events'
+import type { Caller } from './auth'
+
+const KEY_HASH_PREFIX_LENGTH = 8
+
+export interface AccessLog {
+  /** The caller, once authenticated. */
+  identify(caller: Caller): void
+  /** The model the request asked for. */
+  requested(model: string): void
+  /** A whole answer, logged at once. */
+  whole(answer: WholeAnswer): void
+  /** An observer that logs a stream when its session ends. */
+  observer(): SessionObserver
+  /** A failure before any answer. */
+  failed(error: unknown): void
+  /** The HTTP answer: logged here unless a session will log it, or it was logged already. */
+  responded(status: number): void
+}
+
+type Fields = Record<string, unknown>
+
+const errorTypeOf = (error: unknown): string => {
+  if (!isGatewayError(error)) return 'internal_error'
+  const type = error.metadata?.error_type ?? error.metadata?.reason
+  return typeof type === 'string' ? type : `http_${error.status}`
+}
+
+const resultFields = (result: ResponseResult): Fields => ({
+  servedModel: result.servedBy?.model,
+  provider: result.servedBy?.provider,
+  attempts: result.servedBy?.attempt,
+  isByok: result.servedBy?.isByok,
+  inputTokens: result.usage?.input_tokens,
+  outputTokens: result.usage?.output_tokens,
+  cost: result.usage?.cost,
+  finish: result.status,
+  errorType: result.error?.errorType,
+})
+
+export const createAccessLog = (logger: Logger, request: { requestId: string; method: string; path: string }): AccessLog => {
+  const startedAt = performance.now()
+  const fields: Fields = { requestId: request.requestId, method: request.method, path: request.path }
+  let isLogged = false
+  let isStreaming = false
+  const write = (status: number, more: Fields) => {
+    if (isLogged) return
+    isLogged = true
+    logger.info('access', { ...fields, status, ...more, latencyMs: Math.round(performance.now() - startedAt) })
+  }
+  return {
+    identify(caller) {
+      fields.keyHash = caller.key.hash.slice(0, KEY_HASH_PREFIX_LENGTH)
+      fields.workspaceId = caller.key.workspaceId
+    },
+    requested(model) {
+      fields.model = model
+    },
+    whole: (answer) => write(200, resultFields(answer.result)),
+    observer() {
+      isStreaming = true
+      let firstTokenMs: number | undefined
+      return {
+        onEvent(event) {
+          if (firstTokenMs === undefined && event.type.startsWith('response.')) firstTokenMs = Math.round(performance.now() - startedAt)
+        },
+        onEnd(end) {
+          const timing = { timeToFirstTokenMs: firstTokenMs }
+          if (end.how === 'finished') write(200, { ...resultFields(end.result), ...timing })
+          else if (end.how === 'stopped') write(200, { finish: 'client_closed', ...timing })
+          else write(200, { finish: 'broken', errorType: 'internal_error', ...timing })
+        },
+      }
+    },
+    failed(error) {
+      write(isGatewayError(error) ? error.status : 500, { finish: 'failed', errorType: errorTypeOf(error) })
+    },
+    responded(status) {
+      if (isStreaming && status === 200) return
+      write(status, status === 499 ? { finish: 'client_closed' } : {})
+    },
+  }
+}

@@ -1,0 +1,11 @@
+/** What routes work with beyond storage, built once per gateway: the inference service and the intern settings. */
+
+import type { InferenceService } from '../engine/service'
+import type { InternSettings } from '../interns/settings'
+
+export interface GatewayRuntime {
+  inference: InferenceService
+  interns: InternSettings
+  /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
+  trustedHostHeader: string | undefined
+}

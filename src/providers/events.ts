@@ -1,0 +1,81 @@
+/**
+ * What a stream adapter yields: a closed union, so the engine and the writers narrow each member by its
+ * `type` without casts. The item-level members are the Responses events modelgate emits itself
+ * (without `sequence_number`: the writer numbers its own stream). Item kinds a provider runs itself
+ * (OpenAI's `web_search_call.*`, annotation events…) are relayed whole inside one member, so a new
+ * upstream event never needs a change here. Two internal members end every stream: usage, then finish.
+ */
+
+import type { OutputItem, Usage } from './types'
+
+/** Why generation stopped, in Responses terms. */
+export type FinishStatus = 'completed' | 'incomplete'
+
+interface ItemPosition {
+  item_id: string
+  output_index: number
+}
+
+interface PartPosition extends ItemPosition {
+  content_index: number
+}
+
+interface SummaryPosition extends ItemPosition {
+  summary_index: number
+}
+
+export type ContentPart = { type: 'output_text'; text: string; annotations: unknown[] } | { type: 'refusal'; refusal: string } | { type: 'reasoning_text'; text: string }
+
+export type SummaryPart = { type: 'summary_text'; text: string }
+
+/** The Responses item-level events, as OpenAI defines them, minus `sequence_number`. */
+export type ItemEvent =
+  | { type: 'response.output_item.added'; output_index: number; item: OutputItem }
+  | { type: 'response.output_item.done'; output_index: number; item: OutputItem }
+  | ({ type: 'response.content_part.added'; part: ContentPart } & PartPosition)
+  | ({ type: 'response.content_part.done'; part: ContentPart } & PartPosition)
+  | ({ type: 'response.output_text.delta'; delta: string; logprobs: unknown[] } & PartPosition)
+  | ({ type: 'response.output_text.done'; text: string; logprobs: unknown[] } & PartPosition)
+  | ({ type: 'response.refusal.delta'; delta: string } & PartPosition)
+  | ({ type: 'response.refusal.done'; refusal: string } & PartPosition)
+  | ({ type: 'response.reasoning_summary_part.added'; part: SummaryPart } & SummaryPosition)
+  | ({ type: 'response.reasoning_summary_part.done'; part: SummaryPart } & SummaryPosition)
+  | ({ type: 'response.reasoning_summary_text.delta'; delta: string } & SummaryPosition)
+  | ({ type: 'response.reasoning_summary_text.done'; text: string } & SummaryPosition)
+  | ({ type: 'response.reasoning_text.delta'; delta: string } & PartPosition)
+  | ({ type: 'response.reasoning_text.done'; text: string } & PartPosition)
+  | ({ type: 'response.function_call_arguments.delta'; delta: string } & ItemPosition)
+  | ({ type: 'response.function_call_arguments.done'; name?: string; arguments: string } & ItemPosition)
+
+export type ItemEventType = ItemEvent['type']
+
+/** An upstream event of a kind the provider runs itself, passed on to the client as it came (minus `sequence_number`). */
+export type RelayedEvent = { type: string } & Record<string, unknown>
+
+export type UpstreamStreamEvent =
+  | ItemEvent
+  | { type: 'relayed'; event: RelayedEvent }
+  | { type: 'upstream.usage'; usage: Usage }
+  | { type: 'upstream.finish'; status: FinishStatus; incompleteDetails: { reason: string } | null }
+
+const ITEM_EVENT_TYPES: ReadonlySet<string> = new Set<ItemEventType>([
+  'response.output_item.added',
+  'response.output_item.done',
+  'response.content_part.added',
+  'response.content_part.done',
+  'response.output_text.delta',
+  'response.output_text.done',
+  'response.refusal.delta',
+  'response.refusal.done',
+  'response.reasoning_summary_part.added',
+  'response.reasoning_summary_part.done',
+  'response.reasoning_summary_text.delta',
+  'response.reasoning_summary_text.done',
+  'response.reasoning_text.delta',
+  'response.reasoning_text.done',
+  'response.function_call_arguments.delta',
+  'response.function_call_arguments.done',
+])
+
+/** Whether an event type read off a Responses-shaped wire is one of the item-level members. */
+export const isItemEventType = (type: string): type is ItemEventType => ITEM_EVENT_TYPES.has(type)
