@@ -2,7 +2,8 @@
 
 import { afterEach, describe, expect, it } from 'vitest'
 import type { GatewayOptions } from '../../../src/gateway/options'
-import { boundedRetryAfter, parseRetryAfter } from '../../../src/engine/retry-after'
+import { boundedRetryAfter } from '../../../src/engine/retry-after'
+import { parseRetryAfter } from '../../../src/providers/shared/retry-after'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
 
 const MODEL = 'meta-llama/llama-3.3-70b-instruct'
