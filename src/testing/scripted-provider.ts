@@ -30,6 +30,7 @@ export interface ScriptedCall {
 /** An answer, or a function of the call that returns one. */
 export type ScriptedReply = ScriptedAnswer | ((call: ScriptedCall) => ScriptedAnswer | PromiseLike<ScriptedAnswer>)
 
+/** What a scripted provider answers, and the key the gateway holds for it. */
 export interface ScriptedProviderOptions {
   /** The answer to every call (after `replies` ran out). */
   reply?: ScriptedReply
@@ -43,6 +44,7 @@ export interface ScriptedProviderOptions {
 
 export const SCRIPTED = Symbol.for('modelgate.testing.scripted')
 
+/** A scripted upstream model and the calls it received. */
 export interface ScriptedProvider {
   /** Every call so far, oldest first. */
   readonly calls: readonly ScriptedCall[]

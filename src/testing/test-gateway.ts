@@ -23,6 +23,7 @@ export const TEST_ORIGIN = 'http://modelgate.test'
 // A price, so billing has something to count; the same for every endpoint, so they keep the order given.
 const TEST_PRICING = { prompt: 0.000001, completion: 0.000002 }
 
+/** `createGateway` options, whose `providers` may also hold scripted providers. */
 export type TestGatewayOptions = Omit<GatewayOptions, 'providers'> & {
   /**
    * Providers by id: scripted ones (from `scriptedProvider`), which serve `test/model` in the order given, and
@@ -70,6 +71,7 @@ export const withScriptedProviders = (options: TestGatewayOptions): GatewayOptio
   }
 }
 
+/** How `call` sends a request. */
 export interface TestCallInit {
   /** The bearer key; the management key by default, `null` for none. */
   key?: string | null
@@ -78,8 +80,11 @@ export interface TestCallInit {
   body?: BodyInit
   headers?: Record<string, string>
   signal?: AbortSignal
+  /** The host the request is addressed to (default `modelgate.test`), for host-based settings such as `regionalHostnames`. */
+  host?: string
 }
 
+/** A gateway ready for tests, with its keys and the calls tests make most. */
 export interface TestGateway {
   gateway: Gateway
   /**
@@ -128,7 +133,8 @@ export const createTestGateway = async (options: TestGatewayOptions = {}): Promi
   const management = await gateway.admin.createKey({ kind: 'management', name: 'test management' })
   const regular = await gateway.admin.createKey({ kind: 'regular', name: 'test regular' })
   const account = await gateway.admin.ensureDefaultAccount()
-  const baseURL = `${TEST_ORIGIN}${(options.basePath ?? '/api/v1').replace(/\/+$/, '')}`
+  const basePath = (options.basePath ?? '/api/v1').replace(/\/+$/, '')
+  const baseURL = `${TEST_ORIGIN}${basePath}`
 
   const fetch: TestGateway['fetch'] = (input, init) => gateway.fetch(input instanceof Request && init === undefined ? input : new Request(input, init))
 
@@ -141,7 +147,8 @@ export const createTestGateway = async (options: TestGatewayOptions = {}): Promi
       body = JSON.stringify(init.json)
       if (!headers.has('content-type')) headers.set('content-type', 'application/json')
     }
-    return gateway.fetch(new Request(`${baseURL}${path}`, { method, headers, body, ...(init.signal ? { signal: init.signal } : {}) }))
+    const origin = init.host === undefined ? TEST_ORIGIN : `http://${init.host}`
+    return gateway.fetch(new Request(`${origin}${basePath}${path}`, { method, headers, body, ...(init.signal ? { signal: init.signal } : {}) }))
   }
 
   return {
