@@ -5,7 +5,7 @@
  */
 
 // Code that runs on every host (Node, Bun, Deno, workers): only web APIs, no Node built-ins.
-const PORTABLE = '^src/(core|pipeline|routes|engine|writers|providers|services|repositories|interns|admin|gateway)/'
+const PORTABLE = '^src/(core|pipeline|routes|engine|writers|providers|services|repositories|interns|admin|gateway|testing)/'
 
 module.exports = {
   forbidden: [
@@ -46,8 +46,10 @@ module.exports = {
     {
       name: 'storage-reached-through-its-contract',
       severity: 'error',
-      comment: 'Above the storage layer only the contract is known; the composition root picks the default driver, the CLI the configured one.',
-      from: { path: '^src/', pathNot: '^src/(storage|gateway|cli)/|^src/index\\.ts$' },
+      comment:
+        'Above the storage layer only the contract is known; the composition root picks the default driver, the CLI the configured one, ' +
+        'the testing kit the memory store.',
+      from: { path: '^src/', pathNot: '^src/(storage|gateway|cli|testing)/|^src/index\\.ts$' },
       to: { path: '^src/storage/', pathNot: '^src/storage/contract\\.ts$' },
     },
     {
@@ -118,7 +120,7 @@ module.exports = {
     {
       name: 'composition-root-is-imported-only-at-the-edge',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/(gateway|cli|adapters)/|^src/index\\.ts$' },
+      from: { path: '^src/', pathNot: '^src/(gateway|cli|adapters|testing)/|^src/index\\.ts$' },
       to: { path: '^src/gateway/' },
     },
     {
@@ -139,6 +141,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/cli/' },
       to: { path: '^src/cli/' },
+    },
+    {
+      name: 'nothing-imports-the-testing-kit',
+      severity: 'error',
+      comment: 'modelgate/testing is an entry point for users\' tests: the gateway never depends on it.',
+      from: { path: '^src/', pathNot: '^src/testing/' },
+      to: { path: '^src/testing/' },
+    },
+    {
+      name: 'the-scripted-adapter-is-an-ordinary-adapter',
+      severity: 'error',
+      comment: 'The scripted provider\'s adapter and wire format obey the providers\' rule, so they prove the contract alone suffices.',
+      from: { path: '^src/testing/(scripted-adapter|script|wire)\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(providers|core)/|^src/testing/(script|wire)\\.ts$' },
     },
     {
       name: 'transports-know-only-their-contract',

@@ -14,6 +14,7 @@ export const entry = {
   'storage/sql': 'src/storage/sql/index.ts',
   'storage/redis': 'src/storage/redis.ts',
   'storage/unstorage': 'src/storage/unstorage.ts',
+  testing: 'src/testing/index.ts',
 }
 
 export default defineConfig({

@@ -9,8 +9,13 @@ import type { ProviderAdapter, UpstreamTarget } from '../providers/contract'
 import type { ModelEntry } from './models'
 
 export interface ProviderConfig {
-  /** Wire format; required for providers that are not built in. */
+  /** Wire format; required for providers that are not built in, unless they bring their own `adapter`. */
   api?: ProviderApi
+  /**
+   * An adapter of your own (the contract in src/providers/contract.ts), used instead of the built-in one:
+   * a wire format modelgate does not ship, or the scripted provider of `modelgate/testing`.
+   */
+  adapter?: ProviderAdapter
   displayName?: string
   /** Overrides the default base URL (self-hosted, proxies, regional endpoints, tests). */
   baseURL?: string
@@ -23,8 +28,11 @@ export interface ProviderConfig {
   options?: Record<string, string>
 }
 
+/** A provider as routing sees it; `api` names a custom adapter's wire format too. */
+export type RegisteredProvider = Omit<ProviderDescriptor, 'api'> & { api: string }
+
 export interface ResolvedProvider {
-  descriptor: ProviderDescriptor
+  descriptor: RegisteredProvider
   adapter: ProviderAdapter
   /** The target with the shared key, or `null` when the operator configured none. */
   shared: UpstreamTarget | null
@@ -34,26 +42,30 @@ export interface ResolvedProvider {
 
 export const createProviderRegistry = (
   configured: Record<string, ProviderConfig>,
-  adapters: Partial<Record<ProviderApi, ProviderAdapter>>,
+  // Keyed by wire format: the built-in adapters, whose names are `ProviderApi`s.
+  adapters: Partial<Record<string, ProviderAdapter>>,
 ) => {
   const resolved = new Map<string, ResolvedProvider>()
-  const descriptors = new Map(BUILT_IN_PROVIDERS.map((descriptor) => [descriptor.id, descriptor]))
+  const descriptors = new Map<string, RegisteredProvider>(BUILT_IN_PROVIDERS.map((descriptor) => [descriptor.id, descriptor]))
   for (const [id, config] of Object.entries(configured)) {
     const builtIn = descriptors.get(id)
-    if (!builtIn && !config.api) throw new TypeError(`modelgate: provider "${id}" is not built in, so it needs an api`)
+    if (!builtIn && !config.api && !config.adapter) throw new TypeError(`modelgate: provider "${id}" is not built in, so it needs an api or an adapter`)
     if (!builtIn && !config.baseURL) throw new TypeError(`modelgate: provider "${id}" is not built in, so it needs a baseURL`)
+    if (config.adapter && config.api && config.api !== config.adapter.api) {
+      throw new TypeError(`modelgate: provider "${id}" names api "${config.api}" but its adapter speaks "${config.adapter.api}"; give one of them`)
+    }
     descriptors.set(id, {
       id,
       displayName: config.displayName ?? builtIn?.displayName ?? id,
-      api: config.api ?? builtIn!.api,
+      api: config.adapter?.api ?? config.api ?? builtIn!.api,
       baseURL: (config.baseURL ?? builtIn!.baseURL).replace(/\/+$/, ''),
       ...(builtIn?.options ? { options: builtIn.options } : {}),
     })
   }
   for (const descriptor of descriptors.values()) {
-    const adapter = adapters[descriptor.api]
-    if (!adapter) continue
     const config = configured[descriptor.id] ?? {}
+    const adapter = config.adapter ?? adapters[descriptor.api]
+    if (!adapter) continue
     const options = { ...descriptor.options, ...config.options }
     const target = (apiKey: string): UpstreamTarget => ({
       baseURL: descriptor.baseURL,

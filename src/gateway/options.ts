@@ -8,6 +8,7 @@ import type { ModelEntry } from '../engine/models'
 import type { UpstreamTransport } from '../engine/transport'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
+import type { ProviderAdapter } from '../providers/contract'
 import { DEFAULT_LEASE_TTL_MS } from '../interns/lease'
 
 const isStorageDriver = (value: unknown): value is StorageDriver =>
@@ -21,6 +22,13 @@ const isLogger = (value: unknown): value is Logger =>
   typeof value === 'object' &&
   value !== null &&
   ['debug', 'info', 'warn', 'error'].every((method) => typeof (value as Record<string, unknown>)[method] === 'function')
+
+const isProviderAdapter = (value: unknown): value is ProviderAdapter =>
+  typeof value === 'object' &&
+  value !== null &&
+  (value as Record<string, unknown>).contractVersion === 1 &&
+  typeof (value as Record<string, unknown>).api === 'string' &&
+  ['buildRequest', 'readResult', 'readStream', 'toError'].every((method) => typeof (value as Record<string, unknown>)[method] === 'function')
 
 const ModelSlugSchema = v.pipe(v.string(), v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'))
 
@@ -147,13 +155,17 @@ export const GatewayOptionsSchema = v.strictObject({
   ),
   /**
    * Upstream providers: built-in ones take a shared `apiKey`, `baseURL`, `headers`, `options`;
-   * others (self-hosted vLLM/Ollama, proxies) also need `api` (their wire format) and `baseURL`.
+   * others (self-hosted vLLM/Ollama, proxies) also need `api` (their wire format) and `baseURL`. A provider
+   * with a wire format of its own brings its `adapter` (the contract in src/providers/contract.ts) instead of `api`.
    */
   providers: v.optional(
     v.record(
       v.pipe(v.string(), v.regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'provider ids are lowercase slugs')),
       v.strictObject({
         api: v.optional(v.picklist(['openai-responses', 'openai-chat', 'azure-openai', 'anthropic-messages', 'gemini'])),
+        adapter: v.optional(
+          v.custom<ProviderAdapter>(isProviderAdapter, 'must implement the provider contract: contractVersion 1, api, buildRequest, readResult, readStream and toError'),
+        ),
         displayName: v.optional(v.string()),
         baseURL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
         apiKey: v.optional(v.pipe(v.string(), v.minLength(1))),

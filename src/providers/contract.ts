@@ -64,7 +64,8 @@ export interface UpstreamResult {
 
 export interface ProviderAdapter {
   readonly contractVersion: 1
-  readonly api: ProviderApi
+  /** The wire format's name: a `ProviderApi` for the built-in adapters, any name for one of your own. */
+  readonly api: ProviderApi | (string & {})
   /** Builds the upstream HTTP request (URL, headers with credentials, JSON body). */
   buildRequest(call: UpstreamCall, target: UpstreamTarget): UpstreamRequest
   /** Translates a successful non-streaming JSON body. */

@@ -4,20 +4,18 @@
  * stream was still waiting for its first content.
  */
 
+import { once } from 'node:events'
 import http, { type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
-import type { GatewayOptions } from '../../../src/gateway/options'
-import type { ModelEntry } from '../../../src/engine/models'
-import { bodyReader, hangsAfterFirstDelta, sseEventsOf } from '../../helpers/interrupted-stream'
-import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
-import { fixture, type Upstream, type UpstreamReply } from '../../helpers/upstream'
+import { createTestGateway, gate, scriptedProvider, TEST_MODEL, type ScriptedAnswer, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
+import { bodyReader, sseEventsOf } from '../../helpers/interrupted-stream'
 
-const MODEL = 'anthropic/claude-sonnet-4.5'
 const SHUTDOWN = { code: 'server_error', message: 'The gateway is shutting down; retry the request' }
+const FIRST_DELTA = 'The capital of France is **Paris**'
 
-let harness: ResponsesHarness | undefined
+let harness: TestGateway | undefined
 const servers: Server[] = []
 afterEach(async () => {
   for (const server of servers.splice(0)) {
@@ -28,11 +26,19 @@ afterEach(async () => {
   harness = undefined
 })
 
-const start = async (reply: () => UpstreamReply, options: Partial<GatewayOptions> = {}) => {
-  harness = await createResponsesHarness({ anthropic: {} }, options)
-  const upstream = harness.upstreams.anthropic!
-  upstream.setHandler(reply)
-  return { upstream, aborted: upstream.nextClientAbort() }
+/** A model that waits at a gate nobody opens: after its first text delta, or before any content. */
+const stalled = (afterFirstDelta: boolean) => {
+  const stall = gate()
+  const answer: ScriptedAnswer = [...(afterFirstDelta ? [{ type: 'text' as const, text: FIRST_DELTA }] : []), { type: 'wait', until: stall }, { type: 'text', text: ' never sent' }]
+  return { stall, answer }
+}
+
+/** Starts a gateway on one scripted model; `aborted` resolves once the gateway aborts the model's first exchange. */
+const start = async (answer: ScriptedAnswer, options: TestGatewayOptions = {}) => {
+  const model = scriptedProvider({ reply: answer })
+  const aborted = model.nextCall().then((call) => (call.signal.aborted ? undefined : once(call.signal, 'abort')))
+  harness = await createTestGateway({ providers: { scripted: model }, ...options })
+  return { model, aborted }
 }
 
 const expectEndedInBand = (text: string, message = SHUTDOWN.message) => {
@@ -48,22 +54,23 @@ const expectEndedInBand = (text: string, message = SHUTDOWN.message) => {
 
 describe('gateway.endStreams()', () => {
   it('ends a stream that is sending content with response.failed and [DONE], and aborts its upstream', async () => {
-    const { aborted } = await start(hangsAfterFirstDelta)
-    const response = await harness!.post({ model: MODEL, input: 'hi', stream: true })
+    const { aborted } = await start(stalled(true).answer)
+    const response = await harness!.responses({ model: TEST_MODEL, input: 'hi', stream: true })
     const reader = bodyReader(response.body!)
     await reader.until('response.output_text.delta')
     harness!.gateway.endStreams()
     const events = expectEndedInBand(await reader.rest())
-    expect(events.filter((event) => event.type === 'response.output_text.delta').map((event) => event.delta)).toEqual(['The capital of France is **Paris**'])
+    expect(events.filter((event) => event.type === 'response.output_text.delta').map((event) => event.delta)).toEqual([FIRST_DELTA])
     await aborted
   })
 
   it('ends a stream committed with keep-alives before any content, and aborts the waiting upstream', async () => {
-    const { upstream, aborted } = await start(() => ({ shouldHang: true }), { streamCommitAfterMs: 0 })
-    const response = await harness!.post({ model: MODEL, input: 'hi', stream: true })
+    const { stall, answer } = stalled(false)
+    const { aborted } = await start(answer, { streamCommitAfterMs: 0 })
+    const response = await harness!.responses({ model: TEST_MODEL, input: 'hi', stream: true })
     const reader = bodyReader(response.body!)
     await reader.until(': PROCESSING')
-    await vi.waitFor(() => expect(upstream.requests).toHaveLength(1))
+    await stall.reached
     harness!.gateway.endStreams('Maintenance window; retry in a minute')
     const events = expectEndedInBand(await reader.rest(), 'Maintenance window; retry in a minute')
     expect(events.map((event) => event.type ?? event)).toEqual(['response.created', 'response.in_progress', 'response.failed', '[DONE]'])
@@ -71,9 +78,10 @@ describe('gateway.endStreams()', () => {
   })
 
   it('ends a stream still waiting for its first content, before the HTTP response was committed', async () => {
-    const { upstream, aborted } = await start(() => ({ shouldHang: true }))
-    const pending = harness!.post({ model: MODEL, input: 'hi', stream: true })
-    await vi.waitFor(() => expect(upstream.requests).toHaveLength(1))
+    const { stall, answer } = stalled(false)
+    const { aborted } = await start(answer)
+    const pending = harness!.responses({ model: TEST_MODEL, input: 'hi', stream: true })
+    await stall.reached
     harness!.gateway.endStreams()
     const response = await pending
     expect(response.status).toBe(200)
@@ -83,25 +91,25 @@ describe('gateway.endStreams()', () => {
   })
 
   it('leaves finished streams alone and the gateway serving', async () => {
-    const { upstream } = await start(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: fixture('anthropic', 'text.sse') }))
-    const first = await (await harness!.post({ model: MODEL, input: 'hi', stream: true })).text()
+    const { model } = await start([{ type: 'text', text: FIRST_DELTA }])
+    const first = await (await harness!.responses({ model: TEST_MODEL, input: 'hi', stream: true })).text()
     harness!.gateway.endStreams()
     expect(sseEventsOf(first).at(-2).type).toBe('response.completed')
-    const second = await (await harness!.post({ model: MODEL, input: 'hi', stream: true })).text()
+    const second = await (await harness!.responses({ model: TEST_MODEL, input: 'hi', stream: true })).text()
     expect(sseEventsOf(second).at(-2).type).toBe('response.completed')
-    expect(upstream.abortCount()).toBe(0)
+    expect(model.calls.filter((call) => call.signal.aborted)).toHaveLength(0)
   })
 
   it('ends a stream served through the Node bridge in-band before the connection closes', async () => {
-    const { aborted } = await start(hangsAfterFirstDelta)
+    const { aborted } = await start(stalled(true).answer)
     const server = http.createServer(toNodeListener(harness!.gateway))
     servers.push(server)
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const { port } = server.address() as AddressInfo
     const response = await fetch(`http://127.0.0.1:${port}/api/v1/responses`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${harness!.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, input: 'hi', stream: true }),
+      headers: { authorization: `Bearer ${harness!.regularKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: TEST_MODEL, input: 'hi', stream: true }),
     })
     const reader = bodyReader(response.body!)
     await reader.until('response.output_text.delta')
@@ -111,27 +119,12 @@ describe('gateway.endStreams()', () => {
   })
 
   it('ends an intern chat stream too', async () => {
-    const models: ModelEntry[] = [{ slug: 'test/intern', name: 'Intern model', endpoints: [{ provider: 'alpha', model: 'alpha-model', contextLength: 8192, pricing: { prompt: 0, completion: 0 } }] }]
-    harness = await createResponsesHarness({ alpha: { api: 'openai-chat' } }, { models })
+    const model = scriptedProvider({ reply: stalled(true).answer })
+    harness = await createTestGateway({ providers: { alpha: model } })
     await harness.gateway.admin.setAccountFlags(undefined, { interns: true })
-    const alpha: Upstream = harness.upstreams.alpha!
-    const lines = fixture('openai-chat', 'text.sse').toString('utf8').split('\n\n')
-    alpha.setHandler(() => ({
-      status: 200,
-      headers: { 'content-type': 'text/event-stream' },
-      chunks: [`${lines.slice(0, 3).join('\n\n')}\n\n`, 'data: [DONE]\n\n'],
-      pause: { after: 1, until: new Promise(() => {}) },
-    }))
-    const aborted = alpha.nextClientAbort()
-    const call = (method: string, path: string, json?: unknown) =>
-      harness!.gateway.fetch(
-        new Request(`http://gateway.test/api/v1${path}`, {
-          method,
-          headers: { authorization: `Bearer ${harness!.key}`, 'content-type': 'application/json' },
-          ...(json === undefined ? {} : { body: JSON.stringify(json) }),
-        }),
-      )
-    const created = await (await call('POST', '/interns', { name: 'ada', model: 'test/intern', provision: true })).json()
+    const aborted = model.nextCall().then((call) => once(call.signal, 'abort'))
+    const call = (method: string, path: string, json?: unknown) => harness!.call(method, path, { key: harness!.regularKey, ...(json === undefined ? {} : { json }) })
+    const created = await (await call('POST', '/interns', { name: 'ada', model: TEST_MODEL, provision: true })).json()
     await vi.waitFor(async () => expect((await (await call('GET', `/interns/${created.id}`)).json()).status).toBe('running'))
     const response = await call('POST', `/interns/${created.id}/chat`, { input: 'Book me a flight' })
     const reader = bodyReader(response.body!)

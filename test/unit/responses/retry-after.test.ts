@@ -1,28 +1,23 @@
 /** An upstream's `Retry-After` reaches the caller bounded, in whole seconds, from either RFC 9110 form. */
 
 import { afterEach, describe, expect, it } from 'vitest'
-import type { GatewayOptions } from '../../../src/gateway/options'
 import { boundedRetryAfter } from '../../../src/engine/retry-after'
 import { parseRetryAfter } from '../../../src/providers/shared/retry-after'
-import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
+import { createTestGateway, scriptedProvider, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
 
-const MODEL = 'meta-llama/llama-3.3-70b-instruct'
 const NOW = new Date('2026-03-01T12:00:00Z')
 
-let harness: ResponsesHarness | undefined
+let harness: TestGateway | undefined
 afterEach(async () => {
   await harness?.close()
   harness = undefined
 })
 
-// No delay in the message, so only the header can give one.
-const RATE_LIMITED = JSON.stringify({ error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } })
-
-/** The Retry-After the caller gets when Groq answers 429 with `retryAfter`. */
-const passedOn = async (retryAfter: string, options: Partial<GatewayOptions> = {}) => {
-  harness = await createResponsesHarness({ groq: {} }, { now: () => NOW, ...options })
-  harness.upstreams.groq!.setHandler(() => ({ status: 429, headers: { 'content-type': 'application/json', 'retry-after': retryAfter }, body: RATE_LIMITED }))
-  const response = await harness.post({ model: MODEL, input: 'hi' })
+/** The Retry-After the caller gets when the provider answers 429 with `retryAfter` (and no delay in its message). */
+const passedOn = async (retryAfter: string, options: TestGatewayOptions = {}) => {
+  const limited = scriptedProvider({ reply: [{ type: 'http_error', status: 429, message: 'Rate limit reached for requests', retryAfter }] })
+  harness = await createTestGateway({ providers: { limited }, now: () => NOW, ...options })
+  const response = await harness.responses({ input: 'hi' })
   expect(response.status).toBe(429)
   return response.headers.get('retry-after')
 }

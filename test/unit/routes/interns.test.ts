@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
 import { sha256Hex } from '../../../src/core/crypto'
-import { createGateway } from '../../../src/gateway/gateway'
 import { silentLogger } from '../../../src/core/logger'
 import type { GatewayOptions } from '../../../src/gateway/options'
 import type { InternRuntime, InternView } from '../../../src/interns/runtime'
@@ -11,6 +10,7 @@ import { createRepositories } from '../../../src/repositories'
 import type { StorageDriver } from '../../../src/storage/contract'
 import { memoryStorage } from '../../../src/storage/memory'
 import { routes as routeTable } from '../../../src/routes'
+import { createTestGateway as createKitGateway, type TestCallInit } from '../../../src/testing'
 import { createTestGateway, readJson, TEST_ENCRYPTION_KEY, type TestGateway } from '../../helpers/gateway'
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -24,16 +24,7 @@ const INTERN_KEYS = [
   'vault_id', 'attached_vault_id', 'workspace_id', 'created_at', 'updated_at',
 ]
 
-type Call = TestGateway['call']
-type CallInit = Parameters<Call>[2] & { host?: string }
-interface Harness {
-  gateway: TestGateway['gateway']
-  managementKey: string
-  regularKey: string
-  accountId: string
-  defaultWorkspaceId: string
-  call: (method: string, path: string, init?: CallInit) => Promise<Response>
-}
+type Harness = Pick<TestGateway, 'gateway' | 'managementKey' | 'regularKey' | 'accountId' | 'defaultWorkspaceId' | 'call'>
 
 /** The shared helper's gateway, with the default account in the interns programme. */
 const member = async (): Promise<Harness> => {
@@ -44,29 +35,9 @@ const member = async (): Promise<Harness> => {
 
 /** Like `member()`, for gateway options the shared helper does not take (runtime, regional hosts, storage). */
 const memberWith = async (options: GatewayOptions): Promise<Harness> => {
-  const gateway = createGateway({ storage: memoryStorage(), logger: silentLogger, encryptionKeys: [TEST_ENCRYPTION_KEY], ...options })
-  const management = await gateway.admin.createKey({ kind: 'management' })
-  const regular = await gateway.admin.createKey({ kind: 'regular' })
-  const account = await gateway.admin.setAccountFlags(undefined, { interns: true })
-  const call: Harness['call'] = (method, path, init = {}) => {
-    const headers = new Headers(init.headers)
-    const key = init.key === undefined ? management.key : init.key
-    if (key !== null) headers.set('authorization', `Bearer ${key}`)
-    let body = init.body
-    if (init.json !== undefined) {
-      body = JSON.stringify(init.json)
-      if (!headers.has('content-type')) headers.set('content-type', 'application/json')
-    }
-    return gateway.fetch(new Request(`http://${init.host ?? 'gateway.test'}/api/v1${path}`, { method, headers, body }))
-  }
-  return {
-    gateway,
-    managementKey: management.key,
-    regularKey: regular.key,
-    accountId: account.id,
-    defaultWorkspaceId: account.defaultWorkspaceId!,
-    call,
-  }
+  const t = await createKitGateway({ logger: silentLogger, encryptionKeys: [TEST_ENCRYPTION_KEY], ...options })
+  await t.gateway.admin.setAccountFlags(undefined, { interns: true })
+  return t
 }
 
 const internError = (code: number, message: string, reason: string, retryable = false) => ({
@@ -78,7 +49,7 @@ const expectInternError = async (response: Response, code: number, message: stri
   expect(await readJson(response)).toEqual(internError(code, message, reason, retryable))
 }
 
-const create = async (t: Harness, json: Record<string, unknown>, init: CallInit = {}) => {
+const create = async (t: Harness, json: Record<string, unknown>, init: TestCallInit = {}) => {
   const response = await t.call('POST', '/interns', { ...init, json })
   const body = await readJson(response)
   if (response.status !== 201) throw new Error(`create failed: ${response.status} ${JSON.stringify(body)}`)
