@@ -6,8 +6,9 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ModelEntry } from '../../../src/engine/models'
 import { createTestGateway, scriptedProvider, type ScriptedCall, type ScriptedReply, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
+import { TEST_PRICING, TWO_PROVIDERS } from '../../helpers/models'
 
-const PRICING = { prompt: 0.000001, completion: 0.000002 }
+const PRICING = TEST_PRICING
 
 /** Seven models, each served by Groq alone. */
 const SEVEN_MODELS: ModelEntry[] = Array.from({ length: 7 }, (_, index) => ({
@@ -16,18 +17,6 @@ const SEVEN_MODELS: ModelEntry[] = Array.from({ length: 7 }, (_, index) => ({
   endpoints: [{ provider: 'groq', model: `upstream-model-${index + 1}`, contextLength: 8192, pricing: PRICING }],
 }))
 const ALL_SEVEN = { model: 'test/model-1', models: SEVEN_MODELS.slice(1).map((model) => model.slug) }
-
-/** One model on two providers, alpha (cheaper, tried first) and beta. */
-const TWO_PROVIDERS: ModelEntry[] = [
-  {
-    slug: 'test/model',
-    name: 'Test model',
-    endpoints: [
-      { provider: 'alpha', model: 'alpha-model', contextLength: 8192, pricing: PRICING },
-      { provider: 'beta', model: 'beta-model', contextLength: 8192, pricing: { prompt: 0.000002, completion: 0.000004 } },
-    ],
-  },
-]
 
 const overloaded: ScriptedReply = [{ type: 'http_error', status: 503, message: 'The server is overloaded' }]
 const ok: ScriptedReply = 'Hello'

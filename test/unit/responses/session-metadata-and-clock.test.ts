@@ -5,22 +5,10 @@
 
 import { afterEach, describe, expect, it } from 'vitest'
 import type { GatewayOptions } from '../../../src/gateway/options'
-import type { ModelEntry } from '../../../src/engine/models'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { jsonFixture, sseFixture } from '../../helpers/upstream'
+import { TWO_PROVIDERS } from '../../helpers/models'
 
-const PRICING = { prompt: 0.000001, completion: 0.000002 }
-
-const TWO_PROVIDERS: ModelEntry[] = [
-  {
-    slug: 'test/model',
-    name: 'Test model',
-    endpoints: [
-      { provider: 'alpha', model: 'alpha-model', contextLength: 8192, pricing: PRICING },
-      { provider: 'beta', model: 'beta-model', contextLength: 8192, pricing: { prompt: 0.000002, completion: 0.000004 } },
-    ],
-  },
-]
 
 const overloaded = () => jsonFixture('openai-chat', 'error-overloaded.json', 503)
 const ok = () => jsonFixture('openai-chat', 'text.json')
