@@ -9,7 +9,6 @@ import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '..
 import { jsonFixture, sseFixture } from '../../helpers/upstream'
 import { TWO_PROVIDERS } from '../../helpers/models'
 
-
 const overloaded = () => jsonFixture('openai-chat', 'error-overloaded.json', 503)
 const ok = () => jsonFixture('openai-chat', 'text.json')
 
