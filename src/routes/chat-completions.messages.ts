@@ -49,7 +49,7 @@ const toUserPart = (part: ChatUserPart) => {
 
 /**
  * `reasoning_details` as reasoning items: consecutive details share an item until one repeats a kind the
- * item holds or follows a signature (which closes a provider's block), so an OpenAI summary and its
+ * item holds, comes from another family (`format`) or follows a signature (which closes a provider's block), so an OpenAI summary and its
  * encrypted content stay one item and each signed Anthropic or Gemini block stays its own.
  */
 const reasoningItems = (details: ReasoningDetail[]): ReasoningItem[] => {
@@ -59,6 +59,7 @@ const reasoningItems = (details: ReasoningDetail[]): ReasoningItem[] => {
     const isTaken =
       !current ||
       current.signature !== undefined ||
+      (Boolean(format) && Boolean(current.format) && format !== current.format) ||
       (kind === 'text' && current.content !== undefined) ||
       (kind === 'summary' && current.summary.length > 0) ||
       (kind === 'encrypted' && current.encrypted_content !== undefined)

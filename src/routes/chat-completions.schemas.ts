@@ -54,7 +54,12 @@ const UserPartSchema = v.variant('type', [TextPartSchema, ImagePartSchema, FileP
 
 const RefusalPartSchema = v.object({ type: v.literal('refusal'), refusal: v.string() })
 
-const textContent = (what: string) => v.union([v.string(), v.array(TextPartSchema, `must be a string or an array of text parts`)], `must be a string or an array of text parts (${what})`)
+// Chosen by the value's kind, so a part's own error is not swallowed by a string-or-array union.
+const stringOrParts = <S extends v.GenericSchema>(part: S, message: string) =>
+  v.lazy((content: unknown) => (typeof content === 'string' ? v.string() : v.array(part, message)))
+
+const textContent = (role: string) =>
+  stringOrParts(v.variant('type', [TextPartSchema], `must be a text part: ${role} messages hold text only`), 'must be a string or an array of text parts')
 
 const ToolCallSchema = v.object({
   id: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
@@ -80,12 +85,12 @@ const MessageSchema = v.variant(
     v.object({ role: v.literal('developer'), content: textContent('developer') }),
     v.object({
       role: v.literal('user'),
-      content: v.union([v.string(), v.array(UserPartSchema)], 'must be a string or an array of content parts'),
+      content: stringOrParts(UserPartSchema, 'must be a string or an array of content parts'),
     }),
     v.object({
       role: v.literal('assistant'),
       content: v.optional(
-        v.nullable(v.union([v.string(), v.array(v.variant('type', [TextPartSchema, RefusalPartSchema], 'must be a text or refusal part'))], 'must be a string or an array of text and refusal parts')),
+        v.nullable(stringOrParts(v.variant('type', [TextPartSchema, RefusalPartSchema], 'must be a text or refusal part'), 'must be a string or an array of text and refusal parts')),
       ),
       refusal: v.optional(v.nullable(v.string())),
       tool_calls: v.optional(v.nullable(v.array(ToolCallSchema))),
