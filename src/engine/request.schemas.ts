@@ -18,16 +18,16 @@ export const USER_MAX = 256
 export const MAX_TOOL_CALLS_MAX = 30
 export const MODELS_MAX = 16
 
-const ModelSlugSchema = v.pipe(
+export const ModelSlugSchema = v.pipe(
   v.string(),
   v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
   v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
 )
 
-const nullableNumber = (minimum: number, maximum: number) =>
+export const nullableNumber = (minimum: number, maximum: number) =>
   v.optional(v.nullable(v.pipe(v.number(), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))))
 
-const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
+export const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
   v.pipe(v.number(), v.integer('must be an integer'), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))
 
 // ---- input items (docs/decisions.md, POST /responses) ----
@@ -117,9 +117,11 @@ const InputItemSchema = v.variant(
 
 // ---- tools (docs/decisions.md, POST /responses) ----
 
+export const FunctionNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'must be 1 to 128 letters, digits, _ . : or -'))
+
 const FunctionToolSchema = passThroughObject({
   type: v.literal('function'),
-  name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'must be 1 to 128 letters, digits, _ . : or -')),
+  name: FunctionNameSchema,
   description: v.optional(v.nullable(v.string())),
   parameters: v.optional(v.nullable(boundedJson(v.record(v.string(), v.unknown())))),
   strict: v.optional(v.nullable(v.boolean())),
@@ -165,7 +167,7 @@ const PriceSchema = v.union([v.number(), v.pipe(v.string(), v.regex(/^\d+(\.\d+)
 const PercentilesSchema = v.union([v.number(), v.object({ p50: v.optional(v.number()), p75: v.optional(v.number()), p90: v.optional(v.number()), p99: v.optional(v.number()) })])
 export const PROVIDER_SORTS = ['price', 'throughput', 'latency', 'exacto'] as const
 
-const ProviderPreferencesSchema = v.strictObject({
+export const ProviderPreferencesSchema = v.strictObject({
   order: v.optional(ProviderSlugListSchema),
   only: v.optional(ProviderSlugListSchema),
   ignore: v.optional(ProviderSlugListSchema),
@@ -220,19 +222,21 @@ const PluginSchema = v.variant(
 
 // ---- text (docs/decisions.md, POST /responses) ----
 
+export const SchemaNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -'))
+
 const TextFormatSchema = v.variant('type', [
   v.object({ type: v.literal('text') }),
   v.object({ type: v.literal('json_object') }),
   v.object({
     type: v.literal('json_schema'),
-    name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -')),
+    name: SchemaNameSchema,
     schema: boundedJson(v.record(v.string(), v.unknown())),
     description: v.optional(v.string()),
     strict: v.optional(v.nullable(v.boolean())),
   }),
 ])
 
-const MetadataSchema = v.pipe(
+export const MetadataSchema = v.pipe(
   v.record(
     v.pipe(
       v.string(),

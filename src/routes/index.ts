@@ -3,6 +3,7 @@ import { createByok, deleteByok, getByok, listByok, updateByok } from './byok'
 import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
 import { liveness, readiness } from './health'
 import { createResponse } from './responses'
+import { createChatCompletion } from './chat-completions'
 import {
   chatInternRoute,
   createInternRoute,
@@ -35,6 +36,7 @@ export const routes: readonly AnyRoute[] = [
   updateByok,
   deleteByok,
   createResponse,
+  createChatCompletion,
   listInternsRoute,
   createInternRoute,
   getInternRoute,

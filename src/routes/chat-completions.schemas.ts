@@ -1,0 +1,196 @@
+/**
+ * `POST /chat/completions` body: OpenAI's Chat Completions request with OpenRouter's additions
+ * (docs/decisions.md, POST /chat/completions). Every declared field is translated into the engine's
+ * request (src/routes/chat-completions.translate.ts) or refused here with a 400 naming it; unknown
+ * top-level fields are ignored, as on `/responses`.
+ */
+
+import * as v from 'valibot'
+import { boundedJson } from '../core/validation'
+import {
+  FunctionNameSchema,
+  MetadataSchema,
+  ModelSlugSchema,
+  MODELS_MAX,
+  ProviderPreferencesSchema,
+  SchemaNameSchema,
+  SESSION_ID_MAX,
+  USER_MAX,
+  integer,
+  nullableNumber,
+} from '../engine/request.schemas'
+
+export const MESSAGES_MAX = 10_000
+export const TOOLS_MAX = 256
+
+const REASONING_EFFORTS = ['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none'] as const
+
+/** A field we cannot honour: only absent or `null` (which asks for nothing) passes. */
+const refused = (reason: string) => v.optional(v.nullable(v.custom<never>(() => false, `is not supported: ${reason}`)))
+
+const CacheControlSchema = v.object({ type: v.literal('ephemeral'), ttl: v.optional(v.string()) })
+
+const TextPartSchema = v.object({ type: v.literal('text'), text: v.string(), cache_control: v.optional(CacheControlSchema) })
+
+const ImagePartSchema = v.object({
+  type: v.literal('image_url'),
+  image_url: v.object({ url: v.pipe(v.string(), v.minLength(1, 'must not be empty')), detail: v.optional(v.picklist(['auto', 'low', 'high'])) }),
+})
+
+const FilePartSchema = v.object({
+  type: v.literal('file'),
+  file: v.pipe(
+    v.object({ file_data: v.optional(v.string()), file_id: v.optional(v.string()), filename: v.optional(v.string()) }),
+    v.check((file) => file.file_data !== undefined || file.file_id !== undefined, 'needs file_data (a data: URL or an https URL) or file_id'),
+  ),
+})
+
+const AudioPartSchema = v.object({
+  type: v.literal('input_audio'),
+  input_audio: v.object({ data: v.string(), format: v.pipe(v.string(), v.minLength(1, 'must not be empty')) }),
+})
+
+const UserPartSchema = v.variant('type', [TextPartSchema, ImagePartSchema, FilePartSchema, AudioPartSchema], 'must be a text, image_url, file or input_audio part')
+
+const RefusalPartSchema = v.object({ type: v.literal('refusal'), refusal: v.string() })
+
+// Chosen by the value's kind, so a part's own error is not swallowed by a string-or-array union.
+const stringOrParts = <S extends v.GenericSchema>(part: S, message: string) =>
+  v.lazy((content: unknown) => (typeof content === 'string' ? v.string() : v.array(part, message)))
+
+const textContent = (role: string) =>
+  stringOrParts(v.variant('type', [TextPartSchema], `must be a text part: ${role} messages hold text only`), 'must be a string or an array of text parts')
+
+const ToolCallSchema = v.object({
+  id: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
+  type: v.literal('function'),
+  function: v.object({ name: v.pipe(v.string(), v.minLength(1, 'must not be empty')), arguments: v.string() }),
+})
+
+/** OpenRouter's reasoning blocks as they come back in an assistant turn, so signed reasoning round-trips. */
+const ReasoningDetailSchema = v.variant(
+  'type',
+  [
+    v.object({ type: v.literal('reasoning.text'), text: v.optional(v.nullable(v.string())), signature: v.optional(v.nullable(v.string())), format: v.optional(v.nullable(v.string())) }),
+    v.object({ type: v.literal('reasoning.summary'), summary: v.string(), format: v.optional(v.nullable(v.string())) }),
+    v.object({ type: v.literal('reasoning.encrypted'), data: v.string(), format: v.optional(v.nullable(v.string())) }),
+  ],
+  'must be a reasoning.text, reasoning.summary or reasoning.encrypted detail',
+)
+
+const MessageSchema = v.variant(
+  'role',
+  [
+    v.object({ role: v.literal('system'), content: textContent('system') }),
+    v.object({ role: v.literal('developer'), content: textContent('developer') }),
+    v.object({
+      role: v.literal('user'),
+      content: stringOrParts(UserPartSchema, 'must be a string or an array of content parts'),
+    }),
+    v.object({
+      role: v.literal('assistant'),
+      content: v.optional(
+        v.nullable(stringOrParts(v.variant('type', [TextPartSchema, RefusalPartSchema], 'must be a text or refusal part'), 'must be a string or an array of text and refusal parts')),
+      ),
+      refusal: v.optional(v.nullable(v.string())),
+      tool_calls: v.optional(v.nullable(v.array(ToolCallSchema))),
+      reasoning: v.optional(v.nullable(v.string())),
+      reasoning_details: v.optional(v.nullable(v.array(ReasoningDetailSchema))),
+    }),
+    v.object({ role: v.literal('tool'), tool_call_id: v.pipe(v.string(), v.minLength(1, 'must not be empty')), content: textContent('tool') }),
+  ],
+  'must have a role among system, developer, user, assistant, tool',
+)
+
+const FunctionToolSchema = v.object({
+  type: v.literal('function', 'must be "function": only function tools are supported'),
+  function: v.object({
+    name: FunctionNameSchema,
+    description: v.optional(v.nullable(v.string())),
+    parameters: v.optional(v.nullable(boundedJson(v.record(v.string(), v.unknown())))),
+    strict: v.optional(v.nullable(v.boolean())),
+  }),
+})
+
+const ToolChoiceSchema = v.union(
+  [v.picklist(['auto', 'none', 'required']), v.object({ type: v.literal('function'), function: v.object({ name: FunctionNameSchema }) })],
+  'must be "auto", "none", "required" or {type: "function", function: {name}}',
+)
+
+const ResponseFormatSchema = v.variant(
+  'type',
+  [
+    v.object({ type: v.literal('text') }),
+    v.object({ type: v.literal('json_object') }),
+    v.object({
+      type: v.literal('json_schema'),
+      json_schema: v.object({
+        name: SchemaNameSchema,
+        schema: boundedJson(v.record(v.string(), v.unknown())),
+        description: v.optional(v.string()),
+        strict: v.optional(v.nullable(v.boolean())),
+      }),
+    }),
+  ],
+  'must be a text, json_object or json_schema format',
+)
+
+const ReasoningSchema = v.object({
+  effort: v.optional(v.nullable(v.picklist(REASONING_EFFORTS))),
+  max_tokens: v.optional(v.nullable(integer(0))),
+  exclude: v.optional(v.boolean()),
+  enabled: v.optional(v.boolean()),
+})
+
+const emptyList = (reason: string) =>
+  v.optional(v.nullable(v.pipe(v.array(v.unknown()), v.maxLength(0, `is not supported: ${reason}`))))
+
+export const ChatCompletionsRequestSchema = v.pipe(
+  v.looseObject({
+    model: v.optional(ModelSlugSchema),
+    models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
+    messages: v.pipe(v.array(MessageSchema), v.minLength(1, 'must have at least 1 message'), v.maxLength(MESSAGES_MAX, `at most ${MESSAGES_MAX} messages`)),
+    tools: v.optional(v.nullable(v.pipe(v.array(FunctionToolSchema), v.maxLength(TOOLS_MAX, `at most ${TOOLS_MAX} tools`)))),
+    tool_choice: v.optional(v.nullable(ToolChoiceSchema)),
+    parallel_tool_calls: v.optional(v.nullable(v.boolean())),
+    response_format: v.optional(v.nullable(ResponseFormatSchema)),
+    reasoning: v.optional(v.nullable(ReasoningSchema)),
+    reasoning_effort: v.optional(v.nullable(v.picklist(REASONING_EFFORTS))),
+    temperature: nullableNumber(0, 2),
+    top_p: nullableNumber(0, 1),
+    top_k: v.optional(v.nullable(integer(0))),
+    frequency_penalty: nullableNumber(-2, 2),
+    presence_penalty: nullableNumber(-2, 2),
+    max_tokens: v.optional(v.nullable(integer(1))),
+    max_completion_tokens: v.optional(v.nullable(integer(1))),
+    // spec: one choice per request; other counts cannot be honoured by every provider.
+    n: v.optional(v.nullable(v.literal(1, 'must be 1: one choice per request'))),
+    logprobs: v.optional(v.nullable(v.literal(false, 'is not supported: log probabilities are not returned on this route'))),
+    top_logprobs: v.optional(v.nullable(v.literal(0, 'is not supported: log probabilities are not returned on this route'))),
+    stop: refused('stop sequences are not forwarded to providers yet'),
+    seed: refused('no provider adapter forwards a seed yet'),
+    logit_bias: refused('no provider adapter forwards logit biases'),
+    stream: v.optional(v.nullable(v.boolean())),
+    // OpenRouter: usage is always sent, so both switches are read and change nothing.
+    stream_options: v.optional(v.nullable(v.object({ include_usage: v.optional(v.nullable(v.boolean())) }))),
+    usage: v.optional(v.nullable(v.object({ include: v.optional(v.nullable(v.boolean())) }))),
+    user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
+    session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
+    provider: v.optional(v.nullable(ProviderPreferencesSchema)),
+    plugins: emptyList('plugins are not run by this gateway yet'),
+    transforms: emptyList('prompt transforms are not run by this gateway yet'),
+    metadata: v.optional(v.nullable(MetadataSchema)),
+  }),
+  v.check(
+    (body) => body.max_tokens == null || body.max_completion_tokens == null || body.max_tokens === body.max_completion_tokens,
+    'max_tokens and max_completion_tokens disagree: send one of them',
+  ),
+  v.check(
+    (body) => body.reasoning?.effort == null || body.reasoning_effort == null || body.reasoning.effort === body.reasoning_effort,
+    'reasoning.effort and reasoning_effort disagree: send one of them',
+  ),
+)
+
+export type ChatCompletionsRequest = v.InferOutput<typeof ChatCompletionsRequestSchema>
+export type ChatMessage = ChatCompletionsRequest['messages'][number]
+export type ChatUserPart = v.InferOutput<typeof UserPartSchema>

@@ -1,0 +1,91 @@
+/**
+ * A Chat Completions body → the request the engine runs (the validated `/responses` body), field by
+ * field as docs/decisions.md (POST /chat/completions) lists them. Nothing is dropped silently: what has
+ * no translation was refused by the schema already.
+ */
+
+import type { ResponsesRequestBody } from '../engine/request.schemas'
+import type { ChatCompletionsRequest } from './chat-completions.schemas'
+import { toInputItems } from './chat-completions.messages'
+
+type Reasoning = NonNullable<ResponsesRequestBody['reasoning']>
+
+/**
+ * OpenRouter's `reasoning` (and OpenAI's `reasoning_effort`) → the engine's. A summary is asked for whenever
+ * reasoning is on and not excluded, so models that only show summaries (OpenAI's) still return some.
+ */
+const toReasoning = (body: ChatCompletionsRequest): Reasoning | undefined => {
+  const { reasoning } = body
+  const effort = reasoning?.effort ?? body.reasoning_effort ?? undefined
+  if (!reasoning && !effort) return undefined
+  const isOff = reasoning?.enabled === false || effort === 'none'
+  return {
+    ...(effort ? { effort } : {}),
+    ...(reasoning?.enabled === undefined ? {} : { enabled: reasoning.enabled }),
+    ...(reasoning?.max_tokens == null ? {} : { max_tokens: reasoning.max_tokens }),
+    ...(isOff || reasoning?.exclude ? {} : { summary: 'auto' as const }),
+  }
+}
+
+const toTextFormat = (format: ChatCompletionsRequest['response_format']): NonNullable<ResponsesRequestBody['text']> | undefined => {
+  if (!format) return undefined
+  if (format.type !== 'json_schema') return { format: { type: format.type } }
+  const { name, schema, description, strict } = format.json_schema
+  return {
+    format: {
+      type: 'json_schema',
+      name,
+      schema,
+      ...(description === undefined ? {} : { description }),
+      ...(strict == null ? {} : { strict }),
+    },
+  }
+}
+
+const toToolChoice = (choice: ChatCompletionsRequest['tool_choice']): ResponsesRequestBody['tool_choice'] => {
+  if (choice == null) return undefined
+  return typeof choice === 'string' ? choice : { type: 'function', name: choice.function.name }
+}
+
+const toTools = (tools: ChatCompletionsRequest['tools']): ResponsesRequestBody['tools'] =>
+  tools?.map(({ function: tool }) => ({
+    type: 'function' as const,
+    name: tool.name,
+    ...(tool.description == null ? {} : { description: tool.description }),
+    ...(tool.parameters == null ? {} : { parameters: tool.parameters }),
+    ...(tool.strict == null ? {} : { strict: tool.strict }),
+  }))
+
+/** Copies the fields whose value is set, leaving out `undefined` and `null` (the defaults on both wires). */
+const defined = <T extends Record<string, unknown>>(fields: T) =>
+  Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined && value !== null)) as { [K in keyof T]?: NonNullable<T[K]> }
+
+/** The engine's request for a Chat Completions body. */
+export const toEngineRequest = (body: ChatCompletionsRequest): ResponsesRequestBody => ({
+  input: toInputItems(body.messages),
+  stream: body.stream ?? false,
+  store: false,
+  service_tier: 'auto',
+  ...defined({
+    model: body.model,
+    models: body.models,
+    tools: toTools(body.tools),
+    tool_choice: toToolChoice(body.tool_choice),
+    parallel_tool_calls: body.parallel_tool_calls,
+    text: toTextFormat(body.response_format),
+    reasoning: toReasoning(body),
+    temperature: body.temperature,
+    top_p: body.top_p,
+    top_k: body.top_k,
+    frequency_penalty: body.frequency_penalty,
+    presence_penalty: body.presence_penalty,
+    max_output_tokens: body.max_completion_tokens ?? body.max_tokens,
+    user: body.user,
+    session_id: body.session_id,
+    provider: body.provider,
+    metadata: body.metadata,
+  }),
+})
+
+/** Whether the caller asked to keep reasoning out of the answer (OpenRouter `reasoning.exclude`). */
+export const isReasoningExcluded = (body: ChatCompletionsRequest): boolean => body.reasoning?.exclude === true

@@ -1,0 +1,22 @@
+/**
+ * `POST /chat/completions` (OpenAI's Chat Completions, as OpenRouter serves it): the body is translated
+ * into the engine's request (chat-completions.translate.ts), run exactly as `/responses` runs it
+ * (routing, fallbacks, BYOK, billing), and the answer written as a `chat.completion` or its chunks.
+ */
+
+import { defineRoute } from '../pipeline/route'
+import { chatCompletionsFormat } from '../writers/chat-completions-reply'
+import { ChatCompletionsRequestSchema } from './chat-completions.schemas'
+import { isReasoningExcluded, toEngineRequest } from './chat-completions.translate'
+import { answerInference, INFERENCE_BODY_LIMIT } from './inference'
+
+export const createChatCompletion = defineRoute({
+  method: 'POST',
+  path: '/chat/completions',
+  auth: 'inference',
+  bodyLimit: INFERENCE_BODY_LIMIT,
+  body: ChatCompletionsRequestSchema,
+  isAccessLogged: true,
+  handle: (context) =>
+    answerInference(context, toEngineRequest(context.body), chatCompletionsFormat({ isReasoningExcluded: isReasoningExcluded(context.body) })),
+})

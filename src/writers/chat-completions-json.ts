@@ -1,0 +1,53 @@
+/** A whole answer as a `chat.completion` object (OpenAI's Chat Completions, with OpenRouter's usage and reasoning). */
+
+import type { ResponseResult } from '../engine/session-events'
+import type { OutputFunctionCall, OutputMessage, OutputReasoning } from '../providers/types'
+import { chatCompletionId, finishReasonOf, reasoningDetailsOf, toChatError, toChatUsage, type ChatWriterOptions, type ReasoningDetail } from './chat-completions-shared'
+
+const reasoningTextOf = (item: OutputReasoning) => {
+  const parts = item.content?.length ? item.content : item.summary
+  return parts.map((part) => part.text).join('')
+}
+
+const toMessage = (result: ResponseResult, options: ChatWriterOptions) => {
+  let content: string | null = null
+  let refusal: string | null = null
+  let reasoning = ''
+  const reasoningDetails: ReasoningDetail[] = []
+  const toolCalls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = []
+  for (const item of result.output) {
+    if (item.type === 'message') {
+      for (const part of (item as OutputMessage).content) {
+        if (part.type === 'output_text') content = (content ?? '') + part.text
+        else refusal = (refusal ?? '') + part.refusal
+      }
+    } else if (item.type === 'function_call') {
+      const call = item as OutputFunctionCall
+      toolCalls.push({ id: call.call_id, type: 'function', function: { name: call.name, arguments: call.arguments } })
+    } else if (item.type === 'reasoning' && !options.isReasoningExcluded) {
+      const block = item as OutputReasoning
+      reasoning += reasoningTextOf(block)
+      reasoningDetails.push(...reasoningDetailsOf(block, reasoningDetails.length))
+    }
+  }
+  return {
+    role: 'assistant' as const,
+    content,
+    refusal,
+    ...(reasoningDetails.length > 0 ? { reasoning, reasoning_details: reasoningDetails } : {}),
+    ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+  }
+}
+
+export const toChatCompletion = (result: ResponseResult, options: ChatWriterOptions) => ({
+  id: chatCompletionId(result.id),
+  object: 'chat.completion' as const,
+  created: result.createdAt,
+  model: result.model,
+  // OpenRouter's SDK requires the key; no provider fingerprint is carried through.
+  system_fingerprint: null,
+  choices: [{ index: 0, message: toMessage(result, options), logprobs: null, finish_reason: finishReasonOf(result) }],
+  ...(result.usage ? { usage: toChatUsage(result.usage) } : {}),
+  ...(result.error ? { error: toChatError(result.error) } : {}),
+  ...(result.serviceMetadata ? { service_metadata: result.serviceMetadata } : {}),
+})

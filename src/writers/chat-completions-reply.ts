@@ -1,0 +1,12 @@
+/** The HTTP answer of a Chat Completions request: a whole answer as a `chat.completion`, a session as chunks. */
+
+import { json } from '../core/reply'
+import type { ChatWriterOptions } from './chat-completions-shared'
+import { toChatCompletion } from './chat-completions-json'
+import { toChatCompletionsSse } from './chat-completions-sse'
+import { OVERHEAD_HEADER, sseReply, type WireFormat } from './reply'
+
+export const chatCompletionsFormat = (options: ChatWriterOptions): WireFormat => ({
+  whole: (answer) => json(toChatCompletion(answer.result, options), 200, { [OVERHEAD_HEADER]: answer.overheadMs.toFixed(3) }),
+  stream: (session) => sseReply(toChatCompletionsSse(session, options), session.overheadMs),
+})

@@ -1,0 +1,71 @@
+/**
+ * What the Chat Completions JSON and SSE writers both say: the id, the finish reason, the usage with
+ * its cost, a failure, and reasoning blocks as OpenRouter's `reasoning_details`.
+ */
+
+import type { BilledUsage } from '../engine/billing'
+import type { ResponseFailure, ResponseResult } from '../engine/session-events'
+import type { OutputReasoning } from '../providers/types'
+
+export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'error'
+
+/** What a Chat Completions writer needs beyond the session or result. */
+export interface ChatWriterOptions {
+  /** OpenRouter `reasoning.exclude`: the model reasons, the answer shows none of it. */
+  isReasoningExcluded: boolean
+}
+
+// OpenRouter's generation ids (`gen-…`), on the engine's response id so logs and answers agree.
+export const chatCompletionId = (responseId: string) => `gen-${responseId.replace(/^resp_/, '')}`
+
+export const finishReasonOf = (result: ResponseResult): ChatFinishReason => {
+  if (result.status === 'failed') return 'error'
+  if (result.status === 'incomplete') return result.incompleteDetails?.reason === 'content_filter' ? 'content_filter' : 'length'
+  return result.output.some((item) => item.type === 'function_call') ? 'tool_calls' : 'stop'
+}
+
+/** OpenRouter's usage object: OpenAI's token counts plus `cost`, `is_byok` and `cost_details`. */
+export const toChatUsage = (usage: BilledUsage) => ({
+  prompt_tokens: usage.input_tokens,
+  completion_tokens: usage.output_tokens,
+  total_tokens: usage.total_tokens,
+  prompt_tokens_details: { cached_tokens: usage.input_tokens_details.cached_tokens },
+  completion_tokens_details: { reasoning_tokens: usage.output_tokens_details.reasoning_tokens },
+  cost: usage.cost,
+  is_byok: usage.is_byok,
+  cost_details: {
+    upstream_inference_cost: usage.cost_details.upstream_inference_cost,
+    upstream_inference_prompt_cost: usage.cost_details.upstream_inference_input_cost,
+    upstream_inference_completions_cost: usage.cost_details.upstream_inference_output_cost,
+  },
+})
+
+/** A failure in OpenRouter's error shape: the HTTP status it stands for, and the canonical `error_type`. */
+export const toChatError = (failure: ResponseFailure) => ({
+  code: failure.status,
+  message: failure.message,
+  metadata: { error_type: failure.errorType },
+})
+
+// Reasoning that came without a family (the Chat Completions family's) is `unknown`, as OpenRouter labels it.
+export const reasoningFormatOf = (item: { format?: string | undefined }) => item.format ?? 'unknown'
+
+export type ReasoningDetail =
+  | { type: 'reasoning.summary'; summary: string; format: string; index: number }
+  | { type: 'reasoning.text'; text: string; signature?: string; format: string; index: number }
+  | { type: 'reasoning.encrypted'; data: string; format: string; index: number }
+
+/** A reasoning item's blocks, numbered from `firstIndex`: summaries, texts (the signature on the last), encrypted data. */
+export const reasoningDetailsOf = (item: OutputReasoning, firstIndex: number): ReasoningDetail[] => {
+  const format = reasoningFormatOf(item)
+  const details: ReasoningDetail[] = []
+  for (const part of item.summary) details.push({ type: 'reasoning.summary', summary: part.text, format, index: firstIndex + details.length })
+  const texts = [...(item.content ?? [])]
+  if (texts.length === 0 && item.signature) texts.push({ type: 'reasoning_text', text: '' })
+  for (const [position, part] of texts.entries()) {
+    const isLast = position === texts.length - 1
+    details.push({ type: 'reasoning.text', text: part.text, ...(isLast && item.signature ? { signature: item.signature } : {}), format, index: firstIndex + details.length })
+  }
+  if (item.encrypted_content) details.push({ type: 'reasoning.encrypted', data: item.encrypted_content, format, index: firstIndex + details.length })
+  return details
+}

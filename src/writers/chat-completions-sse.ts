@@ -1,0 +1,148 @@
+/**
+ * A session as Chat Completions server-sent events, as OpenRouter streams them: a first chunk with the
+ * role, content, refusal and reasoning deltas (`reasoning` text and `reasoning_details` blocks), tool
+ * calls by `index` (id and name first, then argument pieces), a chunk with `finish_reason`, a last chunk
+ * with `usage` and no choices, then `data: [DONE]`. A failure after the start is a chunk with `error`
+ * and `finish_reason: "error"`. Quiet stretches get the same `: PROCESSING` comments as Responses streams.
+ */
+
+import type { ChunkProducer } from '../core/event-stream'
+import type { BilledUsage } from '../engine/billing'
+import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../engine/session-events'
+import type { OutputFunctionCall, OutputReasoning } from '../providers/types'
+import {
+  chatCompletionId,
+  finishReasonOf,
+  reasoningDetailsOf,
+  reasoningFormatOf,
+  toChatError,
+  toChatUsage,
+  type ChatWriterOptions,
+  type ReasoningDetail,
+} from './chat-completions-shared'
+
+const KEEP_ALIVE = ': PROCESSING\n\n'
+const DONE = 'data: [DONE]\n\n'
+
+interface OpenCall {
+  index: number
+  /** Argument text sent so far, so a call whose arguments arrive only whole is still sent in full. */
+  sentLength: number
+}
+
+export const toChatCompletionsSse =
+  (session: ResponseSession, options: ChatWriterOptions): ChunkProducer =>
+  (sink) => {
+    // Every chunk starts with the same fields: serialised once, when the response starts.
+    let head = ''
+    let failure: ResponseFailure | undefined
+    let usage: BilledUsage | undefined
+    const calls = new Map<string, OpenCall>()
+    const reasoningFormats = new Map<number, string>()
+    // One `reasoning_details` index per block (a reasoning item's summary, text or encrypted part), in order of appearance.
+    const detailIndexes = new Map<string, number>()
+
+    const chunk = (rest: string) => `data: ${head}${rest}}\n\n`
+    const delta = (fields: Record<string, unknown>, finishReason: string | null = null) =>
+      chunk(`"choices":[{"index":0,"delta":${JSON.stringify(fields)},"finish_reason":${finishReason === null ? 'null' : `"${finishReason}"`}}]`)
+    const detailIndex = (outputIndex: number, kind: string) => {
+      const key = `${outputIndex}:${kind}`
+      let index = detailIndexes.get(key)
+      if (index === undefined) {
+        index = detailIndexes.size
+        detailIndexes.set(key, index)
+      }
+      return index
+    }
+    const reasoningDelta = (outputIndex: number, text: string, kind: 'summary' | 'text') => {
+      if (options.isReasoningExcluded) return undefined
+      const format = reasoningFormats.get(outputIndex) ?? 'unknown'
+      const index = detailIndex(outputIndex, kind)
+      const detail: ReasoningDetail =
+        kind === 'summary' ? { type: 'reasoning.summary', summary: text, format, index } : { type: 'reasoning.text', text, format, index }
+      return delta({ reasoning: text, reasoning_details: [detail] })
+    }
+    // What only a finished reasoning item tells: its signature and encrypted content.
+    const reasoningDone = (outputIndex: number, item: OutputReasoning) => {
+      if (options.isReasoningExcluded) return undefined
+      const details = reasoningDetailsOf({ ...item, summary: [], content: [] }, 0).map((detail) => ({
+        ...detail,
+        index: detailIndex(outputIndex, detail.type === 'reasoning.encrypted' ? 'encrypted' : 'text'),
+      }))
+      return details.length > 0 ? delta({ reasoning_details: details }) : undefined
+    }
+    const callDone = (item: OutputFunctionCall) => {
+      const call = calls.get(item.id)
+      if (!call || item.arguments.length <= call.sentLength) return undefined
+      const rest = item.arguments.slice(call.sentLength)
+      call.sentLength = item.arguments.length
+      return delta({ tool_calls: [{ index: call.index, function: { arguments: rest } }] })
+    }
+    const end = (result: ResponseResult) => {
+      const ended = failure ?? result.error
+      const last = ended
+        ? chunk(`"error":${JSON.stringify(toChatError(ended))},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]`)
+        : delta({}, finishReasonOf(result))
+      const billed = usage ?? result.usage
+      const metadata = result.serviceMetadata ? `,"service_metadata":${JSON.stringify(result.serviceMetadata)}` : ''
+      const usageChunk = billed ? chunk(`"choices":[],"usage":${JSON.stringify(toChatUsage(billed))}${metadata}`) : ''
+      return last + usageChunk + DONE
+    }
+
+    const encode = (event: SessionEvent): string | undefined => {
+      switch (event.type) {
+        case 'keep_alive':
+          return KEEP_ALIVE
+        case 'started':
+          head = `{"id":${JSON.stringify(chatCompletionId(event.id))},"object":"chat.completion.chunk","created":${event.createdAt},"model":${JSON.stringify(event.model)},`
+          return delta({ role: 'assistant', content: '' })
+        case 'response.output_item.added': {
+          const { item } = event
+          if (item.type === 'reasoning') reasoningFormats.set(event.output_index, reasoningFormatOf(item as OutputReasoning))
+          if (item.type !== 'function_call') return undefined
+          const call = item as OutputFunctionCall
+          const index = calls.size
+          calls.set(call.id, { index, sentLength: call.arguments.length })
+          return delta({ tool_calls: [{ index, id: call.call_id, type: 'function', function: { name: call.name, arguments: call.arguments } }] })
+        }
+        case 'response.output_text.delta':
+          return delta({ content: event.delta })
+        case 'response.refusal.delta':
+          return delta({ refusal: event.delta })
+        case 'response.reasoning_summary_text.delta':
+          return reasoningDelta(event.output_index, event.delta, 'summary')
+        case 'response.reasoning_text.delta':
+          return reasoningDelta(event.output_index, event.delta, 'text')
+        case 'response.function_call_arguments.delta': {
+          const call = calls.get(event.item_id)
+          if (!call) return undefined
+          call.sentLength += event.delta.length
+          return delta({ tool_calls: [{ index: call.index, function: { arguments: event.delta } }] })
+        }
+        case 'response.output_item.done':
+          if (event.item.type === 'function_call') return callDone(event.item as OutputFunctionCall)
+          if (event.item.type === 'reasoning') return reasoningDone(event.output_index, event.item as OutputReasoning)
+          return undefined
+        case 'usage':
+          usage = event.usage
+          return undefined
+        case 'error':
+          failure = event.error
+          return undefined
+        case 'finished':
+          return end(event.result)
+        // Part boundaries, whole texts and provider-run items have no Chat Completions counterpart.
+        default:
+          return undefined
+      }
+    }
+    return session.start({
+      write(event) {
+        const text = encode(event)
+        return text === undefined ? true : sink.write(text)
+      },
+      ready: () => sink.ready(),
+      close: () => sink.close(),
+      fail: (error) => sink.fail(error),
+    })
+  }
