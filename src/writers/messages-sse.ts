@@ -31,18 +31,22 @@ export const toMessagesSse =
     // Keyed by the output item (`output_index`), and by content part for a message's texts.
     const open = new Map<string, OpenBlock>()
 
-    const start = (key: string, block: Record<string, unknown>) => {
-      const opened = { index: blockCount++, sentLength: 0 }
-      open.set(key, opened)
-      return { opened, text: event('content_block_start', { index: opened.index, content_block: block }) }
-    }
-    const delta = (index: number, body: Record<string, unknown>) => event('content_block_delta', { index, delta: body })
     const stop = (key: string) => {
       const block = open.get(key)
       if (!block) return ''
       open.delete(key)
       return event('content_block_stop', { index: block.index })
     }
+    // One block at a time, as Anthropic streams them: a new block ends the ones still open (a tool call
+    // whose item ends later has streamed its arguments by then).
+    const start = (key: string, block: Record<string, unknown>) => {
+      let text = ''
+      for (const openKey of [...open.keys()]) text += stop(openKey)
+      const opened = { index: blockCount++, sentLength: 0 }
+      open.set(key, opened)
+      return { opened, text: text + event('content_block_start', { index: opened.index, content_block: block }) }
+    }
+    const delta = (index: number, body: Record<string, unknown>) => event('content_block_delta', { index, delta: body })
     const stopItem = (outputIndex: number) => {
       let text = ''
       for (const key of [...open.keys()]) if (key === `${outputIndex}` || key.startsWith(`${outputIndex}:`)) text += stop(key)
