@@ -7,6 +7,7 @@
  */
 
 import type { ChunkProducer } from '../core/event-stream'
+import { startEncoded } from './reply'
 import type { BilledUsage } from '../engine/billing'
 import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../engine/session-events'
 import type { OutputFunctionCall, OutputReasoning } from '../providers/types'
@@ -160,13 +161,5 @@ export const toMessagesSse =
           return undefined
       }
     }
-    return session.start({
-      write(sessionEvent) {
-        const text = encode(sessionEvent)
-        return text === undefined || text === '' ? true : sink.write(text)
-      },
-      ready: () => sink.ready(),
-      close: () => sink.close(),
-      fail: (error) => sink.fail(error),
-    })
+    return startEncoded(session, sink, encode)
   }
