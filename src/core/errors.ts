@@ -7,8 +7,11 @@ import { jsonTextReply, toResponse, type JsonReply } from './reply'
 
 const BRAND = Symbol.for('modelgate.error')
 
-/** Which error body a route speaks: the spec gives intern routes `{reason, retryable}` metadata. */
-export type ErrorFlavor = 'standard' | 'intern'
+/**
+ * Which error body a route speaks: the spec gives intern routes `{reason, retryable}` metadata, and
+ * `POST /messages` answers as Anthropic does (`{type: "error", error: {type, message}}`).
+ */
+export type ErrorFlavor = 'standard' | 'intern' | 'anthropic'
 
 export interface GatewayErrorOptions {
   /** Extra fields for `error.metadata` (standard flavor only). Never put secrets here. */
@@ -114,10 +117,34 @@ const DEFAULT_INTERN_REASONS: Record<number, string> = {
 
 const GENERIC_500 = 'Internal server error'
 
+// The statuses Anthropic's SDKs turn into typed errors, with the `error.type` Anthropic sends beside each.
+const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  408: 'timeout_error',
+  409: 'conflict_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  504: 'timeout_error',
+  524: 'timeout_error',
+  529: 'overloaded_error',
+}
+
+/** Anthropic's `error.type` for an HTTP status: the error body's, and the stream's `error` event's. */
+export const anthropicErrorType = (status: number): string => ANTHROPIC_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
+
+export type StandardErrorBody = { error: { code: number; message: string; metadata?: Record<string, unknown> }; [field: string]: unknown }
+
+export type AnthropicErrorBody = { type: 'error'; error: { type: string; message: string } }
+
 export interface RenderedError {
   status: number
   headers: Record<string, string>
-  body: { error: { code: number; message: string; metadata?: Record<string, unknown> }; [field: string]: unknown }
+  body: StandardErrorBody | AnthropicErrorBody
 }
 
 /**
@@ -129,8 +156,13 @@ export const toRenderedError = (thrown: unknown, flavor: ErrorFlavor): RenderedE
   const status = error.status
   // docs/decisions.md, Errors and routing: a 500 never carries upstream or internal detail.
   const message = status === 500 && !isGatewayError(thrown) ? GENERIC_500 : error.message
-  const body: RenderedError['body'] = { error: { code: status, message } }
+  const headers = { ...error.headers }
+  // A 503 is a passing state (a store restarting, an overload): tell clients when to come back.
+  if (status === 503 && !headers['retry-after']) headers['retry-after'] = '1'
+  // Anthropic's body has no room for metadata or extra fields: its clients read only the type and the message.
+  if (flavor === 'anthropic') return { status, headers, body: { type: 'error', error: { type: anthropicErrorType(status), message } } }
 
+  const body: StandardErrorBody = { error: { code: status, message } }
   if (flavor === 'intern') {
     // spec Errors: intern 401/403 carry no metadata.
     if (status !== 401 && status !== 403) {
@@ -141,9 +173,6 @@ export const toRenderedError = (thrown: unknown, flavor: ErrorFlavor): RenderedE
     if (error.metadata) body.error.metadata = error.metadata
     if (error.extraBody) Object.assign(body, error.extraBody)
   }
-  const headers = { ...error.headers }
-  // A 503 is a passing state (a store restarting, an overload): tell clients when to come back.
-  if (status === 503 && !headers['retry-after']) headers['retry-after'] = '1'
   return { status, headers, body }
 }
 

@@ -52,9 +52,12 @@ export interface Gateway extends ReplyHandler {
   endStreams(message?: string): void
 }
 
-// Intern routes speak their own error body (spec Errors), even for 404 and 405.
-const flavorForPath = (relativePath: string | null): ErrorFlavor =>
-  relativePath !== null && /^\/interns(\/|$)/.test(relativePath) ? 'intern' : 'standard'
+// Intern routes speak their own error body (spec Errors), even for 404 and 405; so does Anthropic's `/messages`.
+const flavorForPath = (relativePath: string | null): ErrorFlavor => {
+  if (relativePath === null) return 'standard'
+  if (/^\/interns(\/|$)/.test(relativePath)) return 'intern'
+  return /^\/messages\/?$/.test(relativePath) ? 'anthropic' : 'standard'
+}
 
 /**
  * What a route's handler gets. A class rather than a literal so that `signal` can be a getter on the
@@ -126,7 +129,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, clientSignal: ClientSignal, access: AccessLog | undefined) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
-    const caller = route.auth === 'none' ? null : await authenticate(request, repositories)
+    const caller = route.auth === 'none' ? null : await authenticate(request, repositories, route.keyHeaders)
     if (caller) {
       access?.identify(caller)
       // The route's own check first: outside the interns programme every intern route is 404, whatever the key.

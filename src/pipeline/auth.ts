@@ -17,13 +17,26 @@ export type { Caller }
 
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i
 
-/** Resolves the caller from `Authorization: Bearer <key>`, or throws 401. */
-export const authenticate = async (request: Request, repositories: Repositories): Promise<Caller> => {
+/** Which headers may carry the key: Anthropic's clients send theirs as `x-api-key`. */
+export type KeyHeaders = 'bearer' | 'bearer-or-x-api-key'
+
+// Never logged or echoed: the raw key.
+const readKey = (request: Request, headers: KeyHeaders): string => {
   const header = request.headers.get('authorization')
+  if (!header && headers === 'bearer-or-x-api-key') {
+    const apiKey = request.headers.get('x-api-key')?.trim()
+    if (apiKey) return apiKey
+    throw new AuthenticationError('Missing API key: send it as x-api-key: <key> or Authorization: Bearer <key>')
+  }
   if (!header) throw new AuthenticationError('Missing API key: send it as Authorization: Bearer <key>')
   const token = BEARER.exec(header)?.[1]
   if (!token) throw new AuthenticationError('Malformed Authorization header: expected Bearer <key>')
+  return token
+}
 
+/** Resolves the caller from `Authorization: Bearer <key>` (or `x-api-key` where `headers` allows it), or throws 401. */
+export const authenticate = async (request: Request, repositories: Repositories, headers: KeyHeaders = 'bearer'): Promise<Caller> => {
+  const token = readKey(request, headers)
   const hash = await sha256Hex(token)
   const key = await repositories.apiKeys.get(hash)
   if (!key || !timingSafeEqual(key.hash, hash)) throw new AuthenticationError('Invalid API key')

@@ -6,7 +6,7 @@ import type { ErrorFlavor } from '../core/errors'
 import type { HttpMethod } from '../core/router'
 import type { Repositories } from '../repositories'
 import type { AccessLog } from './access-log'
-import type { Caller, RouteAuth } from './auth'
+import type { Caller, KeyHeaders, RouteAuth } from './auth'
 
 export type { RouteAuth }
 import type { ClientSignal } from '../core/client-signal'
@@ -53,6 +53,8 @@ export interface RouteDefinition<
   /** Relative to the gateway's base path, with `:param` segments. */
   path: string
   auth: Auth
+  /** Where the key may come from; `Authorization: Bearer` only when omitted. */
+  keyHeaders?: KeyHeaders
   /** Intern routes answer errors with `{reason, retryable}` metadata. */
   errorFlavor?: ErrorFlavor
   /** Checks run right after authentication, before any input is read (e.g. programme membership). */

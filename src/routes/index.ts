@@ -4,6 +4,7 @@ import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
 import { liveness, readiness } from './health'
 import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
+import { createMessage } from './messages'
 import {
   chatInternRoute,
   createInternRoute,
@@ -37,6 +38,7 @@ export const routes: readonly AnyRoute[] = [
   deleteByok,
   createResponse,
   createChatCompletion,
+  createMessage,
   listInternsRoute,
   createInternRoute,
   getInternRoute,

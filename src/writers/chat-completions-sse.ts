@@ -7,6 +7,7 @@
  */
 
 import type { ChunkProducer } from '../core/event-stream'
+import { startEncoded } from './reply'
 import type { BilledUsage } from '../engine/billing'
 import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../engine/session-events'
 import type { OutputFunctionCall, OutputReasoning } from '../providers/types'
@@ -136,13 +137,5 @@ export const toChatCompletionsSse =
           return undefined
       }
     }
-    return session.start({
-      write(event) {
-        const text = encode(event)
-        return text === undefined ? true : sink.write(text)
-      },
-      ready: () => sink.ready(),
-      close: () => sink.close(),
-      fail: (error) => sink.fail(error),
-    })
+    return startEncoded(session, sink, encode)
   }

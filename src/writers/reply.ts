@@ -3,11 +3,11 @@
  * `Reply` (src/core/reply.ts). Each format supplies its two encoders.
  */
 
-import type { ChunkProducer } from '../core/event-stream'
+import type { ChunkProducer, ChunkSink } from '../core/event-stream'
 import { eventsReply, responseReply, type Reply } from '../core/reply'
 import { ClientClosedError } from '../engine/attempts'
 import type { RunOutcome } from '../engine/run'
-import type { ResponseSession, WholeAnswer } from '../engine/session-events'
+import type { ResponseSession, SessionEvent, WholeAnswer } from '../engine/session-events'
 
 /** The gateway's own time spent on a request, upstream waits excluded. */
 export const OVERHEAD_HEADER = 'x-modelgate-overhead-ms'
@@ -25,6 +25,18 @@ export const sseReply = (produce: ChunkProducer, overheadMs: number): Reply =>
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',
     [OVERHEAD_HEADER]: overheadMs.toFixed(3),
+  })
+
+/** Starts `session` into `sink`, each event as the text `encode` makes of it; events it has no text for are skipped. */
+export const startEncoded = (session: ResponseSession, sink: ChunkSink, encode: (event: SessionEvent) => string | undefined) =>
+  session.start({
+    write(event) {
+      const text = encode(event)
+      return text === undefined || text === '' ? true : sink.write(text)
+    },
+    ready: () => sink.ready(),
+    close: () => sink.close(),
+    fail: (error) => sink.fail(error),
   })
 
 /** The answer of a run; a client that went away gets a 499 nobody reads (nginx's "client closed request"), for logs. */

@@ -313,12 +313,21 @@ const translateInput = (request: ResponsesRequest): { system: TextBlock[]; messa
         case 'function_call': {
           if (typeof item.call_id !== 'string' || typeof item.name !== 'string') throw invalid(path, 'function_call needs call_id and name')
           const input = parseArguments(item.arguments, path)
-          turnFor('assistant').rest.push({ type: 'tool_use', id: item.call_id, name: item.name, input })
+          const cacheControl = readCacheControl(item.cache_control)
+          turnFor('assistant').rest.push({ type: 'tool_use', id: item.call_id, name: item.name, input, ...(cacheControl ? { cache_control: cacheControl } : {}) })
           break
         }
         case 'function_call_output': {
           if (typeof item.call_id !== 'string') throw invalid(path, 'function_call_output needs a call_id')
-          turnFor('user').leading.push({ type: 'tool_result', tool_use_id: item.call_id, content: toolResultContent(item.output, `${path}.output`) })
+          const cacheControl = readCacheControl(item.cache_control)
+          turnFor('user').leading.push({
+            type: 'tool_result',
+            tool_use_id: item.call_id,
+            content: toolResultContent(item.output, `${path}.output`),
+            // Set by /messages clients (an Anthropic tool_result's `is_error`); other item sources never carry it.
+            ...(item.is_error === true ? { is_error: true } : {}),
+            ...(cacheControl ? { cache_control: cacheControl } : {}),
+          })
           break
         }
         case 'reasoning': {
@@ -344,11 +353,13 @@ const translateTools = (tools: Tool[]): ToolParam[] =>
     if (tool.type !== 'function') throw invalid(`tools[${index}]`, `tool type "${tool.type}" is not supported by ${PROVIDER}`)
     const { name, description, parameters } = tool as Record<string, unknown>
     if (typeof name !== 'string' || name === '') throw invalid(`tools[${index}]`, 'function tools need a name')
+    const cacheControl = readCacheControl((tool as Record<string, unknown>).cache_control)
     // `strict` is not forwarded: Anthropic's strict tool use exists only on Claude 4.5 and later.
     return {
       name,
       ...(typeof description === 'string' && description !== '' ? { description } : {}),
       input_schema: isRecord(parameters) ? parameters : { type: 'object', properties: {} },
+      ...(cacheControl ? { cache_control: cacheControl } : {}),
     }
   })
 
@@ -423,6 +434,7 @@ const applyCacheControl = (request: ResponsesRequest, system: TextBlock[], messa
     if (explicit < MAX_CACHE_BREAKPOINTS) explicit++
     else delete block.cache_control
   }
+  for (const tool of tools ?? []) visit(tool)
   for (const block of system) visit(block)
   for (const message of messages) for (const block of message.content) visit(block as { cache_control?: CacheControl })
 

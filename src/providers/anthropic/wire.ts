@@ -40,6 +40,7 @@ export type ToolResultBlock = {
   type: 'tool_result'
   tool_use_id: string
   content: string | Array<TextBlock | ImageBlock | DocumentBlock>
+  is_error?: boolean
   cache_control?: CacheControl
 }
 

@@ -1,0 +1,17 @@
+/** A whole answer as Anthropic's `message` object. */
+
+import type { ResponseResult } from '../engine/session-events'
+import { blocksOf, messageId, stopReasonOf, toMessagesUsage } from './messages-shared'
+
+export const toMessage = (result: ResponseResult) => ({
+  id: messageId(result.id),
+  type: 'message' as const,
+  role: 'assistant' as const,
+  model: result.model,
+  content: result.output.flatMap(blocksOf),
+  stop_reason: stopReasonOf(result),
+  // Stop sequences are refused on the way in, so none ever ends a message.
+  stop_sequence: null,
+  usage: toMessagesUsage(result.usage),
+  ...(result.serviceMetadata ? { service_metadata: result.serviceMetadata } : {}),
+})

@@ -1,0 +1,91 @@
+/**
+ * What the Anthropic Messages JSON and SSE writers both say: the id, the stop reason, the usage, the
+ * blocks a finished item stands for, and a failure as Anthropic's `error` object.
+ */
+
+import { anthropicErrorType } from '../core/errors'
+import type { BilledUsage } from '../engine/billing'
+import type { ResponseFailure, ResponseResult } from '../engine/session-events'
+import { ANTHROPIC_REASONING_FORMAT } from '../providers/anthropic/wire'
+import type { OutputFunctionCall, OutputItem, OutputMessage, OutputReasoning } from '../providers/types'
+
+export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal'
+
+// Anthropic's message ids (`msg_…`), on the engine's response id so logs and answers agree.
+export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
+
+const hasRefusal = (output: OutputItem[]) =>
+  output.some((item) => item.type === 'message' && (item as OutputMessage).content.some((part) => part.type === 'refusal'))
+
+export const stopReasonOf = (result: Pick<ResponseResult, 'status' | 'incompleteDetails' | 'output'>): StopReason => {
+  if (result.status === 'incomplete') return result.incompleteDetails?.reason === 'content_filter' ? 'refusal' : 'max_tokens'
+  if (result.output.some((item) => item.type === 'function_call')) return 'tool_use'
+  return hasRefusal(result.output) ? 'refusal' : 'end_turn'
+}
+
+/**
+ * Anthropic's usage: its `input_tokens` leaves cache reads out. The engine counts cache writes as
+ * ordinary input, so they stay in `input_tokens` and `cache_creation_input_tokens` is 0. OpenRouter's
+ * `cost` rides along; Anthropic's SDKs keep fields they do not know.
+ */
+export const toMessagesUsage = (usage: BilledUsage | null | undefined) => {
+  const cached = usage?.input_tokens_details.cached_tokens ?? 0
+  return {
+    input_tokens: Math.max((usage?.input_tokens ?? 0) - cached, 0),
+    output_tokens: usage?.output_tokens ?? 0,
+    cache_read_input_tokens: cached,
+    cache_creation_input_tokens: 0,
+    ...(usage ? { cost: usage.cost } : {}),
+  }
+}
+
+/** A failure as the body of Anthropic's stream `error` event. */
+export const toMessagesError = (failure: ResponseFailure) => ({ type: 'error' as const, error: { type: anthropicErrorType(failure.status), message: failure.message } })
+
+/** A tool call's arguments as the `input` object Anthropic sends; arguments that are not a JSON object (a cut-off call) become `{}`. */
+export const toolInputOf = (call: OutputFunctionCall): Record<string, unknown> => {
+  try {
+    const input: unknown = JSON.parse(call.arguments)
+    return typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
+}
+
+export const reasoningTextOf = (item: OutputReasoning) => {
+  const parts = item.content?.length ? item.content : item.summary
+  return parts.map((part) => part.text).join('')
+}
+
+/** Only Claude's redacted thinking is shown: other families' encrypted reasoning means nothing as Anthropic's. */
+export const redactedDataOf = (item: OutputReasoning) =>
+  item.format === ANTHROPIC_REASONING_FORMAT && item.encrypted_content ? item.encrypted_content : undefined
+
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+
+/** The blocks one finished output item stands for; provider-run items have no Messages form. */
+export const blocksOf = (item: OutputItem): ContentBlock[] => {
+  switch (item.type) {
+    case 'message':
+      return (item as OutputMessage).content.map((part) => ({ type: 'text', text: part.type === 'output_text' ? part.text : part.refusal }))
+    case 'function_call': {
+      const call = item as OutputFunctionCall
+      return [{ type: 'tool_use', id: call.call_id, name: call.name, input: toolInputOf(call) }]
+    }
+    case 'reasoning': {
+      const reasoning = item as OutputReasoning
+      const blocks: ContentBlock[] = []
+      const thinking = reasoningTextOf(reasoning)
+      if (thinking !== '' || reasoning.signature) blocks.push({ type: 'thinking', thinking, signature: reasoning.signature ?? '' })
+      const data = redactedDataOf(reasoning)
+      if (data) blocks.push({ type: 'redacted_thinking', data })
+      return blocks
+    }
+    default:
+      return []
+  }
+}
