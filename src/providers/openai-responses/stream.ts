@@ -10,6 +10,7 @@ import { isItemEventType, type ItemEvent, type UpstreamStreamEvent } from '../ev
 import { UpstreamFailure } from '../shared/errors'
 import { parseSseJson } from '../shared/sse'
 import { readSseEvents } from '../shared/sse-events'
+import { readAsSent } from './as-sent'
 import { toInBandFailure } from './errors'
 import { toFinish, toOutputItem, toUsage } from './result'
 import type { OpenAIStreamEvent } from './wire'
@@ -63,6 +64,11 @@ export const readOpenAIStream = (body: AsyncIterable<Uint8Array>, call: Upstream
         if (isFinished) return
         // Named events core does not forward are dropped unread: `response.created` carries the whole response object.
         if (message.event !== undefined && SKIPPED_EVENTS.has(message.event)) return
+        const asSent = readAsSent(message.data)
+        if (asSent) {
+          out.push(asSent)
+          return
+        }
         const event = parseSseJson(message.data) as OpenAIStreamEvent | undefined
         if (!event || typeof event !== 'object') return
         const type = typeof event.type === 'string' ? event.type : message.event
