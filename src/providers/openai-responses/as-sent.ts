@@ -1,32 +1,23 @@
 /**
  * Most of an OpenAI Responses stream is events modelgate emits exactly as OpenAI wrote them, but for
  * `sequence_number` (text deltas, content parts…). Such an event is kept as its JSON text and parsed only
- * if something reads its fields: a Responses writer sends the text (`wireJson`) with its own number,
- * where parse + rebuild + stringify cost more than everything else the gateway does per event.
+ * if something reads its fields: a Responses writer sends the text (`wireJson`) with its own number. Parsing,
+ * rebuilding and serialising each event again was the largest cost per event of a relayed stream.
  */
 
-import type { ItemEvent, ItemEventType } from '../events'
+import { isItemEventType, type ItemEvent, type ItemEventType } from '../events'
 
-/** The kinds passed on as sent: none is rewritten by the adapter (items and call arguments are, see stream.ts). */
-const AS_SENT_TYPES = new Set<ItemEventType>([
-  'response.content_part.added',
-  'response.content_part.done',
-  'response.output_text.delta',
-  'response.output_text.done',
-  'response.refusal.delta',
-  'response.refusal.done',
-  'response.reasoning_summary_part.added',
-  'response.reasoning_summary_part.done',
-  'response.reasoning_summary_text.delta',
-  'response.reasoning_summary_text.done',
-  'response.reasoning_text.delta',
-  'response.reasoning_text.done',
-  'response.function_call_arguments.delta',
-])
+/** The kinds the adapter rewrites (stream.ts): output items (normalised, call names noted) and the end of call arguments (named). */
+type RewrittenType = 'response.output_item.added' | 'response.output_item.done' | 'response.function_call_arguments.done'
 
-type AsSentType = typeof AS_SENT_TYPES extends Set<infer Type> ? Type : never
+const REWRITTEN_TYPES = new Set<string>(['response.output_item.added', 'response.output_item.done', 'response.function_call_arguments.done'] satisfies RewrittenType[])
 
-/** Clients expect `logprobs` on both (gaps in OpenAI's own streams): one that lacks it is rebuilt instead. */
+/** Every other item kind is passed on as sent. */
+type AsSentType = Exclude<ItemEventType, RewrittenType>
+
+const isAsSentType = (type: string): type is AsSentType => isItemEventType(type) && !REWRITTEN_TYPES.has(type)
+
+/** Clients expect `logprobs` on both and OpenAI omits it on some models: an event without it is rebuilt instead. */
 const NEEDS_LOGPROBS = new Set<string>(['response.output_text.delta', 'response.output_text.done'])
 
 // A `"` inside a JSON string is always escaped, so `,"logprobs":` can only be the start of a key.
@@ -92,7 +83,7 @@ export const readAsSent = (data: string): ItemEvent | undefined => {
   const typeEnd = data.indexOf('"', TYPE_START.length)
   if (typeEnd < 0 || !data.startsWith(SEQUENCE_KEY, typeEnd + 1)) return undefined
   const type = data.slice(TYPE_START.length, typeEnd)
-  if (!AS_SENT_TYPES.has(type as AsSentType)) return undefined
+  if (!isAsSentType(type)) return undefined
   if (NEEDS_LOGPROBS.has(type) && !data.includes(LOGPROBS_KEY)) return undefined
   const numberStart = typeEnd + 1 + SEQUENCE_KEY.length
   let numberEnd = numberStart
@@ -101,5 +92,5 @@ export const readAsSent = (data: string): ItemEvent | undefined => {
   // The upstream's number goes; the writer puts its own at the end, as on every event it serialises.
   const json = data.slice(0, typeEnd + 1) + data.slice(numberEnd)
   // The fields are OpenAI's own for that type, read when first used: the member its `type` names.
-  return new AsSentEvent(type as AsSentType, json) as unknown as ItemEvent
+  return new AsSentEvent(type, json) as unknown as ItemEvent
 }
