@@ -103,12 +103,24 @@ const pipeEventStream = async (reader: ReadableStreamDefaultReader<Uint8Array>, 
 }
 
 /**
- * Lets a gateway event stream write straight to the socket: each event leaves the moment it is produced (the
- * headers with the first), and a full socket makes the producer wait for 'drain'.
+ * Lets a gateway event stream write straight to the socket: the headers go with the first events, and a full
+ * socket makes the producer wait for 'drain'. Everything produced from the data at hand (the start-up events;
+ * all the events of one upstream chunk) is joined and written once the event loop is about to wait for I/O
+ * again: no event is held back for the next one, and a stream of many small events costs one `res.write` (with
+ * its chunk framing and its syscall) per batch rather than per event.
  */
 const writeEventStream = (produce: ChunkProducer, res: ServerResponse): Promise<void> =>
   new Promise((resolve) => {
+    let pending = ''
+    let isFlushScheduled = false
+    const flush = () => {
+      isFlushScheduled = false
+      const text = pending
+      pending = ''
+      if (text !== '' && !res.destroyed) res.write(text)
+    }
     const onClose = () => {
+      pending = ''
       if (!res.writableFinished) stop()
       resolve()
     }
@@ -117,20 +129,25 @@ const writeEventStream = (produce: ChunkProducer, res: ServerResponse): Promise<
     const stop = produce({
       write: (chunk) => {
         if (res.destroyed) return false
-        // Everything produced from the data at hand (the start-up events; all the events of one upstream
-        // chunk) leaves in one write: the socket is uncorked once the event loop is about to wait for I/O
-        // again, so no event is held back for the next one, and a write per event does not cost a syscall each.
-        if (!res.writableCorked) {
-          res.cork()
-          setImmediate(uncork, res)
+        pending += chunk
+        // A batch never outgrows the socket's own buffer: past that it goes now, and the socket's backpressure applies.
+        if (pending.length >= res.writableHighWaterMark) flush()
+        else if (!isFlushScheduled) {
+          isFlushScheduled = true
+          setImmediate(flush)
         }
-        return res.write(chunk)
+        return !res.writableNeedDrain
       },
-      ready: () => (res.destroyed ? Promise.resolve() : waitForDrainOrClose(res)),
+      ready: () => (res.destroyed || !res.writableNeedDrain ? Promise.resolve() : waitForDrainOrClose(res)),
       close: () => {
-        if (!res.destroyed) res.end()
+        const text = pending
+        pending = ''
+        if (!res.destroyed) res.end(text)
       },
-      fail: () => failResponse(res),
+      fail: () => {
+        pending = ''
+        failResponse(res)
+      },
     })
     if (res.destroyed) onClose()
   })

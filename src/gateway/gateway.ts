@@ -176,7 +176,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         })
       }
       flavor = match.route.errorFlavor ?? flavor
-      access = match.route.isAccessLogged ? createAccessLog(logger, { requestId, method: request.method, path: url.pathname }) : undefined
+      // With logging off there is no line to build: the access log and its stream observer are skipped.
+      access = match.route.isAccessLogged && logger !== silentLogger ? createAccessLog(logger, { requestId, method: request.method, path: url.pathname }) : undefined
       const answer = await serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
       access?.responded(replyStatus(answer))
       return setReplyHeader(answer, REQUEST_ID_HEADER, requestId)

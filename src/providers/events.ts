@@ -28,24 +28,32 @@ export type ContentPart = { type: 'output_text'; text: string; annotations: unkn
 
 export type SummaryPart = { type: 'summary_text'; text: string }
 
+/**
+ * Set on an event relayed as the upstream wrote it: its JSON text, without `sequence_number`, for as long as it
+ * still matches the fields (openai-responses/as-sent.ts). A Responses writer sends it rather than serialising.
+ */
+type WireText = { readonly wireJson?: string | undefined }
+
 /** The Responses item-level events, as OpenAI defines them, minus `sequence_number`. */
-export type ItemEvent =
-  | { type: 'response.output_item.added'; output_index: number; item: OutputItem }
-  | { type: 'response.output_item.done'; output_index: number; item: OutputItem }
-  | ({ type: 'response.content_part.added'; part: ContentPart } & PartPosition)
-  | ({ type: 'response.content_part.done'; part: ContentPart } & PartPosition)
-  | ({ type: 'response.output_text.delta'; delta: string; logprobs: unknown[] } & PartPosition)
-  | ({ type: 'response.output_text.done'; text: string; logprobs: unknown[] } & PartPosition)
-  | ({ type: 'response.refusal.delta'; delta: string } & PartPosition)
-  | ({ type: 'response.refusal.done'; refusal: string } & PartPosition)
-  | ({ type: 'response.reasoning_summary_part.added'; part: SummaryPart } & SummaryPosition)
-  | ({ type: 'response.reasoning_summary_part.done'; part: SummaryPart } & SummaryPosition)
-  | ({ type: 'response.reasoning_summary_text.delta'; delta: string } & SummaryPosition)
-  | ({ type: 'response.reasoning_summary_text.done'; text: string } & SummaryPosition)
-  | ({ type: 'response.reasoning_text.delta'; delta: string } & PartPosition)
-  | ({ type: 'response.reasoning_text.done'; text: string } & PartPosition)
-  | ({ type: 'response.function_call_arguments.delta'; delta: string } & ItemPosition)
-  | ({ type: 'response.function_call_arguments.done'; name?: string; arguments: string } & ItemPosition)
+export type ItemEvent = WireText &
+  (
+    | { type: 'response.output_item.added'; output_index: number; item: OutputItem }
+    | { type: 'response.output_item.done'; output_index: number; item: OutputItem }
+    | ({ type: 'response.content_part.added'; part: ContentPart } & PartPosition)
+    | ({ type: 'response.content_part.done'; part: ContentPart } & PartPosition)
+    | ({ type: 'response.output_text.delta'; delta: string; logprobs: unknown[] } & PartPosition)
+    | ({ type: 'response.output_text.done'; text: string; logprobs: unknown[] } & PartPosition)
+    | ({ type: 'response.refusal.delta'; delta: string } & PartPosition)
+    | ({ type: 'response.refusal.done'; refusal: string } & PartPosition)
+    | ({ type: 'response.reasoning_summary_part.added'; part: SummaryPart } & SummaryPosition)
+    | ({ type: 'response.reasoning_summary_part.done'; part: SummaryPart } & SummaryPosition)
+    | ({ type: 'response.reasoning_summary_text.delta'; delta: string } & SummaryPosition)
+    | ({ type: 'response.reasoning_summary_text.done'; text: string } & SummaryPosition)
+    | ({ type: 'response.reasoning_text.delta'; delta: string } & PartPosition)
+    | ({ type: 'response.reasoning_text.done'; text: string } & PartPosition)
+    | ({ type: 'response.function_call_arguments.delta'; delta: string } & ItemPosition)
+    | ({ type: 'response.function_call_arguments.done'; name?: string; arguments: string } & ItemPosition)
+  )
 
 export type ItemEventType = ItemEvent['type']
 

@@ -13,9 +13,10 @@ import { inProgressObject, resultObject } from './responses-object'
 const KEEP_ALIVE = ': PROCESSING\n\n'
 const DONE = 'data: [DONE]\n\n'
 
-// `sequence_number` goes last, spliced into the serialised event rather than copied into a new object.
-const encodeEvent = (event: { type: string }, sequenceNumber: number) => {
-  const json = JSON.stringify(event)
+// `sequence_number` goes last, spliced into the serialised event rather than copied into a new object. An event
+// relayed as the upstream wrote it is not serialised again: its text is the JSON of its fields.
+const encodeEvent = (event: { type: string; wireJson?: string | undefined }, sequenceNumber: number) => {
+  const json = event.wireJson ?? JSON.stringify(event)
   return `event: ${event.type}\ndata: ${json.slice(0, -1)},"sequence_number":${sequenceNumber}}\n\n`
 }
 

@@ -52,10 +52,10 @@ export const readFinish = (reason: string | null | undefined): Finish => {
 
 /**
  * Feeds `content`, `refusal` and reasoning of a message or delta to the builder. Content is a
- * string, except for Mistral's reasoning models, which send `text` and `thinking` parts.
+ * string, except for Mistral's reasoning models, which send `text` and `thinking` parts. The events go onto
+ * `events` (a stream's queue; a whole answer needs only the builder's items).
  */
-export const feedContent = (builder: OutputBuilder, message: ChatMessageWire): StreamEvents => {
-  const events: StreamEvents = []
+export const feedContent = (builder: OutputBuilder, message: ChatMessageWire, events: { push(...items: StreamEvents): unknown } = []): void => {
   const reasoning = message.reasoning_content ?? message.reasoning
   if (typeof reasoning === 'string') events.push(...builder.reasoningText(reasoning, REASONING_FORMAT))
   const content = message.content
@@ -71,7 +71,6 @@ export const feedContent = (builder: OutputBuilder, message: ChatMessageWire): S
     }
   }
   if (typeof message.refusal === 'string') events.push(...builder.refusal(message.refusal))
-  return events
 }
 
 /** Tool-call arguments are a JSON string; a few members send the parsed object instead. */

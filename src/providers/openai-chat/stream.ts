@@ -14,12 +14,14 @@
 import { emptyUsage, type Usage } from '../types'
 import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
 import { createOutputBuilder } from '../shared/output-builder'
-import { parseSseJson, readSse } from '../shared/sse'
+import { parseSseJson, type SseMessage } from '../shared/sse'
+import { readSseEvents } from '../shared/sse-events'
 import { toInBandFailure, truncatedStreamFailure } from './errors'
 import { argumentsText, feedContent, readFinish, readUsage } from './result'
 import type { ChatCompletionWire, ChatErrorWire, ChatToolCallWire } from './wire'
 
-export async function* readChatStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
+/** `readStream`: each chunk translated as it arrives, straight into our events (shared/sse-events.ts). */
+export const readChatStream = (body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> => {
   const builder = createOutputBuilder()
   let usage: Usage | undefined
   let finishReason: string | null = null
@@ -32,54 +34,66 @@ export async function* readChatStream(body: AsyncIterable<Uint8Array>, call: Ups
     return lastToolKey ?? 0
   }
 
-  const finishEvents = function* (): Generator<UpstreamStreamEvent> {
+  const pushFinish = (out: UpstreamStreamEvent[]) => {
     const finish = readFinish(finishReason)
-    yield* builder.finish(finish.status)
-    yield { type: 'upstream.usage', usage: usage ?? emptyUsage() }
-    yield { type: 'upstream.finish', status: finish.status, incompleteDetails: finish.incompleteDetails }
+    out.push(...builder.finish(finish.status))
+    out.push({ type: 'upstream.usage', usage: usage ?? emptyUsage() }, { type: 'upstream.finish', status: finish.status, incompleteDetails: finish.incompleteDetails })
   }
 
-  try {
-    for await (const message of readSse(body, call.maxEventBytes)) {
-      // After `[DONE]` the body is read to its end, not abandoned: leaving the loop would abort the exchange
-      // and cost its keep-alive connection whenever the body's end arrives after `[DONE]`.
-      if (hasEnded) continue
-      if (message.data === '[DONE]') {
-        hasEnded = true
-        yield* finishEvents()
-        continue
-      }
-      const chunk = parseSseJson(message.data) as ChatCompletionWire | undefined
-      if (message.event === 'error') throw toInBandFailure(chunk?.error ?? (chunk as ChatErrorWire | undefined) ?? message.data)
-      if (!chunk || typeof chunk !== 'object') continue
-      if (chunk.error !== undefined && chunk.error !== null) throw toInBandFailure(chunk.error)
-      const chunkUsage = chunk.usage ?? chunk.x_groq?.usage
-      if (chunkUsage) usage = readUsage(chunkUsage)
-      for (const choice of chunk.choices ?? []) {
-        // One answer is asked for; other choices (n > 1) are not ours to translate.
-        if ((choice.index ?? 0) !== 0) continue
-        const delta = choice.delta
-        if (delta) {
-          yield* feedContent(builder, delta)
-          for (const call of delta.tool_calls ?? []) {
-            const key = toolKey(call)
-            lastToolKey = key
-            yield* builder.functionCall(key, {
+  const translate = (message: SseMessage, out: UpstreamStreamEvent[]) => {
+    if (message.data === '[DONE]') {
+      hasEnded = true
+      pushFinish(out)
+      return
+    }
+    const chunk = parseSseJson(message.data) as ChatCompletionWire | undefined
+    if (message.event === 'error') throw toInBandFailure(chunk?.error ?? (chunk as ChatErrorWire | undefined) ?? message.data)
+    if (!chunk || typeof chunk !== 'object') return
+    if (chunk.error !== undefined && chunk.error !== null) throw toInBandFailure(chunk.error)
+    const chunkUsage = chunk.usage ?? chunk.x_groq?.usage
+    if (chunkUsage) usage = readUsage(chunkUsage)
+    for (const choice of chunk.choices ?? []) {
+      // One answer is asked for; other choices (n > 1) are not ours to translate.
+      if ((choice.index ?? 0) !== 0) continue
+      const delta = choice.delta
+      if (delta) {
+        feedContent(builder, delta, out)
+        for (const call of delta.tool_calls ?? []) {
+          const key = toolKey(call)
+          lastToolKey = key
+          out.push(
+            ...builder.functionCall(key, {
               ...(call.id ? { callId: call.id } : {}),
               ...(call.function?.name ? { name: call.function.name } : {}),
-            })
-            yield* builder.functionCallArguments(key, argumentsText(call.function?.arguments))
-          }
+            }),
+          )
+          out.push(...builder.functionCallArguments(key, argumentsText(call.function?.arguments)))
         }
-        if (choice.finish_reason) finishReason = choice.finish_reason
       }
+      if (choice.finish_reason) finishReason = choice.finish_reason
     }
-  } catch (error) {
-    // After `[DONE]` the answer is whole: a body that fails on its way out changes nothing.
-    if (!hasEnded) throw error
   }
 
-  if (hasEnded) return
-  if (finishReason === null) throw truncatedStreamFailure()
-  yield* finishEvents()
+  return readSseEvents<UpstreamStreamEvent>(
+    body,
+    {
+      message(message, out) {
+        // After `[DONE]` the body is read to its end, not abandoned: leaving it would abort the exchange
+        // and cost its keep-alive connection whenever the body's end arrives after `[DONE]`.
+        if (hasEnded) return
+        // What a failing message pushed before it threw still goes out first.
+        translate(message, out)
+      },
+      // After `[DONE]` the answer is whole: a body that fails on its way out changes nothing.
+      bodyFailed(error) {
+        if (!hasEnded) throw error
+      },
+      end(out) {
+        if (hasEnded) return
+        if (finishReason === null) throw truncatedStreamFailure()
+        pushFinish(out)
+      },
+    },
+    call.maxEventBytes,
+  )
 }

@@ -8,7 +8,9 @@
 import type { UpstreamCall } from '../contract'
 import { isItemEventType, type ItemEvent, type UpstreamStreamEvent } from '../events'
 import { UpstreamFailure } from '../shared/errors'
-import { parseSseJson, readSse } from '../shared/sse'
+import { parseSseJson } from '../shared/sse'
+import { readSseEvents } from '../shared/sse-events'
+import { readAsSent } from './as-sent'
 import { toInBandFailure } from './errors'
 import { toFinish, toOutputItem, toUsage } from './result'
 import type { OpenAIStreamEvent } from './wire'
@@ -50,34 +52,47 @@ const createCallNamer = () => {
   }
 }
 
-export async function* readOpenAIStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
+/** `readStream`: one upstream message at a time, straight into our events (shared/sse-events.ts). */
+export const readOpenAIStream = (body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> => {
   let isFinished = false
   const withCallName = createCallNamer()
-  for await (const message of readSse(body, call.maxEventBytes)) {
-    // Read on to the end of the body after the finish, so the connection is released rather than cut.
-    if (isFinished) continue
-    // Named events core does not forward are dropped unread: `response.created` carries the whole response object.
-    if (message.event !== undefined && SKIPPED_EVENTS.has(message.event)) continue
-    const event = parseSseJson(message.data) as OpenAIStreamEvent | undefined
-    if (!event || typeof event !== 'object') continue
-    const type = typeof event.type === 'string' ? event.type : message.event
-    if (!type || SKIPPED_EVENTS.has(type)) continue
-    switch (type) {
-      case 'response.completed':
-      case 'response.incomplete': {
-        const response = event.response ?? {}
-        yield { type: 'upstream.usage', usage: toUsage(response.usage) }
-        yield { type: 'upstream.finish', ...toFinish(response, type === 'response.incomplete') }
-        isFinished = true
-        break
-      }
-      case 'response.failed':
-        throw toInBandFailure(event.response?.error, 'OpenAI reported the response as failed')
-      case 'error':
-        throw toInBandFailure(event.error ?? { code: event.code ?? null, message: event.message ?? null }, 'OpenAI sent an error event')
-      default:
-        yield toStreamEvent(withCallName(event.type === type ? event : { ...event, type }))
-    }
-  }
-  if (!isFinished) throw new UpstreamFailure('provider_unavailable', 'OpenAI stream ended before response.completed', { upstreamStatus: 200 })
+  return readSseEvents<UpstreamStreamEvent>(
+    body,
+    {
+      message(message, out) {
+        // Read on to the end of the body after the finish, so the connection is released rather than cut.
+        if (isFinished) return
+        // Named events core does not forward are dropped unread: `response.created` carries the whole response object.
+        if (message.event !== undefined && SKIPPED_EVENTS.has(message.event)) return
+        const asSent = readAsSent(message.data)
+        if (asSent) {
+          out.push(asSent)
+          return
+        }
+        const event = parseSseJson(message.data) as OpenAIStreamEvent | undefined
+        if (!event || typeof event !== 'object') return
+        const type = typeof event.type === 'string' ? event.type : message.event
+        if (!type || SKIPPED_EVENTS.has(type)) return
+        switch (type) {
+          case 'response.completed':
+          case 'response.incomplete': {
+            const response = event.response ?? {}
+            out.push({ type: 'upstream.usage', usage: toUsage(response.usage) }, { type: 'upstream.finish', ...toFinish(response, type === 'response.incomplete') })
+            isFinished = true
+            return
+          }
+          case 'response.failed':
+            throw toInBandFailure(event.response?.error, 'OpenAI reported the response as failed')
+          case 'error':
+            throw toInBandFailure(event.error ?? { code: event.code ?? null, message: event.message ?? null }, 'OpenAI sent an error event')
+          default:
+            out.push(toStreamEvent(withCallName(event.type === type ? event : { ...event, type })))
+        }
+      },
+      end() {
+        if (!isFinished) throw new UpstreamFailure('provider_unavailable', 'OpenAI stream ended before response.completed', { upstreamStatus: 200 })
+      },
+    },
+    call.maxEventBytes,
+  )
 }

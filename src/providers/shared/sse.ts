@@ -13,9 +13,15 @@ export const DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
 
 export interface SseMessage {
   /** The `event:` field, when the upstream names its events (Anthropic, OpenAI Responses). */
-  event: string | undefined
+  event?: string | undefined
   data: string
 }
+
+/** The failure of a stream whose event outgrew the bound before it ended. */
+export const eventTooLarge = (maxEventBytes: number): UpstreamFailure =>
+  new UpstreamFailure('provider_unavailable', `The provider sent an event larger than the gateway accepts (${formatByteSize(maxEventBytes)})`, {
+    upstreamStatus: 200,
+  })
 
 /**
  * Yields each event of an SSE body as it arrives; never buffers more than one incomplete event, and fails once
@@ -33,11 +39,7 @@ export async function* readSse(body: AsyncIterable<Uint8Array>, maxEventBytes = 
     pendingBytes += chunk.byteLength
     parser.feed(decoder.decode(chunk, { stream: true }))
     if (ready.length > 0) pendingBytes = 0
-    else if (pendingBytes > maxEventBytes) {
-      throw new UpstreamFailure('provider_unavailable', `The provider sent an event larger than the gateway accepts (${formatByteSize(maxEventBytes)})`, {
-        upstreamStatus: 200,
-      })
-    }
+    else if (pendingBytes > maxEventBytes) throw eventTooLarge(maxEventBytes)
     while (ready.length > 0) yield ready.shift()!
   }
   parser.feed(decoder.decode())

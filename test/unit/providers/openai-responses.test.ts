@@ -43,6 +43,17 @@ const upstreamEvents = (name: string): Array<Record<string, any>> =>
     .filter((block) => block.trim() !== '')
     .map((block) => JSON.parse(block.split('\n').find((line) => line.startsWith('data: '))!.slice(6)))
 
+/** The `data:` lines of a fixture, as sent. */
+const dataLines = (name: string): string[] =>
+  fixture(PROVIDER, name)
+    .toString('utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => line.slice(6))
+
+/** An event's fields, as JSON would carry them (an event relayed as sent reads them from its text). */
+const fieldsOf = (event: unknown): unknown => JSON.parse(JSON.stringify(event))
+
 const withoutIds = (value: unknown): unknown => JSON.parse(JSON.stringify(value, (key, inner) => (key === 'id' ? undefined : inner)))
 
 type AnyEvent = { type: string } & Record<string, any>
@@ -407,9 +418,50 @@ describe('openAIResponsesAdapter', () => {
             if (event.type === 'response.function_call_arguments.done') return { ...event, name: callNames.get(event.item_id) }
             return event.item?.type === 'reasoning' ? { ...event, item: { ...event.item, format: 'openai-responses-v1' } } : event
           })
-        expect(events).toEqual(upstream)
+        expect(events.map(fieldsOf)).toEqual(upstream)
       })
     }
+
+    it('keeps the JSON text OpenAI sent of the events it relays as sent, without the upstream sequence_number', async () => {
+      const events = itemEvents(await collect(adapter.readStream(chunked(fixture(PROVIDER, 'text.sse'), 64), makeCall({}, { stream: true }))))
+      const sent = dataLines('text.sse')
+      const kept = events.filter((event) => event.wireJson !== undefined)
+      expect(kept.map((event) => event.type)).toEqual(events.map((event) => event.type).filter((type) => !type.startsWith('response.output_item.')))
+      expect(kept.filter((event) => event.type === 'response.output_text.delta').length).toBeGreaterThan(10)
+      for (const event of kept) {
+        const line = sent.find((data) => data.replace(/,"sequence_number":\d+/, '') === event.wireJson)
+        expect(line, event.wireJson).toBeDefined()
+        expect(JSON.parse(event.wireJson!)).toEqual(fieldsOf(event))
+      }
+    })
+
+    it('drops the kept text once a field is changed or an object field is handed out, and reads the fields from it', async () => {
+      const events = itemEvents(await collect(adapter.readStream(chunked(fixture(PROVIDER, 'text.sse'), 64), makeCall({}, { stream: true }))))
+      const [delta, other] = events.filter((event) => event.type === 'response.output_text.delta')
+      expect(delta).toMatchObject({ type: 'response.output_text.delta', item_id: expect.stringMatching(/^msg_/), output_index: 0, content_index: 0 })
+      expect(delta!.wireJson).toBeDefined()
+      delta!.delta = 'changed'
+      expect(delta!.wireJson).toBeUndefined()
+      expect(JSON.parse(JSON.stringify(delta))).toMatchObject({ type: 'response.output_text.delta', delta: 'changed', logprobs: [] })
+      expect(other!.wireJson).toBeDefined()
+      expect(other!.logprobs).toEqual([])
+      expect(other!.wireJson).toBeUndefined()
+    })
+
+    it('parses events in any other layout as before', async () => {
+      const pretty = sse({ type: 'response.output_item.added', sequence_number: 0, output_index: 0, item: { id: 'msg_1', type: 'message', status: 'in_progress', content: [], role: 'assistant' } }).replace(
+        'data: {',
+        'data: { ',
+      )
+      const reordered = `event: response.output_text.delta\ndata: {"sequence_number":1,"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[]}\n\n`
+      const done = sse({ type: 'response.completed', sequence_number: 2, response: { status: 'completed', output: [], usage: null } })
+      const events = itemEvents(await collect(adapter.readStream(chunked(pretty + reordered + done, 5), makeCall({}, { stream: true }))))
+      expect(events.map((event) => [event.type, event.wireJson])).toEqual([
+        ['response.output_item.added', undefined],
+        ['response.output_text.delta', undefined],
+      ])
+      expect(events[1]).toEqual({ type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi', logprobs: [] })
+    })
 
     it('names the call on function_call_arguments.done, which OpenAI sends without a name', async () => {
       expect(upstreamEvents('tool-call.sse').find((event) => event.type === 'response.function_call_arguments.done')).not.toHaveProperty('name')

@@ -234,6 +234,19 @@ describe('POST /responses, streaming', () => {
     expect(completed.output[0].content[0].text).toContain('Paris')
   })
 
+  it('relays the item events of an OpenAI Responses stream byte for byte, but for its own sequence_number at the end', async () => {
+    harness = await createResponsesHarness({ openai: {} })
+    harness.upstreams.openai!.setHandler(() => sseFixture('openai', 'text.sse'))
+    const { text } = await readSseEvents(await harness.post({ model: 'openai/gpt-4.1', input: 'hi', stream: true }))
+    const sent = fixture('openai', 'text.sse')
+      .toString('utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('data: {"type":"response.output_text.'))
+    expect(sent.length).toBeGreaterThan(10)
+    const relayed = text.split('\n').filter((line) => line.startsWith('data: {"type":"response.output_text.'))
+    expect(relayed.map((line) => line.replace(/,"sequence_number":\d+\}$/, '}'))).toEqual(sent.map((line) => line.replace(/,"sequence_number":\d+/, '')))
+  })
+
   it('prices a streamed answer exactly as the same answer not streamed', async () => {
     harness = await createResponsesHarness({ anthropic: {} })
     harness.upstreams.anthropic!.setHandler((request) => (request.json.stream ? sseFixture('anthropic', 'text.sse') : jsonFixture('anthropic', 'text.json')))

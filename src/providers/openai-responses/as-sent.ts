@@ -1,0 +1,96 @@
+/**
+ * Most of an OpenAI Responses stream is events modelgate emits exactly as OpenAI wrote them, but for
+ * `sequence_number` (text deltas, content parts…). Such an event is kept as its JSON text and parsed only
+ * if something reads its fields: a Responses writer sends the text (`wireJson`) with its own number. Parsing,
+ * rebuilding and serialising each event again was the largest cost per event of a relayed stream.
+ */
+
+import { isItemEventType, type ItemEvent, type ItemEventType } from '../events'
+
+/** The kinds the adapter rewrites (stream.ts): output items (normalised, call names noted) and the end of call arguments (named). */
+type RewrittenType = 'response.output_item.added' | 'response.output_item.done' | 'response.function_call_arguments.done'
+
+const REWRITTEN_TYPES = new Set<string>(['response.output_item.added', 'response.output_item.done', 'response.function_call_arguments.done'] satisfies RewrittenType[])
+
+/** Every other item kind is passed on as sent. */
+type AsSentType = Exclude<ItemEventType, RewrittenType>
+
+const isAsSentType = (type: string): type is AsSentType => isItemEventType(type) && !REWRITTEN_TYPES.has(type)
+
+/** Clients expect `logprobs` on both and OpenAI omits it on some models: an event without it is rebuilt instead. */
+const NEEDS_LOGPROBS = new Set<string>(['response.output_text.delta', 'response.output_text.done'])
+
+// A `"` inside a JSON string is always escaped, so `,"logprobs":` can only be the start of a key.
+const LOGPROBS_KEY = ',"logprobs":'
+
+const SCALAR_FIELDS = ['item_id', 'output_index', 'content_index', 'summary_index', 'delta', 'text', 'refusal'] as const
+// Whoever reads one of these may change what it holds: the text is no longer known to match, so it is dropped.
+const OBJECT_FIELDS = ['part', 'logprobs'] as const
+
+/** An item event held as the upstream's JSON text; its typed fields are read from that text on first use. */
+class AsSentEvent {
+  readonly type: AsSentType
+  #json: string | undefined
+  #fields: Record<string, unknown> | undefined
+
+  constructor(type: AsSentType, json: string) {
+    this.type = type
+    this.#json = json
+  }
+
+  /** The event's JSON as the upstream wrote it, without `sequence_number`, until a field is changed or handed out. */
+  get wireJson(): string | undefined {
+    return this.#json
+  }
+
+  toJSON(): Record<string, unknown> {
+    return this.#parsed()
+  }
+
+  #parsed(): Record<string, unknown> {
+    return (this.#fields ??= JSON.parse(this.#json!) as Record<string, unknown>)
+  }
+
+  static {
+    const define = (key: string, shouldDropText: boolean) =>
+      Object.defineProperty(this.prototype, key, {
+        get(this: AsSentEvent) {
+          const fields = this.#parsed()
+          if (shouldDropText) this.#json = undefined
+          return fields[key]
+        },
+        set(this: AsSentEvent, value: unknown) {
+          this.#parsed()[key] = value
+          this.#json = undefined
+        },
+      })
+    for (const key of SCALAR_FIELDS) define(key, false)
+    for (const key of OBJECT_FIELDS) define(key, true)
+  }
+}
+
+const SEQUENCE_KEY = ',"sequence_number":'
+const TYPE_START = '{"type":"'
+
+const isDigit = (code: number) => code >= 48 && code <= 57
+
+/**
+ * The event an OpenAI `data:` line holds, kept as sent, when it is one of those kinds in OpenAI's own compact
+ * layout (`{"type":"…","sequence_number":N,…}`); `undefined` for anything else, which the caller parses.
+ */
+export const readAsSent = (data: string): ItemEvent | undefined => {
+  if (!data.startsWith(TYPE_START) || !data.endsWith('}')) return undefined
+  const typeEnd = data.indexOf('"', TYPE_START.length)
+  if (typeEnd < 0 || !data.startsWith(SEQUENCE_KEY, typeEnd + 1)) return undefined
+  const type = data.slice(TYPE_START.length, typeEnd)
+  if (!isAsSentType(type)) return undefined
+  if (NEEDS_LOGPROBS.has(type) && !data.includes(LOGPROBS_KEY)) return undefined
+  const numberStart = typeEnd + 1 + SEQUENCE_KEY.length
+  let numberEnd = numberStart
+  while (isDigit(data.charCodeAt(numberEnd))) numberEnd++
+  if (numberEnd === numberStart) return undefined
+  // The upstream's number goes; the writer puts its own at the end, as on every event it serialises.
+  const json = data.slice(0, typeEnd + 1) + data.slice(numberEnd)
+  // The fields are OpenAI's own for that type, read when first used: the member its `type` names.
+  return new AsSentEvent(type, json) as unknown as ItemEvent
+}
