@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest'
+import { silentLogger } from '../../../src/core/logger'
+import { createTestGateway } from '../../../src/testing'
+import { readJson } from '../../helpers/gateway'
+
+// Never called: the tests only store keys for it.
+const SELF_HOSTED = { api: 'openai-chat', baseURL: 'http://127.0.0.1:9/v1', displayName: 'My vLLM' } as const
+
+describe('POST /byok for the providers this gateway routes to', () => {
+  it('accepts a provider the operator configured, named after its display name', async () => {
+    const t = await createTestGateway({ logger: silentLogger, providers: { 'my-vllm': SELF_HOSTED } })
+    const response = await t.call('POST', '/byok', { json: { provider: 'my-vllm', key: 'sk-self-hosted-0123456789abcdef' } })
+    const body = await readJson(response)
+    expect(response.status, JSON.stringify(body)).toBe(200)
+    expect(body.data).toMatchObject({ provider: 'my-vllm', name: 'My vLLM key' })
+
+    const listed = await readJson(await t.call('GET', '/byok?provider=my-vllm'))
+    expect(listed.data.map((credential: { id: string }) => credential.id)).toEqual([body.data.id])
+  })
+
+  it('still refuses a provider that is neither built in nor configured, naming it', async () => {
+    const t = await createTestGateway({ logger: silentLogger, providers: { 'my-vllm': SELF_HOSTED } })
+    for (const provider of ['their-vllm', 'their-vllm/turbo']) {
+      const response = await t.call('POST', '/byok', { json: { provider, key: 'sk-self-hosted-0123456789abcdef' } })
+      expect({ status: response.status, body: await readJson(response) }).toEqual({
+        status: 400,
+        body: { error: { code: 400, message: `body.provider: unknown provider "${provider}"` } },
+      })
+    }
+    const listed = await t.call('GET', '/byok?provider=their-vllm')
+    expect(listed.status).toBe(400)
+    expect((await readJson(listed)).error.message).toBe('query.provider: unknown provider "their-vllm"')
+  })
+})
