@@ -16,7 +16,6 @@ import type { HostResolver, UpstreamGuard } from '../../../src/core/upstream-gua
 import { createRepositories } from '../../../src/repositories'
 import { fetchTransport, type UpstreamTransport } from '../../../src/engine/transport'
 import { createByokCredential } from '../../../src/services/byok'
-import { findProvider } from '../../../src/providers/catalog'
 import { memoryStorage } from '../../../src/storage/memory'
 import { undiciTransport, type UndiciTransport } from '../../../src/transport/undici'
 import { TEST_ENCRYPTION_KEY } from '../../helpers/gateway'
@@ -141,7 +140,7 @@ describe.each(TRANSPORTS)('caller-chosen upstream locations (%s transport)', (_n
     const repositories = createRepositories(gateway!.storage, { textModel: MODEL, imageModel: MODEL, providerSort: 'price' }, () => new Date())
     const account = (await repositories.accounts.get((await gateway!.admin.ensureDefaultAccount()).id))!
     const acceptAnything: UpstreamGuard = { checkUrl: (url) => new URL(url), isAllowedAddress: () => true, resolve: undefined }
-    await createByokCredential(repositories, createSecretBox([TEST_ENCRYPTION_KEY]), account, { provider: 'azure', key: rawKey }, new Date(), acceptAnything, findProvider)
+    await createByokCredential(repositories, createSecretBox([TEST_ENCRYPTION_KEY]), account, { provider: 'azure', key: rawKey }, new Date(), acceptAnything, () => ({ displayName: 'Azure OpenAI' }))
   }
 
   const expectRefused = async (response: Response, reason: string) => {
