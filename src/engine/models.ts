@@ -31,10 +31,21 @@ export interface ModelEndpoint {
   collectsData?: boolean
 }
 
+/** What a model reads or writes, in OpenRouter's modality names. */
+export type Modality = 'text' | 'image' | 'file' | 'audio' | 'video'
+
 export interface ModelEntry {
   slug: string
   name: string
   endpoints: ModelEndpoint[]
+  /** For `GET /models`; the name and the providers serving it when absent. */
+  description?: string
+  /** When the model was released, in Unix seconds (`GET /models` `created`); 0 (unknown) when absent. */
+  created?: number
+  /** What the model accepts; `['text']` when absent. */
+  inputModalities?: readonly Modality[]
+  /** What the model produces; `['text']` when absent. */
+  outputModalities?: readonly Modality[]
 }
 
 const perMillion = (prompt: number, completion: number, cachedPrompt?: number): EndpointPricing => ({
@@ -49,7 +60,17 @@ const ANTHROPIC = ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools'
 const GEMINI = ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty'] as const
 const OPEN = ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'text', 'frequency_penalty', 'presence_penalty'] as const
 
-const model = (slug: string, name: string, endpoints: ModelEndpoint[]): ModelEntry => ({ slug, name, endpoints })
+const model = (slug: string, name: string, endpoints: ModelEndpoint[], inputModalities?: readonly Modality[], outputModalities?: readonly Modality[]): ModelEntry => ({
+  slug,
+  name,
+  endpoints,
+  ...(inputModalities ? { inputModalities } : {}),
+  ...(outputModalities ? { outputModalities } : {}),
+})
+
+// As each provider documents the model's inputs.
+const VISION: readonly Modality[] = ['text', 'image']
+const GEMINI_INPUTS: readonly Modality[] = ['text', 'image', 'file', 'audio', 'video']
 
 /** The text model of new workspaces unless `workspaceDefaults.textModel` says otherwise. */
 export const DEFAULT_TEXT_MODEL = 'openai/gpt-4.1-mini'
@@ -58,43 +79,43 @@ export const DEFAULT_TEXT_MODEL = 'openai/gpt-4.1-mini'
 export const BUILT_IN_MODELS: readonly ModelEntry[] = [
   model('openai/gpt-4.1-mini', 'GPT-4.1 mini', [
     { provider: 'openai', model: 'gpt-4.1-mini', contextLength: 1_047_576, maxOutputTokens: 32_768, pricing: perMillion(0.4, 1.6, 0.1), supportedParameters: COMMON },
-  ]),
+  ], VISION),
   model('openai/gpt-4.1', 'GPT-4.1', [
     { provider: 'openai', model: 'gpt-4.1', contextLength: 1_047_576, maxOutputTokens: 32_768, pricing: perMillion(2, 8, 0.5), supportedParameters: COMMON },
-  ]),
+  ], VISION),
   model('openai/gpt-4o-mini', 'GPT-4o mini', [
     { provider: 'openai', model: 'gpt-4o-mini', contextLength: 128_000, maxOutputTokens: 16_384, pricing: perMillion(0.15, 0.6, 0.075), supportedParameters: COMMON },
-  ]),
+  ], VISION),
   model('openai/gpt-4o', 'GPT-4o', [
     { provider: 'openai', model: 'gpt-4o', contextLength: 128_000, maxOutputTokens: 16_384, pricing: perMillion(2.5, 10, 1.25), supportedParameters: COMMON },
-  ]),
+  ], VISION),
   model('openai/o4-mini', 'o4-mini', [
     { provider: 'openai', model: 'o4-mini', contextLength: 200_000, maxOutputTokens: 100_000, pricing: perMillion(1.1, 4.4, 0.275), supportedParameters: REASONING },
-  ]),
+  ], VISION),
   model('openai/gpt-5', 'GPT-5', [
     { provider: 'openai', model: 'gpt-5', contextLength: 400_000, maxOutputTokens: 128_000, pricing: perMillion(1.25, 10, 0.125), supportedParameters: REASONING },
-  ]),
+  ], VISION),
   model('openai/gpt-5-mini', 'GPT-5 mini', [
     { provider: 'openai', model: 'gpt-5-mini', contextLength: 400_000, maxOutputTokens: 128_000, pricing: perMillion(0.25, 2, 0.025), supportedParameters: REASONING },
-  ]),
+  ], VISION),
   model('anthropic/claude-sonnet-4.5', 'Claude Sonnet 4.5', [
     { provider: 'anthropic', model: 'claude-sonnet-4-5', contextLength: 200_000, maxOutputTokens: 64_000, pricing: perMillion(3, 15, 0.3), supportedParameters: ANTHROPIC },
-  ]),
+  ], VISION),
   model('anthropic/claude-haiku-4.5', 'Claude Haiku 4.5', [
     { provider: 'anthropic', model: 'claude-haiku-4-5', contextLength: 200_000, maxOutputTokens: 64_000, pricing: perMillion(1, 5, 0.1), supportedParameters: ANTHROPIC },
-  ]),
+  ], VISION),
   model('anthropic/claude-opus-4.1', 'Claude Opus 4.1', [
     { provider: 'anthropic', model: 'claude-opus-4-1', contextLength: 200_000, maxOutputTokens: 32_000, pricing: perMillion(15, 75, 1.5), supportedParameters: ANTHROPIC },
-  ]),
+  ], VISION),
   model('google/gemini-2.5-flash', 'Gemini 2.5 Flash', [
     { provider: 'google-ai-studio', model: 'gemini-2.5-flash', contextLength: 1_048_576, maxOutputTokens: 65_535, pricing: perMillion(0.3, 2.5, 0.03), supportedParameters: GEMINI },
-  ]),
+  ], GEMINI_INPUTS),
   model('google/gemini-2.5-pro', 'Gemini 2.5 Pro', [
     { provider: 'google-ai-studio', model: 'gemini-2.5-pro', contextLength: 1_048_576, maxOutputTokens: 65_536, pricing: perMillion(1.25, 10, 0.125), supportedParameters: GEMINI },
-  ]),
+  ], GEMINI_INPUTS),
   model('google/gemini-2.5-flash-image', 'Gemini 2.5 Flash Image', [
     { provider: 'google-ai-studio', model: 'gemini-2.5-flash-image', contextLength: 32_768, maxOutputTokens: 32_768, pricing: perMillion(0.3, 2.5), supportedParameters: GEMINI },
-  ]),
+  ], VISION, ['image', 'text']),
   model('meta-llama/llama-3.3-70b-instruct', 'Llama 3.3 70B Instruct', [
     { provider: 'deepinfra', model: 'meta-llama/Llama-3.3-70B-Instruct', contextLength: 131_072, pricing: perMillion(0.23, 0.4), supportedParameters: OPEN },
     { provider: 'groq', model: 'llama-3.3-70b-versatile', contextLength: 131_072, maxOutputTokens: 32_768, pricing: perMillion(0.59, 0.79), supportedParameters: OPEN },
@@ -113,7 +134,7 @@ export const BUILT_IN_MODELS: readonly ModelEntry[] = [
   ]),
   model('x-ai/grok-4', 'Grok 4', [
     { provider: 'xai', model: 'grok-4', contextLength: 256_000, pricing: perMillion(3, 15, 0.75), supportedParameters: REASONING },
-  ]),
+  ], VISION),
 ]
 
 /** A catalog lookup that honours a `:variant` suffix by falling back to the base slug. */

@@ -1,7 +1,7 @@
 /**
- * The upstream providers modelgate can call: the closed list behind BYOK's `provider` slugs and,
- * later, the routing table. Base URLs are defaults only; configuration may point any of them at a
- * self-hosted, regional or Azure endpoint.
+ * The upstream providers modelgate ships: with those the operator configures, the providers routing,
+ * BYOK `provider` slugs and `GET /providers` know. Base URLs are defaults only; configuration may point
+ * any of them at a self-hosted, regional or Azure endpoint.
  */
 
 /** The wire format a provider speaks upstream. */
@@ -84,11 +84,5 @@ const providerVariable = (id: string, setting: 'API_KEY' | 'BASE_URL' | 'API'): 
 /** The variable to name when a provider has no key: its conventional one, else the runner's generic one. */
 export const keyVariable = (id: string): string => CONVENTIONAL_KEY_VARIABLES[id]?.[0] ?? providerVariable(id, 'API_KEY')
 
-const BY_ID = new Map(BUILT_IN_PROVIDERS.map((descriptor) => [descriptor.id, descriptor]))
-
 /** spec BYOK `provider`: lowercase letters, digits, hyphens, optionally one `/` segment (an endpoint variant). */
 export const PROVIDER_SLUG_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*(?:\/[a-z0-9]+(?:-[a-z0-9]+)*)?$/
-
-/** The provider a slug names (`deepinfra/turbo` → `deepinfra`), or `undefined` when unknown. */
-export const findProvider = (slug: string): ProviderDescriptor | undefined =>
-  PROVIDER_SLUG_PATTERN.test(slug) ? BY_ID.get(slug.split('/', 1)[0]!) : undefined

@@ -5,6 +5,7 @@
  */
 
 import { defineRoute, json } from '../pipeline/route'
+import type { GatewayRuntime } from '../pipeline/runtime'
 import type { ByokRecord } from '../repositories/byok-credentials'
 import { resolveWorkspace } from '../services/accounts'
 import {
@@ -13,8 +14,15 @@ import {
   requireKnownProvider,
   updateByokCredential,
   type ByokSettings,
+  type ProviderLookup,
 } from '../services/byok'
 import { ByokParamsSchema, CreateByokBodySchema, ListByokQuerySchema, UpdateByokBodySchema, type UpdateByokBody } from './byok.schemas'
+
+/** Every provider the gateway can route to: built-in ones and those the operator configured. */
+const routableProviders =
+  (runtime: GatewayRuntime): ProviderLookup =>
+  (slug) =>
+    runtime.inference.providers.get(slug)?.descriptor
 
 /** The spec's BYOK credential object. */
 export const toByokWire = (record: ByokRecord) => ({
@@ -60,6 +68,7 @@ export const createByok = defineRoute({
       { ...fromWire(body), provider: body.provider, key: body.key, workspaceId: body.workspace_id },
       now(),
       runtime.inference.guard,
+      routableProviders(runtime),
     )
     // spec POST /byok: 200 (not 201).
     return json({ data: toByokWire(record) })
@@ -71,8 +80,8 @@ export const listByok = defineRoute({
   path: '/byok',
   auth: 'management',
   query: ListByokQuerySchema,
-  async handle({ query, caller, repositories }) {
-    if (query.provider !== undefined) requireKnownProvider(query.provider, 'query.provider')
+  async handle({ query, caller, repositories, runtime }) {
+    if (query.provider !== undefined) requireKnownProvider(routableProviders(runtime), query.provider, 'query.provider')
     const workspace = await resolveWorkspace(repositories, caller.account, query.workspace_id)
     const page = await repositories.byok.list(
       { accountId: caller.account.id, workspaceId: workspace.id, provider: query.provider },

@@ -5,6 +5,7 @@ import { liveness, readiness } from './health'
 import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
+import { listModelEndpoints, listModels, listProviders } from './models'
 import {
   chatInternRoute,
   createInternRoute,
@@ -39,6 +40,9 @@ export const routes: readonly AnyRoute[] = [
   createResponse,
   createChatCompletion,
   createMessage,
+  listModels,
+  listModelEndpoints,
+  listProviders,
   listInternsRoute,
   createInternRoute,
   getInternRoute,

@@ -7,7 +7,6 @@ import { randomId } from '../core/crypto'
 import { InvalidRequestError, NotFoundError } from '../core/errors'
 import type { SecretBox } from '../core/secrets'
 import { DestinationRefusedError, type UpstreamGuard } from '../core/upstream-guard'
-import { findProvider } from '../providers/catalog'
 import { AZURE_DESTINATION, parseAzureCredentials, type AzureCredentials } from '../providers/azure/credentials'
 import { readLegacyEndpoint } from '../providers/azure/legacy-endpoint'
 import type { AccountRecord } from '../repositories/accounts'
@@ -61,9 +60,17 @@ const labelFor = (provider: string, rawKey: string, guard: UpstreamGuard): strin
   return maskProviderKey(rawKey)
 }
 
-/** Throws 400 unless `slug` names a provider the gateway can call. */
-export const requireKnownProvider = (slug: string, field: string) => {
-  if (!findProvider(slug)) throw new InvalidRequestError(`${field}: unknown provider "${slug}"`)
+/**
+ * The providers this gateway routes to, built-in and operator-configured (`deepinfra/turbo` names `deepinfra`):
+ * a key is only worth storing for one of them.
+ */
+export type ProviderLookup = (slug: string) => { displayName: string } | undefined
+
+/** Throws 400 unless `slug` names a provider the gateway can call, and returns it. */
+export const requireKnownProvider = (providers: ProviderLookup, slug: string, field: string) => {
+  const known = providers(slug)
+  if (!known) throw new InvalidRequestError(`${field}: unknown provider "${slug}"`)
+  return known
 }
 
 /** spec BYOK: every listed hash must belong to a key of the caller's account (400 otherwise). */
@@ -104,8 +111,9 @@ export const createByokCredential = async (
   input: ByokSettings & { provider: string; key: string; workspaceId?: string },
   now: Date,
   guard: UpstreamGuard,
+  providers: ProviderLookup,
 ): Promise<ByokRecord> => {
-  requireKnownProvider(input.provider, 'body.provider')
+  const provider = requireKnownProvider(providers, input.provider, 'body.provider')
   assertCompatibleFlags({ isFallback: input.isFallback ?? false, isByokOnly: input.isByokOnly ?? false })
   const label = labelFor(input.provider, input.key, guard)
   const workspace = await resolveWorkspace(repositories, account, input.workspaceId)
@@ -120,7 +128,7 @@ export const createByokCredential = async (
     accountId: account.id,
     workspaceId: workspace.id,
     provider: input.provider,
-    name: input.name ?? `${findProvider(input.provider)!.displayName} key`,
+    name: input.name ?? `${provider.displayName} key`,
     label,
     sortOrder,
     disabled: input.disabled ?? false,

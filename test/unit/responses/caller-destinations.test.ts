@@ -140,7 +140,7 @@ describe.each(TRANSPORTS)('caller-chosen upstream locations (%s transport)', (_n
     const repositories = createRepositories(gateway!.storage, { textModel: MODEL, imageModel: MODEL, providerSort: 'price' }, () => new Date())
     const account = (await repositories.accounts.get((await gateway!.admin.ensureDefaultAccount()).id))!
     const acceptAnything: UpstreamGuard = { checkUrl: (url) => new URL(url), isAllowedAddress: () => true, resolve: undefined }
-    await createByokCredential(repositories, createSecretBox([TEST_ENCRYPTION_KEY]), account, { provider: 'azure', key: rawKey }, new Date(), acceptAnything)
+    await createByokCredential(repositories, createSecretBox([TEST_ENCRYPTION_KEY]), account, { provider: 'azure', key: rawKey }, new Date(), acceptAnything, () => ({ displayName: 'Azure OpenAI' }))
   }
 
   const expectRefused = async (response: Response, reason: string) => {

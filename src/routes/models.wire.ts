@@ -1,0 +1,147 @@
+/**
+ * The catalog in OpenRouter's wire shapes: the model object of `GET /models`, the endpoint object of
+ * `GET /models/{author}/{slug}/endpoints` and the provider object of `GET /providers`, as the
+ * `@openrouter/sdk` response schemas validate them (docs/decisions.md, "Model and provider catalog").
+ */
+
+import type { EndpointPricing, Modality, ModelEndpoint, ModelEntry } from '../engine/models'
+import type { RegisteredProvider } from '../engine/providers'
+
+/** A catalog endpoint together with the provider that serves it. */
+export interface ServedEndpoint {
+  endpoint: ModelEndpoint
+  provider: RegisteredProvider
+}
+
+// Prices are per token, so tiny: written out in full (`0.0000004`), never in exponent form, as OpenRouter does.
+const decimal = new Intl.NumberFormat('en-US', { useGrouping: false, maximumSignificantDigits: 15, maximumFractionDigits: 20 })
+
+const toPricingWire = (pricing: EndpointPricing) => ({
+  prompt: decimal.format(pricing.prompt),
+  completion: decimal.format(pricing.completion),
+  ...(pricing.request === undefined ? {} : { request: decimal.format(pricing.request) }),
+  ...(pricing.cachedPrompt === undefined ? {} : { input_cache_read: decimal.format(pricing.cachedPrompt) }),
+})
+
+/**
+ * The catalog names request fields as the Responses API does; clients filter on OpenRouter's Chat
+ * Completions names (`supported_parameters=max_tokens`). `include` has no OpenRouter counterpart.
+ */
+const PARAMETER_WIRE_NAMES: Readonly<Record<string, readonly string[]>> = {
+  max_output_tokens: ['max_tokens'],
+  text: ['response_format', 'structured_outputs'],
+  include: [],
+}
+
+export const toParameterWireNames = (parameters: readonly string[] = []): string[] => [
+  ...new Set(parameters.flatMap((parameter) => PARAMETER_WIRE_NAMES[parameter] ?? [parameter])),
+]
+
+// OpenRouter's tokenizer groups, by the author half of the slug; others are `Other`.
+const TOKENIZERS: Readonly<Record<string, string>> = {
+  openai: 'GPT',
+  anthropic: 'Claude',
+  google: 'Gemini',
+  'meta-llama': 'Llama3',
+  deepseek: 'DeepSeek',
+  mistralai: 'Mistral',
+  'x-ai': 'Grok',
+  qwen: 'Qwen',
+}
+
+const authorOf = (slug: string): string => slug.split('/', 1)[0]!
+
+export const inputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.inputModalities ?? ['text']
+export const outputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.outputModalities ?? ['text']
+
+const toArchitectureWire = (entry: ModelEntry) => ({
+  modality: `${inputModalitiesOf(entry).join('+')}->${outputModalitiesOf(entry).join('+')}`,
+  input_modalities: inputModalitiesOf(entry),
+  output_modalities: outputModalitiesOf(entry),
+  tokenizer: TOKENIZERS[authorOf(entry.slug)] ?? 'Other',
+  // Prompt templates are the upstream's business: every endpoint here takes structured messages.
+  instruct_type: null,
+})
+
+const descriptionOf = (entry: ModelEntry, served: readonly ServedEndpoint[]): string =>
+  entry.description ?? `${entry.name}, served by ${[...new Set(served.map(({ provider }) => provider.displayName))].join(', ')}.`
+
+/** Every parameter some serving endpoint honours (OpenRouter lists the union too). */
+export const modelParameters = (served: readonly ServedEndpoint[]): string[] => [
+  ...new Set(served.flatMap(({ endpoint }) => toParameterWireNames(endpoint.supportedParameters))),
+]
+
+/**
+ * One `GET /models` entry. Pricing, limits and `top_provider` are those of the first endpoint, the
+ * one routing tries first. `object` and `owned_by` are there for OpenAI clients, which read them.
+ */
+export const toModelWire = (entry: ModelEntry, served: readonly ServedEndpoint[], basePath: string) => {
+  const top = served[0]!.endpoint
+  return {
+    id: entry.slug,
+    canonical_slug: entry.slug,
+    object: 'model',
+    owned_by: authorOf(entry.slug),
+    name: entry.name,
+    created: entry.created ?? 0,
+    description: descriptionOf(entry, served),
+    context_length: Math.max(...served.map(({ endpoint }) => endpoint.contextLength)),
+    architecture: toArchitectureWire(entry),
+    pricing: toPricingWire(top.pricing),
+    top_provider: { context_length: top.contextLength, max_completion_tokens: top.maxOutputTokens ?? null, is_moderated: false },
+    per_request_limits: null,
+    supported_parameters: modelParameters(served),
+    default_parameters: null,
+    supported_voices: null,
+    links: { details: `${basePath}/models/${entry.slug}/endpoints` },
+  }
+}
+
+/** One endpoint of `GET /models/{author}/{slug}/endpoints`; no live statistics are kept, so those are null. */
+const toEndpointWire = (entry: ModelEntry, { endpoint, provider }: ServedEndpoint) => {
+  const parameters = toParameterWireNames(endpoint.supportedParameters)
+  const toolChoice = parameters.includes('tool_choice')
+  return {
+    name: `${provider.displayName} | ${entry.slug}`,
+    model_id: entry.slug,
+    model_name: entry.name,
+    context_length: endpoint.contextLength,
+    pricing: toPricingWire(endpoint.pricing),
+    provider_name: provider.displayName,
+    tag: endpoint.provider,
+    quantization: null,
+    max_completion_tokens: endpoint.maxOutputTokens ?? null,
+    max_prompt_tokens: null,
+    supported_parameters: parameters,
+    // Caching without markers in the request, as the provider bills it: a cached-input price, and no `cache_control`.
+    supports_implicit_caching: endpoint.pricing.cachedPrompt !== undefined && provider.api !== 'anthropic-messages',
+    supports_tool_choice: { auto: toolChoice, none: toolChoice, required: toolChoice, function: toolChoice },
+    uptime_last_30m: null,
+    uptime_last_5m: null,
+    uptime_last_1d: null,
+    latency_last_30m: null,
+    throughput_last_30m: null,
+  }
+}
+
+/** The `data` of `GET /models/{author}/{slug}/endpoints`. */
+export const toModelEndpointsWire = (entry: ModelEntry, served: readonly ServedEndpoint[]) => {
+  const architecture = toArchitectureWire(entry)
+  return {
+    id: entry.slug,
+    name: entry.name,
+    created: entry.created ?? 0,
+    description: descriptionOf(entry, served),
+    architecture,
+    endpoints: served.map((one) => toEndpointWire(entry, one)),
+  }
+}
+
+/** One `GET /providers` entry; the policy pages are the operator's to know, so they are null. */
+export const toProviderWire = (provider: RegisteredProvider) => ({
+  name: provider.displayName,
+  slug: provider.id,
+  privacy_policy_url: null,
+  terms_of_service_url: null,
+  status_page_url: null,
+})

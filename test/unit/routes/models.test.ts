@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest'
+import { BUILT_IN_MODELS, type ModelEntry } from '../../../src/engine/models'
+import { BUILT_IN_PROVIDERS } from '../../../src/providers/catalog'
+import { createTestGateway } from '../../../src/testing'
+import { readJson } from '../../helpers/gateway'
+
+// Never called: these routes only describe providers.
+const SELF_HOSTED = { api: 'openai-chat', baseURL: 'http://127.0.0.1:9/v1', displayName: 'My vLLM' } as const
+const SELF_HOSTED_MODEL: ModelEntry = {
+  slug: 'acme/local-7b',
+  name: 'Local 7B',
+  description: 'A small model on our own GPUs.',
+  created: 1_700_000_000,
+  endpoints: [{ provider: 'my-vllm', model: 'local-7b', contextLength: 8_192, pricing: { prompt: 0, completion: 0, request: 0.001 }, supportedParameters: ['temperature', 'max_output_tokens'] }],
+}
+
+const gateway = () => createTestGateway({ logger: false, providers: { 'my-vllm': SELF_HOSTED }, models: [SELF_HOSTED_MODEL] })
+
+type Gateway = Awaited<ReturnType<typeof gateway>>
+
+const get = async (t: Gateway, path: string, headers: Record<string, string> = {}) => {
+  const response = await t.call('GET', path, { key: null, headers })
+  return { response, body: response.status === 304 ? null : await readJson(response) }
+}
+
+const ids = (body: { data: { id: string }[] }) => body.data.map((model) => model.id)
+
+const expectError = async (t: Gateway, path: string, status: number, message: string) => {
+  const { response, body } = await get(t, path)
+  expect({ status: response.status, body }, path).toEqual({ status, body: { error: { code: status, message } } })
+}
+
+describe('GET /models', () => {
+  it('lists every text model with its OpenRouter fields, prices as decimal strings, without a key', async () => {
+    const t = await gateway()
+    const { response, body } = await get(t, '/models')
+    expect(response.status).toBe(200)
+    const textModels = [...BUILT_IN_MODELS, SELF_HOSTED_MODEL].filter((entry) => (entry.outputModalities ?? ['text']).includes('text'))
+    expect(ids(body).sort()).toEqual(textModels.map((entry) => entry.slug).sort())
+    expect(body.total_count).toBe(textModels.length)
+    expect(body.links).toEqual({ next: null })
+
+    const mini = body.data.find((model: { id: string }) => model.id === 'openai/gpt-4.1-mini')
+    expect(mini).toEqual({
+      id: 'openai/gpt-4.1-mini',
+      canonical_slug: 'openai/gpt-4.1-mini',
+      object: 'model',
+      owned_by: 'openai',
+      name: 'GPT-4.1 mini',
+      created: 0,
+      description: 'GPT-4.1 mini, served by OpenAI.',
+      context_length: 1_047_576,
+      architecture: { modality: 'text+image->text', input_modalities: ['text', 'image'], output_modalities: ['text'], tokenizer: 'GPT', instruct_type: null },
+      pricing: { prompt: '0.0000004', completion: '0.0000016', input_cache_read: '0.0000001' },
+      top_provider: { context_length: 1_047_576, max_completion_tokens: 32_768, is_moderated: false },
+      per_request_limits: null,
+      supported_parameters: ['max_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'structured_outputs'],
+      default_parameters: null,
+      supported_voices: null,
+      links: { details: '/api/v1/models/openai/gpt-4.1-mini/endpoints' },
+    })
+    for (const model of body.data) {
+      for (const price of Object.values(model.pricing)) expect(price, model.id).toMatch(/^\d+(\.\d+)?$/)
+    }
+  })
+
+  it('describes configured models and their metadata, with a default for what the entry leaves out', async () => {
+    const t = await gateway()
+    const { body } = await get(t, '/models')
+    const local = body.data.find((model: { id: string }) => model.id === 'acme/local-7b')
+    expect(local).toMatchObject({
+      created: 1_700_000_000,
+      description: 'A small model on our own GPUs.',
+      owned_by: 'acme',
+      architecture: { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'], tokenizer: 'Other' },
+      pricing: { prompt: '0', completion: '0', request: '0.001' },
+      top_provider: { context_length: 8_192, max_completion_tokens: null, is_moderated: false },
+      supported_parameters: ['temperature', 'max_tokens'],
+    })
+    const llama = body.data.find((model: { id: string }) => model.id === 'meta-llama/llama-3.3-70b-instruct')
+    expect(llama.description).toBe('Llama 3.3 70B Instruct, served by DeepInfra, Groq, Cerebras, Together, Fireworks.')
+  })
+
+  it('keeps the models supporting every listed parameter', async () => {
+    const t = await gateway()
+    const { body } = await get(t, '/models?supported_parameters=top_k,tools')
+    expect(ids(body).length).toBeGreaterThan(0)
+    for (const model of body.data) expect(model.supported_parameters, model.id).toEqual(expect.arrayContaining(['top_k', 'tools']))
+    // GPT models take tools but not top_k.
+    expect(ids(body)).not.toContain('openai/gpt-4.1')
+    expect(ids((await get(t, '/models?supported_parameters=tools')).body)).toContain('openai/gpt-4.1')
+    expect((await get(t, '/models?supported_parameters=no_such_parameter')).body).toEqual({ data: [], total_count: 0, links: { next: null } })
+  })
+
+  it('filters on output modalities as OpenRouter does: text by default, any listed one, or all', async () => {
+    const t = await gateway()
+    expect(ids((await get(t, '/models?output_modalities=image')).body)).toEqual(['google/gemini-2.5-flash-image'])
+    const all = (await get(t, '/models?output_modalities=all')).body
+    expect(all.total_count).toBe(BUILT_IN_MODELS.length + 1)
+    expect((await get(t, '/models?output_modalities=text,image')).body.total_count).toBe(all.total_count)
+    expect((await get(t, '/models?output_modalities=audio')).body.data).toEqual([])
+  })
+
+  it('pages with offset and limit, linking to the next page until the last', async () => {
+    const t = await gateway()
+    const everything = ids((await get(t, '/models')).body)
+    const seen: string[] = []
+    let path: string | null = '/models?limit=4&supported_parameters=temperature'
+    let pages = 0
+    while (path) {
+      expect(++pages, 'the pages never end').toBeLessThan(20)
+      const { body } = await get(t, path)
+      expect(body.data.length).toBeLessThanOrEqual(4)
+      seen.push(...ids(body))
+      path = body.links.next === null ? null : body.links.next.replace(/^\/api\/v1/, '')
+    }
+    const withTemperature = ids((await get(t, '/models?supported_parameters=temperature')).body)
+    expect(seen).toEqual(withTemperature)
+    expect(withTemperature.length).toBeGreaterThan(4)
+    expect(withTemperature.length).toBeLessThan(everything.length)
+    expect((await get(t, `/models?offset=${everything.length}`)).body).toEqual({ data: [], total_count: everything.length, links: { next: null } })
+  })
+
+  it('answers 400 naming an unknown or malformed query parameter', async () => {
+    const t = await gateway()
+    await expectError(t, '/models?category=programming', 400, 'query.category: is not a supported parameter')
+    await expectError(t, '/models?output_modalities=smell', 400, 'query.output_modalities.0: must be a comma-separated list of text, image, audio, video, embeddings, all')
+    await expectError(t, '/models?supported_parameters=tools,', 400, 'query.supported_parameters.1: must be a comma-separated list of parameter names')
+    await expectError(t, '/models?limit=0', 400, 'query.limit: must be at least 1')
+    await expectError(t, '/models?limit=1001', 400, 'query.limit: must be at most 1000')
+    await expectError(t, '/models?offset=-1', 400, 'query.offset: must be a whole number')
+  })
+})
+
+describe('GET /models/{author}/{slug}/endpoints', () => {
+  it('lists each endpoint of a model with its provider, prices and limits', async () => {
+    const t = await gateway()
+    const { response, body } = await get(t, '/models/meta-llama/llama-3.3-70b-instruct/endpoints')
+    expect(response.status).toBe(200)
+    expect(body.data).toMatchObject({
+      id: 'meta-llama/llama-3.3-70b-instruct',
+      name: 'Llama 3.3 70B Instruct',
+      created: 0,
+      architecture: { modality: 'text->text', tokenizer: 'Llama3', instruct_type: null },
+    })
+    expect(body.data.endpoints.map((endpoint: { tag: string }) => endpoint.tag)).toEqual(['deepinfra', 'groq', 'cerebras', 'together', 'fireworks'])
+    expect(body.data.endpoints[1]).toEqual({
+      name: 'Groq | meta-llama/llama-3.3-70b-instruct',
+      model_id: 'meta-llama/llama-3.3-70b-instruct',
+      model_name: 'Llama 3.3 70B Instruct',
+      context_length: 131_072,
+      pricing: { prompt: '0.00000059', completion: '0.00000079' },
+      provider_name: 'Groq',
+      tag: 'groq',
+      quantization: null,
+      max_completion_tokens: 32_768,
+      max_prompt_tokens: null,
+      supported_parameters: ['max_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'response_format', 'structured_outputs', 'frequency_penalty', 'presence_penalty'],
+      supports_implicit_caching: false,
+      supports_tool_choice: { auto: true, none: true, required: true, function: true },
+      uptime_last_30m: null,
+      uptime_last_5m: null,
+      uptime_last_1d: null,
+      latency_last_30m: null,
+      throughput_last_30m: null,
+    })
+  })
+
+  it('serves configured models and variants as routing resolves them, and 404s an unknown model', async () => {
+    const t = await gateway()
+    const local = (await get(t, '/models/acme/local-7b/endpoints')).body.data
+    expect(local.endpoints).toMatchObject([{ provider_name: 'My vLLM', tag: 'my-vllm', pricing: { prompt: '0', completion: '0', request: '0.001' } }])
+    // No `:free` entry in the catalog: the variant is served by the base model, as a request for it would be.
+    expect((await get(t, '/models/openai/gpt-4.1:free/endpoints')).body.data.id).toBe('openai/gpt-4.1')
+    await expectError(t, '/models/acme/unknown/endpoints', 404, 'Model "acme/unknown" not found')
+    await expectError(t, '/models/acme/local-7b/endpoints?x=1', 400, 'query.x: is not a supported parameter')
+  })
+})
+
+describe('GET /providers', () => {
+  it('lists built-in and configured providers, with null policy links', async () => {
+    const t = await gateway()
+    const { response, body } = await get(t, '/providers')
+    expect(response.status).toBe(200)
+    expect(body.data.map((provider: { slug: string }) => provider.slug)).toEqual([...BUILT_IN_PROVIDERS.map((provider) => provider.id), 'my-vllm'])
+    expect(body.data.at(-1)).toEqual({ name: 'My vLLM', slug: 'my-vllm', privacy_policy_url: null, terms_of_service_url: null, status_page_url: null })
+  })
+})
+
+describe('catalog caching', () => {
+  it('answers with a strong ETag and public caching, and 304 without a body when the client has it', async () => {
+    const t = await gateway()
+    for (const path of ['/models', '/models?supported_parameters=tools', '/models/openai/gpt-4.1/endpoints', '/providers']) {
+      const first = await t.call('GET', path, { key: null })
+      const text = await first.text()
+      const etag = first.headers.get('etag')!
+      expect(etag, path).toMatch(/^"[0-9a-f]{64}"$/)
+      expect(first.headers.get('cache-control')).toBe('public, max-age=60')
+
+      const again = await t.call('GET', path, { key: null })
+      expect(again.headers.get('etag')).toBe(etag)
+      expect(await again.text()).toBe(text)
+
+      for (const ifNoneMatch of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+        const revalidated = await t.call('GET', path, { key: null, headers: { 'if-none-match': ifNoneMatch } })
+        expect(revalidated.status, ifNoneMatch).toBe(304)
+        expect(revalidated.headers.get('etag')).toBe(etag)
+        expect(await revalidated.text()).toBe('')
+      }
+      const changed = await t.call('GET', path, { key: null, headers: { 'if-none-match': '"other"' } })
+      expect(changed.status).toBe(200)
+      expect(await changed.text()).toBe(text)
+    }
+    const filtered = await t.call('GET', '/models?supported_parameters=tools', { key: null })
+    const unfiltered = await t.call('GET', '/models', { key: null })
+    expect(filtered.headers.get('etag')).not.toBe(unfiltered.headers.get('etag'))
+  })
+
+  it('serves the same answer to callers with or without a key', async () => {
+    const t = await gateway()
+    const anonymous = await (await t.call('GET', '/models', { key: null })).text()
+    expect(await (await t.call('GET', '/models', { key: t.regularKey })).text()).toBe(anonymous)
+    expect(await (await t.call('GET', '/models', { key: 'not-a-key' })).text()).toBe(anonymous)
+  })
+})
