@@ -57,6 +57,11 @@ export const computeRatios = (results: Results): Ratio[] => {
     { name: `stream throughput ×${n}: ${GATEWAY} ÷ ${PEER}`, value: throughputRatio('stream-n'), digits: 2, comparison: '≥', bound: 3 },
     { name: `JSON throughput ×${n}: ${GATEWAY} ÷ ${PEER}`, value: throughputRatio('json-n'), digits: 2, comparison: '≥', bound: 4 },
     { name: `JSON CPU / req ×${n}: ${GATEWAY} ÷ ${BASELINE}`, value: cpuRatio('json-n'), digits: 2, comparison: '≤', bound: 1 },
+    // The same targets for a Chat Completions client: the Responses ones, on the route OpenRouter's own clients take.
+    { name: `/chat/completions stream CPU / req ×${n}: ${GATEWAY} ÷ ${BASELINE}`, value: cpuRatio('stream-n/chat-completions'), digits: 2, comparison: '≤', bound: 1.1 },
+    { name: `/chat/completions stream throughput ×${n}: ${GATEWAY} ÷ ${PEER}`, value: throughputRatio('stream-n/chat-completions'), digits: 2, comparison: '≥', bound: 3 },
+    { name: `/chat/completions JSON throughput ×${n}: ${GATEWAY} ÷ ${PEER}`, value: throughputRatio('json-n/chat-completions'), digits: 2, comparison: '≥', bound: 4 },
+    { name: `/chat/completions JSON CPU / req ×${n}: ${GATEWAY} ÷ ${BASELINE}`, value: cpuRatio('json-n/chat-completions'), digits: 2, comparison: '≤', bound: 1 },
     {
       name: `added first token p50 ×1 (ms): ${GATEWAY} − ${BASELINE}`,
       value: difference(at(GATEWAY, 'stream-1', firstTokenP50), at(BASELINE, 'stream-1', firstTokenP50)),

@@ -40,6 +40,12 @@ export const renderTable = (results: Results): string => {
     { metric: `throughput, stream ×${n}, chat upstream (req/s)`, values: column('stream-n/chat', perSecond), digits: 0 },
     { metric: `server CPU / req, stream ×${n}, chat upstream (µs)`, values: column('stream-n/chat', serverCpuPerRequest), digits: 0 },
     { metric: `  upstream CPU / req, same run (µs)`, values: column('stream-n/chat', upstreamCpuPerRequest), digits: 0 },
+    { metric: `throughput, non-stream ×${n}, /chat/completions (req/s)`, values: column('json-n/chat-completions', perSecond), digits: 0 },
+    { metric: `server CPU / req, non-stream ×${n}, /chat/completions (µs)`, values: column('json-n/chat-completions', serverCpuPerRequest), digits: 0 },
+    { metric: `  upstream CPU / req, same run (µs)`, values: column('json-n/chat-completions', upstreamCpuPerRequest), digits: 0 },
+    { metric: `throughput, stream ×${n}, /chat/completions (req/s)`, values: column('stream-n/chat-completions', perSecond), digits: 0 },
+    { metric: `server CPU / req, stream ×${n}, /chat/completions (µs)`, values: column('stream-n/chat-completions', serverCpuPerRequest), digits: 0 },
+    { metric: `  upstream CPU / req, same run (µs)`, values: column('stream-n/chat-completions', upstreamCpuPerRequest), digits: 0 },
     { metric: `peak RSS, ×${n} phases (MB)`, values: megabytes(results.peakRssBytes), digits: 1 },
     { metric: '  live heap after GC, end of run (MB)', values: megabytes(results.liveHeapBytes), digits: 1 },
     { metric: 'latency p50, non-stream ×1 (ms)', values: column('json-1', latencyQuantile(0.5)), digits: 3 },
@@ -75,7 +81,7 @@ export const renderCounts = (results: Results): string => {
       if (cell.skipped) return `${label} skipped`
       return `${label} ${cell.completed}${cell.failed ? ` (${cell.failed} FAILED: ${cell.firstFailure})` : ''}`
     })
-    lines.push(`  ${phase.padEnd(13)} ${parts.join(', ')}`)
+    lines.push(`  ${phase.padEnd(25)} ${parts.join(', ')}`)
   }
   return lines.join('\n')
 }

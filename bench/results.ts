@@ -17,8 +17,19 @@ export interface Cell {
   skipped?: string
 }
 
-/** `/chat`: the upstream speaks Chat Completions, so modelgate translates (bench/README.md). */
-export type PhaseId = 'json-n' | 'stream-n' | 'json-n/chat' | 'stream-n/chat' | 'json-1' | 'stream-1'
+/**
+ * `/chat`: the upstream speaks Chat Completions, so modelgate translates; `/chat-completions`: the client speaks
+ * Chat Completions to that same upstream (bench/README.md).
+ */
+export type PhaseId =
+  | 'json-n'
+  | 'stream-n'
+  | 'json-n/chat'
+  | 'stream-n/chat'
+  | 'json-n/chat-completions'
+  | 'stream-n/chat-completions'
+  | 'json-1'
+  | 'stream-1'
 
 export interface Results {
   labels: string[]

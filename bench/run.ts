@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: modelgate's overhead on `POST /api/v1/responses`, measured side by side
+ * `npm run bench`: modelgate's overhead on `POST /api/v1/responses` and `/chat/completions`, measured side by side
  * in one run against the upstream called directly, bare pass-through baselines and other gateways,
  * with a Responses upstream and with a Chat Completions upstream that modelgate translates.
  * See bench/README.md for what each figure and ratio means.
@@ -8,7 +8,8 @@
  * (measured requests per target and phase at most, default 100000), BENCH_CONNECTIONS (default 16),
  * BENCH_WARMUP_SECONDS (per target, before any phase, default 2), BENCH_PROFILE=1 (CPU-profile the gateway process and print its
  * hot spots; its figures are then inflated by the profiler), BENCH_PHASES (a comma-separated subset of
- * json-n, stream-n, json-n/chat, stream-n/chat, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
+ * json-n, stream-n, json-n/chat, stream-n/chat,
+ * json-n/chat-completions, stream-n/chat-completions, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
  * another build, e.g. a branch's dist/).
  */
 
@@ -24,7 +25,7 @@ import { summarizeProfile } from './profile'
 import { computeRatios, renderRatios } from './ratios'
 import { renderCounts, renderTable } from './report'
 import type { Cell, PhaseId, Results } from './results'
-import { OTHER_GATEWAYS, directTarget, startModelgate, startPassthrough, type Target, type UpstreamWire } from './targets'
+import { OTHER_GATEWAYS, directTarget, startModelgate, startPassthrough, type RouteId, type Target } from './targets'
 
 const readNumber = (name: string, fallback: number): number => {
   const raw = process.env[name]
@@ -48,11 +49,13 @@ const ROUNDS = 3
 /** The whole run, however it is configured, ends by then. */
 const TIME_LIMIT_MS = 10 * 60_000
 
-const ALL_PHASES: Array<{ id: PhaseId; wire: UpstreamWire; isStream: boolean; connections: number }> = [
+const ALL_PHASES: Array<{ id: PhaseId; wire: RouteId; isStream: boolean; connections: number }> = [
   { id: 'json-n', wire: 'responses', isStream: false, connections: CONNECTIONS },
   { id: 'stream-n', wire: 'responses', isStream: true, connections: CONNECTIONS },
   { id: 'json-n/chat', wire: 'chat', isStream: false, connections: CONNECTIONS },
   { id: 'stream-n/chat', wire: 'chat', isStream: true, connections: CONNECTIONS },
+  { id: 'json-n/chat-completions', wire: 'chat-completions', isStream: false, connections: CONNECTIONS },
+  { id: 'stream-n/chat-completions', wire: 'chat-completions', isStream: true, connections: CONNECTIONS },
   { id: 'json-1', wire: 'responses', isStream: false, connections: 1 },
   { id: 'stream-1', wire: 'responses', isStream: true, connections: 1 },
 ]
@@ -65,7 +68,7 @@ const choosePhases = () => {
   return ALL_PHASES.filter((phase) => names.includes(phase.id))
 }
 const PHASES = choosePhases()
-/** The upstream wires the chosen phases use: only these are checked and warmed up. */
+/** The routes the chosen phases take (`wire`: the upstream's wire, or a Chat Completions client): only these are checked and warmed up. */
 const WIRES = [...new Set(PHASES.map((phase) => phase.wire))]
 
 const watchdog = setTimeout(() => {
@@ -113,10 +116,10 @@ const main = async () => {
   const agents = targets.map(() => new Agent({ connections: CONNECTIONS, keepAliveTimeout: 60_000, pipelining: 1 }))
 
   /** The target's way in for `wire`, or why it has none. */
-  const routeOf = (index: number, wire: UpstreamWire) => targets[index]!.routes[wire]
-  const load = (index: number, wire: UpstreamWire, isStream: boolean, connections: number, maxRequests: number, maxMs: number) => {
+  const routeOf = (index: number, wire: RouteId) => targets[index]!.routes[wire]
+  const load = (index: number, wire: RouteId, isStream: boolean, connections: number, maxRequests: number, maxMs: number) => {
     const route = routeOf(index, wire)
-    if ('skipped' in route) throw new Error(`${targets[index]!.label} cannot serve the ${wire} upstream phases: ${route.skipped}`)
+    if ('skipped' in route) throw new Error(`${targets[index]!.label} cannot serve the ${wire} phases: ${route.skipped}`)
     const { url, headers, body, expect } = route
     return runLoad(agents[index]!, { url, headers, body: body(isStream), expect, isStream, connections, maxRequests, maxMs })
   }
@@ -132,7 +135,7 @@ const main = async () => {
     }
   }
 
-  // Warm-up: for each upstream wire in use, half non-streaming, half streaming, at full concurrency; nothing of it is counted.
+  // Warm-up: for each route in use, half non-streaming, half streaming, at full concurrency; nothing of it is counted.
   for (const index of targets.keys()) {
     for (const wire of servedWires(index)) {
       for (const isStream of [false, true]) await load(index, wire, isStream, CONNECTIONS, WARMUP_REQUESTS / 2, (WARMUP_SECONDS * 1000) / 2)
@@ -172,7 +175,8 @@ const main = async () => {
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU'
   console.log(
     'modelgate bench: POST /responses, loopback upstream with 0 ms latency (text.json / text.sse of the OpenAI Responses fixtures; ' +
-      '"chat upstream" rows: of the OpenAI Chat Completions fixtures, which modelgate translates and the pass-throughs relay as Chat Completions)',
+      '"chat upstream" rows: of the OpenAI Chat Completions fixtures, which modelgate translates and the pass-throughs relay as Chat Completions; ' +
+      '"/chat/completions" rows: the same upstream, every client on POST /chat/completions)',
   )
   console.log(`node ${process.version}, ${cpus().length} × ${cpu}; gateway from ${build.description}`)
   console.log(

@@ -1,7 +1,8 @@
 /**
  * What the bench sends load to. Every target reaches the same loopback upstream, so their columns differ
- * only by what sits in front of it. Each target says how it is called for each wire the upstream speaks:
- * the Responses phases and the translated (Chat Completions upstream) phases.
+ * only by what sits in front of it. Each target says how it is called for each route a phase takes: the
+ * Responses phases, the translated ones (Responses client, Chat Completions upstream) and the Chat Completions
+ * ones (Chat Completions client and upstream).
  */
 
 import type { Expectation } from './load'
@@ -10,7 +11,13 @@ import { startServer, type ServerProcess } from './processes'
 /** The wire the loopback upstream answers in a phase (bench/upstream.mjs). */
 export type UpstreamWire = 'responses' | 'chat'
 
-/** How to call a target while the upstream speaks one wire. */
+/**
+ * The way a phase calls a target: `responses` and `chat` name the upstream's wire while the client speaks
+ * Responses to a gateway; `chat-completions` is a Chat Completions client in front of the chat upstream.
+ */
+export type RouteId = UpstreamWire | 'chat-completions'
+
+/** How to call a target on one route. */
 export interface Route {
   url: string
   headers: Record<string, string>
@@ -26,7 +33,7 @@ export interface Skipped {
 export interface Target {
   /** Column header. */
   label: string
-  routes: Record<UpstreamWire, Route | Skipped>
+  routes: Record<RouteId, Route | Skipped>
   /** The process whose CPU and memory the column reports. */
   server: ServerProcess
 }
@@ -47,19 +54,24 @@ const chatAnswer: Expectation = { ...CHAT_STREAM, answerMarker: ANSWER.chat }
 
 const bearer = (key: string) => ({ 'content-type': 'application/json', authorization: `Bearer ${key}` })
 const responsesBody = (model: string) => (isStream: boolean) => JSON.stringify({ model, input: INPUT, stream: isStream })
-const chatBody = (isStream: boolean) =>
+const chatBody = (model: string) => (isStream: boolean) =>
   JSON.stringify({
-    model: 'gpt-4.1-mini',
+    model,
     messages: [{ role: 'user', content: INPUT }],
     stream: isStream,
     ...(isStream ? { stream_options: { include_usage: true } } : {}),
   })
 
 /** Both wires of the upstream, called with its own requests, through `baseUrl` (the upstream or a relay). */
-const relayRoutes = (baseUrl: string): Target['routes'] => ({
-  responses: { url: `${baseUrl}/responses`, headers: bearer(UPSTREAM_KEY), body: responsesBody('gpt-4.1'), expect: responsesAnswer('responses') },
-  chat: { url: `${baseUrl}/chat/completions`, headers: bearer(UPSTREAM_KEY), body: chatBody, expect: chatAnswer },
-})
+const relayRoutes = (baseUrl: string): Target['routes'] => {
+  const chat: Route = { url: `${baseUrl}/chat/completions`, headers: bearer(UPSTREAM_KEY), body: chatBody('gpt-4.1-mini'), expect: chatAnswer }
+  // A relay has nothing to translate: a Chat Completions client is the same request as the translated phases'.
+  return {
+    responses: { url: `${baseUrl}/responses`, headers: bearer(UPSTREAM_KEY), body: responsesBody('gpt-4.1'), expect: responsesAnswer('responses') },
+    chat,
+    'chat-completions': chat,
+  }
+}
 
 /** The upstream itself: the reference every "added" figure subtracts. */
 export const directTarget = (upstream: ServerProcess): Target => ({ label: 'direct', routes: relayRoutes(upstream.ready.url!), server: upstream })
@@ -74,8 +86,9 @@ export const startPassthrough = async (upstreamUrl: string, client: 'undici' | '
 }
 
 /**
- * modelgate from `buildDir`, optionally with extra node flags (`--cpu-prof`). Clients always speak Responses;
- * in the translated phases the model's only endpoint is a Chat Completions provider (bench/gateway.mjs).
+ * modelgate from `buildDir`, optionally with extra node flags (`--cpu-prof`). In the translated phases the client
+ * speaks Responses and the model's only endpoint is a Chat Completions provider (bench/gateway.mjs); in the Chat
+ * Completions phases the client asks `POST /chat/completions` for that same model.
  */
 export const startModelgate = async (upstreamUrl: string, buildDir: string, execArgv: string[] = []): Promise<Target> => {
   const server = await startServer('modelgate', './gateway.mjs', { BENCH_UPSTREAM_URL: upstreamUrl, BENCH_BUILD_DIR: buildDir }, execArgv)
@@ -85,7 +98,17 @@ export const startModelgate = async (upstreamUrl: string, buildDir: string, exec
     body: responsesBody(model),
     expect: responsesAnswer(wire),
   })
-  return { label: 'modelgate', routes: { responses: route('openai/gpt-4.1', 'responses'), chat: route('bench/chat-model', 'chat') }, server }
+  const chatCompletions: Route = {
+    url: `${server.ready.url}/api/v1/chat/completions`,
+    headers: bearer(server.ready.key!),
+    body: chatBody('bench/chat-model'),
+    expect: chatAnswer,
+  }
+  return {
+    label: 'modelgate',
+    routes: { responses: route('openai/gpt-4.1', 'responses'), chat: route('bench/chat-model', 'chat'), 'chat-completions': chatCompletions },
+    server,
+  }
 }
 
 /** Tried with Portkey 1.15.2: a Responses request for a Chat Completions provider. */
@@ -95,17 +118,14 @@ const PORTKEY_NO_TRANSLATION =
 
 /**
  * Portkey's AI Gateway (npm `@portkey-ai/gateway`, bench/portkey.mjs): its `openai` provider with the loopback
- * upstream as custom host, so it calls the same `POST …/responses` the other targets reach.
+ * upstream as custom host, so it calls the same `POST …/responses` and `POST …/chat/completions` the other targets reach.
  */
 export const startPortkey = async (upstreamUrl: string): Promise<Target> => {
   const server = await startServer('Portkey AI Gateway', './portkey.mjs', {})
-  const responses: Route = {
-    url: `${server.ready.url}/v1/responses`,
-    headers: { ...bearer(UPSTREAM_KEY), 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstreamUrl },
-    body: responsesBody('gpt-4.1'),
-    expect: responsesAnswer('responses'),
-  }
-  return { label: 'portkey', routes: { responses, chat: { skipped: PORTKEY_NO_TRANSLATION } }, server }
+  const headers = { ...bearer(UPSTREAM_KEY), 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstreamUrl }
+  const responses: Route = { url: `${server.ready.url}/v1/responses`, headers, body: responsesBody('gpt-4.1'), expect: responsesAnswer('responses') }
+  const chatCompletions: Route = { url: `${server.ready.url}/v1/chat/completions`, headers, body: chatBody('gpt-4.1-mini'), expect: chatAnswer }
+  return { label: 'portkey', routes: { responses, chat: { skipped: PORTKEY_NO_TRANSLATION }, 'chat-completions': chatCompletions }, server }
 }
 
 /**

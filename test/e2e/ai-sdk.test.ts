@@ -7,9 +7,10 @@
  */
 
 import { createOpenAI, type OpenAIProvider } from '@ai-sdk/openai'
-import { generateText, jsonSchema, streamText, tool } from 'ai'
+import { generateText, streamText } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createSdkHarness, FAMILIES, WEATHER_PARAMETERS, type FamilyId } from '../helpers/sdk-gateway'
+import { errorParts, QUESTION, streamParts, WEATHER_QUESTION, weatherTools } from '../helpers/ai-sdk'
+import { createSdkHarness, FAMILIES, type FamilyId } from '../helpers/sdk-gateway'
 
 const harness = createSdkHarness()
 let openai: OpenAIProvider
@@ -21,26 +22,6 @@ beforeAll(async () => {
 })
 
 afterAll(() => harness.close())
-
-const QUESTION = 'What is the capital of France?'
-const WEATHER_QUESTION = 'What is the weather like in Paris right now?'
-
-/** No `execute`: the SDK hands the model's call back to the app instead of running it. */
-const weatherTools = {
-  get_weather: tool({
-    description: 'Get the current weather for a location.',
-    inputSchema: jsonSchema<{ location: string; unit: 'celsius' | 'fahrenheit' }>(WEATHER_PARAMETERS),
-  }),
-}
-
-/** Every part of a `streamText` run, read to the end. */
-const streamParts = async (result: { fullStream: AsyncIterable<{ type: string }> }) => {
-  const parts: Array<{ type: string; error?: unknown }> = []
-  for await (const part of result.fullStream) parts.push(part)
-  return parts
-}
-
-const errorParts = (parts: Array<{ type: string; error?: unknown }>) => parts.filter((part) => part.type === 'error').map((part) => String(part.error))
 
 const FAMILY_IDS: FamilyId[] = ['openai', 'anthropic', 'chat']
 
