@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import { concatBytes } from '../core/body'
 import { ClientGoneError, type ClientSignal } from '../core/client-signal'
+import { NodeHeaders } from './node-headers'
 
 /** Options shared by the Node-based host adapters (`toNodeListener`, `toExpressHandler`). */
 export interface NodeBridgeOptions {
@@ -79,23 +80,6 @@ const toPathAndQuery = (rawUrl: string | undefined): string => {
     return `${url.pathname}${url.search}`
   }
   return '/'
-}
-
-const toHeaders = (req: IncomingMessage): Headers => {
-  const headers = new Headers()
-  for (const [name, value] of Object.entries(req.headers)) {
-    // HTTP/2 pseudo-headers (`:path`, `:authority`) are not headers.
-    if (value === undefined || name.startsWith(':')) continue
-    try {
-      if (typeof value === 'string') headers.set(name, value)
-      // Node already joins repeated `cookie` lines with '; ' and everything else with ', '; only
-      // `set-cookie` stays an array, and its values must not be comma-joined.
-      else for (const item of value) headers.append(name, item)
-    } catch {
-      // A value the Headers class refuses (Node's parser lets a few through) is dropped, not fatal.
-    }
-  }
-  return headers
 }
 
 const isBodyConsumed = (req: IncomingMessage): boolean => {
@@ -304,7 +288,7 @@ class NodeRequest {
   readonly #req: IncomingMessage
   readonly #res: ServerResponse
   readonly #hasBody: boolean
-  #headers: Headers | undefined
+  #headers: NodeHeaders | undefined
   #signal: AbortSignal | undefined
   #clientSignal: ClientSignal | undefined
   #fullRequest: Request | undefined
@@ -319,7 +303,7 @@ class NodeRequest {
   }
 
   get headers(): Headers {
-    return (this.#headers ??= toHeaders(this.#req))
+    return (this.#headers ??= new NodeHeaders(this.#req))
   }
 
   get signal(): AbortSignal {
@@ -368,7 +352,7 @@ class NodeRequest {
     if (this.#fullRequest) return this.#fullRequest
     const init: RequestInitWithDuplex = {
       method: this.method,
-      headers: this.headers,
+      headers: (this.#headers ??= new NodeHeaders(this.#req)).copy,
       // After a fast read the socket is drained; the full Request then has no body left to give.
       body: this.#hasBody && !this.#isBodyRead ? toBodyStream(this.#req, this.#res) : null,
       duplex: 'half',

@@ -8,6 +8,7 @@
 import { randomHex } from '../../core/crypto'
 import type { ItemEvent } from '../events'
 import type { OutputFunctionCall, OutputItem, OutputMessage, OutputReasoning } from '../types'
+import { TextDeltaEvent } from './text-delta-event'
 
 type Events = ItemEvent[]
 
@@ -164,14 +165,7 @@ export const createOutputBuilder = (): OutputBuilder => {
       const { open, events } = messagePart('output_text')
       const part = open.item.content[open.partIndex] as { text: string }
       part.text += delta
-      events.push({
-        type: 'response.output_text.delta',
-        item_id: open.item.id,
-        output_index: open.outputIndex,
-        content_index: open.partIndex,
-        delta,
-        logprobs: [],
-      })
+      events.push(new TextDeltaEvent(open.item.id, open.outputIndex, open.partIndex, delta))
       return events
     },
 
