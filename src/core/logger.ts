@@ -7,10 +7,15 @@ export interface Logger {
   info(message: string, fields?: LogFields): void
   warn(message: string, fields?: LogFields): void
   error(message: string, fields?: LogFields): void
+  /** Whether entries at `level` are kept, so callers can skip building what would be dropped; kept when absent. */
+  isEnabled?(level: LogLevel): boolean
 }
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const
 export type LogLevel = (typeof LEVELS)[number]
+
+/** Whether `logger` keeps entries at `level` (a logger that does not say keeps everything). */
+export const isLogLevelEnabled = (logger: Logger, level: LogLevel): boolean => logger.isEnabled?.(level) ?? true
 
 const describeError = (value: unknown): unknown =>
   value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value
@@ -24,8 +29,14 @@ export const createConsoleLogger = (level: LogLevel = 'info'): Logger => {
     for (const [name, value] of Object.entries(fields)) entry[name] = describeError(value)
     console.error(JSON.stringify(entry))
   }
-  return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') }
+  return {
+    debug: write('debug'),
+    info: write('info'),
+    warn: write('warn'),
+    error: write('error'),
+    isEnabled: (entryLevel) => LEVELS.indexOf(entryLevel) >= threshold,
+  }
 }
 
 /** Discards everything; for tests and hosts with their own logging. */
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} }
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, isEnabled: () => false }

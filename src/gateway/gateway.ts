@@ -10,7 +10,7 @@ import { isClientGone, type ClientSignal } from '../core/client-signal'
 import { DEFAULT_REQUEST_BODY_TIMEOUT_MS, readObjectBody } from '../core/body'
 import { replyStatus, setReplyHeader, toResponse, type Reply } from '../core/reply'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, errorReply, type ErrorFlavor } from '../core/errors'
-import { createConsoleLogger, silentLogger, type Logger } from '../core/logger'
+import { createConsoleLogger, isLogLevelEnabled, silentLogger, type Logger } from '../core/logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
 import { REQUEST_ID_HEADER, resolveRequestId } from '../core/request-id'
 import type { AnyRoute, RouteAuth, RouteContext } from '../pipeline/route'
@@ -96,6 +96,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const config = parseInput(GatewayOptionsSchema, options, 'options')
   const storage = config.storage ?? memoryStorage()
   const logger: Logger = config.logger === false ? silentLogger : (config.logger ?? createConsoleLogger())
+  // Access lines are written at info: a logger that drops them costs no line and no session observer.
+  const isAccessLogKept = isLogLevelEnabled(logger, 'info')
   const now = config.now ?? (() => new Date())
   const requestBodyTimeoutMs = config.requestBodyTimeoutMs ?? DEFAULT_REQUEST_BODY_TIMEOUT_MS
   const defaultTextModel = config.workspaceDefaults?.textModel ?? DEFAULT_TEXT_MODEL
@@ -177,7 +179,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       }
       flavor = match.route.errorFlavor ?? flavor
       // With logging off there is no line to build: the access log and its stream observer are skipped.
-      access = match.route.isAccessLogged && logger !== silentLogger ? createAccessLog(logger, { requestId, method: request.method, path: url.pathname }) : undefined
+      access = match.route.isAccessLogged && isAccessLogKept ? createAccessLog(logger, { requestId, method: request.method, path: url.pathname }) : undefined
       const answer = await serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
       access?.responded(replyStatus(answer))
       return setReplyHeader(answer, REQUEST_ID_HEADER, requestId)

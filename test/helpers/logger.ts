@@ -1,7 +1,7 @@
-import type { LogFields, Logger } from '../../src/core/logger'
+import type { LogFields, LogLevel, Logger } from '../../src/core/logger'
 
 export interface LogEntry {
-  level: keyof Logger
+  level: LogLevel
   message: string
   fields: LogFields | undefined
 }
@@ -26,7 +26,7 @@ const expand = (value: unknown, depth = 0): unknown => {
 /** A logger that keeps every entry, as a host's logger would receive it, for tests of what was (or was not) logged. */
 export const createRecordingLogger = (): RecordingLogger => {
   const entries: LogEntry[] = []
-  const record = (level: keyof Logger) => (message: string, fields?: LogFields) => void entries.push({ level, message, fields })
+  const record = (level: LogLevel) => (message: string, fields?: LogFields) => void entries.push({ level, message, fields })
   return {
     logger: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
     entries,

@@ -5,6 +5,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ModelEntry } from '../../../src/engine/models'
+import type { LogLevel } from '../../../src/core/logger'
 import { createRecordingLogger, type RecordingLogger } from '../../helpers/logger'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { jsonFixture, sseFixture } from '../../helpers/upstream'
@@ -21,9 +22,9 @@ afterEach(async () => {
   harness = undefined
 })
 
-const start = async () => {
+const start = async (keeps: (level: LogLevel) => boolean = () => true) => {
   log = createRecordingLogger()
-  harness = await createResponsesHarness({ alpha: { api: 'openai-chat' } }, { models: MODELS, logger: log.logger })
+  harness = await createResponsesHarness({ alpha: { api: 'openai-chat' } }, { models: MODELS, logger: { ...log.logger, isEnabled: keeps } })
   return harness.upstreams.alpha!
 }
 
@@ -35,6 +36,18 @@ const keyHashPrefix = async () => {
 }
 
 describe('the access log', () => {
+  it('is not built for a logger that drops info entries', async () => {
+    const alpha = await start((level) => level === 'warn' || level === 'error')
+    alpha.setHandler(() => jsonFixture('openai-chat', 'text.json'))
+    const whole = await harness!.post({ model: 'test/model', input: 'hi' })
+    alpha.setHandler(() => sseFixture('openai-chat', 'text.sse'))
+    const streamed = await harness!.post({ model: 'test/model', input: 'hi', stream: true })
+    await readSseEvents(streamed)
+
+    expect(whole.status).toBe(200)
+    expect(accessLines()).toEqual([])
+  })
+
   it('writes one line for a whole answer: caller, models, provider, tokens, cost, latency', async () => {
     const alpha = await start()
     alpha.setHandler(() => jsonFixture('openai-chat', 'text.json'))
