@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { jsonFixture, sseFixture } from '../../helpers/upstream'
+import { CHAT_UPSTREAM_WEATHER_ROUND_TRIP } from '../../helpers/round-trips'
 
 const CLAUDE = 'anthropic/claude-sonnet-4.5'
 const LLAMA = 'meta-llama/llama-3.3-70b-instruct'
@@ -137,15 +138,7 @@ describe('POST /chat/completions → a Chat Completions upstream', () => {
     expect(response.status).toBe(200)
     const body = await response.json()
     expect(body.choices[0]).toMatchObject({ finish_reason: 'stop', message: { role: 'assistant', content: expect.stringContaining('24 °C') } })
-    expect(harness.upstreams.groq!.requests[0]!.json).toMatchObject({
-      model: 'llama-3.3-70b-versatile',
-      messages: [
-        { role: 'user', content: 'Weather in Tokyo?' },
-        { role: 'assistant', tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Tokyo","unit":"celsius"}' } }] },
-        { role: 'tool', tool_call_id: 'call_9', content: '{"temperature":24,"condition":"sunny"}' },
-      ],
-      tools: [{ type: 'function', function: { name: 'get_weather' } }],
-    })
+    expect(harness.upstreams.groq!.requests[0]!.json).toMatchObject(CHAT_UPSTREAM_WEATHER_ROUND_TRIP)
   })
 
   it('streams content deltas that add up to the whole answer', async () => {

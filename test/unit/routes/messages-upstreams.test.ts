@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { jsonFixture, sseFixture } from '../../helpers/upstream'
+import { CHAT_UPSTREAM_WEATHER_ROUND_TRIP } from '../../helpers/round-trips'
 
 const CLAUDE = 'anthropic/claude-sonnet-4.5'
 const GPT = 'openai/gpt-4.1'
@@ -185,15 +186,7 @@ describe('POST /messages → a Chat Completions upstream', () => {
     expect(response.status).toBe(200)
     const body = await response.json()
     expect(body).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: expect.stringContaining('24 °C') }] })
-    expect(harness.upstreams.groq!.requests[0]!.json).toMatchObject({
-      model: 'llama-3.3-70b-versatile',
-      messages: [
-        { role: 'user', content: 'Weather in Tokyo?' },
-        { role: 'assistant', tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Tokyo","unit":"celsius"}' } }] },
-        { role: 'tool', tool_call_id: 'call_9', content: '{"temperature":24,"condition":"sunny"}' },
-      ],
-      tools: [{ type: 'function', function: { name: 'get_weather' } }],
-    })
+    expect(harness.upstreams.groq!.requests[0]!.json).toMatchObject(CHAT_UPSTREAM_WEATHER_ROUND_TRIP)
   })
 
   it('ends a stream the upstream broke after content with an error event', async () => {
