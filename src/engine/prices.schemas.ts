@@ -11,7 +11,7 @@ import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
 export const PRICE_OVERRIDES_MAX = 10_000
 
 // USD per token (or per request, per image): a price is a finite number, never negative.
-const PriceSchema = v.pipe(v.number(), v.finite('must be a finite number'), v.minValue(0, 'must not be negative'))
+const PriceSchema = v.pipe(v.number('must be a number'), v.finite('must be a finite number'), v.minValue(0, 'must not be negative'))
 
 // `null` clears an optional price: the endpoint falls back to `prompt` (cache prices) or to no charge.
 export const PricingOverrideSchema = v.pipe(
