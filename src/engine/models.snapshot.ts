@@ -141,7 +141,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
   },
   {
     slug: "openai/gpt-5-pro",
-    name: "GPT-5 pro",
+    name: "GPT-5 Pro",
     inputModalities: ["text","image"],
     endpoints: [
       { provider: "openai", model: "gpt-5-pro", contextLength: 400000, pricing: {"prompt":0.000015,"completion":0.00012}, supportedParameters: P1 },
@@ -175,7 +175,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
   },
   {
     slug: "openai/gpt-5.2-pro",
-    name: "GPT-5.2 pro",
+    name: "GPT-5.2 Pro",
     description: "Version of GPT-5.2 that produces smarter and more precise responses.",
     inputModalities: ["text","image"],
     endpoints: [
@@ -621,7 +621,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
   },
   {
     slug: "deepseek/deepseek-v3.2",
-    name: "Deepseek V3.2",
+    name: "DeepSeek V3.2",
     description: "Model from Deepseek that harmonizes high computational efficiency with superior reasoning and agent performance. 675B parameter MoE model.",
     endpoints: [
       { provider: "fireworks", model: "accounts/fireworks/models/deepseek-v3p2", contextLength: 163840, pricing: {"prompt":5.6e-7,"completion":0.00000168,"cachedPrompt":2.8e-7}, supportedParameters: P5 },
@@ -665,7 +665,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
   },
   {
     slug: "mistralai/mistral-medium-3.1",
-    name: "Mistral Medium 3 and 3.1",
+    name: "Mistral Medium 3.1",
     description: "Mistral Medium 3 is a high-performance enterprise-grade language model designed to deliver frontier-level capabilities at significantly reduced operational cost. It balances state-of-the-art reasoning and multimodal performance with 8× lower cost compared to traditional large models, making it suitable for scalable deployments across professional and industrial use cases.",
     created: 1754956800,
     inputModalities: ["text","image"],
