@@ -1,7 +1,8 @@
 /**
  * The answers of `GET /models`, `GET /models/{author}/{slug}/endpoints` and `GET /providers`, built
- * once per gateway: the catalog and the providers are fixed when `createGateway` returns, so each
- * JSON text (and its ETag) is computed on first use and served from memory after that.
+ * once per catalog revision: the models and providers are fixed when `createGateway` returns and only
+ * refreshed prices change them, so each JSON text (and its ETag) is computed on first use and served from
+ * memory until the next price refresh.
  */
 
 import { cacheJson, type CachedJson } from '../core/cached-json'
@@ -112,14 +113,14 @@ const createCatalogAnswers = (inference: InferenceService) => {
   }
 }
 
-const byGateway = new WeakMap<InferenceService, ReturnType<typeof createCatalogAnswers>>()
+const byGateway = new WeakMap<InferenceService, { revision: number; answers: ReturnType<typeof createCatalogAnswers> }>()
 
-/** The catalog answers of the gateway `inference` belongs to. */
+/** The catalog answers of the gateway `inference` belongs to, as of its catalog's current prices. */
 export const catalogAnswers = (inference: InferenceService) => {
-  let answers = byGateway.get(inference)
-  if (!answers) {
-    answers = createCatalogAnswers(inference)
-    byGateway.set(inference, answers)
-  }
+  const revision = inference.models.revision
+  const known = byGateway.get(inference)
+  if (known?.revision === revision) return known.answers
+  const answers = createCatalogAnswers(inference)
+  byGateway.set(inference, { revision, answers })
   return answers
 }

@@ -16,10 +16,13 @@ export interface ServedEndpoint {
 // Prices are per token, so tiny: written out in full (`0.0000004`), never in exponent form, as OpenRouter does.
 const decimal = new Intl.NumberFormat('en-US', { useGrouping: false, maximumSignificantDigits: 15, maximumFractionDigits: 20 })
 
+// OpenRouter's names (`@openrouter/sdk` PublicPricing): `image` there is per input image, so ours, per
+// generated image, is `image_output`.
 const toPricingWire = (pricing: EndpointPricing) => ({
   prompt: decimal.format(pricing.prompt),
   completion: decimal.format(pricing.completion),
   ...(pricing.request === undefined ? {} : { request: decimal.format(pricing.request) }),
+  ...(pricing.image === undefined ? {} : { image_output: decimal.format(pricing.image) }),
   ...(pricing.cachedPrompt === undefined ? {} : { input_cache_read: decimal.format(pricing.cachedPrompt) }),
   ...(pricing.cacheWritePrompt === undefined ? {} : { input_cache_write: decimal.format(pricing.cacheWritePrompt) }),
 })
