@@ -249,11 +249,19 @@ export const toOpenAIBody = (call: UpstreamCall): Json => {
     throw new InvalidRequestError('background: background mode is not supported by OpenAI through this gateway')
   }
   if (request.background === false) body.background = false
+  if (call.extensions?.logprobs) {
+    // The only extension the Responses API has: log probabilities come with the text when `include` asks.
+    const include = Array.isArray(body.include) ? (body.include as string[]) : []
+    body.include = include.includes(LOGPROBS_INCLUDE) ? include : [...include, LOGPROBS_INCLUDE]
+    body.top_logprobs = call.extensions.logprobs.topLogprobs
+  }
   if (call.endUserId) body.safety_identifier = call.endUserId
   body.store = false
   body.stream = call.stream
   return body
 }
+
+const LOGPROBS_INCLUDE = 'message.output_text.logprobs'
 
 /** Headers we set ourselves; configured headers cannot replace them (in any letter case). */
 const OWN_HEADERS = new Set(['authorization', 'content-type', 'accept'])
