@@ -37,6 +37,7 @@ const callFor = (request: InferenceRequest, attempt: Attempt, service: Inference
   endUserId: request.endUserId,
   maxEventBytes: service.limits.maxEventBytes,
   ...(request.extensions ? { extensions: request.extensions } : {}),
+  hasExplicitPromptCache: attempt.endpoint.supportedParameters?.includes('prompt_cache_options') === true,
 })
 
 const withRetryAfter = (seconds: string | undefined) => (seconds === undefined ? {} : { headers: { 'retry-after': seconds } })

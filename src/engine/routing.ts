@@ -32,6 +32,11 @@ export interface RoutingInput {
    * them without a word.
    */
   extensions?: ReadonlyArray<{ name: RequestExtensionName; field: string }>
+  /**
+   * Parameters the caller set that an endpoint must honour whatever `require_parameters` says, because
+   * ignoring them would change what the caller pays for or gets (`prompt_cache_options`).
+   */
+  requiredParameters?: string[]
   /** All BYOK credentials of the workspace. */
   credentials: ByokRecord[]
   callerKeyHash: string
@@ -133,6 +138,9 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   const extensions = input.extensions ?? []
   // Endpoints left out because they cannot honour an extension the caller set.
   const withoutExtension: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
+  const required = input.requiredParameters ?? []
+  // Whether some model had endpoints until the required parameters ruled them all out.
+  let isRuledOutByRequired = false
 
   for (const slug of input.models) {
     const model = catalog.find(slug)
@@ -153,6 +161,10 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
         withoutExtension.push({ endpoint, provider })
         return false
       })
+    }
+    if (required.length > 0 && endpoints.length > 0) {
+      endpoints = endpoints.filter((endpoint) => required.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
+      if (endpoints.length === 0) isRuledOutByRequired = true
     }
 
     // Default and price order: cheapest first. Throughput and latency are not measured yet, so those keep catalog order.
@@ -199,6 +211,9 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   }
   if (attempts.length === 0 && withoutKey.size > 0) throw noKeyError(input.models, [...withoutKey.values()])
   if (attempts.length === 0 && withoutExtension.length > 0) throw unsupportedExtensionError(input.models, extensions, withoutExtension)
+  if (attempts.length === 0 && isRuledOutByRequired) {
+    throw new InvalidRequestError(`${listed(required)}: not supported by any endpoint of ${input.models.join(', ')}`)
+  }
   if (attempts.length === 0) {
     throw new NotFoundError(
       `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials`,
@@ -219,6 +234,10 @@ export const parametersUsed = (request: Record<string, unknown>, extensions?: Re
   if ((extensions?.logprobs?.topLogprobs ?? 0) > 0) used.push('top_logprobs')
   return used
 }
+
+/** The parameters set in `request` that no endpoint may ignore (`RoutingInput.requiredParameters`). */
+export const requiredParameters = (request: Record<string, unknown>): string[] =>
+  request.prompt_cache_options === undefined || request.prompt_cache_options === null ? [] : ['prompt_cache_options']
 
 /** Requested models in order: `model` (or the workspace default) then `models`, without repeats. */
 export const requestedModels = (model: string | undefined, models: string[] | undefined, workspaceDefault: string): string[] => {

@@ -12,7 +12,7 @@ import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
 import { extensionsUsed } from '../providers/types'
 import type { InferenceRequest, RouteExtensions } from './request'
-import { parametersUsed, planAttempts, requestedModels } from './routing'
+import { parametersUsed, planAttempts, requestedModels, requiredParameters } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
 import { openSession } from './stream-session'
@@ -65,6 +65,7 @@ export const prepareRequest = async (
     models,
     preferences: withRouteAlias(body),
     parametersUsed: parametersUsed(body, extensions?.values),
+    requiredParameters: requiredParameters(body),
     extensions: extensionsUsed(extensions?.values).map((name) => ({ name, field: extensions?.fieldNames?.[name] ?? `body.${name}` })),
     credentials: byok.credentials,
     callerKeyHash: caller.key.hash,

@@ -26,6 +26,8 @@ export interface UpstreamCall {
   maxEventBytes?: number
   /** Settings beyond the Responses body; only those the adapter declares in `requestExtensions` are ever set. */
   extensions?: RequestExtensions
+  /** Whether the endpoint honours explicit prompt caching (`prompt_cache_options`, `prompt_cache_breakpoint` markers). */
+  hasExplicitPromptCache?: boolean
 }
 
 /** Where and as whom to call. */
