@@ -64,6 +64,9 @@ const OPENAI_TOOL_TYPES = new Set([
   'programmatic_tool_calling',
 ])
 
+/** What `include` must name for OpenAI to return the text's log probabilities (the `logprobs` extension). */
+const LOGPROBS_INCLUDE = 'message.output_text.logprobs'
+
 /** Function-tool fields that only the gateway understands. */
 const GATEWAY_TOOL_FIELDS = new Set(['async', 'cache_control'])
 
@@ -267,8 +270,6 @@ export const toOpenAIBody = (call: UpstreamCall): Json => {
   body.stream = call.stream
   return body
 }
-
-const LOGPROBS_INCLUDE = 'message.output_text.logprobs'
 
 /** Headers we set ourselves; configured headers cannot replace them (in any letter case). */
 const OWN_HEADERS = new Set(['authorization', 'content-type', 'accept'])

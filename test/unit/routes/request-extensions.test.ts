@@ -216,6 +216,33 @@ describe('log probabilities', () => {
     expect(t.upstreams.groq!.requests).toHaveLength(0)
   })
 
+  it('streams a Responses upstream text deltas with their logprobs on the matching chunks', async () => {
+    const t = await start()
+    const item = { id: 'msg_1', type: 'message', role: 'assistant', status: 'in_progress', content: [] }
+    const part = { type: 'output_text', text: '', annotations: [], logprobs: [] }
+    const at = { item_id: 'msg_1', output_index: 0, content_index: 0 }
+    t.upstreams.openai!.setHandler(() =>
+      sse([
+        { data: { type: 'response.created', sequence_number: 0, response: { id: 'resp_1', object: 'response', status: 'in_progress', output: [] } } },
+        { data: { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item } },
+        { data: { type: 'response.content_part.added', sequence_number: 2, ...at, part } },
+        { data: { type: 'response.output_text.delta', sequence_number: 3, ...at, delta: '1', logprobs: [TOKENS[0]] } },
+        { data: { type: 'response.output_text.delta', sequence_number: 4, ...at, delta: ',', logprobs: [TOKENS[1]] } },
+        { data: { type: 'response.output_text.done', sequence_number: 5, ...at, text: '1,', logprobs: TOKENS } },
+        { data: { type: 'response.content_part.done', sequence_number: 6, ...at, part: { ...part, text: '1,', logprobs: TOKENS } } },
+        { data: { type: 'response.output_item.done', sequence_number: 7, output_index: 0, item: { ...item, status: 'completed', content: [{ ...part, text: '1,', logprobs: TOKENS }] } } },
+        { data: { type: 'response.completed', sequence_number: 8, response: { id: 'resp_1', object: 'response', status: 'completed', output: [], usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } } } },
+      ]),
+    )
+    const { events } = await readSseEvents(await chat({ model: 'acme/both', logprobs: true, top_logprobs: 2, stream: true }))
+    const choices = events.slice(0, -1).flatMap((event) => event.data.choices)
+    expect(choices.filter((choice: { delta: { content?: string } }) => choice.delta.content)).toEqual([
+      { index: 0, delta: { content: '1' }, logprobs: { content: [TOKENS[0]], refusal: null }, finish_reason: null },
+      { index: 0, delta: { content: ',' }, logprobs: { content: [TOKENS[1]], refusal: null }, finish_reason: null },
+    ])
+    expect(t.upstreams.openai!.requests[0]!.json).toMatchObject({ stream: true, include: ['message.output_text.logprobs'], top_logprobs: 2 })
+  })
+
   it('reads a Chat Completions upstream logprobs.content, whole and streamed, each chunk with its own tokens', async () => {
     const t = await start()
     const prefer = { provider: { order: ['groq'] } }
