@@ -53,7 +53,10 @@ const TOKENIZERS: Readonly<Record<string, string>> = {
   qwen: 'Qwen',
 }
 
-const authorOf = (slug: string): string => slug.split('/', 1)[0]!
+export const authorOf = (slug: string): string => slug.split('/', 1)[0]!
+
+/** OpenRouter's `architecture.tokenizer`: the model family, which its `arch` filter names. */
+export const tokenizerOf = (entry: ModelEntry): string => TOKENIZERS[authorOf(entry.slug)] ?? 'Other'
 
 export const inputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.inputModalities ?? ['text']
 export const outputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.outputModalities ?? ['text']
@@ -62,7 +65,7 @@ const toArchitectureWire = (entry: ModelEntry) => ({
   modality: `${inputModalitiesOf(entry).join('+')}->${outputModalitiesOf(entry).join('+')}`,
   input_modalities: inputModalitiesOf(entry),
   output_modalities: outputModalitiesOf(entry),
-  tokenizer: TOKENIZERS[authorOf(entry.slug)] ?? 'Other',
+  tokenizer: tokenizerOf(entry),
   // Prompt templates are the upstream's business: every endpoint here takes structured messages.
   instruct_type: null,
 })
