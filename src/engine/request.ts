@@ -4,6 +4,19 @@ import type { ClientSignal } from '../core/client-signal'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 
+/** One upstream attempt as it ended: what the usage ledger reports per attempt (OpenRouter's `provider_responses`). */
+export interface AttemptReport {
+  provider: string
+  model: string
+  /** The provider's own id for the model. */
+  endpoint: string
+  isByok: boolean
+  /** 200 for the attempt that answered, the failure's status otherwise, null when the client left first. */
+  status: number | null
+  /** From sending the attempt to its answer (a stream's first event) or its failure. */
+  latencyMs: number
+}
+
 export interface InferenceRequest {
   body: ResponsesRequestBody
   attempts: Attempt[]
@@ -16,4 +29,6 @@ export interface InferenceRequest {
   signal: ClientSignal
   /** Whether the caller opted in to `service_metadata`. */
   isMetadataRequested: boolean
+  /** Filled by the fallback loop as attempts end, in the order they were sent. */
+  attemptReports: AttemptReport[]
 }

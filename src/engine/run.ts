@@ -69,6 +69,7 @@ export const prepareRequest = async (service: InferenceService, context: RunCont
     requestId,
     signal: context.signal,
     isMetadataRequested: context.isMetadataRequested,
+    attemptReports: [],
   }
 }
 

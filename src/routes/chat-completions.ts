@@ -18,5 +18,5 @@ export const createChatCompletion = defineRoute({
   body: ChatCompletionsRequestSchema,
   isAccessLogged: true,
   handle: (context) =>
-    answerInference(context, toEngineRequest(context.body), chatCompletionsFormat({ isReasoningExcluded: isReasoningExcluded(context.body) })),
+    answerInference(context, toEngineRequest(context.body), chatCompletionsFormat({ isReasoningExcluded: isReasoningExcluded(context.body) }), 'chat_completions'),
 })
