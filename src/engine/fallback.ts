@@ -144,7 +144,8 @@ export const firstServedAttempt = async <T>(
       lastFailure = toAttemptFailure(error, attempt, opened?.secrets ?? [])
       lastAttempt = attempt
       outcome = outcomeOf(lastFailure)
-      report(lastFailure.status)
+      // The provider's own status where it answered one (OpenRouter's `provider_responses`), else what the client would see.
+      report(isUpstreamFailure(lastFailure) ? lastFailure.upstreamStatus : lastFailure.status)
       logAttemptFailure(service, request.requestId, attempt, attemptsMade, lastFailure)
     } finally {
       outliers.record(keys, outcome)

@@ -11,7 +11,7 @@ export interface AttemptReport {
   /** The provider's own id for the model. */
   endpoint: string
   isByok: boolean
-  /** 200 for the attempt that answered, the failure's status otherwise, null when the client left first. */
+  /** 200 for the attempt that answered, the provider's status (or the gateway's for a failure of its own) otherwise, null when the client left first. */
   status: number | null
   /** From sending the attempt to its answer (a stream's first event) or its failure. */
   latencyMs: number

@@ -128,6 +128,7 @@ export const toGenerationRecord = (
     accountId: caller.account.id,
     workspaceId: caller.key.workspaceId,
     keyHash: caller.key.hash,
+    userId: caller.key.creatorUserId,
     api,
     requestedModel: request.requestedModel,
     model: outcome.model,

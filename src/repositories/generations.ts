@@ -56,6 +56,8 @@ export type GenerationRecord = {
   workspaceId: string
   /** SHA-256 hex of the calling key, never the key. */
   keyHash: string
+  /** The user the calling key acts for (its `creator_user_id`), which activity filters by. */
+  userId: string
   api: GenerationApi
   requestedModel: string
   /** The model that served, or the one requested when none did. */
