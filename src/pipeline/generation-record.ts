@@ -213,23 +213,16 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
       const latencyMs = elapsedSince(context.startedAt)
       return { latencyMs, timeToFirstTokenMs: firstContentMs, generationTimeMs: firstContentMs === null ? null : latencyMs - firstContentMs }
     }
-    const cancelled = (used: StoppedUsage | undefined): GenerationOutcome | undefined => {
+    /** The outcome of a stream that ended before its `finished` event: stopped by its client, or broken by a bug. */
+    const endedEarly = (how: 'cancelled' | 'broken', used: StoppedUsage | undefined): GenerationOutcome | undefined => {
       if (id === undefined) return undefined
-      const isEstimated = !used?.usage
       const usage = used ? used.bill(used.usage ?? estimatedUsage(request, outputCharacters)) : null
-      return {
-        id,
-        status: 'cancelled',
-        // nginx's "client closed request": the client, not the gateway, ended it.
-        httpStatus: 499,
-        errorType: null,
-        model,
-        usage,
-        isUsageEstimated: usage !== null && isEstimated,
-        finishReason: null,
-        nativeFinishReason: 'cancelled',
-        ...streamTiming(),
-      }
+      const ending =
+        how === 'cancelled'
+          ? // nginx's "client closed request": the client, not the gateway, ended it.
+            ({ status: 'cancelled', httpStatus: 499, errorType: null, finishReason: null, nativeFinishReason: 'cancelled' } as const)
+          : ({ status: 'failed', httpStatus: 500, errorType: 'internal_error', finishReason: 'error', nativeFinishReason: 'failed' } as const)
+      return { id, model, usage, isUsageEstimated: usage !== null && !used?.usage, ...ending, ...streamTiming() }
     }
     const writeInBackground = (outcome: GenerationOutcome | undefined) => {
       if (!outcome || isWritten) return
@@ -255,17 +248,8 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
         return write(finishedOutcome(result, streamTiming()))
       },
       onEnd(end) {
-        if (end.how === 'stopped') return writeInBackground(cancelled(end.used))
-        if (end.how === 'broken' && id !== undefined) {
-          writeInBackground({
-            ...(cancelled(undefined) as GenerationOutcome),
-            status: 'failed',
-            httpStatus: 500,
-            errorType: 'internal_error',
-            finishReason: 'error',
-            nativeFinishReason: 'failed',
-          })
-        }
+        if (end.how === 'stopped') writeInBackground(endedEarly('cancelled', end.used))
+        else if (end.how === 'broken') writeInBackground(endedEarly('broken', undefined))
       },
     }
   }
