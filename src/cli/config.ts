@@ -49,6 +49,8 @@ export const RunnerConfigSchema = v.strictObject({
   rateLimitRequests: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   rateLimitWindowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400)), 60),
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1)), '.modelgate'),
+  /** Days the usage ledger keeps each generation record (see `createGateway`'s `ledger`; default 30). */
+  ledgerRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
   /** How long a whole request body may take to arrive, in ms (408 after that). */
   requestBodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
@@ -138,6 +140,7 @@ export const ENVIRONMENT = {
   MODELGATE_RATE_LIMIT_REQUESTS: 'rateLimitRequests',
   MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rateLimitWindowSeconds',
   MODELGATE_DATA_DIR: 'dataDir',
+  MODELGATE_LEDGER_RETENTION_DAYS: 'ledgerRetentionDays',
   MODELGATE_BODY_LIMIT: 'bodyLimit',
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
   MODELGATE_LOG_LEVEL: 'logLevel',
@@ -159,6 +162,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'rateLimitRequests',
   'rateLimitWindowSeconds',
   'priceRefreshSeconds',
+  'ledgerRetentionDays',
 ])
 const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent'])
 

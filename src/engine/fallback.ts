@@ -122,18 +122,33 @@ export const firstServedAttempt = async <T>(
     const call = callFor(request, attempt, service, stream)
     let opened: OpenedAttempt | undefined
     let outcome: AttemptOutcome = 'unknown'
+    const attemptStarted = performance.now()
+    const report = (status: number | null) =>
+      request.attemptReports.push({
+        provider: attempt.provider.descriptor.id,
+        model: attempt.model.slug,
+        endpoint: attempt.endpoint.model,
+        isByok: attempt.credential !== null,
+        status,
+        latencyMs: Math.round(performance.now() - attemptStarted),
+      })
     try {
-      const attemptStarted = performance.now()
       opened = await openAttempt(attempt, call, service, attemptRequest)
       const value = await use(opened, call, attempt, attemptStarted)
       outcome = 'answered'
+      report(200)
       return { isServed: true, value, served: { attempt, attemptNumber: attemptsMade }, opened }
     } catch (error) {
       opened?.abort()
-      if (error instanceof ClientClosedError || attemptRequest.signal.aborted) throw new ClientClosedError()
+      if (error instanceof ClientClosedError || attemptRequest.signal.aborted) {
+        report(null)
+        throw new ClientClosedError()
+      }
       lastFailure = toAttemptFailure(error, attempt, opened?.secrets ?? [])
       lastAttempt = attempt
       outcome = outcomeOf(lastFailure)
+      // The provider's own status where it answered one (OpenRouter's `provider_responses`), else what the client would see.
+      report(isUpstreamFailure(lastFailure) ? lastFailure.upstreamStatus : lastFailure.status)
       logAttemptFailure(service, request.requestId, attempt, attemptsMade, lastFailure)
     } finally {
       outliers.record(keys, outcome)

@@ -5,9 +5,10 @@
  */
 
 import type { ResponsesRequestBody } from './request.schemas'
-import type { ResponseResult, ResponseSession, SessionEvent } from './session-events'
+import type { ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from './session-events'
 
-export type SessionEnd = { how: 'finished'; result: ResponseResult } | { how: 'stopped' } | { how: 'broken'; error: unknown }
+/** `used` is present when the consumer stopped an answer that had started (session-events.ts). */
+export type SessionEnd = { how: 'finished'; result: ResponseResult } | { how: 'stopped'; used?: StoppedUsage } | { how: 'broken'; error: unknown }
 
 export interface SessionObserver {
   /** The request as the consumer should see it (the writer echoes its fields); the session's own when absent. */
@@ -64,8 +65,9 @@ export const observeSession = (session: ResponseSession, observer: SessionObserv
       },
     })
     return () => {
-      end({ how: 'stopped' })
-      stop()
+      const used = stop()
+      end(used ? { how: 'stopped', used } : { how: 'stopped' })
+      return used
     }
   },
 })

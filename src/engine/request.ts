@@ -5,6 +5,19 @@ import type { RequestExtensionName, RequestExtensions } from '../providers/types
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 
+/** One upstream attempt as it ended: what the usage ledger reports per attempt (OpenRouter's `provider_responses`). */
+export interface AttemptReport {
+  provider: string
+  model: string
+  /** The provider's own id for the model. */
+  endpoint: string
+  isByok: boolean
+  /** 200 for the attempt that answered, the provider's status (or the gateway's for a failure of its own) otherwise, null when the client left first. */
+  status: number | null
+  /** From sending the attempt to its answer (a stream's first event) or its failure. */
+  latencyMs: number
+}
+
 export interface InferenceRequest {
   body: ResponsesRequestBody
   attempts: Attempt[]
@@ -19,6 +32,8 @@ export interface InferenceRequest {
   isMetadataRequested: boolean
   /** Settings beyond the Responses body (Chat Completions `stop`, …); every attempt's adapter declares those set. */
   extensions?: RequestExtensions
+  /** Filled by the fallback loop as attempts end, in the order they were sent. */
+  attemptReports: AttemptReport[]
 }
 
 /** Extensions a route translated from its own wire format. */

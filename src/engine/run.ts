@@ -81,6 +81,7 @@ export const prepareRequest = async (
     signal: context.signal,
     isMetadataRequested: context.isMetadataRequested,
     ...(extensions ? { extensions: extensions.values } : {}),
+    attemptReports: [],
   }
 }
 

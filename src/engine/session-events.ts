@@ -4,7 +4,7 @@
  */
 
 import type { ItemEvent, RelayedEvent } from '../providers/events'
-import type { OutputItem } from '../providers/types'
+import type { OutputItem, Usage } from '../providers/types'
 import type { BilledUsage } from './billing'
 import type { ResponsesRequestBody } from './request.schemas'
 
@@ -73,13 +73,25 @@ export interface EventSink<Event> {
   fail(error: unknown): void
 }
 
+/**
+ * What a stream stopped by its consumer had used (docs/decisions.md, Usage ledger): the upstream's usage when
+ * it arrived before the stop, and the serving endpoint's prices, to bill an estimate when it did not.
+ */
+export interface StoppedUsage {
+  usage: Usage | null
+  bill(usage: Usage): BilledUsage
+}
+
 /** A streamed response in progress: it starts producing when a consumer starts it, at the consumer's pace. */
 export interface ResponseSession {
   readonly request: ResponsesRequestBody
   /** The gateway's own time before the stream was handed over (routing, key decryption), upstream waits excluded. */
   readonly overheadMs: number
-  /** Starts the events into `sink`; returns the function that stops the session when the consumer goes away. */
-  start(sink: EventSink<SessionEvent>): () => void
+  /**
+   * Starts the events into `sink`; returns the function that stops the session when the consumer goes away,
+   * which tells what the answer used when it was stopped after `started`.
+   */
+  start(sink: EventSink<SessionEvent>): () => StoppedUsage | undefined
 }
 
 /** A whole answer. */

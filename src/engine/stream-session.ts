@@ -240,13 +240,15 @@ export const openSession = async (service: InferenceService, request: InferenceR
 
     // The consumer went away: abort the upstream at once.
     return () => {
-      if (isStopped) return
+      if (isStopped) return undefined
       isStopped = true
       clearInterval(keepAlive)
       service.streams.delete(active)
       open?.opened.abort()
       abortOpening()
       open?.iterator.return?.()?.catch(() => {})
+      const served = started
+      return served && { usage: usage ?? null, bill: (used: Usage) => billAttempt(used, served.attempt, service.byokFeeRate) }
     }
   }
 

@@ -21,6 +21,7 @@ import { createSecretBox, type SecretBox } from '../core/secrets'
 import { createInferenceService } from '../engine/service'
 import { createInternSettings } from '../interns/settings'
 import { createAccessLog, type AccessLog } from '../pipeline/access-log'
+import { createLedger, DEFAULT_LEDGER_SWEEP_INTERVAL_MS, DEFAULT_RETENTION_DAYS } from '../pipeline/ledger'
 import type { GatewayRuntime } from '../pipeline/runtime'
 import { ADAPTERS } from '../providers'
 import { assertKnownEndpointProviders } from '../engine/providers'
@@ -41,7 +42,7 @@ export interface Gateway extends ReplyHandler {
   admin: GatewayAdmin
   /** The storage driver in use. */
   storage: StorageDriver
-  /** Stops the provisioning sweep, lets this process's intern work finish its writes, and closes the storage driver. */
+  /** Stops the provisioning and ledger sweeps, lets this process's intern work and usage records finish their writes, and closes the storage driver. */
   close(): Promise<void>
   /**
    * Ends every Responses stream in flight (intern chats included) in-band: `response.failed` with
@@ -145,6 +146,15 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
     }),
     interns: createInternSettings(config),
+    ledger: createLedger(
+      repositories.generations,
+      {
+        retentionDays: config.ledger?.retentionDays ?? DEFAULT_RETENTION_DAYS,
+        sweepIntervalMs: config.ledger?.sweepIntervalMs ?? DEFAULT_LEDGER_SWEEP_INTERVAL_MS,
+      },
+      now,
+      logger,
+    ),
     trustedHostHeader: config.trustedHostHeader,
   }
   assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
@@ -236,6 +246,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       await sweep?.stop()
       // Let provisioning and destruction started by this process finish their writes first.
       await Promise.allSettled([...runtime.interns.tasks])
+      // Records of answers already sent are written before the store goes.
+      await runtime.ledger.close()
       await storage.close()
     },
   }

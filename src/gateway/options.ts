@@ -16,7 +16,7 @@ import { DEFAULT_LEASE_TTL_MS } from '../interns/lease'
 const isStorageDriver = (value: unknown): value is StorageDriver =>
   typeof value === 'object' &&
   value !== null &&
-  ['create', 'get', 'findByUnique', 'update', 'delete', 'list', 'increment', 'close'].every(
+  ['create', 'createMany', 'get', 'findByUnique', 'update', 'delete', 'list', 'increment', 'close'].every(
     (method) => typeof (value as Record<string, unknown>)[method] === 'function',
   )
 
@@ -127,6 +127,14 @@ export const InternProvisioningOptionsSchema = v.pipe(
     'heartbeatIntervalMs must be shorter than leaseTtlMs',
   ),
 )
+
+/** The usage ledger's retention (docs/decisions.md, Usage ledger). */
+export const LedgerOptionsSchema = v.strictObject({
+  /** Days a generation record is kept after its request (default 30). */
+  retentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
+  /** How often this process deletes expired records (ms, default 10 minutes); `false` when another process sweeps. */
+  sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(1000))])),
+})
 
 /** A header name, lower-cased. */
 export const TrustedHostHeaderSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a header name'), v.toLowerCase())
@@ -247,6 +255,11 @@ export const GatewayOptionsSchema = v.strictObject({
    * the host the server was reached on decides and forwarded headers are ignored: any client can send them.
    */
   trustedHostHeader: v.optional(TrustedHostHeaderSchema),
+  /**
+   * The usage ledger: one record per served request, behind `GET /generation` and `GET /activity`, kept
+   * `retentionDays` (default 30) and swept every `sweepIntervalMs` (default 10 minutes; `false` for none).
+   */
+  ledger: v.optional(LedgerOptionsSchema),
   /** Clock, for tests. */
   now: v.optional(v.custom<() => Date>((value) => typeof value === 'function', 'must be a function returning a Date')),
 })

@@ -2,10 +2,13 @@
 
 import type { InferenceService } from '../engine/service'
 import type { InternSettings } from '../interns/settings'
+import type { Ledger } from './ledger'
 
 export interface GatewayRuntime {
   inference: InferenceService
   interns: InternSettings
+  /** The usage ledger: generation records and their retention. */
+  ledger: Ledger
   /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
   trustedHostHeader: string | undefined
 }

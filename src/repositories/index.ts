@@ -2,6 +2,7 @@ import type { StorageDriver } from '../storage/contract'
 import { createAccountsRepository } from './accounts'
 import { createApiKeysRepository } from './api-keys'
 import { createByokRepository } from './byok-credentials'
+import { createGenerationsRepository } from './generations'
 import { createIdempotencyRepository } from './idempotency-keys'
 import { createInternsRepository } from './interns'
 import { createWorkspacesRepository, type WorkspaceDefaults } from './workspaces'
@@ -12,6 +13,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   apiKeys: createApiKeysRepository(storage, now),
   idempotency: createIdempotencyRepository(storage),
   byok: createByokRepository(storage, now),
+  generations: createGenerationsRepository(storage),
   interns: createInternsRepository(storage, now),
   workspaces: createWorkspacesRepository(storage, workspaceDefaults, now),
 })

@@ -22,6 +22,7 @@ export const createChatCompletion = defineRoute({
       context,
       toEngineRequest(context.body),
       chatCompletionsFormat({ isReasoningExcluded: isReasoningExcluded(context.body), isLogprobsRequested: isLogprobsRequested(context.body) }),
+      'chat_completions',
       toExtensions(context.body),
     ),
 })

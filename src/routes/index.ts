@@ -2,6 +2,7 @@ import type { AnyRoute } from '../pipeline/route'
 import { createByok, deleteByok, getByok, listByok, updateByok } from './byok'
 import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
 import { liveness, readiness } from './health'
+import { getActivity, getGeneration } from './generations'
 import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
@@ -43,6 +44,8 @@ export const routes: readonly AnyRoute[] = [
   listModels,
   listModelEndpoints,
   listProviders,
+  getGeneration,
+  getActivity,
   listInternsRoute,
   createInternRoute,
   getInternRoute,

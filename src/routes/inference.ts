@@ -8,7 +8,9 @@ import { observeSession } from '../engine/observe'
 import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
 import { prepareRequest, runRequest } from '../engine/run'
+import { createGenerationRecorder } from '../pipeline/generation-record'
 import type { RouteContext } from '../pipeline/route'
+import type { GenerationApi } from '../repositories/generations'
 import { replyInFormat, type WireFormat } from '../writers/reply'
 
 /** Bodies carry whole conversations and inline images; far above the JSON routes' 1 MiB. */
@@ -16,10 +18,19 @@ export const INFERENCE_BODY_LIMIT = 20 * 1024 * 1024
 
 const METADATA_HEADERS = ['x-service-metadata', 'x-service-experimental-metadata']
 
-type InferenceRouteContext = Pick<RouteContext<unknown, unknown, unknown>, 'request' | 'requestId' | 'caller' | 'repositories' | 'runtime' | 'access' | 'clientSignal'>
+type InferenceRouteContext = Pick<RouteContext<unknown, unknown, unknown>, 'request' | 'requestId' | 'caller' | 'repositories' | 'runtime' | 'access' | 'clientSignal' | 'now'>
 
-/** Runs `body` (with the settings `extensions` adds to it) for the route's caller and answers in `format`. */
-export const answerInference = (route: InferenceRouteContext, body: ResponsesRequestBody, format: WireFormat, extensions?: RouteExtensions): Promise<Reply> => {
+/**
+ * Runs `body` (with the settings `extensions` adds to it) for the route's caller and answers in `format`;
+ * `api` names the route in its usage record.
+ */
+export const answerInference = (
+  route: InferenceRouteContext,
+  body: ResponsesRequestBody,
+  format: WireFormat,
+  api: GenerationApi,
+  extensions?: RouteExtensions,
+): Promise<Reply> => {
   const { request, access, runtime } = route
   const service = runtime.inference
   const context = {
@@ -31,9 +42,11 @@ export const answerInference = (route: InferenceRouteContext, body: ResponsesReq
     // spec session_id: the body wins over the header.
     sessionId: body.session_id ?? request.headers.get('x-session-id') ?? undefined,
   }
+  const arrival = { arrivedAt: route.now(), startedAt: performance.now() }
   const running = prepareRequest(service, context, body, extensions).then((prepared) => {
     access?.requested(prepared.requestedModel)
-    return runRequest(service, prepared)
+    const recorder = createGenerationRecorder(runtime.ledger, service, { api, caller: route.caller, requestId: route.requestId, sessionId: context.sessionId, ...arrival }, prepared)
+    return recorder.run(runRequest(service, prepared))
   })
   return replyInFormat(
     format,

@@ -31,13 +31,13 @@ import {
 import { ResponsesRequestSchema } from '../engine/request.schemas'
 import { observeSession } from '../engine/observe'
 import { WORKSPACE_GONE, prepareRequest, runRequest, type RunContext } from '../engine/run'
-import { openSession } from '../engine/stream-session'
 import { internChatObserver } from '../interns/chat-session'
 import { replyTo } from '../writers/responses-reply'
 import type { GatewayRuntime } from '../pipeline/runtime'
 import type { InputItem } from '../providers/types'
 import type { JsonValue } from '../storage/contract'
 import { readIdempotencyKey } from '../pipeline/idempotency'
+import { createGenerationRecorder } from '../pipeline/generation-record'
 import {
   ChatBodySchema,
   CreateInternBodySchema,
@@ -230,6 +230,13 @@ export const chatInternRoute = defineRoute({
       const turnContext: RunContext = { caller, repositories, requestId, signal: turnSignal, isMetadataRequested: false }
       return prepareRequest(service, turnContext, parseInput(ResponsesRequestSchema, turn, 'body'))
     }
+    // Every model turn the runtime runs through the gateway is recorded like any other request (docs/decisions.md, Usage ledger).
+    const runRecorded = async (turn: Record<string, unknown>, turnSignal: AbortSignal) => {
+      const arrival = { arrivedAt: context.now(), startedAt: performance.now() }
+      const prepared = await prepare(turn, turnSignal)
+      const recorder = createGenerationRecorder(runtime.ledger, service, { api: 'intern_chat', caller, requestId, sessionId: undefined, ...arrival }, prepared)
+      return recorder.run(runRequest(service, prepared))
+    }
     // A runtime that answered with SSE text (its `respond`, or a user's runtime): the turn is read back from the text.
     const fromSseText = (response: Response) => {
       if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response
@@ -240,8 +247,12 @@ export const chatInternRoute = defineRoute({
     access?.requested(view.model)
     const answer = runtime.interns.runtime.chat(view, history, input, {
       signal,
-      respond: async (turn, turnSignal) => toResponse(await replyTo(prepare(turn, turnSignal).then((prepared) => runRequest(service, prepared)))),
-      openSession: async (turn, turnSignal) => openSession(service, await prepare(turn, turnSignal)),
+      respond: async (turn, turnSignal) => toResponse(await replyTo(runRecorded(turn, turnSignal))),
+      openSession: async (turn, turnSignal) => {
+        const outcome = await runRecorded({ ...turn, stream: true }, turnSignal)
+        if (!outcome.isStream) throw new TypeError('a streamed turn answered whole')
+        return outcome.session
+      },
     })
     return replyTo(
       answer.then((turn) => (turn instanceof Response ? { isStream: false as const, reply: fromSseText(turn) } : { isStream: true as const, session: turn })),

@@ -20,5 +20,5 @@ export const createMessage = defineRoute({
   bodyLimit: INFERENCE_BODY_LIMIT,
   body: MessagesRequestSchema,
   isAccessLogged: true,
-  handle: (context) => answerInference(context, toEngineRequest(context.body), MESSAGES_FORMAT, toExtensions(context.body)),
+  handle: (context) => answerInference(context, toEngineRequest(context.body), MESSAGES_FORMAT, 'messages', toExtensions(context.body)),
 })

@@ -16,5 +16,5 @@ export const createResponse = defineRoute({
   bodyLimit: INFERENCE_BODY_LIMIT,
   body: ResponsesRequestSchema,
   isAccessLogged: true,
-  handle: (context) => answerInference(context, context.body, RESPONSES_FORMAT),
+  handle: (context) => answerInference(context, context.body, RESPONSES_FORMAT, 'responses'),
 })

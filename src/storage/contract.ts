@@ -84,6 +84,15 @@ export interface StorageDriver {
    */
   create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>>
 
+  /**
+   * Creates several records in one call, each as `create` would (atomically, on its own), and the batch in
+   * as few round trips as the backend allows (one script, one transaction, one journal append). Resolves in
+   * input order with each stored record, or `null` for one whose id or a unique key was already taken
+   * (by a stored record or an earlier input): a conflict never fails the others. When it rejects, some
+   * records may be stored and others not; sending the same batch again is safe, since taken ids come back `null`.
+   */
+  createMany<T extends JsonObject>(collection: string, inputs: RecordInput<T>[]): Promise<Array<StoredRecord<T> | null>>
+
   /** Reads one record by id; `null` when absent. */
   get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null>
 

@@ -197,16 +197,17 @@ const createFileDriver = (options: FileStorageOptions) => {
     })
   }
 
-  /** Makes a planned mutation durable, then visible; a failed append leaves the state untouched. */
-  const commit = async (current: OpenStore, mutation: Mutation): Promise<void> => {
-    const seq = current.seq + 1
+  /** Makes planned mutations durable (one append), then visible; a failed append leaves the state untouched. */
+  const commit = async (current: OpenStore, ...mutations: Mutation[]): Promise<void> => {
+    if (mutations.length === 0) return
+    const first = current.seq + 1
     try {
-      await current.journal.append({ seq, ...mutation })
+      await current.journal.append(...mutations.map((mutation, index) => ({ seq: first + index, ...mutation })))
     } catch (error) {
       throw unavailable(error)
     }
-    current.seq = seq
-    current.engine.apply(mutation)
+    current.seq = first + mutations.length - 1
+    for (const mutation of mutations) current.engine.apply(mutation)
     scheduleCompactionIfDue(current)
   }
 
@@ -222,6 +223,14 @@ const createFileDriver = (options: FileStorageOptions) => {
         const mutation = current.engine.planCreate(collection, input)
         await commit(current, mutation)
         return mutation.record as StoredRecord<T>
+      })
+    },
+
+    createMany<T extends JsonObject>(collection: string, inputs: RecordInput<T>[]): Promise<Array<StoredRecord<T> | null>> {
+      return serialized(async (current) => {
+        const mutations = current.engine.planCreateMany(collection, inputs)
+        await commit(current, ...mutations.filter((mutation) => mutation !== null))
+        return mutations.map((mutation) => (mutation ? (mutation.record as StoredRecord<T>) : null))
       })
     },
 

@@ -114,6 +114,29 @@ export const createMemoryEngine = (now: () => number) => {
       return { op: 'put', collection: collectionName, record }
     },
 
+    /**
+     * Plans a batch of creates: `null` for an input whose id or unique key is taken, by a stored record or an
+     * earlier input of the batch. Invalid inputs throw before anything is planned.
+     */
+    planCreateMany<T extends JsonObject>(collectionName: string, inputs: RecordInput<T>[]): Array<PutMutation | null> {
+      assertCollection(collectionName)
+      if (!Array.isArray(inputs)) throw new TypeError('modelgate storage: inputs must be an array')
+      const records = inputs.map((input) => toStoredRecord(input, 1))
+      const collection = collections.get(collectionName)
+      const claimedIds = new Set<string>()
+      const claimedUniques = new Set<string>()
+      return records.map((record) => {
+        const isTaken =
+          collection?.records.has(record.id) ||
+          claimedIds.has(record.id) ||
+          record.uniques.some((key) => claimedUniques.has(key) || (collection?.uniques.get(key) ?? record.id) !== record.id)
+        if (isTaken) return null
+        claimedIds.add(record.id)
+        for (const key of record.uniques) claimedUniques.add(key)
+        return { op: 'put', collection: collectionName, record }
+      })
+    },
+
     planUpdate<T extends JsonObject>(
       collectionName: string,
       id: string,

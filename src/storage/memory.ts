@@ -42,6 +42,12 @@ export const memoryStorage = (options: MemoryStorageOptions = {}): StorageDriver
       return mutation.record as StoredRecord<T>
     },
 
+    async createMany<T extends JsonObject>(collection: string, inputs: RecordInput<T>[]): Promise<Array<StoredRecord<T> | null>> {
+      const mutations = openEngine().planCreateMany(collection, inputs)
+      for (const mutation of mutations) if (mutation) engine.apply(mutation)
+      return mutations.map((mutation) => (mutation ? (mutation.record as StoredRecord<T>) : null))
+    },
+
     async get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {
       return openEngine().get<T>(collection, id)
     },

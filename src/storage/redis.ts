@@ -196,6 +196,25 @@ for _, key in ipairs(indexKeys(indexes)) do redis.call('ZADD', key, 0, sortKey .
 return 1
 `
 
+// ARGV: groups of (id, sortKey, indexes, uniques, data), one per record. Returns one 1 or 0 per record, as CREATE
+// does; records earlier in the batch count as taken for later ones.
+const CREATE_MANY = String.raw`
+local created = {}
+for first = 1, #ARGV, 5 do
+  local id, sortKey, indexes, uniques = ARGV[first], ARGV[first + 1], ARGV[first + 2], ARGV[first + 3]
+  local recordKey = base .. 'r:' .. enc(id)
+  if redis.call('EXISTS', recordKey) == 1 or isAnyUniqueHeld(uniques, id) then
+    created[#created + 1] = 0
+  else
+    redis.call('HSET', recordKey, 'id', id, 'version', '1', 'sortKey', sortKey, 'indexes', indexes, 'uniques', uniques, 'data', ARGV[first + 4])
+    claimUniques(uniques, id)
+    for _, key in ipairs(indexKeys(indexes)) do redis.call('ZADD', key, 0, sortKey .. '\0' .. id) end
+    created[#created + 1] = 1
+  end
+end
+return created
+`
+
 // ARGV: id, expectedVersion, newVersion, sortKey, indexes, uniques, data.
 // Returns 1, 0 when absent, -1 on a version conflict, -2 on a unique conflict (version is checked first, as in memory).
 const UPDATE = String.raw`
@@ -317,6 +336,7 @@ const defineScript = (lua: string): Script => ({ lua, sha: createHash('sha1').up
 
 const SCRIPTS = {
   create: defineScript(LUA_PRELUDE + CREATE),
+  createMany: defineScript(LUA_PRELUDE + CREATE_MANY),
   update: defineScript(LUA_PRELUDE + UPDATE),
   delete: defineScript(LUA_PRELUDE + DELETE),
   findByUnique: defineScript(LUA_PRELUDE + FIND_BY_UNIQUE),
@@ -453,6 +473,23 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
       ])
       if (created !== 1) throw new StorageConflictError('unique')
       return record
+    },
+
+    async createMany<T extends JsonObject>(collection: string, inputs: RecordInput<T>[]): Promise<Array<StoredRecord<T> | null>> {
+      const base = collectionBase(collection)
+      if (!Array.isArray(inputs)) throw new TypeError('modelgate storage: inputs must be an array')
+      const records = inputs.map((input) => toStoredRecord(input, 1))
+      for (const record of records) assertRecordText(record)
+      if (records.length === 0) return []
+      const args = records.flatMap((record) => [
+        record.id,
+        record.sortKey,
+        JSON.stringify(record.indexes),
+        JSON.stringify(record.uniques),
+        JSON.stringify(record.data),
+      ])
+      const created = (await runScript(SCRIPTS.createMany, `${base}all`, args)) as number[]
+      return records.map((record, index) => (created[index] === 1 ? record : null))
     },
 
     async get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {

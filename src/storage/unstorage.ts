@@ -165,20 +165,41 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     for (const key of record.uniques) encodeKeyPart(key, 'unique key')
   }
 
+  const createOne = async <T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> => {
+    const base = collectionBase(collection)
+    const record = toStoredRecord(input, 1)
+    assertEncodable(record)
+    if (await read(recordKey(base, record.id))) throw new StorageConflictError('unique')
+    await assertUniquesFree(base, record)
+    // Claims first, record last: the record is what makes the claims count (see holderOf).
+    for (const key of record.uniques) await write(uniqueKeyOf(base, key), { id: record.id })
+    await write(recordKey(base, record.id), record)
+    return record
+  }
+
   return {
     name: 'unstorage',
 
     create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> {
+      return serialized(() => createOne(collection, input))
+    },
+
+    createMany<T extends JsonObject>(collection: string, inputs: RecordInput<T>[]): Promise<Array<StoredRecord<T> | null>> {
       return serialized(async () => {
-        const base = collectionBase(collection)
-        const record = toStoredRecord(input, 1)
-        assertEncodable(record)
-        if (await read(recordKey(base, record.id))) throw new StorageConflictError('unique')
-        await assertUniquesFree(base, record)
-        // Claims first, record last: the record is what makes the claims count (see holderOf).
-        for (const key of record.uniques) await write(uniqueKeyOf(base, key), { id: record.id })
-        await write(recordKey(base, record.id), record)
-        return record
+        collectionBase(collection)
+        if (!Array.isArray(inputs)) throw new TypeError('modelgate storage: inputs must be an array')
+        for (const input of inputs) assertEncodable(toStoredRecord(input, 1))
+        // unstorage has no batch write: one record after another, each as `create` writes it.
+        const created: Array<StoredRecord<T> | null> = []
+        for (const input of inputs) {
+          try {
+            created.push(await createOne(collection, input))
+          } catch (error) {
+            if (!(error instanceof StorageConflictError)) throw error
+            created.push(null)
+          }
+        }
+        return created
       })
     },
 

@@ -100,6 +100,77 @@ export function describeStorageContract(
       ...extra,
     })
 
+    describe('createMany', () => {
+      it('stores every fresh record in input order, listable and indexed', async () => {
+        const created = await driver.createMany(widgets, [
+          widget('b', { indexes: { day: 'd1' }, sortKey: '2' }),
+          widget('a', { indexes: { day: 'd1' }, sortKey: '1', uniques: ['slug:a'] }),
+          widget('c', { indexes: { day: 'd2' }, sortKey: '3' }),
+        ])
+        expect(created.map((record) => record?.id)).toEqual(['b', 'a', 'c'])
+        expect(created[1]).toEqual({ id: 'a', data: { name: 'widget a' }, version: 1, indexes: { day: 'd1' }, uniques: ['slug:a'], sortKey: '1' })
+        expect(await driver.get(widgets, 'b')).toEqual(created[0])
+        expect((await driver.findByUnique(widgets, 'slug:a'))?.id).toBe('a')
+        const day = await driver.list(widgets, { where: { day: 'd1' } })
+        expect(day.items.map((record) => record.id)).toEqual(['a', 'b'])
+        expect(day.totalCount).toBe(2)
+      })
+
+      it('answers null for a taken id or unique key, and still stores the others', async () => {
+        await driver.create(widgets, widget('taken', { data: { name: 'first' }, uniques: ['slug:held'] }))
+        const created = await driver.createMany(widgets, [
+          widget('taken', { data: { name: 'second' } }),
+          widget('fresh'),
+          widget('claims-held', { uniques: ['slug:held'] }),
+          widget('late'),
+        ])
+        expect(created.map((record) => record?.id ?? null)).toEqual([null, 'fresh', null, 'late'])
+        expect((await driver.get(widgets, 'taken'))?.data).toEqual({ name: 'first' })
+        expect(await driver.get(widgets, 'claims-held')).toBeNull()
+        expect((await driver.list(widgets)).totalCount).toBe(3)
+      })
+
+      it('lets the first of two inputs with one id or one unique key win', async () => {
+        const created = await driver.createMany(widgets, [
+          widget('twin', { data: { name: 'one' } }),
+          widget('twin', { data: { name: 'two' } }),
+          widget('u1', { uniques: ['slug:shared'] }),
+          widget('u2', { uniques: ['slug:shared'] }),
+        ])
+        expect(created.map((record) => record?.id ?? null)).toEqual(['twin', null, 'u1', null])
+        expect((await driver.get(widgets, 'twin'))?.data).toEqual({ name: 'one' })
+        expect((await driver.findByUnique(widgets, 'slug:shared'))?.id).toBe('u1')
+      })
+
+      it('is a no-op when the same batch is sent again', async () => {
+        const batch = [widget('r1', { indexes: { day: 'd' } }), widget('r2', { indexes: { day: 'd' } })]
+        await driver.createMany(widgets, batch)
+        expect(await driver.createMany(widgets, batch)).toEqual([null, null])
+        expect((await driver.list(widgets, { where: { day: 'd' } })).totalCount).toBe(2)
+      })
+
+      it('answers an empty batch with an empty array', async () => {
+        expect(await driver.createMany(widgets, [])).toEqual([])
+      })
+
+      it('refuses an invalid input before storing any', async () => {
+        await expect(driver.createMany(widgets, [widget('ok'), { id: '', data: {} }])).rejects.toThrow(TypeError)
+        expect(await driver.get(widgets, 'ok')).toBeNull()
+      })
+
+      it('creates each record exactly once when batches race', async () => {
+        const ids = Array.from({ length: 12 }, (_, index) => `race-${index}`)
+        const batches = Array.from({ length: 6 }, (_, round) =>
+          driver.createMany(widgets, ids.map((id) => widget(id, { data: { round }, indexes: { kind: 'race' } }))),
+        )
+        const outcomes = await Promise.all(batches)
+        for (const [index] of ids.entries()) {
+          expect(outcomes.filter((outcome) => outcome[index] !== null)).toHaveLength(1)
+        }
+        expect((await driver.list(widgets, { where: { kind: 'race' } })).totalCount).toBe(ids.length)
+      })
+    })
+
     describe('create and get', () => {
       it('round-trips a record with version 1', async () => {
         const input: RecordInput = {

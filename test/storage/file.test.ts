@@ -7,6 +7,7 @@ import { isGatewayError } from '../../src/core/errors'
 import type { StorageDriver } from '../../src/storage/contract'
 import { fileStorage, openFileStorage, type FileStorageOptions } from '../../src/storage/file'
 import { describeStorageContract } from './contract'
+import { describeGenerationLedger } from './generations'
 
 const directories: string[] = []
 const drivers: StorageDriver[] = []
@@ -59,6 +60,8 @@ const dump = async (driver: StorageDriver, counterKeys: string[] = []) => ({
 })
 
 describeStorageContract('file', async () => openFileStorage({ directory: await makeDirectory() }))
+
+describeGenerationLedger('file', async () => openFileStorage({ directory: await makeDirectory() }))
 
 describeStorageContract('file, compacting every 3 writes', async () =>
   openFileStorage({ directory: await makeDirectory(), compactAfter: 3, fsync: false }),

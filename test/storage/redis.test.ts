@@ -7,6 +7,7 @@ import { isGatewayError } from '../../src/core/errors'
 import type { StorageDriver } from '../../src/storage/contract'
 import { redisStorage, type RedisStorageOptions } from '../../src/storage/redis'
 import { describeStorageContract } from './contract'
+import { describeGenerationLedger } from './generations'
 
 const REDIS_URL = 'redis://127.0.0.1:6379/0'
 const START_REDIS =
@@ -174,6 +175,8 @@ describeStorageContract('redis', () => redisStorage({ url: REDIS_URL, prefix }),
   // Redis runs on this machine, so its clock is ours; the margin covers rounding to milliseconds.
   clockToleranceMs: 25,
 })
+
+describeGenerationLedger('redis', () => redisStorage({ url: REDIS_URL, prefix }))
 
 describe('redisStorage', () => {
   describe('options', () => {

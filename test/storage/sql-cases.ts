@@ -11,6 +11,7 @@ import { openSqlStorage, sqlStorage, type SqlStorageOptions } from '../../src/st
 import { requireServer, uniqueNamespace } from '../helpers/stores'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { describeStorageContract } from './contract'
+import { describeGenerationLedger } from './generations'
 
 export interface SqlTarget {
   /** Suite name, also the driver's `name` for `url()`. */
@@ -109,6 +110,8 @@ export function describeSqlDriver(target: SqlTarget): void {
     // The database clock is this machine's, read to the millisecond.
     clockToleranceMs: 20,
   })
+
+  describeGenerationLedger(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
 
   describe(`${target.name} driver`, () => {
     it('is named after the URL scheme and checks its options when built', async () => {

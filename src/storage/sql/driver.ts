@@ -274,6 +274,62 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       return record
     },
 
+    async createMany<T extends JsonObject>(collection: string, inputs: RecordInput<T>[]): Promise<Array<StoredRecord<T> | null>> {
+      assertOpen()
+      assertCollection(collection)
+      if (!Array.isArray(inputs)) throw new TypeError('modelgate storage: inputs must be an array')
+      const records = inputs.map((input) => toStoredRecord(input, 1))
+      for (const record of records) assertStorableRecord(collection, record)
+      if (records.length === 0) return []
+      try {
+        // The usual batch (fresh ids, no unique keys) is one transaction of multi-row inserts.
+        await transaction(async (sqlCall, dialect) => {
+          await asConflict(dialect, sqlCall.query(
+            `INSERT INTO ${dialect.tables.records} (collection, id, version, data, sort_key, indexes_json, uniques_json)
+             VALUES ${placeholders(records.length, 7)}`,
+            records.flatMap((record) => [
+              collection,
+              record.id,
+              record.version,
+              JSON.stringify(record.data),
+              record.sortKey,
+              JSON.stringify(record.indexes),
+              JSON.stringify(record.uniques),
+            ]),
+          ))
+          const uniques = records.flatMap((record) => record.uniques.map((key) => [key, record.id] as const))
+          uniques.sort(([a], [b]) => byCodeUnit(a, b))
+          if (uniques.length > 0) {
+            await asConflict(dialect, sqlCall.query(
+              `INSERT INTO ${dialect.tables.uniques} (collection, unique_key, record_id) VALUES ${placeholders(uniques.length, 3)}`,
+              uniques.flatMap(([key, id]) => [collection, key, id]),
+            ))
+          }
+          const indexes = records.flatMap((record) => Object.entries(record.indexes).map(([field, value]) => [field, value, record.id]))
+          if (indexes.length > 0) {
+            await sqlCall.query(
+              `INSERT INTO ${dialect.tables.indexes} (collection, field, value, record_id) VALUES ${placeholders(indexes.length, 4)}`,
+              indexes.flatMap((entry) => [collection, ...entry]),
+            )
+          }
+        })
+        return records
+      } catch (error) {
+        if (!(error instanceof StorageConflictError)) throw error
+      }
+      // A taken id or key rolled the whole batch back: each record on its own says which ones.
+      const created: Array<StoredRecord<T> | null> = []
+      for (const input of inputs) {
+        try {
+          created.push(await driver.create(collection, input))
+        } catch (error) {
+          if (!(error instanceof StorageConflictError) || error.kind !== 'unique') throw error
+          created.push(null)
+        }
+      }
+      return created
+    },
+
     async get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {
       assertOpen()
       assertCollection(collection)

@@ -42,6 +42,14 @@ describe('runner configuration', () => {
     )
   })
 
+  it("reads the usage ledger's retention from the environment, in whole days", () => {
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_LEDGER_RETENTION_DAYS: '90' })).ledgerRetentionDays).toBe(90)
+    expect(resolveConfig({}).ledgerRetentionDays).toBeUndefined()
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_LEDGER_RETENTION_DAYS: '0' }))).toThrow(
+      'modelgate: invalid configuration: ledgerRetentionDays: must be at least 1',
+    )
+  })
+
   it('watches the parent under npm and npx unless told otherwise', () => {
     expect(shouldWatchParent(undefined, { npm_lifecycle_event: 'start' })).toBe(true)
     expect(shouldWatchParent(undefined, {})).toBe(false)

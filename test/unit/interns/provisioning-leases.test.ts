@@ -201,10 +201,11 @@ describe('provisioning leases', () => {
     expect(one.state.calls).toEqual([intern.id])
   })
 
-  it('close() stops the sweep', async () => {
+  it('close() stops the sweeps', async () => {
     const timersBefore = vi.getTimerCount()
     const one = startGateway('one')
-    expect(vi.getTimerCount()).toBe(timersBefore + 1)
+    // The provisioning sweep and the usage ledger's retention sweep.
+    expect(vi.getTimerCount()).toBe(timersBefore + 2)
     await one.gateway.close()
     expect(vi.getTimerCount()).toBe(timersBefore)
   })

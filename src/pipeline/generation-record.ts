@@ -1,0 +1,300 @@
+/**
+ * The generation record of one request, and the observer that writes it (docs/decisions.md, Usage ledger):
+ * a whole answer is recorded before it is returned, a stream from its `finished` event before the client sees
+ * the end, a stream the client stopped with what it had used, and a failure once an upstream was tried.
+ */
+
+import { isGatewayError } from '../core/errors'
+import { hmacSha256Hex } from '../core/crypto'
+import type { JsonObject } from '../storage/contract'
+import { ClientClosedError } from '../engine/attempts'
+import type { BilledUsage } from '../engine/billing'
+import { observeSession, type SessionObserver } from '../engine/observe'
+import type { InferenceRequest } from '../engine/request'
+import { newResponseId } from '../engine/response-identity'
+import type { RunOutcome } from '../engine/run'
+import type { InferenceService } from '../engine/service'
+import type { ResponseResult, SessionEvent, StoppedUsage } from '../engine/session-events'
+import { emptyUsage, type Usage } from '../providers/types'
+import type { GenerationApi, GenerationRecord, GenerationStatus } from '../repositories/generations'
+import type { Caller } from './auth'
+import type { Ledger } from './ledger'
+
+/** What a request brings to its record beyond the prepared request and its answer. */
+export interface GenerationContext {
+  api: GenerationApi
+  caller: Caller
+  requestId: string
+  sessionId: string | undefined
+  /** When the request arrived, on the gateway's clock. */
+  arrivedAt: Date
+  /** The same instant on `performance.now()`, for durations. */
+  startedAt: number
+}
+
+/** How the answer ended, in the terms of a record. */
+export interface GenerationOutcome {
+  id: string
+  status: GenerationStatus
+  httpStatus: number
+  errorType: string | null
+  /** The model that served (or was requested). */
+  model: string
+  usage: BilledUsage | null
+  isUsageEstimated: boolean
+  finishReason: string | null
+  nativeFinishReason: string | null
+  latencyMs: number
+  timeToFirstTokenMs: number | null
+  generationTimeMs: number | null
+}
+
+// OpenAI's rule of thumb for English text: about four characters per token.
+const CHARACTERS_PER_TOKEN = 4
+
+/** Tokens for `characters` of text, rounded up: any text is at least one token. */
+export const estimateTokens = (characters: number): number => Math.ceil(characters / CHARACTERS_PER_TOKEN)
+
+const sessionHashes = new Map<string, Promise<string>>()
+const SESSION_CACHE_MAX = 4_096
+
+/** A keyed hash of a session id, per account (as end-user ids are, src/engine/end-user.ts): groups without storing it. */
+export const sessionHashFor = (secret: string, accountId: string, sessionId: string): Promise<string> => {
+  const cacheKey = `${secret}\u0000${accountId}\u0000${sessionId}`
+  let hash = sessionHashes.get(cacheKey)
+  if (!hash) {
+    if (sessionHashes.size >= SESSION_CACHE_MAX) sessionHashes.clear()
+    hash = hmacSha256Hex(`modelgate-session:${secret}:${accountId}`, sessionId).then((hex) => `mgs_${hex.slice(0, 32)}`)
+    sessionHashes.set(cacheKey, hash)
+    hash.catch(() => sessionHashes.delete(cacheKey))
+  }
+  return hash
+}
+
+const hasToolCall = (result: ResponseResult) => result.output.some((item) => item.type === 'function_call')
+
+/** OpenRouter's normalized finish reason, and the Responses API's own ending it came from. */
+const finishReasonsOf = (result: ResponseResult): Pick<GenerationOutcome, 'finishReason' | 'nativeFinishReason'> => {
+  if (result.status === 'failed') return { finishReason: 'error', nativeFinishReason: 'failed' }
+  if (result.status === 'incomplete') {
+    const reason = result.incompleteDetails?.reason ?? 'incomplete'
+    return { finishReason: reason === 'content_filter' ? 'content_filter' : 'length', nativeFinishReason: reason }
+  }
+  return { finishReason: hasToolCall(result) ? 'tool_calls' : 'stop', nativeFinishReason: 'completed' }
+}
+
+/** The outcome of an answer that finished (whole or streamed). */
+export const finishedOutcome = (result: ResponseResult, timing: Pick<GenerationOutcome, 'latencyMs' | 'timeToFirstTokenMs' | 'generationTimeMs'>): GenerationOutcome => ({
+  id: result.id,
+  status: result.status,
+  httpStatus: result.error?.status ?? 200,
+  errorType: result.error?.errorType ?? null,
+  model: result.model,
+  usage: result.usage,
+  isUsageEstimated: false,
+  ...finishReasonsOf(result),
+  ...timing,
+})
+
+const errorTypeOf = (error: unknown): string => {
+  if (!isGatewayError(error)) return 'internal_error'
+  const type = error.metadata?.error_type
+  return typeof type === 'string' ? type : `http_${error.status}`
+}
+
+const round = (amount: number) => Math.round(amount * 1e12) / 1e12
+
+/**
+ * The record of one generation: everything the ledger keeps, from the request, its attempts and how it ended.
+ * Pure, so other consumers of finished generations (limits, exports) build the same record.
+ */
+export const toGenerationRecord = (
+  service: InferenceService,
+  context: GenerationContext,
+  request: InferenceRequest,
+  outcome: GenerationOutcome,
+  hashes: { session: string | null },
+): GenerationRecord => {
+  const { caller, api } = context
+  const attempts = request.attemptReports.map((report) => ({ ...report }))
+  const served = attempts.find((attempt) => attempt.status === 200) ?? null
+  const usage = outcome.usage
+  const isByok = usage?.is_byok ?? served?.isByok ?? false
+  const cost = usage?.cost ?? 0
+  return {
+    id: outcome.id,
+    createdAt: context.arrivedAt.toISOString(),
+    requestId: context.requestId,
+    accountId: caller.account.id,
+    workspaceId: caller.key.workspaceId,
+    keyHash: caller.key.hash,
+    userId: caller.key.creatorUserId,
+    api,
+    requestedModel: request.requestedModel,
+    model: outcome.model,
+    provider: served?.provider ?? null,
+    endpoint: served?.endpoint ?? null,
+    isByok,
+    isStreamed: request.body.stream === true,
+    status: outcome.status,
+    httpStatus: outcome.httpStatus,
+    errorType: outcome.errorType,
+    finishReason: outcome.finishReason,
+    nativeFinishReason: outcome.nativeFinishReason,
+    tokens: {
+      input: usage?.input_tokens ?? 0,
+      output: usage?.output_tokens ?? 0,
+      cached: usage?.input_tokens_details.cached_tokens ?? 0,
+      reasoning: usage?.output_tokens_details.reasoning_tokens ?? 0,
+    },
+    isUsageEstimated: outcome.isUsageEstimated,
+    cost,
+    upstreamCost: usage?.cost_details.upstream_inference_cost ?? null,
+    byokFee: isByok ? round(cost) : 0,
+    latencyMs: outcome.latencyMs,
+    timeToFirstTokenMs: outcome.timeToFirstTokenMs,
+    generationTimeMs: outcome.generationTimeMs,
+    attempts,
+    endUser: request.body.user != null || request.body.safety_identifier != null ? request.endUserId : null,
+    session: hashes.session,
+    trace: (request.body.trace as JsonObject | undefined) ?? null,
+    routing: {
+      requested: request.requestedModel,
+      strategy: served && attempts.indexOf(served) === 0 && outcome.model === request.requestedModel ? 'direct' : 'fallback',
+      attempts: attempts.length,
+      endpointsPlanned: request.attempts.length,
+      region: service.region,
+    },
+  }
+}
+
+/** Characters of content a stream delivered: what a cancelled stream's output estimate counts. */
+const contentLength = (event: SessionEvent): number => {
+  switch (event.type) {
+    case 'response.output_text.delta':
+    case 'response.refusal.delta':
+    case 'response.reasoning_text.delta':
+    case 'response.reasoning_summary_text.delta':
+    case 'response.function_call_arguments.delta':
+      return event.delta.length
+    default:
+      return 0
+  }
+}
+
+/** The prompt a cancelled stream's input estimate counts: instructions and input as sent, in JSON. */
+const promptLength = (request: InferenceRequest): number =>
+  (request.body.instructions?.length ?? 0) + JSON.stringify(request.body.input ?? '').length
+
+/** Usage of a stream stopped before the upstream reported any: estimated from the text that went each way. */
+const estimatedUsage = (request: InferenceRequest, outputCharacters: number): Usage => {
+  const usage = emptyUsage()
+  usage.input_tokens = estimateTokens(promptLength(request))
+  usage.output_tokens = estimateTokens(outputCharacters)
+  usage.total_tokens = usage.input_tokens + usage.output_tokens
+  return usage
+}
+
+const elapsedSince = (startedAt: number) => Math.round(performance.now() - startedAt)
+
+/** Writes the record of one prepared request as its answer ends. */
+export const createGenerationRecorder = (ledger: Ledger, service: InferenceService, context: GenerationContext, request: InferenceRequest) => {
+  const session =
+    context.sessionId === undefined ? Promise.resolve(null) : sessionHashFor(service.endUserSecret, context.caller.account.id, context.sessionId)
+  const write = async (outcome: GenerationOutcome) => ledger.write(toGenerationRecord(service, context, request, outcome, { session: await session }))
+
+  const observer = (): SessionObserver => {
+    let id: string | undefined
+    let model = request.requestedModel
+    let firstContentMs: number | null = null
+    let outputCharacters = 0
+    let isWritten = false
+    const streamTiming = () => {
+      const latencyMs = elapsedSince(context.startedAt)
+      return { latencyMs, timeToFirstTokenMs: firstContentMs, generationTimeMs: firstContentMs === null ? null : latencyMs - firstContentMs }
+    }
+    /** The outcome of a stream that ended before its `finished` event: stopped by its client, or broken by a bug. */
+    const endedEarly = (how: 'cancelled' | 'broken', used: StoppedUsage | undefined): GenerationOutcome | undefined => {
+      if (id === undefined) return undefined
+      const usage = used ? used.bill(used.usage ?? estimatedUsage(request, outputCharacters)) : null
+      const ending =
+        how === 'cancelled'
+          ? // nginx's "client closed request": the client, not the gateway, ended it.
+            ({ status: 'cancelled', httpStatus: 499, errorType: null, finishReason: null, nativeFinishReason: 'cancelled' } as const)
+          : ({ status: 'failed', httpStatus: 500, errorType: 'internal_error', finishReason: 'error', nativeFinishReason: 'failed' } as const)
+      return { id, model, usage, isUsageEstimated: usage !== null && !used?.usage, ...ending, ...streamTiming() }
+    }
+    const writeInBackground = (outcome: GenerationOutcome | undefined) => {
+      if (!outcome || isWritten) return
+      isWritten = true
+      // Nobody waits for this answer any more: a failure can only be logged.
+      write(outcome).catch((error: unknown) => service.logger.error('usage ledger: record lost', { requestId: context.requestId, error }))
+    }
+    return {
+      onEvent(event) {
+        if (event.type === 'started') {
+          id = event.id
+          model = event.model
+          return
+        }
+        const length = contentLength(event)
+        if (length > 0) {
+          outputCharacters += length
+          firstContentMs ??= elapsedSince(context.startedAt)
+        }
+      },
+      beforeFinished(result) {
+        isWritten = true
+        return write(finishedOutcome(result, streamTiming()))
+      },
+      onEnd(end) {
+        if (end.how === 'stopped') writeInBackground(endedEarly('cancelled', end.used))
+        else if (end.how === 'broken') writeInBackground(endedEarly('broken', undefined))
+      },
+    }
+  }
+
+  /** A failure before any answer, once an upstream was tried: recorded under an id of its own. */
+  const failed = (error: unknown): Promise<void> => {
+    const status = isGatewayError(error) ? error.status : 500
+    return write({
+      id: newResponseId(),
+      status: 'failed',
+      httpStatus: status,
+      errorType: errorTypeOf(error),
+      model: request.requestedModel,
+      usage: null,
+      isUsageEstimated: false,
+      finishReason: 'error',
+      nativeFinishReason: 'failed',
+      latencyMs: elapsedSince(context.startedAt),
+      timeToFirstTokenMs: null,
+      generationTimeMs: null,
+    })
+  }
+
+  return {
+    /** The outcome of running the request, with its record written (or its stream observed) before it is returned. */
+    async run(running: Promise<RunOutcome>): Promise<RunOutcome> {
+      let outcome: RunOutcome
+      try {
+        outcome = await running
+      } catch (error) {
+        const hasReachedUpstream = request.attemptReports.some((report) => report.status !== null)
+        if (hasReachedUpstream && !(error instanceof ClientClosedError)) {
+          await failed(error).catch((writeError: unknown) =>
+            service.logger.error('usage ledger: record of a failed request lost', { requestId: context.requestId, error: writeError }),
+          )
+        }
+        throw error
+      }
+      if (outcome.isStream) return { isStream: true, session: observeSession(outcome.session, observer()) }
+      const { result } = outcome.answer
+      const servedLatency = request.attemptReports.find((report) => report.status === 200)?.latencyMs ?? null
+      await write(finishedOutcome(result, { latencyMs: elapsedSince(context.startedAt), timeToFirstTokenMs: null, generationTimeMs: servedLatency }))
+      return outcome
+    },
+  }
+}
+
+export type GenerationRecorder = ReturnType<typeof createGenerationRecorder>

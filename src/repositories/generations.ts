@@ -1,0 +1,154 @@
+/**
+ * The usage ledger's records: one per served request ("generation"), keyed by the response id and written
+ * once (docs/decisions.md, Usage ledger). Listed by account and UTC day for activity, and oldest first for
+ * the retention sweep: the sort key is the creation time.
+ */
+
+import type { JsonObject, RecordInput, StorageDriver } from '../storage/contract'
+
+export const GENERATIONS = 'generations'
+
+/** Which API the request came through. */
+export type GenerationApi = 'responses' | 'chat_completions' | 'messages' | 'intern_chat'
+
+/** How the answer ended; `cancelled` when the client stopped a stream it had started to receive. */
+export type GenerationStatus = 'completed' | 'incomplete' | 'failed' | 'cancelled'
+
+export type GenerationTokens = {
+  input: number
+  output: number
+  /** Part of `input` read from the provider's prompt cache. */
+  cached: number
+  /** Part of `output` spent on reasoning. */
+  reasoning: number
+}
+
+/** One upstream attempt, in the order they were sent. */
+export type GenerationAttempt = {
+  provider: string
+  model: string
+  /** The provider's own id for the model. */
+  endpoint: string
+  isByok: boolean
+  /** 200 for the attempt that answered, the failure's status otherwise, null when the client left first. */
+  status: number | null
+  latencyMs: number
+}
+
+/** What `service_metadata` would have said about the routing, kept whether or not the caller asked for it. */
+export type GenerationRouting = {
+  requested: string
+  strategy: 'direct' | 'fallback'
+  /** Attempts sent. */
+  attempts: number
+  /** Endpoints the routing planned. */
+  endpointsPlanned: number
+  region: string
+}
+
+export type GenerationRecord = {
+  /** The response id the caller received. */
+  id: string
+  /** ISO 8601 on the gateway's clock: when the request arrived. */
+  createdAt: string
+  requestId: string
+  accountId: string
+  workspaceId: string
+  /** SHA-256 hex of the calling key, never the key. */
+  keyHash: string
+  /** The user the calling key acts for (its `creator_user_id`), which activity filters by. */
+  userId: string
+  api: GenerationApi
+  requestedModel: string
+  /** The model that served, or the one requested when none did. */
+  model: string
+  /** The serving provider; null when no attempt answered. */
+  provider: string | null
+  /** The serving provider's own id for the model. */
+  endpoint: string | null
+  isByok: boolean
+  isStreamed: boolean
+  status: GenerationStatus
+  /** The HTTP status the answer carried, or its in-band failure's. */
+  httpStatus: number
+  /** The canonical `error_type` of a failure. */
+  errorType: string | null
+  /** OpenRouter's normalized finish reason: `stop`, `length`, `tool_calls`, `content_filter`, `error`, or null. */
+  finishReason: string | null
+  /** The Responses API's own ending: `completed`, `max_output_tokens`, `content_filter`, `failed`, `cancelled`. */
+  nativeFinishReason: string | null
+  tokens: GenerationTokens
+  /** True when the tokens are an estimate (a stream cancelled before the upstream reported usage). */
+  isUsageEstimated: boolean
+  /** What the caller was charged, in USD: the BYOK fee for BYOK requests. */
+  cost: number
+  /** What the provider billed the caller's own key (BYOK); null on the shared key. */
+  upstreamCost: number | null
+  /** The part of `cost` that is the BYOK fee (0 on the shared key). */
+  byokFee: number
+  /** From the request's arrival to the end of the answer, in ms. */
+  latencyMs: number
+  /** From the request's arrival to the first content the client received (streams); null for whole answers. */
+  timeToFirstTokenMs: number | null
+  /** From the first content to the end (streams), the upstream's answer time (whole answers). */
+  generationTimeMs: number | null
+  attempts: GenerationAttempt[]
+  /** The keyed hash of `user` / `safety_identifier` sent upstream (src/engine/end-user.ts); null without one. */
+  endUser: string | null
+  /** A keyed hash of the session id, so sessions group without storing the caller's identifier. */
+  session: string | null
+  /** The request's `trace` object, as sent. */
+  trace: JsonObject | null
+  routing: GenerationRouting
+}
+
+/** `YYYY-MM-DD` of an ISO timestamp: the UTC day activity groups by. */
+export const utcDay = (isoTime: string): string => isoTime.slice(0, 10)
+
+const dayIndex = (accountId: string, day: string) => `${accountId}|${day}`
+
+const toInput = (record: GenerationRecord): RecordInput<GenerationRecord> => ({
+  id: record.id,
+  data: record,
+  indexes: { accountId: record.accountId, accountDay: dayIndex(record.accountId, utcDay(record.createdAt)) },
+  // ISO 8601 in UTC sorts as time does; ties fall back to the id.
+  sortKey: record.createdAt,
+})
+
+/** Records are read in pages, so one account's month never arrives as a single reply. */
+const PAGE_SIZE = 500
+
+export const createGenerationsRepository = (storage: StorageDriver) => ({
+  /** Stores a batch in one store call; a record whose id is stored already stays as it was (written once). */
+  async store(records: GenerationRecord[]): Promise<void> {
+    await storage.createMany(GENERATIONS, records.map(toInput))
+  },
+
+  async get(id: string): Promise<GenerationRecord | null> {
+    return (await storage.get<GenerationRecord>(GENERATIONS, id))?.data ?? null
+  },
+
+  /** Every record of an account, of one UTC day or of all, oldest first. */
+  async *list(accountId: string, day?: string): AsyncGenerator<GenerationRecord> {
+    const where: Record<string, string> = day === undefined ? { accountId } : { accountDay: dayIndex(accountId, day) }
+    for (let offset = 0; ; offset += PAGE_SIZE) {
+      const page = await storage.list<GenerationRecord>(GENERATIONS, { where, offset, limit: PAGE_SIZE })
+      for (const item of page.items) yield item.data
+      if (page.items.length < PAGE_SIZE || offset + PAGE_SIZE >= page.totalCount) return
+    }
+  },
+
+  /**
+   * Deletes up to `limit` of the oldest records created before `before` (ISO 8601). Resolves with how many
+   * went, and whether older records may remain (the page was all expired).
+   */
+  async deleteOlderThan(before: string, limit: number): Promise<{ deleted: number; hasMore: boolean }> {
+    const page = await storage.list<GenerationRecord>(GENERATIONS, { limit })
+    const expired = page.items.filter((item) => item.sortKey < before)
+    // Another process sweeping the same records deletes some first; `delete` then answers false, which is fine.
+    const outcomes = await Promise.all(expired.map((item) => storage.delete(GENERATIONS, item.id)))
+    return { deleted: outcomes.filter(Boolean).length, hasMore: expired.length === limit && expired.length > 0 }
+  },
+})
+
+export type GenerationsRepository = ReturnType<typeof createGenerationsRepository>
