@@ -3,6 +3,7 @@
 import type { ClientSignal } from '../core/client-signal'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
+import type { SpendTargets } from './spend'
 
 export interface InferenceRequest {
   body: ResponsesRequestBody
@@ -16,4 +17,6 @@ export interface InferenceRequest {
   signal: ClientSignal
   /** Whether the caller opted in to `service_metadata`. */
   isMetadataRequested: boolean
+  /** The key, workspace and account the request spends for (src/engine/spend.ts). */
+  spend: SpendTargets
 }

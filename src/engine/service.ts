@@ -11,6 +11,7 @@ import { createActiveStreams, type ActiveStreams } from './active-streams'
 import { createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } from './models'
 import { createOutlierDetector, disabledOutlierDetector, type OutlierDetectionOptions, type OutlierDetector } from './outlier-detection'
 import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } from './providers'
+import type { SpendSettings } from './spend'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from './transport'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
@@ -61,6 +62,8 @@ export interface InferenceService {
   readonly outliers: OutlierDetector
   /** Streams in flight, ended in-band by `gateway.endStreams()`. */
   readonly streams: ActiveStreams
+  /** Credits enforcement and the spend settlements being written. */
+  readonly spend: SpendSettings
   /** The gateway's clock, in ms since the epoch: every timestamp a response carries comes from it. */
   readonly now: () => number
   readonly logger: Logger
@@ -135,6 +138,7 @@ export interface InferenceServiceOptions {
   keepAliveMs?: number
   retry?: RetryOptions
   outlierDetection?: false | Partial<OutlierDetectionOptions>
+  enforceCredits?: boolean
   now?: () => Date
   logger: Logger
 }
@@ -157,6 +161,7 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     retry: retryPolicy(options.retry, now),
     outliers: outlierDetector(options.outlierDetection, now, options.logger),
     streams: createActiveStreams(),
+    spend: { enforceCredits: options.enforceCredits ?? false, pending: new Set<Promise<void>>() },
     now,
     logger: options.logger,
   })

@@ -40,8 +40,18 @@ export interface Gateway extends ReplyHandler {
   admin: GatewayAdmin
   /** The storage driver in use. */
   storage: StorageDriver
-  /** Stops the provisioning sweep, lets this process's intern work finish its writes, and closes the storage driver. */
+  /**
+   * Stops the provisioning sweep, lets this process's intern work and spend settlements finish their writes,
+   * and closes the storage driver.
+   */
   close(): Promise<void>
+  /**
+   * Resolves once what every request that has ended so far spent is written to the store (a request's
+   * spend is settled just after its answer ends, off the answer's path).
+   * @example
+   * await gateway.flushSpend()   // then GET /key shows the request just answered
+   */
+  flushSpend(): Promise<void>
   /**
    * Ends every Responses stream in flight (intern chats included) in-band: `response.failed` with
    * `error.code: "server_error"`, then `data: [DONE]`, and aborts its upstream exchange. For hosts that
@@ -123,6 +133,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     }),
     interns: createInternSettings(config),
     trustedHostHeader: config.trustedHostHeader,
+    rateLimit: config.rateLimit,
   }
   assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
 
@@ -131,7 +142,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, clientSignal: ClientSignal, access: AccessLog | undefined) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
-    const caller = route.auth === 'none' ? null : await authenticate(request, repositories, route.keyHeaders)
+    const caller = route.auth === 'none' ? null : await authenticate(request, repositories, route.keyHeaders, now)
     if (caller) {
       access?.identify(caller)
       // The route's own check first: outside the interns programme every intern route is 404, whatever the key.
@@ -197,16 +208,24 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     }
   }
 
+  const flushSpend = async () => {
+    const { pending } = runtime.inference.spend
+    // Settlements started while waiting (a stream ending meanwhile) are waited for too.
+    while (pending.size > 0) await Promise.allSettled([...pending])
+  }
+
   return {
     fetch: async (request) => toResponse(await reply(request)),
     reply,
     admin: createAdmin(repositories, secrets),
     storage,
     endStreams: (message) => runtime.inference.streams.endAll(message),
+    flushSpend,
     close: async () => {
       await sweep?.stop()
       // Let provisioning and destruction started by this process finish their writes first.
       await Promise.allSettled([...runtime.interns.tasks])
+      await flushSpend()
       await storage.close()
     },
   }

@@ -2,10 +2,13 @@
 
 import type { InferenceService } from '../engine/service'
 import type { InternSettings } from '../interns/settings'
+import type { RateLimitOptions } from './rate-limit'
 
 export interface GatewayRuntime {
   inference: InferenceService
   interns: InternSettings
   /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
   trustedHostHeader: string | undefined
+  /** The per-key request limit, when one is configured (reported by `GET /key`). */
+  rateLimit: RateLimitOptions | undefined
 }

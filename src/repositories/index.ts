@@ -2,8 +2,10 @@ import type { StorageDriver } from '../storage/contract'
 import { createAccountsRepository } from './accounts'
 import { createApiKeysRepository } from './api-keys'
 import { createByokRepository } from './byok-credentials'
+import { createCreditGrantsRepository } from './credit-grants'
 import { createIdempotencyRepository } from './idempotency-keys'
 import { createInternsRepository } from './interns'
+import { createSpendRepository } from './spend-counters'
 import { createWorkspacesRepository, type WorkspaceDefaults } from './workspaces'
 
 /** Typed access to every resource; the only way routes and admin reach storage. */
@@ -14,6 +16,8 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   byok: createByokRepository(storage, now),
   interns: createInternsRepository(storage, now),
   workspaces: createWorkspacesRepository(storage, workspaceDefaults, now),
+  creditGrants: createCreditGrantsRepository(storage, now),
+  spend: createSpendRepository(storage),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>
