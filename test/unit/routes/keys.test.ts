@@ -3,7 +3,31 @@ import { sha256Hex } from '../../../src/core/crypto'
 import { API_KEYS } from '../../../src/repositories/api-keys'
 import { createTestGateway, readJson, type TestGateway } from '../../helpers/gateway'
 
-const KEY_FIELDS = ['hash', 'name', 'label', 'kind', 'disabled', 'workspace_id', 'creator_user_id', 'created_at', 'updated_at'].sort()
+const KEY_FIELDS = [
+  'hash',
+  'name',
+  'label',
+  'kind',
+  'disabled',
+  'workspace_id',
+  'creator_user_id',
+  'external_user',
+  'limit',
+  'limit_remaining',
+  'limit_reset',
+  'include_byok_in_limit',
+  'usage',
+  'usage_daily',
+  'usage_weekly',
+  'usage_monthly',
+  'byok_usage',
+  'byok_usage_daily',
+  'byok_usage_weekly',
+  'byok_usage_monthly',
+  'expires_at',
+  'created_at',
+  'updated_at',
+].sort()
 
 describe('/keys', () => {
   let t: TestGateway
