@@ -217,7 +217,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   return {
     fetch: async (request) => toResponse(await reply(request)),
     reply,
-    admin: createAdmin(repositories, secrets),
+    admin: createAdmin(repositories, secrets, now),
     storage,
     endStreams: (message) => runtime.inference.streams.endAll(message),
     flushSpend,
