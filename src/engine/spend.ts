@@ -77,7 +77,9 @@ interface Limit {
   refusal(spentNano: number, worstNano: number): GatewayError
 }
 
-const refusal = (limit: string, message: string) => new PaymentRequiredError(message, { metadata: { error_type: 'payment_required', limit } })
+// Intern routes read `reason`; the others `metadata`.
+const refusal = (limit: string, message: string) =>
+  new PaymentRequiredError(message, { reason: 'payment_required', metadata: { error_type: 'payment_required', limit } })
 
 const ADVICE = 'lower max_output_tokens or'
 

@@ -230,6 +230,29 @@ describe('402 in each inference route', () => {
   })
 })
 
+describe('intern chat turns', () => {
+  it('are charged to the key and refused with 402 in the intern error body, like any request', async () => {
+    const { t, provider } = await start()
+    await t.gateway.admin.setAccountFlags(undefined, { interns: true })
+    const { key, data } = await createKey(t, {})
+    const created = await readJson(await t.call('POST', '/interns', { key, json: { name: 'ada', model: 'test/model', provision: true } }))
+    await expect.poll(async () => (await readJson(await t!.call('GET', `/interns/${created.id}`, { key }))).status).toBe('running')
+    const chat = () => t!.call('POST', `/interns/${created.id}/chat`, { key, json: { input: 'Hi' } })
+    const first = await chat()
+    expect(first.status).toBe(200)
+    expect((await readEvents(first)).at(-1)?.type).toBe('response.completed')
+    expect((await keyRecord(t, data.hash)).usage).toBe(0.00002)
+    // A turn reserves the intern's instructions, tool and history plus 32,768 output tokens (over $0.0655): more than $0.06.
+    expect((await t.call('PATCH', `/keys/${data.hash}`, { json: { limit: 0.06 } })).status).toBe(200)
+    const refused = await chat()
+    expect(refused.status).toBe(402)
+    const body = await readJson(refused)
+    expect(body.error).toMatchObject({ code: 402, metadata: { reason: 'payment_required', retryable: false } })
+    expect(body.error.message).toMatch(/^API key limit reached: the key may spend \$0\.06 in total, \$0\.00002 of it is spent/)
+    expect(provider.calls).toHaveLength(1)
+  })
+})
+
 describe('workspace budgets', () => {
   it('refuses once a budget of the key\'s workspace would be passed; BYOK counts only with include_byok_in_budgets', async () => {
     const time = clock()
