@@ -3,7 +3,7 @@
 import type { ClientSignal } from '../core/client-signal'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
-import type { SpendTargets } from './spend'
+import type { SpendTargets } from './spend-targets'
 
 export interface InferenceRequest {
   body: ResponsesRequestBody

@@ -12,30 +12,15 @@ import { PaymentRequiredError, type GatewayError } from '../core/errors'
 import { formatUsd, toNano } from '../core/money'
 import type { AccountRecord } from '../repositories/accounts'
 import type { ApiKeyRecord } from '../repositories/api-keys'
-import { SPEND_WINDOWS, spendCounter, type SpendChange, type SpendCounter, type SpendMetric, type SpendRepository, type SpendWindow } from '../repositories/spend-counters'
+import { SPEND_WINDOWS, spendCounter, type SpendChange, type SpendCounter, type SpendMetric, type SpendWindow } from '../repositories/spend-counters'
 import type { BudgetInterval, WorkspaceRecord } from '../repositories/workspaces'
 import type { BilledUsage } from './billing'
 import type { SessionObserver } from './observe'
+import type { SpendSettings, SpendTargets } from './spend-targets'
 import type { InferenceRequest } from './request'
 import type { Attempt } from './routing'
 import type { InferenceService } from './service'
 import type { ServedBy } from './session-events'
-
-/** Who a request spends for: the records read while authenticating and planning it. */
-export interface SpendTargets {
-  repository: SpendRepository
-  key: ApiKeyRecord
-  workspace: WorkspaceRecord
-  account: AccountRecord
-}
-
-/** The gateway's spend settings. */
-export interface SpendSettings {
-  /** Refuse requests of accounts whose granted credits are used up (off: credits are only counted). */
-  enforceCredits: boolean
-  /** Settlements being written; the gateway waits for them before it closes its store. */
-  pending: Set<Promise<void>>
-}
 
 /** Bytes of prompt JSON per token for the estimate: ordinary text runs about 4, so 3 errs on the high side. */
 const BYTES_PER_TOKEN = 3
