@@ -83,11 +83,17 @@ export interface SpendChange {
 
 export const createSpendRepository = (storage: StorageDriver) => {
   /**
-   * Adds every change at once and resolves with each counter's new value. The increments go out together:
-   * one round trip's wait on drivers that pipeline them (Redis), parallel statements on SQL pools.
+   * Adds every change at once and resolves with each counter's new value: in one call where the driver
+   * batches them (the file driver syncs its journal once), else as concurrent increments (one round trip's
+   * wait on Redis, parallel statements on SQL pools).
    */
-  const add = (changes: readonly SpendChange[]): Promise<number[]> =>
-    Promise.all(changes.map(async ({ counter, amount }) => (await storage.increment(counter.key, amount, counter.ttlMs)).value))
+  const add = async (changes: readonly SpendChange[]): Promise<number[]> => {
+    if (storage.incrementMany && changes.length > 1) {
+      const results = await storage.incrementMany(changes.map(({ counter, amount }) => ({ key: counter.key, amount, ttlMs: counter.ttlMs })))
+      return results.map((result) => result.value)
+    }
+    return Promise.all(changes.map(async ({ counter, amount }) => (await storage.increment(counter.key, amount, counter.ttlMs)).value))
+  }
 
   // The contract has no plain read: adding nothing reads the counter (and starts it at 0 when absent).
   const read = (counters: readonly SpendCounter[]) => add(counters.map((counter) => ({ counter, amount: 0 })))

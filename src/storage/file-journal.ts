@@ -101,8 +101,8 @@ export interface Journal {
   readonly lineCount: number
   /** Bytes in the file. */
   readonly size: number
-  /** Appends one entry durably; on failure the file is cut back so no partial line remains. */
-  append(entry: JournalEntry): Promise<void>
+  /** Appends entries durably, with one write and one sync; on failure the file is cut back so no partial line remains. */
+  append(...entries: JournalEntry[]): Promise<void>
   /** Empties the journal once its entries are safe in a snapshot. */
   reset(): Promise<void>
   close(): Promise<void>
@@ -138,9 +138,9 @@ export const openJournal = async (path: string, options: JournalOptions): Promis
       return size
     },
 
-    async append(entry) {
+    async append(...entries) {
       if (brokenBy !== undefined) throw brokenBy
-      const bytes = Buffer.from(`${JSON.stringify(entry)}\n`, 'utf8')
+      const bytes = Buffer.from(entries.map((entry) => `${JSON.stringify(entry)}\n`).join(''), 'utf8')
       try {
         await writeFully(bytes)
         if (options.shouldSync) await handle.sync()
@@ -153,7 +153,7 @@ export const openJournal = async (path: string, options: JournalOptions): Promis
         throw error
       }
       size += bytes.length
-      lineCount += 1
+      lineCount += entries.length
     },
 
     async reset() {

@@ -7,6 +7,7 @@
 import { join, resolve } from 'node:path'
 import { StorageUnavailableError } from '../core/errors'
 import type {
+  CounterChange,
   CounterResult,
   JsonObject,
   ListQuery,
@@ -20,6 +21,7 @@ import { openJournal, readJournal, type Journal } from './file-journal'
 import { readSnapshot, removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
 import { createMemoryEngine, loadEngineState, type MemoryEngine, type Mutation } from './memory-engine'
 import { ensurePrivateDirectory, tightenFile } from './private-files'
+import { assertDistinctCounters } from './validate'
 
 export interface FileStorageOptions {
   /** Directory holding `journal.jsonl`, `snapshot.json` and `LOCK`; created when missing. */
@@ -197,16 +199,16 @@ const createFileDriver = (options: FileStorageOptions) => {
     })
   }
 
-  /** Makes a planned mutation durable, then visible; a failed append leaves the state untouched. */
-  const commit = async (current: OpenStore, mutation: Mutation): Promise<void> => {
-    const seq = current.seq + 1
+  /** Makes planned mutations durable (one append), then visible; a failed append leaves the state untouched. */
+  const commit = async (current: OpenStore, ...mutations: Mutation[]): Promise<void> => {
+    const first = current.seq + 1
     try {
-      await current.journal.append({ seq, ...mutation })
+      await current.journal.append(...mutations.map((mutation, index) => ({ seq: first + index, ...mutation })))
     } catch (error) {
       throw unavailable(error)
     }
-    current.seq = seq
-    current.engine.apply(mutation)
+    current.seq = first + mutations.length - 1
+    for (const mutation of mutations) current.engine.apply(mutation)
     scheduleCompactionIfDue(current)
   }
 
@@ -265,6 +267,16 @@ const createFileDriver = (options: FileStorageOptions) => {
         const mutation = current.engine.planIncrement(key, amount, ttlMs)
         await commit(current, mutation)
         return { value: mutation.value, expiresAt: mutation.expiresAt }
+      })
+    },
+
+    async incrementMany(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]> {
+      assertDistinctCounters(changes)
+      return serialized(async (current) => {
+        // Distinct counters: each plan holds against the state before the batch, whatever its order.
+        const mutations = changes.map((change) => current.engine.planIncrement(change.key, change.amount, change.ttlMs))
+        if (mutations.length > 0) await commit(current, ...mutations)
+        return mutations.map((mutation) => ({ value: mutation.value, expiresAt: mutation.expiresAt }))
       })
     },
 
