@@ -46,12 +46,26 @@ export const LimitResetSchema = v.nullable(v.picklist(['daily', 'weekly', 'month
 // As OpenRouter takes it: seconds required (fractions allowed), and a time zone.
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/
 
+// Date.parse rolls 2099-02-30 over into March: the fields must survive a round trip to be a real date and time.
+const isRealDateTime = (value: string): boolean => {
+  const [year, month, day, hour, minute, second] = value.split(/[-T:.Z+]/).map(Number) as [number, number, number, number, number, number]
+  const time = new Date(Date.UTC(year, month - 1, day, hour, minute, second))
+  return (
+    time.getUTCFullYear() === year &&
+    time.getUTCMonth() === month - 1 &&
+    time.getUTCDate() === day &&
+    time.getUTCHours() === hour &&
+    time.getUTCMinutes() === minute &&
+    time.getUTCSeconds() === second
+  )
+}
+
 /** An expiry instant, normalised to `toISOString()` form. Whether it is in the future is the route's check (it needs the clock). */
 export const ExpiresAtSchema = v.nullable(
   v.pipe(
     v.string(),
     v.regex(ISO_DATE_TIME, 'must be an ISO 8601 date-time with seconds and a time zone, such as 2026-01-31T23:59:59Z'),
-    v.check((value) => !Number.isNaN(Date.parse(value)), 'must be a valid date-time'),
+    v.check(isRealDateTime, 'must be a valid date-time'),
     v.transform((value) => new Date(value).toISOString()),
   ),
 )

@@ -349,6 +349,27 @@ describe('credits', () => {
   })
 })
 
+describe('admin API', () => {
+  it('validates grants, budgets and key limits, naming the field', async () => {
+    const { t } = await start()
+    const { admin } = t.gateway
+    await expect(admin.grantCredits(undefined, { amount: 0 })).rejects.toThrow('input.amount: must not be 0')
+    await expect(admin.grantCredits(undefined, { amount: 2_000_000 })).rejects.toThrow('input.amount: must be at most 1000000')
+    await expect(admin.grantCredits(undefined, { amount: 1, memo: 'x' } as never)).rejects.toThrow('input.memo: unknown field')
+    await expect(admin.setWorkspaceBudget(undefined, 'default', { interval: 'daily', limitUsd: 0 })).rejects.toThrow('input.limitUsd: must be greater than 0')
+    await expect(admin.setWorkspaceBudget(undefined, 'default', { interval: 'yearly' as never, limitUsd: 1 })).rejects.toThrow('input.interval: must be')
+    await expect(admin.deleteWorkspaceBudget(undefined, 'default', 'yearly')).rejects.toThrow('must be "daily", "weekly", "monthly" or "lifetime"')
+    await expect(admin.setWorkspaceBudget(undefined, 'missing', { interval: 'daily', limitUsd: 1 })).rejects.toThrow('Workspace not found')
+
+    const limited = await admin.updateKeyLimits(undefined, t.regularKeyHash.slice(0, 12), { limit: 0.5, limitReset: 'daily', includeByokInLimit: true })
+    expect(limited).toMatchObject({ limitNano: 500_000_000, limitReset: 'daily', includeByokInLimit: true })
+    expect(await admin.updateKeyLimits(undefined, t.regularKeyHash, { limit: null })).toMatchObject({ limitNano: null, limitReset: 'daily' })
+    const { record } = await admin.createKey({ name: 'expiring', limit: 1, expiresAt: '2099-01-01T00:00:00Z' })
+    expect(record).toMatchObject({ limitNano: 1_000_000_000, expiresAt: '2099-01-01T00:00:00.000Z' })
+    await expect(admin.createKey({ expiresAt: '2001-01-01T00:00:00Z' })).rejects.toThrow('input.expiresAt: must be in the future')
+  })
+})
+
 describe('reservations under concurrency', () => {
   it('lets parallel requests pass a limit by no more than they under-reserved, and settles usage to the sum of real costs', async () => {
     const { t } = await start()
