@@ -8,7 +8,8 @@ import type { ProviderApi } from '../providers/catalog'
 import type { SecretBox } from '../core/secrets'
 import type { ProviderAdapter } from '../providers/contract'
 import { createActiveStreams, type ActiveStreams } from './active-streams'
-import { createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } from './models'
+import { applyPriceOverrides, createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } from './models'
+import type { PriceOverride } from './prices.schemas'
 import { createOutlierDetector, disabledOutlierDetector, type OutlierDetectionOptions, type OutlierDetector } from './outlier-detection'
 import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } from './providers'
 import type { SpendSettings } from './spend-targets'
@@ -126,6 +127,8 @@ const upstreamLimits = (upstream: UpstreamOptions = {}): UpstreamLimits => ({
 export interface InferenceServiceOptions {
   providers?: Record<string, ProviderConfig>
   models?: ModelEntry[]
+  /** Price overrides over the merged catalog (docs/interface.md, "Model catalog and prices"). */
+  prices?: PriceOverride[]
   transport?: UpstreamTransport
   upstream?: UpstreamOptions
   upstreamGuard?: UpstreamGuardOptions
@@ -147,7 +150,7 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
   const now = options.now ? () => options.now!().getTime() : Date.now
   return Object.freeze({
     providers: createProviderRegistry(options.providers ?? {}, options.adapters),
-    models: createModelCatalog(mergeModels(options.models)),
+    models: createModelCatalog(applyPriceOverrides(mergeModels(options.models), options.prices ?? [], 'options.prices')),
     transport: options.transport ?? fetchTransport(),
     timeouts: upstreamTimeouts(options.upstream),
     limits: upstreamLimits(options.upstream),

@@ -128,10 +128,14 @@ export const estimatePromptTokens = (request: InferenceRequest): number => {
   return Math.ceil(encoder.encode(JSON.stringify([instructions ?? null, input, tools ?? null])).byteLength / BYTES_PER_TOKEN)
 }
 
-/** List price of `attempt` for `promptTokens` in and `outputTokens` out, rounded up to whole nano-dollars. */
-const listPriceNano = (attempt: Attempt, promptTokens: number, outputTokens: number): number => {
+/**
+ * List price of `attempt` for `promptTokens` in and `outputTokens` out, rounded up to whole nano-dollars; at
+ * `worst`, every prompt token at the dearer of the input and cache-write rates.
+ */
+const listPriceNano = (attempt: Attempt, promptTokens: number, outputTokens: number, worst = false): number => {
   const { pricing } = attempt.endpoint
-  return Math.ceil((promptTokens * pricing.prompt + outputTokens * pricing.completion + (pricing.request ?? 0)) * 1e9)
+  const promptPrice = worst ? Math.max(pricing.prompt, pricing.cacheWritePrompt ?? 0) : pricing.prompt
+  return Math.ceil((promptTokens * promptPrice + outputTokens * pricing.completion + (pricing.request ?? 0)) * 1e9)
 }
 
 /** The worst case of one attempt: the whole prompt estimate (up to the context) and the most output it may write. */
@@ -139,7 +143,7 @@ const worstListNano = (attempt: Attempt, promptTokens: number, maxOutputTokens: 
   const { contextLength, maxOutputTokens: endpointMax } = attempt.endpoint
   const prompt = Math.min(promptTokens, contextLength)
   const output = Math.min(maxOutputTokens ?? endpointMax ?? DEFAULT_OUTPUT_RESERVATION, endpointMax ?? Infinity, Math.max(0, contextLength - prompt))
-  return listPriceNano(attempt, prompt, output)
+  return listPriceNano(attempt, prompt, output, true)
 }
 
 /** What an attempt costing `listNano` at the list price adds to each metric (BYOK: the fee, plus the list price where BYOK counts). */

@@ -9,7 +9,7 @@ import type { ResponseFailure, ResponseResult } from '../engine/session-events'
 import { ANTHROPIC_REASONING_FORMAT } from '../providers/anthropic/wire'
 import type { OutputFunctionCall, OutputItem, OutputMessage, OutputReasoning } from '../providers/types'
 
-export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal'
+export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal' | 'stop_sequence'
 
 // Anthropic's message ids (`msg_…`), on the engine's response id so logs and answers agree.
 export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
@@ -17,24 +17,34 @@ export const messageId = (responseId: string) => `msg_${responseId.replace(/^res
 const hasRefusal = (output: OutputItem[]) =>
   output.some((item) => item.type === 'message' && (item as OutputMessage).content.some((part) => part.type === 'refusal'))
 
-export const stopReasonOf = (result: Pick<ResponseResult, 'status' | 'incompleteDetails' | 'output'>): StopReason => {
+/**
+ * A stop sequence ends the answer only when the upstream said which one matched (`stopSequence`); upstreams that
+ * only say "stop" (Chat Completions, Gemini) end the turn as `end_turn` (docs/decisions.md, POST /messages).
+ */
+export const stopReasonOf = (result: Pick<ResponseResult, 'status' | 'incompleteDetails' | 'output' | 'stopSequence'>): StopReason => {
   if (result.status === 'incomplete') return result.incompleteDetails?.reason === 'content_filter' ? 'refusal' : 'max_tokens'
   if (result.output.some((item) => item.type === 'function_call')) return 'tool_use'
+  if (result.stopSequence !== undefined) return 'stop_sequence'
   return hasRefusal(result.output) ? 'refusal' : 'end_turn'
 }
 
+/** The matched stop sequence, with `stopReasonOf`'s `stop_sequence`; `null` otherwise, as Anthropic writes it. */
+export const stopSequenceOf = (result: Pick<ResponseResult, 'status' | 'incompleteDetails' | 'output' | 'stopSequence'>): string | null =>
+  stopReasonOf(result) === 'stop_sequence' ? result.stopSequence! : null
+
 /**
- * Anthropic's usage: its `input_tokens` leaves cache reads out. The engine counts cache writes as
- * ordinary input, so they stay in `input_tokens` and `cache_creation_input_tokens` is 0. OpenRouter's
- * `cost` rides along; Anthropic's SDKs keep fields they do not know.
+ * Anthropic's usage: its `input_tokens` leaves cache reads and cache writes out, where the engine's
+ * `input_tokens` holds the whole prompt. OpenRouter's `cost` rides along; Anthropic's SDKs keep fields
+ * they do not know.
  */
 export const toMessagesUsage = (usage: BilledUsage | null | undefined) => {
   const cached = usage?.input_tokens_details.cached_tokens ?? 0
+  const written = usage?.input_tokens_details.cache_write_tokens ?? 0
   return {
-    input_tokens: Math.max((usage?.input_tokens ?? 0) - cached, 0),
+    input_tokens: Math.max((usage?.input_tokens ?? 0) - cached - written, 0),
     output_tokens: usage?.output_tokens ?? 0,
     cache_read_input_tokens: cached,
-    cache_creation_input_tokens: 0,
+    cache_creation_input_tokens: written,
     ...(usage ? { cost: usage.cost } : {}),
   }
 }

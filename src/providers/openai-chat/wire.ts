@@ -26,7 +26,7 @@ export interface ChatUsageWire {
   prompt_tokens?: number
   completion_tokens?: number
   total_tokens?: number
-  prompt_tokens_details?: { cached_tokens?: number } | null
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number } | null
   completion_tokens_details?: { reasoning_tokens?: number } | null
   /** DeepSeek reports cache hits here (and, lately, in `prompt_tokens_details` too). */
   prompt_cache_hit_tokens?: number
@@ -52,11 +52,25 @@ export interface ChatMessageWire {
   tool_calls?: ChatToolCallWire[] | null
 }
 
+export interface ChatTopLogprobWire {
+  token?: unknown
+  logprob?: unknown
+  bytes?: unknown
+}
+
+export interface ChatTokenLogprobWire extends ChatTopLogprobWire {
+  top_logprobs?: unknown
+}
+
 export interface ChatChoiceWire {
   index?: number
   message?: ChatMessageWire
   delta?: ChatMessageWire
   finish_reason?: string | null
+  /** With `logprobs: true`: the content tokens of this message or delta. */
+  logprobs?: { content?: ChatTokenLogprobWire[] | null } | null
+  /** vLLM and SGLang: the stop string (or token id) that ended the answer when `finish_reason` is `stop`. */
+  stop_reason?: unknown
 }
 
 export interface ChatErrorWire {
