@@ -5,6 +5,7 @@
  */
 
 import { InvalidRequestError, NotFoundError } from '../core/errors'
+import { toNano } from '../core/money'
 import { parseInput } from '../core/validation'
 import type { SecretBox } from '../core/secrets'
 import type { AccountRecord } from '../repositories/accounts'
@@ -14,16 +15,27 @@ import type { WorkspaceRecord } from '../repositories/workspaces'
 import { createAccount, ensureDefaultAccount, requireAccount } from '../services/accounts'
 import { ensureManagementKey, findKeyByHashPrefix, issueApiKey, mintFirstManagementKey } from '../services/api-keys'
 import { removeWorkspace } from '../services/workspaces'
+import { accountCredits, grantCredits } from '../services/credits'
+import { deleteWorkspaceBudget, setWorkspaceBudget } from '../services/workspace-budgets'
 import { CreateWorkspaceBodySchema, UpdateWorkspaceBodySchema } from '../routes/workspaces.schemas'
 import { WORKSPACE_SETTING_WIRE_NAMES, fromWorkspaceWire } from '../routes/workspaces'
 import type { WorkspaceSettings } from '../repositories/workspaces'
 import {
   AccountFlagsInputSchema,
+  BudgetIntervalSchema,
   CreateAccountInputSchema,
   CreateKeyInputSchema,
+  GrantCreditsInputSchema,
+  SetWorkspaceBudgetInputSchema,
+  UpdateKeyLimitsInputSchema,
   type CreateAccountInput,
   type CreateKeyInput,
+  type GrantCreditsInput,
+  type SetWorkspaceBudgetInput,
+  type UpdateKeyLimitsInput,
 } from './admin.schemas'
+
+const nanoOrNull = (usd: number | null | undefined) => (usd === undefined ? undefined : usd === null ? null : toNano(usd))
 
 /** Workspace settings as the admin API takes them: camelCase names of the wire fields. */
 export type WorkspaceSettingsInput = WorkspaceSettings
@@ -40,7 +52,7 @@ const toWireNames = (input: object): Record<string, unknown> => {
   return wire
 }
 
-export const createAdmin = (repositories: Repositories, secrets: SecretBox) => {
+export const createAdmin = (repositories: Repositories, secrets: SecretBox, now: () => Date) => {
   const accountFor = (idOrSlug: string | undefined) =>
     idOrSlug === undefined ? ensureDefaultAccount(repositories) : requireAccount(repositories, idOrSlug)
 
@@ -86,14 +98,75 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox) => {
      */
     async createKey(input: CreateKeyInput = {}) {
       const parsed = parseInput(CreateKeyInputSchema, input, 'input')
+      if (parsed.expiresAt && Date.parse(parsed.expiresAt) <= now().getTime()) throw new InvalidRequestError('input.expiresAt: must be in the future')
       const account = await accountFor(parsed.accountId)
       const { rawKey, record } = await issueApiKey(repositories, account, {
         kind: parsed.kind,
         name: parsed.name,
         workspaceId: parsed.workspaceId,
         creatorUserId: parsed.creatorUserId,
+        limitNano: nanoOrNull(parsed.limit),
+        limitReset: parsed.limitReset,
+        includeByokInLimit: parsed.includeByokInLimit,
+        expiresAt: parsed.expiresAt,
       })
       return { key: rawKey, record }
+    },
+
+    /**
+     * Sets a key's spending limit (USD, `null` for none), its reset period and whether BYOK spend counts;
+     * omitted fields stay unchanged. The key is named by its hash or a prefix of at least 8 hex characters.
+     */
+    async updateKeyLimits(accountIdOrSlug: string | undefined, hashOrPrefix: string, input: UpdateKeyLimitsInput) {
+      const parsed = parseInput(UpdateKeyLimitsInputSchema, input, 'input')
+      const key = await findKeyByHashPrefix(repositories, await accountFor(accountIdOrSlug), hashOrPrefix)
+      const updated = await repositories.apiKeys.update(key.hash, {
+        limitNano: nanoOrNull(parsed.limit),
+        limitReset: parsed.limitReset,
+        includeByokInLimit: parsed.includeByokInLimit,
+      })
+      if (!updated) throw new NotFoundError('API key not found')
+      return updated
+    },
+
+    /**
+     * Grants an account credits (USD; negative takes some back). Each grant is kept as a numbered record
+     * (`listCreditGrants`); the account's total is the sum of them.
+     * @example await gateway.admin.grantCredits('acme', { amount: 50, note: 'March invoice' })
+     */
+    async grantCredits(accountIdOrSlug: string | undefined, input: GrantCreditsInput) {
+      const parsed = parseInput(GrantCreditsInputSchema, input, 'input')
+      const account = await accountFor(accountIdOrSlug)
+      const { grant } = await grantCredits(repositories, account.id, { amountNano: toNano(parsed.amount), note: parsed.note, grantedBy: parsed.grantedBy })
+      return { grant, ...(await accountCredits(repositories, (await repositories.accounts.get(account.id))!, now())) }
+    },
+
+    /** What the account was granted and spent, in USD, as `GET /credits` reports it. */
+    async getCredits(accountIdOrSlug: string | undefined) {
+      return accountCredits(repositories, await accountFor(accountIdOrSlug), now())
+    },
+
+    /** The account's credit grants, oldest first. */
+    async listCreditGrants(accountIdOrSlug: string | undefined, offset = 0, limit = 100) {
+      const account = await accountFor(accountIdOrSlug)
+      return repositories.creditGrants.listForAccount(account.id, offset, limit)
+    },
+
+    /**
+     * Sets a workspace's spend budget for one interval (`daily`, `weekly`, `monthly` or `lifetime`; UTC periods),
+     * replacing the limit of an existing one. `includeByokInBudgets`, when given, applies to all its budgets.
+     */
+    async setWorkspaceBudget(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string, input: SetWorkspaceBudgetInput) {
+      const parsed = parseInput(SetWorkspaceBudgetInputSchema, input, 'input')
+      const workspace = await workspaceFor(await accountFor(accountIdOrSlug), workspaceIdOrSlug)
+      return setWorkspaceBudget(repositories, workspace, parsed.interval, toNano(parsed.limitUsd), parsed.includeByokInBudgets)
+    },
+
+    /** Removes a workspace's budget for one interval; resolves `false` when it had none. */
+    async deleteWorkspaceBudget(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string, interval: string) {
+      const parsedInterval = parseInput(BudgetIntervalSchema, interval, 'input')
+      const workspace = await workspaceFor(await accountFor(accountIdOrSlug), workspaceIdOrSlug)
+      return deleteWorkspaceBudget(repositories, workspace, parsedInterval)
     },
 
     /**

@@ -48,6 +48,8 @@ export const RunnerConfigSchema = v.strictObject({
   sqlSchema: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier'))),
   rateLimitRequests: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   rateLimitWindowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400)), 60),
+  /** Refuse (402) requests of accounts whose granted credits are used up (see `createGateway`'s `enforceCredits`). */
+  enforceCredits: v.optional(v.boolean()),
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1)), '.modelgate'),
   /** Days the usage ledger keeps each generation record (see `createGateway`'s `ledger`; default 30). */
   ledgerRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
@@ -121,6 +123,7 @@ export const GATEWAY_PASS_THROUGH = [
   'regionalHostnames',
   'isRegionalDeployment',
   'trustedHostHeader',
+  'enforceCredits',
   'prices',
 ] as const satisfies ReadonlyArray<keyof v.InferOutput<typeof RunnerConfigSchema>>
 
@@ -139,6 +142,7 @@ export const ENVIRONMENT = {
   MODELGATE_SQL_SCHEMA: 'sqlSchema',
   MODELGATE_RATE_LIMIT_REQUESTS: 'rateLimitRequests',
   MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rateLimitWindowSeconds',
+  MODELGATE_ENFORCE_CREDITS: 'enforceCredits',
   MODELGATE_DATA_DIR: 'dataDir',
   MODELGATE_LEDGER_RETENTION_DAYS: 'ledgerRetentionDays',
   MODELGATE_BODY_LIMIT: 'bodyLimit',
@@ -164,7 +168,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'priceRefreshSeconds',
   'ledgerRetentionDays',
 ])
-const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent'])
+const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent', 'enforceCredits'])
 
 const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined]>): Partial<RunnerConfigInput> => {
   const config: Record<string, unknown> = {}

@@ -4,6 +4,7 @@
  *   modelgate serve                 start the gateway on Node
  *   modelgate keys create|list|revoke
  *   modelgate accounts create|flags
+ *   modelgate credits grant|show
  *   modelgate byok reencrypt, secrets generate-key
  */
 
@@ -18,6 +19,7 @@ import { serve } from './serve'
 import { resolveEncryptionKeys } from './encryption-keys'
 import { generateMasterKey } from '../core/secrets'
 import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys'
+import { grantCreditsCommand, showCreditsCommand } from './credits'
 import { openStorage } from './storage'
 import { usage } from './usage'
 
@@ -35,6 +37,7 @@ const OPTIONS = {
   workspace: { type: 'string' },
   user: { type: 'string' },
   slug: { type: 'string' },
+  note: { type: 'string' },
   interns: { type: 'boolean' },
   'no-interns': { type: 'boolean' },
   all: { type: 'boolean' },
@@ -130,6 +133,16 @@ const run = async (argv: string[]): Promise<number> => {
       gateway.admin.setAccountFlags(flags.account, { interns: flags.interns === true }),
     )
     process.stdout.write(`${JSON.stringify({ id: account.id, slug: account.slug, flags: account.flags })}\n`)
+    return 0
+  }
+
+  if (command === 'credits' && subcommand === 'grant') {
+    await withGateway(config, (gateway) => grantCreditsCommand(gateway, argument, flags, output))
+    return 0
+  }
+
+  if (command === 'credits' && subcommand === 'show') {
+    await withGateway(config, (gateway) => showCreditsCommand(gateway, flags, output))
     return 0
   }
 

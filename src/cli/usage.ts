@@ -19,6 +19,12 @@ Commands:
                                 Disable a key at once (8 or more hex characters of its hash)
   accounts create --slug <slug> [--name <name>] [--interns]
   accounts flags [--account <id|slug>] --interns | --no-interns
+  credits grant <usd> [--account <id|slug>] [--note <text>]
+                                Grant an account credits; each grant is kept as a record. A negative
+                                amount takes some back: credits grant -- -2.50. Enforced only with
+                                MODELGATE_ENFORCE_CREDITS=1
+  credits show [--account <id|slug>]
+                                Credits granted and used, and every grant
   byok reencrypt                Re-seal BYOK keys with the first of MODELGATE_ENCRYPTION_KEYS
   secrets generate-key          Print a new random encryption key (base64)
 
@@ -45,6 +51,7 @@ const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
   MODELGATE_SQL_SCHEMA: 'PostgreSQL schema or MySQL database for the tables',
   MODELGATE_RATE_LIMIT_REQUESTS: 'requests per key per window (default: no limit)',
   MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rate-limit window (default 60)',
+  MODELGATE_ENFORCE_CREDITS: '1: refuse (402) requests of accounts whose granted credits are used up (default: only counted)',
   MODELGATE_DATA_DIR: 'embedded store directory (default .modelgate)',
   MODELGATE_BODY_LIMIT: 'request body limit in bytes (default 1048576)',
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'time a request body may take to arrive (default 30000; then 408)',
@@ -70,6 +77,7 @@ const EXAMPLES = `Examples:
   KEY=$(modelgate keys create --management --name ops)    capture a new key (from npm: npm run -s modelgate -- …)
   modelgate keys list --all
   modelgate keys revoke 3e7a9c21
+  modelgate credits grant 25 --account acme --note "March invoice"
   MODELGATE_PROVIDER_MY_VLLM_API=openai-chat MODELGATE_PROVIDER_MY_VLLM_BASE_URL=http://127.0.0.1:8000/v1 \\
     MODELGATE_PROVIDER_MY_VLLM_KEYLESS=1 MODELGATE_PROVIDER_MY_VLLM_MODELS=meta/llama-local=meta-llama/Llama-3.1-8B-Instruct \\
     modelgate serve

@@ -4,6 +4,7 @@ import type { ClientSignal } from '../core/client-signal'
 import type { RequestExtensionName, RequestExtensions } from '../providers/types'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
+import type { SpendTargets } from './spend-targets'
 
 /** One upstream attempt as it ended: what the usage ledger reports per attempt (OpenRouter's `provider_responses`). */
 export interface AttemptReport {
@@ -30,6 +31,8 @@ export interface InferenceRequest {
   signal: ClientSignal
   /** Whether the caller opted in to `service_metadata`. */
   isMetadataRequested: boolean
+  /** The key, workspace and account the request spends for (src/engine/spend.ts). */
+  spend: SpendTargets
   /** Settings beyond the Responses body (Chat Completions `stop`, …); every attempt's adapter declares those set. */
   extensions?: RequestExtensions
   /** Filled by the fallback loop as attempts end, in the order they were sent. */

@@ -11,10 +11,12 @@ import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
 import { extensionsUsed } from '../providers/types'
+import { observeSession } from './observe'
 import type { InferenceRequest, RouteExtensions } from './request'
 import { parametersUsed, planAttempts, requestedModels, requiredParameters } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
+import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
 import { answerWhole } from './whole'
 
@@ -80,11 +82,42 @@ export const prepareRequest = async (
     requestId,
     signal: context.signal,
     isMetadataRequested: context.isMetadataRequested,
+    spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account },
     ...(extensions ? { extensions: extensions.values } : {}),
     attemptReports: [],
   }
 }
 
+/**
+ * Opens a prepared streamed request: its spend reserved first (402 when a limit would be passed, before
+ * any upstream call), settled when the session ends or when it fails to open.
+ */
+export const openRunSession = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> => {
+  const reservation = await reserveSpend(service, request)
+  let session: ResponseSession
+  try {
+    session = await openSession(service, request)
+  } catch (error) {
+    reservation.settle(null)
+    throw error
+  }
+  return observeSession(session, reservation.observer())
+}
+
+const answerRunWhole = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => {
+  const reservation = await reserveSpend(service, request)
+  try {
+    const answer = await answerWhole(service, request)
+    reservation.settle(answer.result.usage)
+    return answer
+  } catch (error) {
+    reservation.settle(null)
+    throw error
+  }
+}
+
 /** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */
 export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> =>
-  request.body.stream ? { isStream: true, session: await openSession(service, request) } : { isStream: false, answer: await answerWhole(service, request) }
+  request.body.stream
+    ? { isStream: true, session: await openRunSession(service, request) }
+    : { isStream: false, answer: await answerRunWhole(service, request) }

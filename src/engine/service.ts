@@ -12,6 +12,7 @@ import { applyPriceOverrides, createModelCatalog, mergeModels, type ModelCatalog
 import type { PriceOverride } from './prices.schemas'
 import { createOutlierDetector, disabledOutlierDetector, type OutlierDetectionOptions, type OutlierDetector } from './outlier-detection'
 import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } from './providers'
+import type { SpendSettings } from './spend-targets'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from './transport'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
@@ -62,6 +63,8 @@ export interface InferenceService {
   readonly outliers: OutlierDetector
   /** Streams in flight, ended in-band by `gateway.endStreams()`. */
   readonly streams: ActiveStreams
+  /** Credits enforcement and the spend settlements being written. */
+  readonly spend: SpendSettings
   /** The gateway's clock, in ms since the epoch: every timestamp a response carries comes from it. */
   readonly now: () => number
   readonly logger: Logger
@@ -138,6 +141,7 @@ export interface InferenceServiceOptions {
   keepAliveMs?: number
   retry?: RetryOptions
   outlierDetection?: false | Partial<OutlierDetectionOptions>
+  enforceCredits?: boolean
   now?: () => Date
   logger: Logger
 }
@@ -160,6 +164,7 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     retry: retryPolicy(options.retry, now),
     outliers: outlierDetector(options.outlierDetection, now, options.logger),
     streams: createActiveStreams(),
+    spend: { enforceCredits: options.enforceCredits ?? false, pending: new Set<Promise<void>>() },
     now,
     logger: options.logger,
   })

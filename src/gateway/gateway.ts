@@ -42,8 +42,18 @@ export interface Gateway extends ReplyHandler {
   admin: GatewayAdmin
   /** The storage driver in use. */
   storage: StorageDriver
-  /** Stops the provisioning and ledger sweeps, lets this process's intern work and usage records finish their writes, and closes the storage driver. */
+  /**
+   * Stops the provisioning and ledger sweeps, lets this process's intern work, usage records and spend
+   * settlements finish their writes, and closes the storage driver.
+   */
   close(): Promise<void>
+  /**
+   * Resolves once what every request that has ended so far spent is written to the store (a request's
+   * spend is settled just after its answer ends, off the answer's path).
+   * @example
+   * await gateway.flushSpend()   // then GET /key shows the request just answered
+   */
+  flushSpend(): Promise<void>
   /**
    * Ends every Responses stream in flight (intern chats included) in-band: `response.failed` with
    * `error.code: "server_error"`, then `data: [DONE]`, and aborts its upstream exchange. For hosts that
@@ -156,6 +166,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       logger,
     ),
     trustedHostHeader: config.trustedHostHeader,
+    rateLimit: config.rateLimit,
   }
   assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
   const priceRefresher = config.priceSource ? createPriceRefresher(runtime.inference.models, config.priceSource, logger) : undefined
@@ -165,7 +176,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, clientSignal: ClientSignal, access: AccessLog | undefined) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
-    const caller = route.auth === 'none' ? null : await authenticate(request, repositories, route.keyHeaders)
+    const caller = route.auth === 'none' ? null : await authenticate(request, repositories, route.keyHeaders, now)
     if (caller) {
       access?.identify(caller)
       // The route's own check first: outside the interns programme every intern route is 404, whatever the key.
@@ -231,12 +242,19 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     }
   }
 
+  const flushSpend = async () => {
+    const { pending } = runtime.inference.spend
+    // Settlements started while waiting (a stream ending meanwhile) are waited for too.
+    while (pending.size > 0) await Promise.allSettled([...pending])
+  }
+
   return {
     fetch: async (request) => toResponse(await reply(request)),
     reply,
-    admin: createAdmin(repositories, secrets),
+    admin: createAdmin(repositories, secrets, now),
     storage,
     endStreams: (message) => runtime.inference.streams.endAll(message),
+    flushSpend,
     prices: {
       ready: priceRefresher?.ready ?? Promise.resolve(NO_PRICE_SOURCE),
       reload: () => priceRefresher?.reload() ?? Promise.resolve(NO_PRICE_SOURCE),
@@ -248,6 +266,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       await Promise.allSettled([...runtime.interns.tasks])
       // Records of answers already sent are written before the store goes.
       await runtime.ledger.close()
+      await flushSpend()
       await storage.close()
     },
   }

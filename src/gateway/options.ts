@@ -218,6 +218,12 @@ export const GatewayOptionsSchema = v.strictObject({
   retry: v.optional(RetryOptionsSchema),
   /** Skipping endpoints and BYOK keys that keep failing (`false` turns it off). */
   outlierDetection: v.optional(OutlierDetectionOptionsSchema),
+  /**
+   * Refuse (402) requests of accounts whose granted credits are used up (`gateway.admin.grantCredits`,
+   * `modelgate credits grant`). Off by default: credits and usage are counted, and only key limits and
+   * workspace budgets refuse requests.
+   */
+  enforceCredits: v.optional(v.boolean()),
   /** Share of the list price charged on BYOK requests (default 0.05). */
   byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Reported as `service_metadata.region`. */

@@ -35,12 +35,21 @@ const readKey = (request: Request, headers: KeyHeaders): string => {
 }
 
 /** Resolves the caller from `Authorization: Bearer <key>` (or `x-api-key` where `headers` allows it), or throws 401. */
-export const authenticate = async (request: Request, repositories: Repositories, headers: KeyHeaders = 'bearer'): Promise<Caller> => {
+export const authenticate = async (
+  request: Request,
+  repositories: Repositories,
+  headers: KeyHeaders = 'bearer',
+  now: () => Date = () => new Date(),
+): Promise<Caller> => {
   const token = readKey(request, headers)
   const hash = await sha256Hex(token)
   const key = await repositories.apiKeys.get(hash)
   if (!key || !timingSafeEqual(key.hash, hash)) throw new AuthenticationError('Invalid API key')
   if (key.disabled) throw new AuthenticationError('API key is disabled')
+  // docs/decisions.md, Credits and limits: an expired key is refused everywhere, with when it expired.
+  if (key.expiresAt !== null && now().getTime() >= Date.parse(key.expiresAt)) {
+    throw new AuthenticationError(`API key expired at ${key.expiresAt}; create a new key`)
+  }
   const account = await repositories.accounts.get(key.accountId)
   if (!account) throw new AuthenticationError('Invalid API key')
   return { key, account, flags: account.flags }

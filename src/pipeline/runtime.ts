@@ -3,6 +3,7 @@
 import type { InferenceService } from '../engine/service'
 import type { InternSettings } from '../interns/settings'
 import type { Ledger } from './ledger'
+import type { RateLimitOptions } from './rate-limit'
 
 export interface GatewayRuntime {
   inference: InferenceService
@@ -11,4 +12,6 @@ export interface GatewayRuntime {
   ledger: Ledger
   /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
   trustedHostHeader: string | undefined
+  /** The per-key request limit, when one is configured (reported by `GET /key`). */
+  rateLimit: RateLimitOptions | undefined
 }

@@ -22,11 +22,25 @@ export type AccountRecord = {
   flags: AccountFlags
   /** `null` once the default workspace was deleted (spec: BYOK then asks for `workspace_id`). */
   defaultWorkspaceId: string | null
+  /** What the operator granted (src/services/credits.ts): the sum of the grants applied so far. */
+  credits: AccountCredits
   createdAt: string
   updatedAt: string
   /** Listing order: creation order. */
   sortKey: string
 }
+
+export type AccountCredits = {
+  /** Sum of the applied grants, in nano-dollars (src/core/money.ts). */
+  grantedNano: number
+  /** Sequence number of the last grant applied; the next grant takes the next number. */
+  grantCount: number
+}
+
+const NO_CREDITS: AccountCredits = Object.freeze({ grantedNano: 0, grantCount: 0 })
+
+// Accounts stored before credits existed read as having none granted.
+const withCredits = (account: AccountRecord): AccountRecord => (account.credits ? account : { ...account, credits: NO_CREDITS })
 
 export const DEFAULT_ACCOUNT_SLUG = 'default'
 export const ACCOUNT_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/
@@ -40,11 +54,13 @@ const toInput = (account: AccountRecord): RecordInput<AccountRecord> => ({
 
 export const createAccountsRepository = (storage: StorageDriver, now: () => Date) => ({
   async get(id: string): Promise<AccountRecord | null> {
-    return (await storage.get<AccountRecord>(ACCOUNTS, id))?.data ?? null
+    const record = await storage.get<AccountRecord>(ACCOUNTS, id)
+    return record ? withCredits(record.data) : null
   },
 
   async findBySlug(slug: string): Promise<AccountRecord | null> {
-    return (await storage.findByUnique<AccountRecord>(ACCOUNTS, `slug:${slug}`))?.data ?? null
+    const record = await storage.findByUnique<AccountRecord>(ACCOUNTS, `slug:${slug}`)
+    return record ? withCredits(record.data) : null
   },
 
   /**
@@ -60,12 +76,13 @@ export const createAccountsRepository = (storage: StorageDriver, now: () => Date
       ownerUserId: `user_${randomId().replaceAll('-', '')}`,
       flags: { interns: input.flags?.interns ?? false },
       defaultWorkspaceId: randomId(),
+      credits: NO_CREDITS,
       createdAt: timestamp,
       updatedAt: timestamp,
       sortKey: creationSortKey(timestamp),
     }
     try {
-      return { account: (await storage.create(ACCOUNTS, toInput(account))).data, created: true }
+      return { account: withCredits((await storage.create(ACCOUNTS, toInput(account))).data), created: true }
     } catch (error) {
       if (!input.reuseExisting || !isUniqueConflict(error)) throw error
       const existing = await this.findBySlug(input.slug)
@@ -76,14 +93,14 @@ export const createAccountsRepository = (storage: StorageDriver, now: () => Date
 
   async update(id: string, change: (account: AccountRecord) => AccountRecord): Promise<AccountRecord | null> {
     const record = await updateRecord<AccountRecord>(storage, ACCOUNTS, id, (current: StoredRecord<AccountRecord>) =>
-      toInput({ ...change(current.data), id, updatedAt: now().toISOString() }),
+      toInput({ ...change(withCredits(current.data)), id, updatedAt: now().toISOString() }),
     )
-    return record?.data ?? null
+    return record ? withCredits(record.data) : null
   },
 
   async list(offset: number, limit: number) {
     const page = await storage.list<AccountRecord>(ACCOUNTS, { offset, limit })
-    return { accounts: page.items.map((item) => item.data), totalCount: page.totalCount }
+    return { accounts: page.items.map((item) => withCredits(item.data)), totalCount: page.totalCount }
   },
 })
 

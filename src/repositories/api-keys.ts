@@ -12,6 +12,20 @@ export const API_KEYS = 'api_keys'
 
 export type ApiKeyKind = 'management' | 'regular'
 
+/** The calendar period after which a key's limit starts again (UTC; weeks start on Monday); `null`: never. */
+export type LimitReset = 'daily' | 'weekly' | 'monthly'
+
+/** A key's spending limit (docs/decisions.md, Credits and limits). */
+export type ApiKeyLimits = {
+  /** Nano-dollars (src/core/money.ts) the key may spend per period; `null` for no limit. */
+  limitNano: number | null
+  limitReset: LimitReset | null
+  /** Whether BYOK requests count toward the limit, at the list price. */
+  includeByokInLimit: boolean
+  /** ISO 8601; from then on the key is refused (401). */
+  expiresAt: string | null
+}
+
 export type ApiKeyRecord = {
   /** SHA-256 hex of the raw key; also the record id. */
   hash: string
@@ -27,7 +41,12 @@ export type ApiKeyRecord = {
   updatedAt: string | null
   /** Listing order: creation order. */
   sortKey: string
-}
+} & ApiKeyLimits
+
+const NO_LIMITS: ApiKeyLimits = Object.freeze({ limitNano: null, limitReset: null, includeByokInLimit: false, expiresAt: null })
+
+// Keys stored before limits existed read as unlimited and never expiring.
+const withLimits = (key: ApiKeyRecord): ApiKeyRecord => (key.includeByokInLimit === undefined ? { ...NO_LIMITS, ...key } : key)
 
 const RAW_KEY_PREFIX = 'mg-v1-'
 const GENERATED_KEY = /^mg-v1-[0-9a-f]{64}$/
@@ -55,10 +74,15 @@ export const createApiKeysRepository = (storage: StorageDriver, now: () => Date)
    * Stores the hash of `rawKey`; throws `StorageConflictError('unique')` when that key already exists, or when
    * another key holds `claim` (a unique name that makes "create one key of this kind" atomic across processes).
    */
-  async create(rawKey: string, fields: Pick<ApiKeyRecord, 'accountId' | 'workspaceId' | 'kind' | 'name' | 'creatorUserId'>, claim?: string) {
+  async create(
+    rawKey: string,
+    fields: Pick<ApiKeyRecord, 'accountId' | 'workspaceId' | 'kind' | 'name' | 'creatorUserId'> & Partial<ApiKeyLimits>,
+    claim?: string,
+  ) {
     const createdAt = now().toISOString()
     const key: ApiKeyRecord = {
-      ...fields,
+      ...NO_LIMITS,
+      ...(withoutUndefined(fields) as typeof fields),
       hash: await sha256Hex(rawKey),
       label: labelForRawKey(rawKey),
       disabled: false,
@@ -70,14 +94,18 @@ export const createApiKeysRepository = (storage: StorageDriver, now: () => Date)
   },
 
   async get(hash: string): Promise<ApiKeyRecord | null> {
-    return (await storage.get<ApiKeyRecord>(API_KEYS, hash))?.data ?? null
+    const record = await storage.get<ApiKeyRecord>(API_KEYS, hash)
+    return record ? withLimits(record.data) : null
   },
 
-  async update(hash: string, change: Partial<Pick<ApiKeyRecord, 'name' | 'disabled'>>): Promise<ApiKeyRecord | null> {
+  async update(
+    hash: string,
+    change: Partial<Pick<ApiKeyRecord, 'name' | 'disabled' | 'limitNano' | 'limitReset' | 'includeByokInLimit'>>,
+  ): Promise<ApiKeyRecord | null> {
     const record = await updateRecord<ApiKeyRecord>(storage, API_KEYS, hash, (current) =>
-      toInput({ ...current.data, ...withoutUndefined(change), updatedAt: now().toISOString() }),
+      toInput({ ...withLimits(current.data), ...withoutUndefined(change), updatedAt: now().toISOString() }),
     )
-    return record?.data ?? null
+    return record ? withLimits(record.data) : null
   },
 
   async delete(hash: string): Promise<boolean> {
@@ -89,7 +117,7 @@ export const createApiKeysRepository = (storage: StorageDriver, now: () => Date)
     if (filter.kind) where.kind = filter.kind
     if (filter.disabled !== undefined) where.disabled = String(filter.disabled)
     const page = await storage.list<ApiKeyRecord>(API_KEYS, { where, offset, limit })
-    return { keys: page.items.map((item) => item.data), totalCount: page.totalCount }
+    return { keys: page.items.map((item) => withLimits(item.data)), totalCount: page.totalCount }
   },
 })
 

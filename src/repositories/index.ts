@@ -3,8 +3,10 @@ import { createAccountsRepository } from './accounts'
 import { createApiKeysRepository } from './api-keys'
 import { createByokRepository } from './byok-credentials'
 import { createGenerationsRepository } from './generations'
+import { createCreditGrantsRepository } from './credit-grants'
 import { createIdempotencyRepository } from './idempotency-keys'
 import { createInternsRepository } from './interns'
+import { createSpendRepository } from './spend-counters'
 import { createWorkspacesRepository, type WorkspaceDefaults } from './workspaces'
 
 /** Typed access to every resource; the only way routes and admin reach storage. */
@@ -16,6 +18,8 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   generations: createGenerationsRepository(storage),
   interns: createInternsRepository(storage, now),
   workspaces: createWorkspacesRepository(storage, workspaceDefaults, now),
+  creditGrants: createCreditGrantsRepository(storage, now),
+  spend: createSpendRepository(storage),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

@@ -10,6 +10,19 @@ export const WORKSPACES = 'workspaces'
 
 export type ProviderSort = 'price' | 'throughput' | 'latency' | 'exacto'
 
+/** How often a budget's spend starts again (UTC calendar periods, weeks from Monday); `lifetime` never. */
+export type BudgetInterval = 'daily' | 'weekly' | 'monthly' | 'lifetime'
+
+/** A spend budget of a workspace, at most one per interval (docs/decisions.md, Credits and limits). */
+export type WorkspaceBudget = {
+  id: string
+  interval: BudgetInterval
+  /** Nano-dollars (src/core/money.ts) the workspace may spend per interval. */
+  limitNano: number
+  createdAt: string
+  updatedAt: string
+}
+
 export type WorkspaceRecord = {
   id: string
   accountId: string
@@ -30,13 +43,18 @@ export type WorkspaceRecord = {
   isDataDiscountLoggingEnabled: boolean
   isObservabilityBroadcastEnabled: boolean
   isObservabilityIoLoggingEnabled: boolean
+  /** Spend budgets, enforced on every request of the workspace's keys. */
+  budgets: WorkspaceBudget[]
   /** Listing order: creation order. */
   sortKey: string
 }
 
+// Workspaces stored before budgets existed have none.
+const withBudgets = (workspace: WorkspaceRecord): WorkspaceRecord => (workspace.budgets ? workspace : { ...workspace, budgets: [] })
+
 /** The settings a workspace may be created or updated with; the rest is managed by the gateway. */
 export type WorkspaceSettings = Partial<
-  Omit<WorkspaceRecord, 'id' | 'accountId' | 'createdBy' | 'createdAt' | 'updatedAt' | 'defaultGuardrailId' | 'sortKey'>
+  Omit<WorkspaceRecord, 'id' | 'accountId' | 'createdBy' | 'createdAt' | 'updatedAt' | 'defaultGuardrailId' | 'budgets' | 'sortKey'>
 >
 
 /** Defaults for new workspaces, set once in the gateway options. */
@@ -77,6 +95,7 @@ export const createWorkspacesRepository = (storage: StorageDriver, defaults: Wor
       isDataDiscountLoggingEnabled: false,
       isObservabilityBroadcastEnabled: false,
       isObservabilityIoLoggingEnabled: false,
+      budgets: [],
       ...withoutUndefined(settings),
       name: settings.name,
       slug: settings.slug,
@@ -91,22 +110,32 @@ export const createWorkspacesRepository = (storage: StorageDriver, defaults: Wor
   },
 
   async get(id: string): Promise<WorkspaceRecord | null> {
-    return (await storage.get<WorkspaceRecord>(WORKSPACES, id))?.data ?? null
+    const record = await storage.get<WorkspaceRecord>(WORKSPACES, id)
+    return record ? withBudgets(record.data) : null
   },
 
   /** A workspace of `accountId` by UUID or slug; another account's workspace reads as absent. */
   async findForAccount(accountId: string, idOrSlug: string): Promise<WorkspaceRecord | null> {
     const bySlug = await storage.findByUnique<WorkspaceRecord>(WORKSPACES, slugUnique(accountId, idOrSlug))
-    if (bySlug) return bySlug.data
+    if (bySlug) return withBudgets(bySlug.data)
     const byId = await this.get(idOrSlug)
     return byId && byId.accountId === accountId ? byId : null
   },
 
   async update(id: string, settings: WorkspaceSettings): Promise<WorkspaceRecord | null> {
     const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) =>
-      toInput({ ...current.data, ...withoutUndefined(settings), updatedAt: now().toISOString() }),
+      toInput({ ...withBudgets(current.data), ...withoutUndefined(settings), updatedAt: now().toISOString() }),
     )
-    return record?.data ?? null
+    return record ? withBudgets(record.data) : null
+  },
+
+  /** Replaces the workspace's budgets with what `change` makes of them (compare-and-set, retried on a lost race). */
+  async updateBudgets(id: string, change: (budgets: WorkspaceBudget[], timestamp: string) => WorkspaceBudget[]): Promise<WorkspaceRecord | null> {
+    const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) => {
+      const timestamp = now().toISOString()
+      return toInput({ ...withBudgets(current.data), budgets: change(withBudgets(current.data).budgets, timestamp), updatedAt: timestamp })
+    })
+    return record ? withBudgets(record.data) : null
   },
 
   async delete(id: string): Promise<boolean> {
@@ -115,7 +144,7 @@ export const createWorkspacesRepository = (storage: StorageDriver, defaults: Wor
 
   async listForAccount(accountId: string, offset: number, limit: number) {
     const page = await storage.list<WorkspaceRecord>(WORKSPACES, { where: { accountId }, offset, limit })
-    return { workspaces: page.items.map((item) => item.data), totalCount: page.totalCount }
+    return { workspaces: page.items.map((item) => withBudgets(item.data)), totalCount: page.totalCount }
   },
 })
 

@@ -1,6 +1,8 @@
 import type { AnyRoute } from '../pipeline/route'
 import { createByok, deleteByok, getByok, listByok, updateByok } from './byok'
 import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
+import { getCurrentKey } from './current-key'
+import { getCredits } from './credits'
 import { liveness, readiness } from './health'
 import { getActivity, getGeneration } from './generations'
 import { createResponse } from './responses'
@@ -28,6 +30,8 @@ export const routes: readonly AnyRoute[] = [
   getKey,
   updateKey,
   deleteKey,
+  getCurrentKey,
+  getCredits,
   listWorkspaces,
   createWorkspace,
   getWorkspace,

@@ -32,20 +32,66 @@ export const ListKeysQuerySchema = v.object({
 })
 export type ListKeysQuery = v.InferOutput<typeof ListKeysQuerySchema>
 
-export const CreateKeyBodySchema = v.object({
+/** The largest spending limit a key may have, in USD (counters stay exact up to about 9 million). */
+export const KEY_LIMIT_MAX = 1_000_000
+
+/** A key's spending limit in USD; `null` for none. */
+export const KeyLimitSchema = v.nullable(
+  v.pipe(v.number(), v.minValue(0, 'must be at least 0'), v.maxValue(KEY_LIMIT_MAX, `must be at most ${KEY_LIMIT_MAX}`)),
+)
+
+/** When the limit starts again: UTC calendar days, weeks (from Monday) or months; `null`: never. */
+export const LimitResetSchema = v.nullable(v.picklist(['daily', 'weekly', 'monthly'], 'must be "daily", "weekly", "monthly" or null'))
+
+// As OpenRouter takes it: seconds required (fractions allowed), and a time zone.
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/
+
+// Date.parse rolls 2099-02-30 over into March: the fields must survive a round trip to be a real date and time.
+const isRealDateTime = (value: string): boolean => {
+  const [year, month, day, hour, minute, second] = value.split(/[-T:.Z+]/).map(Number) as [number, number, number, number, number, number]
+  const time = new Date(Date.UTC(year, month - 1, day, hour, minute, second))
+  return (
+    time.getUTCFullYear() === year &&
+    time.getUTCMonth() === month - 1 &&
+    time.getUTCDate() === day &&
+    time.getUTCHours() === hour &&
+    time.getUTCMinutes() === minute &&
+    time.getUTCSeconds() === second
+  )
+}
+
+/** An expiry instant, normalised to `toISOString()` form. Whether it is in the future is the route's check (it needs the clock). */
+export const ExpiresAtSchema = v.nullable(
+  v.pipe(
+    v.string(),
+    v.regex(ISO_DATE_TIME, 'must be an ISO 8601 date-time with seconds and a time zone, such as 2026-01-31T23:59:59Z'),
+    v.check(isRealDateTime, 'must be a valid date-time'),
+    v.transform((value) => new Date(value).toISOString()),
+  ),
+)
+
+// Strict: a field we do not act on (OpenRouter's `external` partner identity) is refused by name, never ignored.
+export const CreateKeyBodySchema = v.strictObject({
   name: KeyNameSchema,
   kind: v.optional(v.picklist(['regular', 'management'], 'must be "regular" or "management"'), 'regular'),
   workspace_id: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'))),
   /**
    * The user the key acts for (as `@openrouter/sdk` names it on key creation); BYOK `allowed_user_ids`
-   * match it. The account's owner when omitted.
+   * match it. The account's owner when omitted or null.
    */
-  creator_user_id: v.optional(UserIdSchema),
+  creator_user_id: v.optional(v.nullable(UserIdSchema)),
+  limit: v.optional(KeyLimitSchema),
+  limit_reset: v.optional(LimitResetSchema),
+  include_byok_in_limit: v.optional(v.boolean()),
+  expires_at: v.optional(ExpiresAtSchema),
 })
 export type CreateKeyBody = v.InferOutput<typeof CreateKeyBodySchema>
 
-export const UpdateKeyBodySchema = v.object({
+export const UpdateKeyBodySchema = v.strictObject({
   name: v.optional(KeyNameSchema),
   disabled: v.optional(v.boolean()),
+  limit: v.optional(KeyLimitSchema),
+  limit_reset: v.optional(LimitResetSchema),
+  include_byok_in_limit: v.optional(v.boolean()),
 })
 export type UpdateKeyBody = v.InferOutput<typeof UpdateKeyBodySchema>

@@ -3,25 +3,17 @@
  * Keys are addressed by their SHA-256 hash; the raw key appears once, in the create response.
  */
 
-import { NotFoundError } from '../core/errors'
+import { InvalidRequestError, NotFoundError } from '../core/errors'
+import { toNano } from '../core/money'
 import { NO_STORE, defineRoute, json } from '../pipeline/route'
 import type { ApiKeyRecord } from '../repositories/api-keys'
 import type { Repositories } from '../repositories'
 import { assertNotLastManagementKey, issueApiKey } from '../services/api-keys'
 import { CreateKeyBodySchema, KeyParamsSchema, ListKeysQuerySchema, UpdateKeyBodySchema } from './keys.schemas'
+import { toApiKeyWire } from './keys.wire'
 
-/** The public form of a key: never the raw key, which is returned only by create. */
-export const toApiKeyWire = (key: ApiKeyRecord) => ({
-  hash: key.hash,
-  name: key.name,
-  label: key.label,
-  kind: key.kind,
-  disabled: key.disabled,
-  workspace_id: key.workspaceId,
-  creator_user_id: key.creatorUserId,
-  created_at: key.createdAt,
-  updated_at: key.updatedAt,
-})
+/** The key as `/keys` answers show it, with what it spent in the periods holding `at`. */
+const keyWire = async (repositories: Repositories, key: ApiKeyRecord, at: Date) => toApiKeyWire(key, await repositories.spend.keySpend(key.hash, at))
 
 // Another account's key reads as absent: its existence is not revealed.
 const requireOwnKey = async (repositories: Repositories, accountId: string, hash: string) => {
@@ -35,10 +27,11 @@ export const listKeys = defineRoute({
   path: '/keys',
   auth: 'management',
   query: ListKeysQuerySchema,
-  async handle({ query, caller, repositories }) {
+  async handle({ query, caller, repositories, now }) {
     const filter = query.include_disabled ? {} : { disabled: false }
     const page = await repositories.apiKeys.listForAccount(caller.account.id, filter, query.offset, query.limit)
-    return json({ data: page.keys.map(toApiKeyWire), total_count: page.totalCount })
+    const at = now()
+    return json({ data: await Promise.all(page.keys.map((key) => keyWire(repositories, key, at))), total_count: page.totalCount })
   },
 })
 
@@ -47,15 +40,21 @@ export const createKey = defineRoute({
   path: '/keys',
   auth: 'management',
   body: CreateKeyBodySchema,
-  async handle({ body, caller, repositories }) {
+  async handle({ body, caller, repositories, now }) {
+    const at = now()
+    if (body.expires_at && Date.parse(body.expires_at) <= at.getTime()) throw new InvalidRequestError('body.expires_at: must be in the future')
     const { rawKey, record } = await issueApiKey(repositories, caller.account, {
       kind: body.kind,
       name: body.name,
       workspaceId: body.workspace_id,
-      creatorUserId: body.creator_user_id,
+      creatorUserId: body.creator_user_id ?? undefined,
+      limitNano: body.limit === undefined || body.limit === null ? null : toNano(body.limit),
+      limitReset: body.limit_reset ?? null,
+      includeByokInLimit: body.include_byok_in_limit ?? false,
+      expiresAt: body.expires_at ?? null,
     })
     // The raw key is in this answer only: no cache on the way may keep a copy.
-    return json({ data: toApiKeyWire(record), key: rawKey }, 201, NO_STORE)
+    return json({ data: await keyWire(repositories, record, at), key: rawKey }, 201, NO_STORE)
   },
 })
 
@@ -64,8 +63,8 @@ export const getKey = defineRoute({
   path: '/keys/:hash',
   auth: 'management',
   params: KeyParamsSchema,
-  async handle({ params, caller, repositories }) {
-    return json({ data: toApiKeyWire(await requireOwnKey(repositories, caller.account.id, params.hash)) })
+  async handle({ params, caller, repositories, now }) {
+    return json({ data: await keyWire(repositories, await requireOwnKey(repositories, caller.account.id, params.hash), now()) })
   },
 })
 
@@ -75,12 +74,18 @@ export const updateKey = defineRoute({
   auth: 'management',
   params: KeyParamsSchema,
   body: UpdateKeyBodySchema,
-  async handle({ params, body, caller, repositories }) {
+  async handle({ params, body, caller, repositories, now }) {
     const key = await requireOwnKey(repositories, caller.account.id, params.hash)
     if (body.disabled === true) await assertNotLastManagementKey(repositories, key)
-    const updated = await repositories.apiKeys.update(key.hash, body)
+    const updated = await repositories.apiKeys.update(key.hash, {
+      name: body.name,
+      disabled: body.disabled,
+      limitNano: body.limit === undefined ? undefined : body.limit === null ? null : toNano(body.limit),
+      limitReset: body.limit_reset,
+      includeByokInLimit: body.include_byok_in_limit,
+    })
     if (!updated) throw new NotFoundError('API key not found')
-    return json({ data: toApiKeyWire(updated) })
+    return json({ data: await keyWire(repositories, updated, now()) })
   },
 })
 

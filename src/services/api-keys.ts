@@ -3,12 +3,12 @@
 import { ConflictError, InvalidRequestError, NotFoundError } from '../core/errors'
 import { sha256Hex } from '../core/crypto'
 import type { AccountRecord } from '../repositories/accounts'
-import { generateRawKey, type ApiKeyKind, type ApiKeyRecord } from '../repositories/api-keys'
+import { generateRawKey, type ApiKeyKind, type ApiKeyLimits, type ApiKeyRecord } from '../repositories/api-keys'
 import type { Repositories } from '../repositories'
 import { isUniqueConflict } from '../repositories/mutate'
 import { resolveWorkspace } from './accounts'
 
-export interface IssueKeyInput {
+export interface IssueKeyInput extends Partial<ApiKeyLimits> {
   kind: ApiKeyKind
   name: string
   /** Workspace UUID or slug; the account's default workspace when omitted. */
@@ -27,6 +27,10 @@ export const issueApiKey = async (repositories: Repositories, account: AccountRe
     kind: input.kind,
     name: input.name,
     creatorUserId: input.creatorUserId ?? account.ownerUserId,
+    limitNano: input.limitNano,
+    limitReset: input.limitReset,
+    includeByokInLimit: input.includeByokInLimit,
+    expiresAt: input.expiresAt,
   })
   return { rawKey, record }
 }

@@ -69,6 +69,13 @@ export interface CounterResult {
   expiresAt: number
 }
 
+/** One increment of `incrementMany`: the arguments of `increment`. */
+export interface CounterChange {
+  key: string
+  amount: number
+  ttlMs: number
+}
+
 /**
  * One driver contract for memory, the embedded on-disk store, Redis and SQL.
  * All methods may throw `StorageUnavailableError` (rendered 503) when the backend cannot answer.
@@ -127,6 +134,14 @@ export interface StorageDriver {
    * the next increment starts a new counter at `amount`. For rate limits and quotas.
    */
   increment(key: string, amount: number, ttlMs: number): Promise<CounterResult>
+
+  /**
+   * Optional: several increments of distinct counters in one call, each atomic on its own (not all or
+   * nothing), resolving with each counter's result in order. A driver offers it where one call costs less
+   * than many (the file driver appends and syncs its journal once); without it, callers send concurrent
+   * `increment`s.
+   */
+  incrementMany?(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]>
 
   /**
    * Waits for writes already accepted, then releases connections, files and timers. Afterwards every

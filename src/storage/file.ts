@@ -7,6 +7,7 @@
 import { join, resolve } from 'node:path'
 import { StorageUnavailableError } from '../core/errors'
 import type {
+  CounterChange,
   CounterResult,
   JsonObject,
   ListQuery,
@@ -20,6 +21,7 @@ import { openJournal, readJournal, type Journal } from './file-journal'
 import { readSnapshot, removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
 import { createMemoryEngine, loadEngineState, type MemoryEngine, type Mutation } from './memory-engine'
 import { ensurePrivateDirectory, tightenFile } from './private-files'
+import { assertDistinctCounters } from './validate'
 
 export interface FileStorageOptions {
   /** Directory holding `journal.jsonl`, `snapshot.json` and `LOCK`; created when missing. */
@@ -274,6 +276,16 @@ const createFileDriver = (options: FileStorageOptions) => {
         const mutation = current.engine.planIncrement(key, amount, ttlMs)
         await commit(current, mutation)
         return { value: mutation.value, expiresAt: mutation.expiresAt }
+      })
+    },
+
+    async incrementMany(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]> {
+      assertDistinctCounters(changes)
+      return serialized(async (current) => {
+        // Distinct counters: each plan holds against the state before the batch, whatever its order.
+        const mutations = changes.map((change) => current.engine.planIncrement(change.key, change.amount, change.ttlMs))
+        if (mutations.length > 0) await commit(current, ...mutations)
+        return mutations.map((mutation) => ({ value: mutation.value, expiresAt: mutation.expiresAt }))
       })
     },
 

@@ -82,6 +82,12 @@ export const assertCounterArguments = (key: unknown, amount: unknown, ttlMs: unk
   if (!Number.isSafeInteger(ttlMs) || (ttlMs as number) <= 0) fail('ttlMs must be a positive integer')
 }
 
+/** Throws unless every change of an `incrementMany` names another counter. */
+export const assertDistinctCounters = (changes: ReadonlyArray<{ key: string }>): void => {
+  if (!Array.isArray(changes)) fail('changes must be an array')
+  if (new Set(changes.map((change) => change.key)).size !== changes.length) fail('incrementMany changes must name distinct counters')
+}
+
 /** Code-unit order, the same on every machine (never `localeCompare`): by `sortKey`, then by `id`. */
 export const compareRecords = (a: StoredRecord, b: StoredRecord): number => {
   if (a.sortKey !== b.sortKey) return a.sortKey < b.sortKey ? -1 : 1

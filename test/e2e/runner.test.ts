@@ -265,6 +265,46 @@ describe('modelgate CLI and standalone runner', () => {
       expect((await get(`${server.url}/api/v1/workspaces/default`, management)).status).toBe(200)
     })
 
+    it('grants credits, keeps each grant, and serves them at GET /credits; enforced with MODELGATE_ENFORCE_CREDITS=1', async () => {
+      const management = (await cli('keys', 'create', '--management', '--name', 'ops')).stdout.trim()
+      const first = await cli('credits', 'grant', '25', '--note', 'March invoice')
+      expect(first.code).toBe(0)
+      expect(first.stdout).toBe('Granted $25.00 (grant 1). The account now has $25.00 granted, $0.00 used.\n')
+      // `--` ends the options, so a negative amount is not read as one.
+      const correction = await cli('credits', 'grant', '--note', 'correction', '--', '-2.5')
+      expect(correction.stdout).toBe('Granted -$2.50 (grant 2). The account now has $22.50 granted, $0.00 used.\n')
+      const shown = await cli('credits', 'show')
+      expect(shown.code).toBe(0)
+      const lines = shown.stdout.trim().split('\n')
+      expect(lines[0]).toBe('Credits: $22.50 granted, $0.00 used')
+      expect(lines[1]).toMatch(/^grant\s+amount\s+by\s+created_at\s+note$/)
+      expect(lines.slice(2)).toEqual([
+        expect.stringMatching(/^1\s+\$25\.00\s+cli\s+\S+Z\s+March invoice$/),
+        expect.stringMatching(/^2\s+-\$2\.50\s+cli\s+\S+Z\s+correction$/),
+      ])
+      for (const bad of [['credits', 'grant'], ['credits', 'grant', 'ten'], ['credits', 'grant', '0']]) {
+        const refused = await cli(...bad)
+        expect(refused.code).toBe(1)
+        expect(refused.stderr).toMatch(/credits grant needs an amount in USD|input\.amount: must not be 0/)
+      }
+      expect((await cli('--help')).stdout).toContain('credits grant <usd>')
+
+      expect((await cli('accounts', 'create', '--slug', 'acme')).code).toBe(0)
+      const acmeKey = (await cli('keys', 'create', '--account', 'acme')).stdout.trim()
+
+      // OpenAI's endpoint points at a closed loopback port: a request let through would fail with 502, not 402.
+      const server = await serve({ MODELGATE_ENFORCE_CREDITS: '1', OPENAI_API_KEY: 'sk-test-0123456789abcdef', MODELGATE_PROVIDER_OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' })
+      const credits = await get(`${server.url}/api/v1/credits`, management)
+      expect(await credits.json()).toEqual({ data: { total_credits: 22.5, total_usage: 0 } })
+      const refused = await fetch(`${server.url}/api/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${acmeKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'openai/gpt-4.1-mini', input: 'Hi', max_output_tokens: 16 }),
+      })
+      expect(refused.status).toBe(402)
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^Insufficient credits: the account has \$0\.00 left of \$0\.00 granted/)
+    })
+
     it('explains a prefix that is too short or matches nothing', async () => {
       const short = await cli('keys', 'revoke', 'abc')
       expect(short.code).toBe(1)

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { isGatewayError, type StorageConflictKind } from '../../src/core/errors'
 import type { JsonObject, ListQuery, RecordInput, StorageDriver, StoredRecord } from '../../src/storage/contract'
 import { describeConcurrentUpdates } from './concurrent-updates'
+import { describeSpendLimits } from './spend-limits'
 
 export interface StorageContractOptions {
   /** The driver's clock in Unix milliseconds (default `Date.now`). */
@@ -671,6 +672,7 @@ export function describeStorageContract(
     })
 
     describeConcurrentUpdates(() => driver)
+    describeSpendLimits(() => driver)
 
     describe('random operations against a model', () => {
       type Outcome = { value: unknown } | { conflict: StorageConflictKind }

@@ -78,6 +78,37 @@ describe('fileStorage', () => {
     expect(driver.name).toBe('file')
   })
 
+  it('adds several counters in one journal append (incrementMany), kept across a reopen', async () => {
+    const directory = await makeDirectory()
+    const first = await openFileStorage({ directory })
+    await first.increment('a', 5, 60_000)
+    const appendsBefore = (await journalLines(directory)).length
+    const results = await first.incrementMany!([
+      { key: 'a', amount: 2, ttlMs: 60_000 },
+      { key: 'b', amount: -3, ttlMs: 60_000 },
+    ])
+    expect(results.map((result) => result.value)).toEqual([7, -3])
+    expect(await journalLines(directory)).toHaveLength(appendsBefore + 2)
+    await expect(first.incrementMany!([{ key: 'a', amount: 1, ttlMs: 1000 }, { key: 'a', amount: 1, ttlMs: 1000 }])).rejects.toThrow(
+      'incrementMany changes must name distinct counters',
+    )
+    expect(await first.incrementMany!([])).toEqual([])
+    await first.close()
+    const second = await openTracked({ directory })
+    expect((await second.increment('a', 0, 60_000)).value).toBe(7)
+    expect((await second.increment('b', 0, 60_000)).value).toBe(-3)
+  })
+
+  it('writes nothing of an incrementMany whose append fails', async () => {
+    const directory = await makeDirectory()
+    const driver = await openTracked({ directory })
+    await driver.increment('a', 1, 60_000)
+    vi.spyOn(await fileHandlePrototype(directory), 'write').mockRejectedValueOnce(diskError())
+    await expect(driver.incrementMany!([{ key: 'a', amount: 1, ttlMs: 60_000 }, { key: 'b', amount: 1, ttlMs: 60_000 }])).rejects.toMatchObject({ status: 503 })
+    expect((await driver.increment('a', 0, 60_000)).value).toBe(1)
+    expect((await driver.increment('b', 0, 60_000)).value).toBe(0)
+  })
+
   it('creates a missing directory', async () => {
     const directory = join(await makeDirectory(), 'nested', 'store')
     const driver = await openTracked({ directory })

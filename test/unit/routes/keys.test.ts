@@ -3,7 +3,31 @@ import { sha256Hex } from '../../../src/core/crypto'
 import { API_KEYS } from '../../../src/repositories/api-keys'
 import { createTestGateway, readJson, type TestGateway } from '../../helpers/gateway'
 
-const KEY_FIELDS = ['hash', 'name', 'label', 'kind', 'disabled', 'workspace_id', 'creator_user_id', 'created_at', 'updated_at'].sort()
+const KEY_FIELDS = [
+  'hash',
+  'name',
+  'label',
+  'kind',
+  'disabled',
+  'workspace_id',
+  'creator_user_id',
+  'external_user',
+  'limit',
+  'limit_remaining',
+  'limit_reset',
+  'include_byok_in_limit',
+  'usage',
+  'usage_daily',
+  'usage_weekly',
+  'usage_monthly',
+  'byok_usage',
+  'byok_usage_daily',
+  'byok_usage_weekly',
+  'byok_usage_monthly',
+  'expires_at',
+  'created_at',
+  'updated_at',
+].sort()
 
 describe('/keys', () => {
   let t: TestGateway
@@ -115,6 +139,31 @@ describe('/keys', () => {
       }
       // Exactly at the bound is fine.
       expect((await t.call('POST', '/keys', { json: { name: 'x'.repeat(255) } })).status).toBe(201)
+    })
+
+    it('validates limits and expiry, and refuses fields it does not act on by name', async () => {
+      const cases: Array<[Record<string, unknown>, string]> = [
+        [{ limit: -1 }, 'body.limit: must be at least 0'],
+        [{ limit: 1_000_001 }, 'body.limit: must be at most 1000000'],
+        [{ limit: '5' }, 'body.limit: '],
+        [{ limit_reset: 'yearly' }, 'body.limit_reset: must be "daily", "weekly", "monthly" or null'],
+        [{ include_byok_in_limit: 'yes' }, 'body.include_byok_in_limit: '],
+        [{ expires_at: '2099-01-01T00:00Z' }, 'body.expires_at: must be an ISO 8601 date-time with seconds and a time zone'],
+        [{ expires_at: '2099-01-01T00:00:00' }, 'body.expires_at: must be an ISO 8601 date-time with seconds and a time zone'],
+        [{ expires_at: '2099-02-30T00:00:00Z' }, 'body.expires_at: must be a valid date-time'],
+        [{ expires_at: '2001-01-01T00:00:00Z' }, 'body.expires_at: must be in the future'],
+        [{ external: { user: 'partner-user' } }, 'body.external: unknown field'],
+      ]
+      for (const [fields, message] of cases) {
+        const response = await t.call('POST', '/keys', { json: { name: 'Bad', ...fields } })
+        expect(response.status, JSON.stringify(fields)).toBe(400)
+        expect((await readJson(response)).error.message).toContain(message)
+      }
+      const created = await readJson(await t.call('POST', '/keys', { json: { name: 'Ok', limit: 2.5, limit_reset: 'weekly', expires_at: '2099-01-01T01:00:00.5+01:00', creator_user_id: null } }))
+      expect(created.data).toMatchObject({ limit: 2.5, limit_reset: 'weekly', expires_at: '2099-01-01T00:00:00.500Z' })
+      const patched = await t.call('PATCH', `/keys/${created.data.hash}`, { json: { expires_at: '2100-01-01T00:00:00Z' } })
+      expect(patched.status).toBe(400)
+      expect((await readJson(patched)).error.message).toBe('body.expires_at: unknown field')
     })
 
     it('answers 401 and 403 before reading the body', async () => {

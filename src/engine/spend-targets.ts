@@ -1,0 +1,22 @@
+/** What spend accounting needs from a request and from the gateway (src/engine/spend.ts does the accounting). */
+
+import type { AccountRecord } from '../repositories/accounts'
+import type { ApiKeyRecord } from '../repositories/api-keys'
+import type { SpendRepository } from '../repositories/spend-counters'
+import type { WorkspaceRecord } from '../repositories/workspaces'
+
+/** Who a request spends for: the records read while authenticating and planning it. */
+export interface SpendTargets {
+  repository: SpendRepository
+  key: ApiKeyRecord
+  workspace: WorkspaceRecord
+  account: AccountRecord
+}
+
+/** The gateway's spend settings. */
+export interface SpendSettings {
+  /** Refuse requests of accounts whose granted credits are used up (off: credits are only counted). */
+  enforceCredits: boolean
+  /** Settlements being written; the gateway waits for them before it closes its store. */
+  pending: Set<Promise<void>>
+}
