@@ -13,6 +13,8 @@ export interface EndpointPricing {
   cachedPrompt?: number
   /** USD per request. */
   request?: number
+  /** USD per output image (a generated image; its image tokens are then not billed as output tokens). */
+  image?: number
 }
 
 export interface ModelEndpoint {
@@ -113,8 +115,9 @@ export const BUILT_IN_MODELS: readonly ModelEntry[] = [
   model('google/gemini-2.5-pro', 'Gemini 2.5 Pro', [
     { provider: 'google-ai-studio', model: 'gemini-2.5-pro', contextLength: 1_048_576, maxOutputTokens: 65_536, pricing: perMillion(1.25, 10, 0.125), supportedParameters: GEMINI },
   ], GEMINI_INPUTS),
+  // Google prices an output image at 1,290 image tokens × $30 per million: $0.039 each.
   model('google/gemini-2.5-flash-image', 'Gemini 2.5 Flash Image', [
-    { provider: 'google-ai-studio', model: 'gemini-2.5-flash-image', contextLength: 32_768, maxOutputTokens: 32_768, pricing: perMillion(0.3, 2.5), supportedParameters: GEMINI },
+    { provider: 'google-ai-studio', model: 'gemini-2.5-flash-image', contextLength: 32_768, maxOutputTokens: 32_768, pricing: { ...perMillion(0.3, 2.5), image: 0.039 }, supportedParameters: GEMINI },
   ], VISION, ['image', 'text']),
   model('meta-llama/llama-3.3-70b-instruct', 'Llama 3.3 70B Instruct', [
     { provider: 'deepinfra', model: 'meta-llama/Llama-3.3-70B-Instruct', contextLength: 131_072, pricing: perMillion(0.23, 0.4), supportedParameters: OPEN },

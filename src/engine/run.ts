@@ -51,11 +51,14 @@ export const prepareRequest = async (service: InferenceService, context: RunCont
   ])
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
-  const models = requestedModels(body.model, body.models, workspace.defaultTextModel)
+  // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
+  const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
+  const models = requestedModels(body.model, body.models, defaultModel)
   const attempts = planAttempts(service.models, service.providers, {
     models,
     preferences: withRouteAlias(body),
     parametersUsed: parametersUsed(body),
+    modalities: body.modalities,
     credentials: byok.credentials,
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,

@@ -9,7 +9,11 @@ import * as v from 'valibot'
 import { boundedJson } from '../core/validation'
 import {
   FunctionNameSchema,
+  IMAGE_CONFIG_WITHOUT_IMAGES,
+  ImageConfigSchema,
+  isImageConfigUsable,
   MetadataSchema,
+  ModalitiesSchema,
   ModelSlugSchema,
   MODELS_MAX,
   ProviderPreferencesSchema,
@@ -180,6 +184,9 @@ export const ChatCompletionsRequestSchema = v.pipe(
     plugins: emptyList('plugins are not run by this gateway yet'),
     transforms: emptyList('prompt transforms are not run by this gateway yet'),
     metadata: v.optional(v.nullable(MetadataSchema)),
+    // OpenRouter's image output; `audio` (its third modality) fails the schema, naming the values it takes.
+    modalities: v.optional(v.nullable(ModalitiesSchema)),
+    image_config: v.optional(v.nullable(ImageConfigSchema)),
   }),
   v.check(
     (body) => body.max_tokens == null || body.max_completion_tokens == null || body.max_tokens === body.max_completion_tokens,
@@ -189,6 +196,7 @@ export const ChatCompletionsRequestSchema = v.pipe(
     (body) => body.reasoning?.effort == null || body.reasoning_effort == null || body.reasoning.effort === body.reasoning_effort,
     'reasoning.effort and reasoning_effort disagree: send one of them',
   ),
+  v.check((body) => isImageConfigUsable(body), IMAGE_CONFIG_WITHOUT_IMAGES),
 )
 
 export type ChatCompletionsRequest = v.InferOutput<typeof ChatCompletionsRequestSchema>
