@@ -82,6 +82,15 @@ const ReasoningDetailSchema = v.variant(
   'must be a reasoning.text, reasoning.summary or reasoning.encrypted detail',
 )
 
+/** A `data:` URL of a base64 image: what the gateway returned on `message.images`, and all it can send back. */
+export const IMAGE_DATA_URL = /^data:image\/([\w.+-]+);base64,([A-Za-z0-9+/=]+)$/
+
+/** An image the assistant generated earlier (OpenRouter's `message.images`), sent back with its turn. */
+const AssistantImageSchema = v.object({
+  type: v.optional(v.literal('image_url')),
+  image_url: v.object({ url: v.pipe(v.string(), v.regex(IMAGE_DATA_URL, 'must be a data:image/…;base64 URL, as generated images are returned')) }),
+})
+
 const MessageSchema = v.variant(
   'role',
   [
@@ -100,6 +109,7 @@ const MessageSchema = v.variant(
       tool_calls: v.optional(v.nullable(v.array(ToolCallSchema))),
       reasoning: v.optional(v.nullable(v.string())),
       reasoning_details: v.optional(v.nullable(v.array(ReasoningDetailSchema))),
+      images: v.optional(v.nullable(v.array(AssistantImageSchema))),
     }),
     v.object({ role: v.literal('tool'), tool_call_id: v.pipe(v.string(), v.minLength(1, 'must not be empty')), content: textContent('tool') }),
   ],

@@ -20,6 +20,8 @@ const TEXT = 'Here is a small orange sunset tile for you.'
 // 12 input tokens at $0.30/M, 10 text tokens at $2.50/M and one image at $0.039 (its 1,290 tokens billed per image).
 const COST = 0.0390286
 const PROMPT = 'Draw a small orange sunset tile'
+/** OpenRouter's image fields, which the `openai` and Anthropic SDKs do not declare (a spread escapes their checks). */
+const IMAGE_OUTPUT: Record<string, unknown> = { modalities: ['image', 'text'] }
 
 const harness = createSdkHarness()
 let openai: OpenAI
@@ -57,7 +59,8 @@ describe('openai SDK', () => {
     const completion = await openai.chat.completions.create({
       model: MODEL,
       messages: [{ role: 'user', content: PROMPT }],
-      ...{ modalities: ['image', 'text'], image_config: { aspect_ratio: '4:3' } },
+      ...IMAGE_OUTPUT,
+      ...({ image_config: { aspect_ratio: '4:3' } } as Record<string, unknown>),
     })
     expectImageRequested()
     const message = completion.choices[0]!.message
@@ -68,7 +71,7 @@ describe('openai SDK', () => {
   })
 
   it('chat.completions.stream: finalChatCompletion() keeps the image the stream carried in delta.images', async () => {
-    const stream = openai.chat.completions.stream({ model: MODEL, messages: [{ role: 'user', content: PROMPT }], ...{ modalities: ['image', 'text'] } })
+    const stream = openai.chat.completions.stream({ model: MODEL, messages: [{ role: 'user', content: PROMPT }], ...IMAGE_OUTPUT })
     const completion = await stream.finalChatCompletion()
     expectImageRequested()
     expect(completion.choices[0]!.message.content).toBe(TEXT)
@@ -76,7 +79,7 @@ describe('openai SDK', () => {
   })
 
   it('responses.create: the image is an image_generation_call output item', async () => {
-    const response = await openai.responses.create({ model: MODEL, input: PROMPT, ...{ modalities: ['image', 'text'] } })
+    const response = await openai.responses.create({ model: MODEL, input: PROMPT, ...IMAGE_OUTPUT })
     expectImageRequested()
     expect(response.output_text).toBe(TEXT)
     const images = response.output.filter((item): item is OpenAI.Responses.ResponseOutputItem.ImageGenerationCall => item.type === 'image_generation_call')
@@ -86,7 +89,7 @@ describe('openai SDK', () => {
   })
 
   it('responses.stream: the image_generation_call events arrive typed and finalResponse() holds the image', async () => {
-    const stream = openai.responses.stream({ model: MODEL, input: PROMPT, ...{ modalities: ['image', 'text'] } })
+    const stream = openai.responses.stream({ model: MODEL, input: PROMPT, ...IMAGE_OUTPUT })
     const types: string[] = []
     stream.on('event', (event) => types.push(event.type))
     const response = await stream.finalResponse()
@@ -155,7 +158,7 @@ describe('@anthropic-ai/sdk', () => {
   const IMAGE_BLOCK = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: IMAGE } }
 
   it('messages.create: the image is an image content block', async () => {
-    const message = await anthropic.messages.create({ model: MODEL, max_tokens: 1024, messages: [{ role: 'user', content: PROMPT }], ...{ modalities: ['image', 'text'] } })
+    const message = await anthropic.messages.create({ model: MODEL, max_tokens: 1024, messages: [{ role: 'user', content: PROMPT }], ...IMAGE_OUTPUT })
     expectImageRequested()
     // Claude never answers with images, so the SDK's ContentBlock type has no image member: compared as JSON.
     expect(message.content as unknown[]).toEqual([{ type: 'text', text: TEXT }, IMAGE_BLOCK])
@@ -163,7 +166,7 @@ describe('@anthropic-ai/sdk', () => {
   })
 
   it('messages.stream: finalMessage() keeps the image block as it came', async () => {
-    const message = await anthropic.messages.stream({ model: MODEL, max_tokens: 1024, messages: [{ role: 'user', content: PROMPT }], ...{ modalities: ['image', 'text'] } }).finalMessage()
+    const message = await anthropic.messages.stream({ model: MODEL, max_tokens: 1024, messages: [{ role: 'user', content: PROMPT }], ...IMAGE_OUTPUT }).finalMessage()
     expectImageRequested()
     expect(message.content as unknown[]).toEqual([{ type: 'text', text: TEXT }, IMAGE_BLOCK])
   })

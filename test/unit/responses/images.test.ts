@@ -191,6 +191,28 @@ describe('POST /chat/completions with an image model', () => {
     expect(chunks.at(-1).usage.cost).toBe(COST)
   })
 
+  it('sends an assistant turn’s images back to the model, so it can edit them', async () => {
+    await gemini()
+    const first = await (await post('/chat/completions', { model: IMAGE_MODEL, messages: [{ role: 'user', content: 'Draw' }], modalities: ['image', 'text'] })).json()
+    const response = await post('/chat/completions', {
+      model: IMAGE_MODEL,
+      messages: [{ role: 'user', content: 'Draw' }, first.choices[0].message, { role: 'user', content: 'Make it blue' }],
+      modalities: ['image', 'text'],
+    })
+    expect(response.status).toBe(200)
+    expect(sent().json.contents).toEqual([
+      { role: 'user', parts: [{ text: 'Draw' }] },
+      { role: 'model', parts: [{ text: TEXT }, { inlineData: { mimeType: 'image/png', data: IMAGE } }] },
+      { role: 'user', parts: [{ text: 'Make it blue' }] },
+    ])
+    const remote = await post('/chat/completions', {
+      model: IMAGE_MODEL,
+      messages: [{ role: 'user', content: 'Draw' }, { role: 'assistant', content: null, images: [{ type: 'image_url', image_url: { url: 'http://127.0.0.1/tile.png' } }] }],
+    })
+    expect(remote.status).toBe(400)
+    expect((await remote.json()).error.message).toBe('body.messages.1.images.0.image_url.url: must be a data:image/…;base64 URL, as generated images are returned')
+  })
+
   it('refuses an output modality it cannot give, naming the field', async () => {
     await gemini()
     const response = await post('/chat/completions', { model: IMAGE_MODEL, messages: [{ role: 'user', content: 'Sing' }], modalities: ['audio'] })
