@@ -20,6 +20,22 @@ const RULE_MESSAGES: Record<InputSource, (issue: v.BaseIssue<unknown>) => string
 }
 
 /**
+ * A union none of whose options matched says only what it expected ("must be a string or an array of
+ * content parts"). When one option got further into the value (an array of parts with one bad field),
+ * its deepest problem is the one worth naming. An option's issues carry paths relative to the union.
+ */
+const mostSpecific = (issue: v.BaseIssue<unknown>): v.BaseIssue<unknown> => {
+  if (issue.type !== 'union' || !issue.issues) return issue
+  let deepest: v.BaseIssue<unknown> | undefined
+  for (const inner of issue.issues) {
+    const candidate = mostSpecific(inner)
+    if ((candidate.path?.length ?? 0) > (deepest?.path?.length ?? 0)) deepest = candidate
+  }
+  if (!deepest) return issue
+  return { ...deepest, path: [...(issue.path ?? []), ...deepest.path!] as typeof issue.path }
+}
+
+/**
  * Validates `value` against `schema`, or throws a 400 naming the first problem's path and the rule
  * it broke, e.g. `body.allowed_models: must have at most 100 items`. The message never quotes the
  * submitted value: it may be a key or other secret sent in the wrong field.
@@ -27,7 +43,7 @@ const RULE_MESSAGES: Record<InputSource, (issue: v.BaseIssue<unknown>) => string
 export const parseInput = <S extends AnySchema>(schema: S, value: unknown, source: InputSource): v.InferOutput<S> => {
   const result = v.safeParse(schema, value, { abortPipeEarly: true, message: RULE_MESSAGES[source] })
   if (result.success) return result.output
-  const issue = result.issues[0]
+  const issue = mostSpecific(result.issues[0])
   const path = v.getDotPath(issue)
   const where = path ? `${source}.${path}` : source
   // A missing required field reads better as "is required" than as a type mismatch with undefined.

@@ -1,7 +1,9 @@
 /**
  * Usage and cost of one response, from the catalog prices of the endpoint that served it. The same
- * tokens and images always cost the same, streamed or not. BYOK (docs/decisions.md, BYOK): the provider bills
- * the caller directly (`upstream_inference_cost`), and `cost` is the gateway's fee, a share of the list price.
+ * tokens and images always cost the same, streamed or not. Prompt tokens read from or written to the provider's
+ * prompt cache are priced at the endpoint's own cache rates (writes cost more than plain input at
+ * Anthropic, reads less almost everywhere). BYOK (docs/decisions.md, BYOK): the provider bills the caller
+ * directly (`upstream_inference_cost`), and `cost` is the gateway's fee, a share of the list price.
  */
 
 import type { EndpointPricing } from './models'
@@ -28,7 +30,12 @@ const round = (amount: number) => Math.round(amount * 1e12) / 1e12
  */
 export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isByok: boolean; byokFeeRate: number; images?: number }): BilledUsage => {
   const cached = Math.min(usage.input_tokens_details.cached_tokens, usage.input_tokens)
-  const inputCost = (usage.input_tokens - cached) * pricing.prompt + cached * (pricing.cachedPrompt ?? pricing.prompt) + (pricing.request ?? 0)
+  const written = Math.min(usage.input_tokens_details.cache_write_tokens ?? 0, usage.input_tokens - cached)
+  const inputCost =
+    (usage.input_tokens - cached - written) * pricing.prompt +
+    cached * (pricing.cachedPrompt ?? pricing.prompt) +
+    written * (pricing.cacheWritePrompt ?? pricing.prompt) +
+    (pricing.request ?? 0)
   const images = options.images ?? 0
   const imageTokens = pricing.image === undefined ? 0 : Math.min(usage.output_tokens_details.image_tokens ?? 0, usage.output_tokens)
   const outputCost = (usage.output_tokens - imageTokens) * pricing.completion + images * (pricing.image ?? 0)

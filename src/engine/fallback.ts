@@ -35,6 +35,7 @@ const callFor = (request: InferenceRequest, attempt: Attempt, service: Inference
   stream,
   endUserId: request.endUserId,
   maxEventBytes: service.limits.maxEventBytes,
+  hasExplicitPromptCache: attempt.endpoint.supportedParameters?.includes('prompt_cache_options') === true,
 })
 
 const withRetryAfter = (seconds: string | undefined) => (seconds === undefined ? {} : { headers: { 'retry-after': seconds } })

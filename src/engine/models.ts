@@ -9,8 +9,10 @@ export interface EndpointPricing {
   prompt: number
   /** USD per output token (reasoning included). */
   completion: number
-  /** USD per cached input token; `prompt` when absent. */
+  /** USD per input token read from the provider's prompt cache; `prompt` when absent. */
   cachedPrompt?: number
+  /** USD per input token written to the provider's prompt cache (Anthropic: 1.25 × `prompt` for the 5-minute TTL); `prompt` when absent. */
+  cacheWritePrompt?: number
   /** USD per request. */
   request?: number
   /** USD per output image (a generated image; its image tokens are then not billed as output tokens). */
@@ -50,15 +52,17 @@ export interface ModelEntry {
   outputModalities?: readonly Modality[]
 }
 
-const perMillion = (prompt: number, completion: number, cachedPrompt?: number): EndpointPricing => ({
+const perMillion = (prompt: number, completion: number, cachedPrompt?: number, cacheWritePrompt?: number): EndpointPricing => ({
   prompt: prompt / 1_000_000,
   completion: completion / 1_000_000,
   ...(cachedPrompt === undefined ? {} : { cachedPrompt: cachedPrompt / 1_000_000 }),
+  ...(cacheWritePrompt === undefined ? {} : { cacheWritePrompt: cacheWritePrompt / 1_000_000 }),
 })
 
 const COMMON = ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text'] as const
 const REASONING = ['max_output_tokens', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'include'] as const
-const ANTHROPIC = ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text'] as const
+// Anthropic caches only what it is told to: explicit prompt caching is its only mode.
+const ANTHROPIC = ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text', 'prompt_cache_options'] as const
 const GEMINI = ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty'] as const
 const OPEN = ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'text', 'frequency_penalty', 'presence_penalty'] as const
 
@@ -101,13 +105,13 @@ export const BUILT_IN_MODELS: readonly ModelEntry[] = [
     { provider: 'openai', model: 'gpt-5-mini', contextLength: 400_000, maxOutputTokens: 128_000, pricing: perMillion(0.25, 2, 0.025), supportedParameters: REASONING },
   ], VISION),
   model('anthropic/claude-sonnet-4.5', 'Claude Sonnet 4.5', [
-    { provider: 'anthropic', model: 'claude-sonnet-4-5', contextLength: 200_000, maxOutputTokens: 64_000, pricing: perMillion(3, 15, 0.3), supportedParameters: ANTHROPIC },
+    { provider: 'anthropic', model: 'claude-sonnet-4-5', contextLength: 200_000, maxOutputTokens: 64_000, pricing: perMillion(3, 15, 0.3, 3.75), supportedParameters: ANTHROPIC },
   ], VISION),
   model('anthropic/claude-haiku-4.5', 'Claude Haiku 4.5', [
-    { provider: 'anthropic', model: 'claude-haiku-4-5', contextLength: 200_000, maxOutputTokens: 64_000, pricing: perMillion(1, 5, 0.1), supportedParameters: ANTHROPIC },
+    { provider: 'anthropic', model: 'claude-haiku-4-5', contextLength: 200_000, maxOutputTokens: 64_000, pricing: perMillion(1, 5, 0.1, 1.25), supportedParameters: ANTHROPIC },
   ], VISION),
   model('anthropic/claude-opus-4.1', 'Claude Opus 4.1', [
-    { provider: 'anthropic', model: 'claude-opus-4-1', contextLength: 200_000, maxOutputTokens: 32_000, pricing: perMillion(15, 75, 1.5), supportedParameters: ANTHROPIC },
+    { provider: 'anthropic', model: 'claude-opus-4-1', contextLength: 200_000, maxOutputTokens: 32_000, pricing: perMillion(15, 75, 1.5, 18.75), supportedParameters: ANTHROPIC },
   ], VISION),
   model('google/gemini-2.5-flash', 'Gemini 2.5 Flash', [
     { provider: 'google-ai-studio', model: 'gemini-2.5-flash', contextLength: 1_048_576, maxOutputTokens: 65_535, pricing: perMillion(0.3, 2.5, 0.03), supportedParameters: GEMINI },

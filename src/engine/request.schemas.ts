@@ -34,16 +34,21 @@ export const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
 
 const ImageDetailSchema = v.optional(v.picklist(['auto', 'low', 'high']))
 
+/** Marks the end of a prefix to cache (`prompt_cache_options`); its TTL is the request's. */
+const PromptCacheBreakpointSchema = v.optional(v.strictObject({ mode: v.literal('explicit', 'must be "explicit"') }))
+
 const InputPartSchema = v.variant('type', [
-  passThroughObject({ type: v.literal('input_text'), text: v.string() }),
+  passThroughObject({ type: v.literal('input_text'), text: v.string(), prompt_cache_breakpoint: PromptCacheBreakpointSchema }),
   passThroughObject({
     type: v.literal('input_image'),
     image_url: v.optional(v.nullable(v.string())),
     file_id: v.optional(v.nullable(v.string())),
     detail: ImageDetailSchema,
+    prompt_cache_breakpoint: PromptCacheBreakpointSchema,
   }),
   passThroughObject({
     type: v.literal('input_file'),
+    prompt_cache_breakpoint: PromptCacheBreakpointSchema,
     file_data: v.optional(v.string()),
     file_url: v.optional(v.string()),
     file_id: v.optional(v.nullable(v.string())),

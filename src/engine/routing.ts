@@ -27,6 +27,11 @@ export interface RoutingInput {
   parametersUsed: string[]
   /** The request's `modalities`: only models that produce every one of them are routed to. */
   modalities?: readonly string[] | undefined
+  /**
+   * Parameters the caller set that an endpoint must honour whatever `require_parameters` says, because
+   * ignoring them would change what the caller pays for or gets (`prompt_cache_options`).
+   */
+  requiredParameters?: string[]
   /** All BYOK credentials of the workspace. */
   credentials: ByokRecord[]
   callerKeyHash: string
@@ -111,6 +116,9 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   const withoutKey = new Map<string, ResolvedProvider>()
   // Requested models that cannot produce what `modalities` asks for, skipped as OpenRouter skips them.
   const incapable: ModelEntry[] = []
+  const required = input.requiredParameters ?? []
+  // Whether some model had endpoints until the required parameters ruled them all out.
+  let isRuledOutByRequired = false
 
   for (const slug of input.models) {
     const model = catalog.find(slug)
@@ -128,6 +136,10 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       endpoints = endpoints.filter((endpoint) => input.parametersUsed.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
     }
     if (preferences.data_collection === 'deny') endpoints = endpoints.filter((endpoint) => endpoint.collectsData !== true)
+    if (required.length > 0 && endpoints.length > 0) {
+      endpoints = endpoints.filter((endpoint) => required.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
+      if (endpoints.length === 0) isRuledOutByRequired = true
+    }
 
     // Default and price order: cheapest first. Throughput and latency are not measured yet, so those keep catalog order.
     if (!sort || sort.by === 'price') endpoints = [...endpoints].sort((left, right) => listPrice(left) - listPrice(right))
@@ -173,6 +185,9 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     attempts = attempts.filter((attempt) => attempt.model === first.model && attempt.endpoint === first.endpoint)
   }
   if (attempts.length === 0 && withoutKey.size > 0) throw noKeyError(input.models, [...withoutKey.values()])
+  if (attempts.length === 0 && isRuledOutByRequired) {
+    throw new InvalidRequestError(`${listed(required)}: not supported by any endpoint of ${input.models.join(', ')}`)
+  }
   if (attempts.length === 0) {
     throw new NotFoundError(
       `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials`,
@@ -187,6 +202,10 @@ export const parametersUsed = (request: Record<string, unknown>): string[] => {
   const names = ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty', 'include']
   return names.filter((name) => request[name] !== undefined && request[name] !== null)
 }
+
+/** The parameters set in `request` that no endpoint may ignore (`RoutingInput.requiredParameters`). */
+export const requiredParameters = (request: Record<string, unknown>): string[] =>
+  request.prompt_cache_options === undefined || request.prompt_cache_options === null ? [] : ['prompt_cache_options']
 
 /** Requested models in order: `model` (or the workspace default) then `models`, without repeats. */
 export const requestedModels = (model: string | undefined, models: string[] | undefined, workspaceDefault: string): string[] => {

@@ -11,7 +11,7 @@ import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { InferenceRequest } from './request'
-import { parametersUsed, planAttempts, requestedModels } from './routing'
+import { parametersUsed, planAttempts, requestedModels, requiredParameters } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
 import { openSession } from './stream-session'
@@ -59,6 +59,7 @@ export const prepareRequest = async (service: InferenceService, context: RunCont
     preferences: withRouteAlias(body),
     parametersUsed: parametersUsed(body),
     modalities: body.modalities,
+    requiredParameters: requiredParameters(body),
     credentials: byok.credentials,
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,

@@ -24,6 +24,8 @@ export interface UpstreamCall {
   endUserId?: string
   /** The largest single stream event to accept (bytes); `readSse`'s default when absent. */
   maxEventBytes?: number
+  /** Whether the endpoint honours explicit prompt caching (`prompt_cache_options`, `prompt_cache_breakpoint` markers). */
+  hasExplicitPromptCache?: boolean
 }
 
 /** Where and as whom to call. */

@@ -167,7 +167,11 @@ export interface ResponsesRequest {
 
 export type Usage = {
   input_tokens: number
-  input_tokens_details: { cached_tokens: number }
+  /**
+   * `cached_tokens` were read from the provider's prompt cache; `cache_write_tokens` were written to it (present
+   * only when the provider reported writes). Both are part of `input_tokens` and priced at their own rates.
+   */
+  input_tokens_details: { cached_tokens: number; cache_write_tokens?: number }
   output_tokens: number
   /**
    * `image_tokens`: the part of `output_tokens` that encodes generated images, where the provider counts it apart
@@ -176,6 +180,10 @@ export type Usage = {
   output_tokens_details: { reasoning_tokens: number; image_tokens?: number }
   total_tokens: number
 }
+
+/** `input_tokens_details` with `cache_write_tokens` only when there were writes (most answers have none). */
+export const inputTokensDetails = (cached: number, written: number): Usage['input_tokens_details'] =>
+  written > 0 ? { cached_tokens: cached, cache_write_tokens: written } : { cached_tokens: cached }
 
 export const emptyUsage = (): Usage => ({
   input_tokens: 0,

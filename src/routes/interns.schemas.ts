@@ -73,7 +73,9 @@ export const INTERN_STATUSES = [
 
 export const ListInternsQuerySchema = v.object({
   limit: v.optional(integerQuery(1, INTERNS_PAGE_MAX), '50'),
-  cursor: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'must be a cursor from next_cursor'))),
+  // OpenRouter's SDK sends the previous page's `next_cursor` as `starting_after`; `cursor` is the same.
+  starting_after: v.optional(v.pipe(v.string(), v.regex(/^[\w-]{1,400}$/, 'must be a cursor from next_cursor'))),
+  cursor: v.optional(v.pipe(v.string(), v.regex(/^[\w-]{1,400}$/, 'must be a cursor from next_cursor'))),
   status: v.optional(
     v.pipe(
       v.string(),

@@ -12,6 +12,7 @@ import { responseReply, toResponse } from '../core/reply'
 import type { Caller } from '../pipeline/auth'
 import type { Repositories } from '../repositories'
 import type { InternRecord } from '../repositories/interns'
+import { decodeInternCursor, pageNewestFirst } from './interns.cursor'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 import { parseInput } from '../core/validation'
 import { appendTurn, rewriteChatStream } from '../interns/chat'
@@ -142,22 +143,21 @@ export const listInternsRoute = defineRoute({
     if (query.workspace_id !== undefined && query.workspace_id !== workspace.id) {
       throw new InvalidRequestError("query.workspace_id: must be the API key's workspace", { reason: 'invalid_body' })
     }
-    const offset = Number(query.cursor ?? 0)
-    let interns: InternRecord[]
-    let total: number
-    if (query.status && query.status.length > 0) {
-      const all = (await repositories.interns.list({ workspaceId: workspace.id }, 0, Number.MAX_SAFE_INTEGER)).interns.filter((intern) =>
-        query.status!.includes(intern.status),
-      )
-      interns = all.slice(offset, offset + query.limit)
-      total = all.length
-    } else {
-      const page = await repositories.interns.list({ workspaceId: workspace.id }, offset, query.limit)
-      interns = page.interns
-      total = page.totalCount
+    if (query.cursor !== undefined && query.starting_after !== undefined && query.cursor !== query.starting_after) {
+      throw new InvalidRequestError('query.starting_after: differs from query.cursor; send one of them', { reason: 'invalid_body' })
     }
-    const hasMore = offset + interns.length < total
-    return json({ data: interns.map(toInternWire), has_more: hasMore, next_cursor: hasMore ? String(offset + interns.length) : null })
+    const cursor = query.starting_after ?? query.cursor
+    const after = cursor === undefined ? undefined : decodeInternCursor(cursor)
+    if (cursor !== undefined && !after) {
+      const field = query.starting_after === undefined ? 'cursor' : 'starting_after'
+      throw new InvalidRequestError(`query.${field}: must be a cursor from next_cursor`, { reason: 'invalid_body' })
+    }
+    // A workspace holds a handful of interns: the page is cut in memory, newest first (interns.cursor.ts).
+    const all = (await repositories.interns.list({ workspaceId: workspace.id }, 0, Number.MAX_SAFE_INTEGER)).interns
+    const listed = query.status && query.status.length > 0 ? all.filter((intern) => query.status!.includes(intern.status)) : all
+    const { page, hasMore, nextCursor } = pageNewestFirst(listed, query.limit, after)
+    // The last page has no `next_cursor` at all: OpenRouter's SDK takes a string or nothing, never null.
+    return json({ data: page.map(toInternWire), has_more: hasMore, ...(nextCursor === undefined ? {} : { next_cursor: nextCursor }) })
   },
 })
 

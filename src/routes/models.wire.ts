@@ -21,6 +21,7 @@ const toPricingWire = (pricing: EndpointPricing) => ({
   completion: decimal.format(pricing.completion),
   ...(pricing.request === undefined ? {} : { request: decimal.format(pricing.request) }),
   ...(pricing.cachedPrompt === undefined ? {} : { input_cache_read: decimal.format(pricing.cachedPrompt) }),
+  ...(pricing.cacheWritePrompt === undefined ? {} : { input_cache_write: decimal.format(pricing.cacheWritePrompt) }),
 })
 
 /**

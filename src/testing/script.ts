@@ -4,6 +4,7 @@
  */
 
 import { STATUS_FOR_ERROR_TYPE, type ErrorType } from '../providers/shared/errors'
+import { inputTokensDetails } from '../providers/types'
 import type { WireStep } from './wire'
 
 /** A whole text, or the chunks (deltas) it arrives in. */
@@ -26,7 +27,7 @@ export type ScriptedStep =
   /** More argument text for the function call just before: lets waits fall between argument chunks. */
   | { type: 'function_call_arguments'; arguments: Chunks }
   /** Token counts the gateway bills (zero when the answer has no usage step). */
-  | { type: 'usage'; inputTokens?: number; outputTokens?: number; reasoningTokens?: number; cachedTokens?: number }
+  | { type: 'usage'; inputTokens?: number; outputTokens?: number; reasoningTokens?: number; cachedTokens?: number; cacheWriteTokens?: number }
   /** How the answer ends (`completed` when the answer has no finish step); usage may still follow it. */
   | { type: 'finish'; status: 'completed' }
   | { type: 'finish'; status: 'incomplete'; reason: 'max_output_tokens' | 'content_filter' | (string & {}) }
@@ -73,7 +74,7 @@ const usageOf = (step: Extract<ScriptedStep, { type: 'usage' }>): WireStep => {
     type: 'usage',
     usage: {
       input_tokens: input,
-      input_tokens_details: { cached_tokens: count(step.cachedTokens, 'cachedTokens') },
+      input_tokens_details: inputTokensDetails(count(step.cachedTokens, 'cachedTokens'), count(step.cacheWriteTokens, 'cacheWriteTokens')),
       output_tokens: output,
       output_tokens_details: { reasoning_tokens: count(step.reasoningTokens, 'reasoningTokens') },
       total_tokens: input + output,

@@ -32,7 +32,8 @@ export const toChatUsage = (usage: BilledUsage) => ({
   prompt_tokens: usage.input_tokens,
   completion_tokens: usage.output_tokens,
   total_tokens: usage.total_tokens,
-  prompt_tokens_details: { cached_tokens: usage.input_tokens_details.cached_tokens },
+  // `cache_write_tokens` only when the provider wrote to its prompt cache, as OpenRouter reports it.
+  prompt_tokens_details: usage.input_tokens_details,
   completion_tokens_details: {
     reasoning_tokens: usage.output_tokens_details.reasoning_tokens,
     ...(usage.output_tokens_details.image_tokens === undefined ? {} : { image_tokens: usage.output_tokens_details.image_tokens }),

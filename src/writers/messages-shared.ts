@@ -24,17 +24,18 @@ export const stopReasonOf = (result: Pick<ResponseResult, 'status' | 'incomplete
 }
 
 /**
- * Anthropic's usage: its `input_tokens` leaves cache reads out. The engine counts cache writes as
- * ordinary input, so they stay in `input_tokens` and `cache_creation_input_tokens` is 0. OpenRouter's
- * `cost` rides along; Anthropic's SDKs keep fields they do not know.
+ * Anthropic's usage: its `input_tokens` leaves cache reads and cache writes out, where the engine's
+ * `input_tokens` holds the whole prompt. OpenRouter's `cost` rides along; Anthropic's SDKs keep fields
+ * they do not know.
  */
 export const toMessagesUsage = (usage: BilledUsage | null | undefined) => {
   const cached = usage?.input_tokens_details.cached_tokens ?? 0
+  const written = usage?.input_tokens_details.cache_write_tokens ?? 0
   return {
-    input_tokens: Math.max((usage?.input_tokens ?? 0) - cached, 0),
+    input_tokens: Math.max((usage?.input_tokens ?? 0) - cached - written, 0),
     output_tokens: usage?.output_tokens ?? 0,
     cache_read_input_tokens: cached,
-    cache_creation_input_tokens: 0,
+    cache_creation_input_tokens: written,
     ...(usage ? { cost: usage.cost } : {}),
   }
 }

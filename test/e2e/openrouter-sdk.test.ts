@@ -129,3 +129,25 @@ describe('@openrouter/sdk: streams that end otherwise', () => {
     expect(failed.response.errorType).toEqual(expect.any(String))
   })
 })
+
+describe('@openrouter/sdk: interns', () => {
+  it('createIntern and listInterns page newest first to the end, passing next_cursor back as starting_after', async () => {
+    const { gateway, url, key } = await harness.startGateway()
+    await gateway.admin.setAccountFlags(undefined, { interns: true })
+    const sdk = new OpenRouter({ serverURL: url, apiKey: key, retryConfig: { strategy: 'none' }, timeoutMs: 30_000 })
+    const names = ['ada', 'bob', 'cy']
+    for (const name of names) {
+      const intern = await sdk.interns.createIntern({ createInternRequest: { name } })
+      expect(intern).toMatchObject({ name, status: 'stopped' })
+    }
+    const seen: string[] = []
+    let page = await sdk.interns.listInterns({ limit: 2 })
+    seen.push(...page.data.map((intern) => intern.name))
+    expect(page.hasMore).toBe(true)
+    page = await sdk.interns.listInterns({ limit: 2, startingAfter: page.nextCursor! })
+    seen.push(...page.data.map((intern) => intern.name))
+    expect(page.hasMore).toBe(false)
+    expect(page.nextCursor).toBeUndefined()
+    expect(seen).toEqual(['cy', 'bob', 'ada'])
+  })
+})

@@ -106,6 +106,14 @@ const readCacheControl = (value: unknown): CacheControl | undefined => {
   return typeof value.ttl === 'string' ? { type: 'ephemeral', ttl: value.ttl } : { type: 'ephemeral' }
 }
 
+/**
+ * The breakpoint a content block or history item asks for: Anthropic's own `cache_control`, or the
+ * Responses API's `prompt_cache_breakpoint` (`{mode: "explicit"}`), which takes its TTL from
+ * `prompt_cache_options.ttl` (applied with the other breakpoints in `applyCacheControl`).
+ */
+const breakpointOf = (record: Record<string, unknown>): CacheControl | undefined =>
+  readCacheControl(record.cache_control) ?? (isRecord(record.prompt_cache_breakpoint) ? { type: 'ephemeral' } : undefined)
+
 /** Splits a base64 `data:` URL; `undefined` when `url` is not a data URL at all. */
 const parseDataUrl = (url: string, path: string): { mediaType: string; data: string } | undefined => {
   if (!url.startsWith('data:')) return undefined
@@ -190,7 +198,7 @@ const partBlock = (part: InputContentPart, path: string, shouldKeepCache = true)
       throw invalid(path, `content part type "${part.type}" is not supported by ${PROVIDER}`)
   }
   if (block && shouldKeepCache) {
-    const cacheControl = readCacheControl(record.cache_control)
+    const cacheControl = breakpointOf(record)
     if (cacheControl) block.cache_control = cacheControl
   }
   return block
@@ -313,13 +321,13 @@ const translateInput = (request: ResponsesRequest): { system: TextBlock[]; messa
         case 'function_call': {
           if (typeof item.call_id !== 'string' || typeof item.name !== 'string') throw invalid(path, 'function_call needs call_id and name')
           const input = parseArguments(item.arguments, path)
-          const cacheControl = readCacheControl(item.cache_control)
+          const cacheControl = breakpointOf(item)
           turnFor('assistant').rest.push({ type: 'tool_use', id: item.call_id, name: item.name, input, ...(cacheControl ? { cache_control: cacheControl } : {}) })
           break
         }
         case 'function_call_output': {
           if (typeof item.call_id !== 'string') throw invalid(path, 'function_call_output needs a call_id')
-          const cacheControl = readCacheControl(item.cache_control)
+          const cacheControl = breakpointOf(item)
           turnFor('user').leading.push({
             type: 'tool_result',
             tool_use_id: item.call_id,
@@ -421,24 +429,37 @@ const planReasoning = (request: ResponsesRequest, options: AdapterOptions): Reas
   return { thinking: { type: 'enabled', budget_tokens: requested }, maxTokens: requested + options.defaultMaxTokens, isThinking: true }
 }
 
+/** The TTLs Anthropic's cache accepts; `prompt_cache_options.ttl` must be one of them here. */
+const ANTHROPIC_CACHE_TTLS = new Set(['5m', '1h'])
+
 /**
  * spec `cache_control`: explicit breakpoints on content parts are kept (the first four, in prompt
  * order: Anthropic allows four); a top-level one marks the last cacheable block when a slot is
  * left. Anthropic also accepts a top-level `cache_control` itself, but not on every platform that
- * serves Claude, so we place the breakpoint ourselves.
+ * serves Claude, so we place the breakpoint ourselves. `prompt_cache_options`: its `ttl` is the
+ * lifetime of every breakpoint that names none, and `mode: "explicit"` places no automatic breakpoint,
+ * so only the marked blocks are cached (Anthropic caches nothing it is not told to).
  */
 const applyCacheControl = (request: ResponsesRequest, system: TextBlock[], messages: MessageParam[], tools: ToolParam[] | undefined) => {
+  const options = isRecord(request.prompt_cache_options) ? request.prompt_cache_options : undefined
+  const ttl = options?.ttl
+  if (ttl !== undefined && (typeof ttl !== 'string' || !ANTHROPIC_CACHE_TTLS.has(ttl))) {
+    throw invalid('prompt_cache_options.ttl', `${PROVIDER} caches for 5m or 1h, not ${JSON.stringify(ttl)}`)
+  }
   let explicit = 0
   const visit = (block: { cache_control?: CacheControl }) => {
     if (!block.cache_control) return
-    if (explicit < MAX_CACHE_BREAKPOINTS) explicit++
-    else delete block.cache_control
+    if (explicit >= MAX_CACHE_BREAKPOINTS) return void delete block.cache_control
+    explicit++
+    if (ttl && block.cache_control.ttl === undefined) block.cache_control = { ...block.cache_control, ttl }
   }
   for (const tool of tools ?? []) visit(tool)
   for (const block of system) visit(block)
   for (const message of messages) for (const block of message.content) visit(block as { cache_control?: CacheControl })
 
-  const automatic = readCacheControl(request.cache_control)
+  if (options?.mode === 'explicit') return
+  const requested = readCacheControl(request.cache_control)
+  const automatic = requested && ttl && requested.ttl === undefined ? { ...requested, ttl } : requested
   if (!automatic || explicit >= MAX_CACHE_BREAKPOINTS) return
   let target: { cache_control?: CacheControl } | undefined
   const lastMessage = messages[messages.length - 1]

@@ -8,7 +8,7 @@ import type { OutputBuilder } from '../shared/output-builder'
 import { createOutputBuilder } from '../shared/output-builder'
 import { UpstreamFailure } from '../shared/errors'
 import type { ItemEvent } from '../events'
-import type { Usage } from '../types'
+import { inputTokensDetails, type Usage } from '../types'
 import { toInBandFailure } from './errors'
 import { ANTHROPIC_REASONING_FORMAT, isRecord, type WireContentBlock, type WireError, type WireUsage } from './wire'
 
@@ -20,11 +20,12 @@ const count = (value: unknown): number => (typeof value === 'number' && Number.i
  */
 export const toUsage = (usage: WireUsage | undefined): Usage => {
   const cacheRead = count(usage?.cache_read_input_tokens)
-  const input = count(usage?.input_tokens) + cacheRead + count(usage?.cache_creation_input_tokens)
+  const cacheWrite = count(usage?.cache_creation_input_tokens)
+  const input = count(usage?.input_tokens) + cacheRead + cacheWrite
   const output = count(usage?.output_tokens)
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: cacheRead },
+    input_tokens_details: inputTokensDetails(cacheRead, cacheWrite),
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: count(usage?.output_tokens_details?.thinking_tokens) },
     total_tokens: input + output,

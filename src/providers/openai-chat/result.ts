@@ -4,7 +4,7 @@
  * answer and its non-streamed twin produce the same items.
  */
 
-import type { Usage } from '../types'
+import { inputTokensDetails, type Usage } from '../types'
 import type { FinishStatus, UpstreamResult } from '../contract'
 import { createOutputBuilder, type OutputBuilder } from '../shared/output-builder'
 import { toInBandFailure } from './errors'
@@ -25,11 +25,13 @@ export const readUsage = (usage: ChatUsageWire | null | undefined): Usage => {
   const input = count(usage?.prompt_tokens)
   let output = count(usage?.completion_tokens)
   const reasoning = count(usage?.completion_tokens_details?.reasoning_tokens)
-  const cached = count(usage?.prompt_tokens_details?.cached_tokens) || count(usage?.prompt_cache_hit_tokens)
+  const cached = Math.min(count(usage?.prompt_tokens_details?.cached_tokens) || count(usage?.prompt_cache_hit_tokens), input)
+  // OpenRouter and other OpenAI-compatible hosts in front of Claude report cache writes here.
+  const written = count(usage?.prompt_tokens_details?.cache_write_tokens)
   if (reasoning > 0 && count(usage?.total_tokens) === input + output + reasoning) output += reasoning
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: Math.min(cached, input) },
+    input_tokens_details: inputTokensDetails(cached, Math.min(written, input - cached)),
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: Math.min(reasoning, output) },
     total_tokens: input + output,

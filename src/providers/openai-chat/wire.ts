@@ -26,7 +26,7 @@ export interface ChatUsageWire {
   prompt_tokens?: number
   completion_tokens?: number
   total_tokens?: number
-  prompt_tokens_details?: { cached_tokens?: number } | null
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number } | null
   completion_tokens_details?: { reasoning_tokens?: number } | null
   /** DeepSeek reports cache hits here (and, lately, in `prompt_tokens_details` too). */
   prompt_cache_hit_tokens?: number

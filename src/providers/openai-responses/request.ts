@@ -21,7 +21,9 @@ import { OPENAI_REASONING_FORMAT } from './wire'
  *   `cache_control` (OpenAI caches prefixes by itself);
  * - raw end-user ids `user` / `safety_identifier` (only the keyed hash `call.endUserId` goes up);
  * - stateful: `previous_response_id`, `conversation` (we send `store: false`).
- * `prompt_cache_options` ({mode, ttl}) is OpenAI's own parameter and is forwarded.
+ * `prompt_cache_options` ({mode, ttl}) is OpenAI's own parameter (GPT-5.6 and newer): routing sends it only to
+ * endpoints that list it, and it is forwarded; content parts' `prompt_cache_breakpoint` markers are forwarded to
+ * those endpoints and dropped for the others.
  * `modalities` and `image_config` become OpenAI's `image_generation` tool (see `withImageOutput`).
  */
 const FORWARDED_FIELDS = [
@@ -132,8 +134,6 @@ const withoutFields = (object: Json, fields: Set<string>): Json => {
 
 const CACHE_CONTROL = new Set(['cache_control'])
 const ID = new Set(['id'])
-// The openai SDK adds these to items it parsed; sending a finalResponse() back must not trip OpenAI.
-const SDK_PART_FIELDS = new Set(['cache_control', 'parsed'])
 const SDK_CALL_FIELDS = new Set(['id', 'parsed_arguments'])
 
 /**
@@ -144,17 +144,23 @@ const MESSAGE_ID = /^msg[\w-]{0,61}$/
 const FUNCTION_CALL_ID = /^fc[\w-]{0,62}$/
 const hasForeignId = (item: Json, pattern: RegExp) => typeof item.id === 'string' && !pattern.test(item.id)
 
-/** Copies a message only when it carries `cache_control` markers (Anthropic-style, ours) or SDK-added `parsed`. */
-const toOpenAIMessage = (item: Json): Json => {
+// The openai SDK adds these to items it parsed; sending a finalResponse() back must not trip OpenAI.
+const SDK_PART_FIELDS = new Set(['cache_control', 'parsed'])
+// Models without explicit prompt caching reject its breakpoints: they are dropped there (OpenAI still caches implicitly).
+const SDK_PART_AND_BREAKPOINT_FIELDS = new Set([...SDK_PART_FIELDS, 'prompt_cache_breakpoint'])
+
+const hasAnyField = (part: unknown, fields: Set<string>): boolean => {
+  if (!part || typeof part !== 'object') return false
+  for (const field of fields) if (field in part) return true
+  return false
+}
+
+/** Copies a message only when it carries `cache_control` markers (Anthropic-style, ours), SDK-added `parsed` or breakpoints to drop. */
+const toOpenAIMessage = (item: Json, partFields: Set<string>): Json => {
   let message = 'cache_control' in item ? withoutFields(item, CACHE_CONTROL) : item
   const content = message.content
-  if (Array.isArray(content) && content.some((part) => part && typeof part === 'object' && ('cache_control' in part || 'parsed' in part))) {
-    message = {
-      ...message,
-      content: content.map((part: Json) =>
-        part && typeof part === 'object' && ('cache_control' in part || 'parsed' in part) ? withoutFields(part, SDK_PART_FIELDS) : part,
-      ),
-    }
+  if (Array.isArray(content) && content.some((part) => hasAnyField(part, partFields))) {
+    message = { ...message, content: content.map((part: Json) => (hasAnyField(part, partFields) ? withoutFields(part, partFields) : part)) }
   }
   return hasForeignId(message, MESSAGE_ID) ? withoutFields(message, ID) : message
 }
@@ -170,7 +176,8 @@ const toOpenAIReasoning = (item: Json): Json | undefined => {
   }
 }
 
-const toOpenAIInput = (input: InputItem[]): Json[] => {
+const toOpenAIInput = (input: InputItem[], keepsBreakpoints: boolean): Json[] => {
+  const partFields = keepsBreakpoints ? SDK_PART_FIELDS : SDK_PART_AND_BREAKPOINT_FIELDS
   const items: Json[] = []
   for (const [index, raw] of input.entries()) {
     const item = raw as Json
@@ -179,7 +186,7 @@ const toOpenAIInput = (input: InputItem[]): Json[] => {
     if (typeof type !== 'string' || !OPENAI_INPUT_ITEM_TYPES.has(type)) {
       throw new InvalidRequestError(`input[${index}]: item type "${String(type)}" is not supported by OpenAI`)
     }
-    if (type === 'message') items.push(toOpenAIMessage(item))
+    if (type === 'message') items.push(toOpenAIMessage(item, partFields))
     else if (type === 'reasoning') {
       const reasoning = toOpenAIReasoning(item)
       if (reasoning) items.push(reasoning)
@@ -259,7 +266,7 @@ export const toOpenAIBody = (call: UpstreamCall): Json => {
   const request = call.request
   const body: Json = {
     model: call.upstreamModel,
-    input: typeof request.input === 'string' ? request.input : toOpenAIInput(request.input),
+    input: typeof request.input === 'string' ? request.input : toOpenAIInput(request.input, call.hasExplicitPromptCache === true),
   }
   for (const field of FORWARDED_FIELDS) {
     const value = request[field]

@@ -6,7 +6,7 @@
 
 import type { FinishStatus, UpstreamResult } from '../contract'
 import { UpstreamFailure } from '../shared/errors'
-import type { OutputItem, Usage } from '../types'
+import { inputTokensDetails, type OutputItem, type Usage } from '../types'
 import { toInBandFailure } from './errors'
 import { OPENAI_REASONING_FORMAT, type OpenAIItem, type OpenAIResponse, type OpenAIUsage } from './wire'
 
@@ -19,7 +19,7 @@ export const toUsage = (usage: OpenAIUsage | null | undefined): Usage => {
   const outputTokens = count(usage?.output_tokens)
   return {
     input_tokens: inputTokens,
-    input_tokens_details: { cached_tokens: count(usage?.input_tokens_details?.cached_tokens) },
+    input_tokens_details: inputTokensDetails(count(usage?.input_tokens_details?.cached_tokens), count(usage?.input_tokens_details?.cache_write_tokens)),
     output_tokens: outputTokens,
     output_tokens_details: { reasoning_tokens: count(usage?.output_tokens_details?.reasoning_tokens) },
     total_tokens: count(usage?.total_tokens) || inputTokens + outputTokens,

@@ -538,7 +538,8 @@ describe('anthropic readResult', () => {
   it('reads redacted thinking as encrypted content and a no-argument call as {}', () => {
     const body = json('redacted-thinking.json')
     const result = anthropicAdapter.readResult(body, makeCall({}))
-    expect(result.usage).toEqual(usage(2517, 0, 88))
+    // 612 plain + 1905 written to the cache: the write is part of the prompt and reported on its own.
+    expect(result.usage).toEqual({ ...usage(2517, 0, 88), input_tokens_details: { cached_tokens: 0, cache_write_tokens: 1905 } })
     expect(comparable(result.output)).toEqual([
       { type: 'reasoning', status: 'completed', format: 'anthropic-claude-v1', summary: [], encrypted_content: body.content[0].data },
       { type: 'function_call', status: 'completed', call_id: 'toolu_01VqgPdJzDKdEYfj3TnKZbWs', name: 'lookup_order', arguments: {} },

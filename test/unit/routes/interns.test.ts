@@ -864,11 +864,12 @@ describe('access to intern routes', () => {
 })
 
 describe('GET /interns', () => {
-  it('pages with limit and next_cursor in creation order', async () => {
+  it('pages with limit and next_cursor, newest first', async () => {
     const t = await member()
     const names = ['ada', 'bob', 'cy', 'dee', 'eve']
     const created = []
     for (const name of names) created.push(await create(t, { name }))
+    created.reverse()
     const first = await t.call('GET', '/interns?limit=2')
     expect(first.status).toBe(200)
     const page1 = await readJson(first)
@@ -878,14 +879,34 @@ describe('GET /interns', () => {
     expect(page1.next_cursor).toEqual(expect.any(String))
     const seen = [...page1.data]
     let cursor = page1.next_cursor
-    while (cursor !== null) {
+    while (cursor !== undefined) {
       const page = await readJson(await t.call('GET', `/interns?limit=2&cursor=${encodeURIComponent(cursor)}`))
       seen.push(...page.data)
-      expect(page.has_more).toBe(page.next_cursor !== null)
+      expect(page.has_more).toBe(page.next_cursor !== undefined)
       cursor = page.next_cursor
     }
-    expect(seen.map((intern) => intern.name)).toEqual(names)
-    expect(await readJson(await t.call('GET', '/interns'))).toEqual({ data: created, has_more: false, next_cursor: null })
+    expect(seen.map((intern) => intern.name)).toEqual([...names].reverse())
+    expect(await readJson(await t.call('GET', '/interns'))).toEqual({ data: created, has_more: false })
+  })
+
+  it('takes the cursor as starting_after too (OpenRouter SDK), and a page is not disturbed by interns created meanwhile', async () => {
+    const t = await member()
+    const ada = await create(t, { name: 'ada' })
+    const bob = await create(t, { name: 'bob' })
+    const cy = await create(t, { name: 'cy' })
+    const page1 = await readJson(await t.call('GET', '/interns?limit=2'))
+    expect(page1.data.map((intern: any) => intern.id)).toEqual([cy.id, bob.id])
+    await create(t, { name: 'dee' })
+    const page2 = await readJson(await t.call('GET', `/interns?limit=2&starting_after=${page1.next_cursor}`))
+    expect(page2).toEqual({ data: [ada], has_more: false })
+    const same = await readJson(await t.call('GET', `/interns?limit=2&starting_after=${page1.next_cursor}&cursor=${page1.next_cursor}`))
+    expect(same).toEqual(page2)
+    await expectInternError(
+      await t.call('GET', `/interns?starting_after=${page1.next_cursor}&cursor=abc`),
+      400,
+      'query.starting_after: differs from query.cursor; send one of them',
+      'invalid_body',
+    )
   })
 
   it('filters by status (comma-separated)', async () => {
@@ -899,10 +920,11 @@ describe('GET /interns', () => {
     expect(stopped.data.map((intern: any) => intern.id)).toEqual([bob.id])
     const both = await readJson(await t.call('GET', '/interns?status=running,stopped&limit=1'))
     expect(both).toMatchObject({ has_more: true })
-    expect(both.data.map((intern: any) => intern.id)).toEqual([ada.id])
+    expect(both.data.map((intern: any) => intern.id)).toEqual([bob.id])
     const rest = await readJson(await t.call('GET', `/interns?status=running,stopped&limit=1&cursor=${both.next_cursor}`))
-    expect(rest).toMatchObject({ has_more: false, next_cursor: null })
-    expect(rest.data.map((intern: any) => intern.id)).toEqual([bob.id])
+    expect(rest).toMatchObject({ has_more: false })
+    expect(rest).not.toHaveProperty('next_cursor')
+    expect(rest.data.map((intern: any) => intern.id)).toEqual([ada.id])
     expect((await readJson(await t.call('GET', '/interns?status=failed'))).data).toEqual([])
   })
 
