@@ -1,9 +1,10 @@
 /**
  * A session as Anthropic Messages server-sent events: `message_start`, then per content block
  * `content_block_start`, its deltas (`text_delta`, `thinking_delta`, `signature_delta`,
- * `input_json_delta`) and `content_block_stop` (a generated image is one `image` block, whole in its start), then `message_delta` (stop reason, usage) and
- * `message_stop`. Quiet stretches get `ping` events, as Anthropic sends them. A failure after the start
- * is an `error` event, which ends the stream (Anthropic's SDKs throw it).
+ * `input_json_delta`) and `content_block_stop` (a generated image is one `image` block, whole in its start),
+ * then `message_delta` (stop reason, usage) and `message_stop`. Quiet stretches get `ping` events, as
+ * Anthropic sends them. A failure after the start is an `error` event, which ends the stream (Anthropic's
+ * SDKs throw it).
  */
 
 import type { ChunkProducer } from '../core/event-stream'
