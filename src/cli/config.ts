@@ -8,6 +8,8 @@ import * as v from 'valibot'
 import { parseInput } from '../core/validation'
 import { MODEL_SLUG_PATTERN } from '../core/patterns'
 import { CONVENTIONAL_KEY_VARIABLES } from '../providers/catalog'
+import { PriceOverridesSchema } from '../engine/prices.schemas'
+import { isPriceSourceUrl } from '../engine/price-refresh'
 import {
   InternHistoryOptionsSchema,
   InternProvisioningOptionsSchema,
@@ -68,6 +70,21 @@ export const RunnerConfigSchema = v.strictObject({
   providers: v.optional(v.record(v.string(), v.record(v.string(), v.unknown()))),
   /** Extra or replaced model catalog entries (see `createGateway`'s `models`). */
   models: v.optional(v.array(v.record(v.string(), v.unknown()))),
+  /** Price overrides over the catalog (see `createGateway`'s `prices`); config file only. */
+  prices: v.optional(PriceOverridesSchema),
+  /**
+   * A price document reloaded without a restart: a file path (reloaded when it changes) or an `https://` URL
+   * (reloaded every `priceRefreshSeconds`). Both reload on SIGHUP.
+   */
+  priceSource: v.optional(
+    v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.check((value) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(value) || isPriceSourceUrl(value), 'must be a file path, or an https:// URL (http:// only on a loopback host)'),
+    ),
+  ),
+  /** Seconds between reloads of a URL price source (default 3600). */
+  priceRefreshSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10), v.maxValue(604_800))),
   workspaceDefaults: v.optional(
     v.strictObject({
       textModel: v.optional(v.pipe(v.string(), v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'))),
@@ -102,6 +119,7 @@ export const GATEWAY_PASS_THROUGH = [
   'regionalHostnames',
   'isRegionalDeployment',
   'trustedHostHeader',
+  'prices',
 ] as const satisfies ReadonlyArray<keyof v.InferOutput<typeof RunnerConfigSchema>>
 
 export type RunnerConfig = v.InferOutput<typeof RunnerConfigSchema>
@@ -129,6 +147,8 @@ export const ENVIRONMENT = {
   MODELGATE_DEV: 'dev',
   MODELGATE_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
   MODELGATE_WATCH_PARENT: 'watchParent',
+  MODELGATE_PRICE_SOURCE: 'priceSource',
+  MODELGATE_PRICE_REFRESH_SECONDS: 'priceRefreshSeconds',
 } as const satisfies Record<string, keyof RunnerConfigInput>
 
 const NUMERIC = new Set<keyof RunnerConfigInput>([
@@ -138,6 +158,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'shutdownGraceSeconds',
   'rateLimitRequests',
   'rateLimitWindowSeconds',
+  'priceRefreshSeconds',
 ])
 const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent'])
 

@@ -1,4 +1,4 @@
-/** `modelgate serve`: the gateway on node:http, with a clean shutdown on SIGINT and SIGTERM. */
+/** `modelgate serve`: the gateway on node:http, with a clean shutdown on SIGINT and SIGTERM, and price reloads on SIGHUP. */
 
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -15,6 +15,7 @@ import { modelsFromEnvironment } from './environment-models'
 import { formatFirstManagementKey } from './first-run'
 import { shouldWatchParent, watchParent } from './parent-watch'
 import { logStartup } from './startup-report'
+import { isUrlSource, priceSourceOptions, watchPriceFile } from './prices'
 import { explainStoreFailure } from './storage'
 
 /**
@@ -62,6 +63,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       transport,
       providers: providers as GatewayOptions['providers'],
       ...(models.length > 0 ? { models } : {}),
+      ...(config.priceSource ? { priceSource: priceSourceOptions(config.priceSource, config.priceRefreshSeconds) } : {}),
       logger,
       basePath: config.basePath,
       ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
@@ -90,6 +92,12 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
     await closeAll()
     throw explainStoreFailure(error, config)
   }
+  // Traffic is priced by the operator's document from the first request; a document that fails to load leaves
+  // the built-in prices, with a warning, as any later failed reload would.
+  if (config.priceSource) await gateway.prices.ready
+  const reloadPrices = () => void gateway.prices.reload()
+  const stopWatchingPrices = config.priceSource && !isUrlSource(config.priceSource) ? watchPriceFile(config.priceSource, reloadPrices) : () => {}
+  if (config.priceSource) process.on('SIGHUP', reloadPrices)
 
   const server = createServer(toNodeListener(gateway))
   server.keepAliveTimeout = 65_000
@@ -144,6 +152,8 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       logger.info('the gateway stops when its parent process exits', { parentPid: process.ppid })
     }
   })
+  stopWatchingPrices()
+  process.off('SIGHUP', reloadPrices)
   await gateway.close()
   await transport.close()
   logger.info('stopped')

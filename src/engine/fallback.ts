@@ -25,6 +25,7 @@ export interface Served {
 export const servedBy = (served: Served): ServedBy => ({
   model: served.attempt.model.slug,
   provider: served.attempt.provider.descriptor.id,
+  providerName: served.attempt.provider.descriptor.displayName,
   attempt: served.attemptNumber,
   isByok: served.attempt.credential !== null,
 })
@@ -35,6 +36,7 @@ const callFor = (request: InferenceRequest, attempt: Attempt, service: Inference
   stream,
   endUserId: request.endUserId,
   maxEventBytes: service.limits.maxEventBytes,
+  ...(request.extensions ? { extensions: request.extensions } : {}),
   hasExplicitPromptCache: attempt.endpoint.supportedParameters?.includes('prompt_cache_options') === true,
 })
 

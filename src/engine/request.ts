@@ -1,6 +1,7 @@
 /** One response to run: only what belongs to this request. Everything else is the inference service's. */
 
 import type { ClientSignal } from '../core/client-signal'
+import type { RequestExtensionName, RequestExtensions } from '../providers/types'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 
@@ -16,4 +17,13 @@ export interface InferenceRequest {
   signal: ClientSignal
   /** Whether the caller opted in to `service_metadata`. */
   isMetadataRequested: boolean
+  /** Settings beyond the Responses body (Chat Completions `stop`, …); every attempt's adapter declares those set. */
+  extensions?: RequestExtensions
+}
+
+/** Extensions a route translated from its own wire format. */
+export interface RouteExtensions {
+  values: RequestExtensions
+  /** Where the caller wrote each one, for errors (`body.stop_sequences`); `body.<name>` when absent. */
+  fieldNames?: Partial<Record<RequestExtensionName, string>>
 }

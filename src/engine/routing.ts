@@ -6,6 +6,7 @@
 
 import { InvalidRequestError, NotFoundError } from '../core/errors'
 import { keyVariable } from '../providers/catalog'
+import { extensionsUsed, REQUEST_EXTENSION_NAMES, type RequestExtensionName, type RequestExtensions } from '../providers/types'
 import type { ByokRecord } from '../repositories/byok-credentials'
 import type { ModelCatalog, ModelEndpoint, ModelEntry } from './models'
 import type { ProviderRegistry, ResolvedProvider } from './providers'
@@ -27,6 +28,12 @@ export interface RoutingInput {
   parametersUsed: string[]
   /** The request's `modalities`: only models that produce every one of them are routed to. */
   modalities?: readonly string[] | undefined
+  /**
+   * Request extensions the caller set, each with where the caller wrote it (`body.stop`). Only endpoints that
+   * honour all of them (`honoursExtension`) are tried, whatever `require_parameters` says: another would drop
+   * them without a word.
+   */
+  extensions?: ReadonlyArray<{ name: RequestExtensionName; field: string }>
   /**
    * Parameters the caller set that an endpoint must honour whatever `require_parameters` says, because
    * ignoring them would change what the caller pays for or gets (`prompt_cache_options`).
@@ -75,6 +82,38 @@ const credentialApplies = (credential: ByokRecord, model: ModelEntry, input: Rou
 const credentialMeetsZdr = (credential: ByokRecord, endpoint: ModelEndpoint, requiresZdr: boolean) =>
   !requiresZdr || credential.declaredZdr === true || (credential.declaredZdr === null && endpoint.isZeroDataRetention === true)
 
+/**
+ * Whether `endpoint` honours request extension `name`: its adapter sends it upstream (`requestExtensions`) and the
+ * catalog lists it among the endpoint's parameters (the model behind it accepts it). Both, because the catalog
+ * describes the model while the adapter decides what reaches it: a model that takes `stop` over Chat Completions
+ * gets none through the Responses API.
+ */
+export const honoursExtension = (endpoint: ModelEndpoint, provider: Pick<ResolvedProvider, 'adapter'>, name: RequestExtensionName): boolean =>
+  provider.adapter.requestExtensions?.includes(name) === true && endpoint.supportedParameters?.includes(name) === true
+
+const isExtensionName = (parameter: string): parameter is RequestExtensionName => (REQUEST_EXTENSION_NAMES as readonly string[]).includes(parameter)
+
+/**
+ * The parameters `endpoint` honours through `provider`: the catalog's, less the extensions its adapter cannot send
+ * (and `top_logprobs` with `logprobs`), so `GET /models` never lists what routing would refuse.
+ */
+export const honouredParameters = (endpoint: ModelEndpoint, provider: Pick<ResolvedProvider, 'adapter'>): readonly string[] | undefined => {
+  const parameters = endpoint.supportedParameters
+  if (!parameters) return parameters
+  const isHonoured = (parameter: string) =>
+    isExtensionName(parameter) ? honoursExtension(endpoint, provider, parameter) : parameter !== 'top_logprobs' || honoursExtension(endpoint, provider, 'logprobs')
+  return parameters.every(isHonoured) ? parameters : parameters.filter(isHonoured)
+}
+
+/**
+ * Every endpoint that could otherwise serve was left out because it cannot honour an extension the caller set:
+ * a 400 naming the fields, since no retry can help.
+ */
+const unsupportedExtensionError = (models: string[], extensions: NonNullable<RoutingInput['extensions']>, ruledOut: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }>) => {
+  const missing = extensions.filter(({ name }) => ruledOut.some(({ endpoint, provider }) => !honoursExtension(endpoint, provider, name)))
+  return new InvalidRequestError(`${listed(missing.map(({ field }) => field))}: not supported by any endpoint of ${models.join(', ')}`)
+}
+
 const listed = (items: string[]) => (items.length === 1 ? items[0]! : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`)
 
 /**
@@ -116,6 +155,9 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   const withoutKey = new Map<string, ResolvedProvider>()
   // Requested models that cannot produce what `modalities` asks for, skipped as OpenRouter skips them.
   const incapable: ModelEntry[] = []
+  const extensions = input.extensions ?? []
+  // Endpoints left out because they cannot honour an extension the caller set.
+  const withoutExtension: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
   const required = input.requiredParameters ?? []
   // Whether some model had endpoints until the required parameters ruled them all out.
   let isRuledOutByRequired = false
@@ -136,6 +178,14 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       endpoints = endpoints.filter((endpoint) => input.parametersUsed.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
     }
     if (preferences.data_collection === 'deny') endpoints = endpoints.filter((endpoint) => endpoint.collectsData !== true)
+    if (extensions.length > 0) {
+      endpoints = endpoints.filter((endpoint) => {
+        const provider = registry.get(endpoint.provider)!
+        if (extensions.every(({ name }) => honoursExtension(endpoint, provider, name))) return true
+        withoutExtension.push({ endpoint, provider })
+        return false
+      })
+    }
     if (required.length > 0 && endpoints.length > 0) {
       endpoints = endpoints.filter((endpoint) => required.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
       if (endpoints.length === 0) isRuledOutByRequired = true
@@ -185,6 +235,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     attempts = attempts.filter((attempt) => attempt.model === first.model && attempt.endpoint === first.endpoint)
   }
   if (attempts.length === 0 && withoutKey.size > 0) throw noKeyError(input.models, [...withoutKey.values()])
+  if (attempts.length === 0 && withoutExtension.length > 0) throw unsupportedExtensionError(input.models, extensions, withoutExtension)
   if (attempts.length === 0 && isRuledOutByRequired) {
     throw new InvalidRequestError(`${listed(required)}: not supported by any endpoint of ${input.models.join(', ')}`)
   }
@@ -197,10 +248,16 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   return attempts
 }
 
-/** The request parameters that need endpoint support (for `require_parameters`). */
-export const parametersUsed = (request: Record<string, unknown>): string[] => {
+/**
+ * The request parameters that need endpoint support (for `require_parameters`): the body's by their Responses
+ * names, the extensions' by OpenRouter's (`top_logprobs` too when alternatives are asked for).
+ */
+export const parametersUsed = (request: Record<string, unknown>, extensions?: RequestExtensions): string[] => {
   const names = ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty', 'include']
-  return names.filter((name) => request[name] !== undefined && request[name] !== null)
+  const used: string[] = names.filter((name) => request[name] !== undefined && request[name] !== null)
+  used.push(...extensionsUsed(extensions))
+  if ((extensions?.logprobs?.topLogprobs ?? 0) > 0) used.push('top_logprobs')
+  return used
 }
 
 /** The parameters set in `request` that no endpoint may ignore (`RoutingInput.requiredParameters`). */

@@ -10,7 +10,8 @@ import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
-import type { InferenceRequest } from './request'
+import { extensionsUsed } from '../providers/types'
+import type { InferenceRequest, RouteExtensions } from './request'
 import { parametersUsed, planAttempts, requestedModels, requiredParameters } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
@@ -41,8 +42,16 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
 }
 
-/** Plans the attempts of a request (routing, BYOK keys) from the caller's workspace. */
-export const prepareRequest = async (service: InferenceService, context: RunContext, body: ResponsesRequestBody): Promise<InferenceRequest> => {
+/**
+ * Plans the attempts of a request (routing, BYOK keys) from the caller's workspace. `extensions` are the settings
+ * a route's own wire format adds to the body (Chat Completions `stop`, …).
+ */
+export const prepareRequest = async (
+  service: InferenceService,
+  context: RunContext,
+  body: ResponsesRequestBody,
+  extensions?: RouteExtensions,
+): Promise<InferenceRequest> => {
   const { caller, repositories, requestId } = context
   // Both keyed by the caller's workspace, so a networked store answers them in one round trip, not two.
   const [workspace, byok] = await Promise.all([
@@ -57,9 +66,10 @@ export const prepareRequest = async (service: InferenceService, context: RunCont
   const attempts = planAttempts(service.models, service.providers, {
     models,
     preferences: withRouteAlias(body),
-    parametersUsed: parametersUsed(body),
+    parametersUsed: parametersUsed(body, extensions?.values),
     modalities: body.modalities,
     requiredParameters: requiredParameters(body),
+    extensions: extensionsUsed(extensions?.values).map((name) => ({ name, field: extensions?.fieldNames?.[name] ?? `body.${name}` })),
     credentials: byok.credentials,
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,
@@ -73,6 +83,7 @@ export const prepareRequest = async (service: InferenceService, context: RunCont
     requestId,
     signal: context.signal,
     isMetadataRequested: context.isMetadataRequested,
+    ...(extensions ? { extensions: extensions.values } : {}),
   }
 }
 

@@ -8,7 +8,8 @@ import type { ProviderApi } from '../providers/catalog'
 import type { SecretBox } from '../core/secrets'
 import type { ProviderAdapter } from '../providers/contract'
 import { createActiveStreams, type ActiveStreams } from './active-streams'
-import { createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } from './models'
+import { applyPriceOverrides, createModelCatalog, mergeModels, type ModelCatalog, type ModelEntry } from './models'
+import type { PriceOverride } from './prices.schemas'
 import { createOutlierDetector, disabledOutlierDetector, type OutlierDetectionOptions, type OutlierDetector } from './outlier-detection'
 import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } from './providers'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
@@ -123,6 +124,8 @@ const upstreamLimits = (upstream: UpstreamOptions = {}): UpstreamLimits => ({
 export interface InferenceServiceOptions {
   providers?: Record<string, ProviderConfig>
   models?: ModelEntry[]
+  /** Price overrides over the merged catalog (docs/interface.md, "Model catalog and prices"). */
+  prices?: PriceOverride[]
   transport?: UpstreamTransport
   upstream?: UpstreamOptions
   upstreamGuard?: UpstreamGuardOptions
@@ -143,7 +146,7 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
   const now = options.now ? () => options.now!().getTime() : Date.now
   return Object.freeze({
     providers: createProviderRegistry(options.providers ?? {}, options.adapters),
-    models: createModelCatalog(mergeModels(options.models)),
+    models: createModelCatalog(applyPriceOverrides(mergeModels(options.models), options.prices ?? [], 'options.prices')),
     transport: options.transport ?? fetchTransport(),
     timeouts: upstreamTimeouts(options.upstream),
     limits: upstreamLimits(options.upstream),

@@ -12,6 +12,8 @@ import type { ResponsesRequestBody } from './request.schemas'
 export interface ServedBy {
   model: string
   provider: string
+  /** The provider's display name (`OpenAI`), as OpenRouter's Chat Completions answers name it. */
+  providerName: string
   /** 1-based: the attempt's position among those sent. */
   attempt: number
   isByok: boolean
@@ -39,6 +41,8 @@ export interface ResponseResult {
   usage: BilledUsage | null
   error: ResponseFailure | null
   incompleteDetails: { reason: string } | null
+  /** The requested stop sequence that ended the answer, when the upstream said which. */
+  stopSequence?: string
   /** Present when the caller asked for it. */
   serviceMetadata?: Record<string, unknown>
   servedBy: ServedBy | null

@@ -104,14 +104,22 @@ export const openSession = async (service: InferenceService, request: InferenceR
       service.streams.delete(active)
       sink.close()
     }
-    const result = (fields: Pick<ResponseResult, 'model' | 'status' | 'output' | 'usage' | 'error' | 'incompleteDetails' | 'servedBy'>): ResponseResult => ({
+    const result = (
+      fields: Pick<ResponseResult, 'model' | 'status' | 'output' | 'usage' | 'error' | 'incompleteDetails' | 'servedBy' | 'stopSequence'>,
+    ): ResponseResult => ({
       id,
       createdAt,
       completedAt: nowSeconds(service),
       ...fields,
     })
 
-    const finish = (served: Served, status: ResponseResult['status'], failure: ResponseFailure | null, incompleteDetails: { reason: string } | null) => {
+    const finish = (
+      served: Served,
+      status: ResponseResult['status'],
+      failure: ResponseFailure | null,
+      incompleteDetails: { reason: string } | null,
+      stopSequence?: string,
+    ) => {
       const output = items.filter(Boolean)
       const billed = billAttempt(usage ?? emptyUsage(), served.attempt, service.byokFeeRate, output)
       write({ type: 'usage', usage: billed })
@@ -124,6 +132,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
         error: failure,
         incompleteDetails,
         servedBy: servedBy(served),
+        ...(stopSequence === undefined ? {} : { stopSequence }),
       })
       write({ type: 'finished', result: { ...finished, ...metadataIfRequested(service, request, served, served.attemptNumber, startedAt) } })
       end()
@@ -195,7 +204,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
           else if (event.type === 'upstream.finish') {
             // Nothing after the finish reaches the client: answer now, and let the upstream end its body in the background.
             drainThenRelease(iterator, attempt)
-            return finish(served, event.status satisfies FinishStatus, null, event.incompleteDetails)
+            return finish(served, event.status satisfies FinishStatus, null, event.incompleteDetails, event.stopSequence)
           } else {
             if (event.type === 'response.output_item.done') items[event.output_index] = event.item
             write(event)

@@ -39,6 +39,7 @@ export const answerWhole = async (service: InferenceService, request: InferenceR
       usage: billAttempt(result.usage, attempt, service.byokFeeRate, result.output),
       error: null,
       incompleteDetails: result.incompleteDetails,
+      ...(result.stopSequence === undefined ? {} : { stopSequence: result.stopSequence }),
       ...metadataIfRequested(service, request, served, served.attemptNumber, startedAt),
       servedBy: servedBy(served),
     },

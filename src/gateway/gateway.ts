@@ -24,7 +24,8 @@ import { createAccessLog, type AccessLog } from '../pipeline/access-log'
 import type { GatewayRuntime } from '../pipeline/runtime'
 import { ADAPTERS } from '../providers'
 import { assertKnownEndpointProviders } from '../engine/providers'
-import { DEFAULT_TEXT_MODEL } from '../engine/models'
+import { DEFAULT_TEXT_MODEL, UnknownPriceTargetError } from '../engine/models'
+import { createPriceRefresher, type PriceReloadResult } from '../engine/price-refresh'
 import type { ReplyHandler, ReplyOptions } from '../core/types'
 import { parseInput, searchParamsToObject } from '../core/validation'
 import { createRepositories, type Repositories } from '../repositories'
@@ -50,7 +51,19 @@ export interface Gateway extends ReplyHandler {
    * gateway.endStreams()   // "The gateway is shutting down; retry the request"
    */
   endStreams(message?: string): void
+  /**
+   * Refreshed prices (`priceSource`). `ready` is the first load, started by `createGateway`; until it settles the
+   * catalog's own prices apply. `reload()` reads the source again; a failed load keeps the previous prices.
+   * @example
+   * const result = await gateway.prices.reload()   // { ok: true, overrides: 12, revision: 2 }
+   */
+  prices: {
+    readonly ready: Promise<PriceReloadResult>
+    reload(): Promise<PriceReloadResult>
+  }
 }
+
+const NO_PRICE_SOURCE: PriceReloadResult = { ok: false, error: 'no priceSource is configured' }
 
 // Intern routes speak their own error body (spec Errors), even for 404 and 405; so does Anthropic's `/messages`.
 const flavorForPath = (relativePath: string | null): ErrorFlavor => {
@@ -86,6 +99,16 @@ class HandlerContext implements RouteContext<unknown, unknown, unknown, RouteAut
   }
 }
 
+// A price override naming a model or endpoint the catalog lacks is a configuration mistake, reported as one.
+const createService = (options: Parameters<typeof createInferenceService>[0]) => {
+  try {
+    return createInferenceService(options)
+  } catch (error) {
+    if (error instanceof UnknownPriceTargetError) throw new TypeError(`modelgate: ${error.message}`)
+    throw error
+  }
+}
+
 /**
  * Creates a gateway.
  * @example
@@ -113,7 +136,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const router = createRouter<AnyRoute>(config.basePath, routes)
   const secrets = createSecretBox(config.encryptionKeys ?? [])
   const runtime: GatewayRuntime = {
-    inference: createInferenceService({
+    inference: createService({
       ...config,
       logger,
       secrets,
@@ -125,6 +148,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     trustedHostHeader: config.trustedHostHeader,
   }
   assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
+  const priceRefresher = config.priceSource ? createPriceRefresher(runtime.inference.models, config.priceSource, logger) : undefined
 
   const { sweepIntervalMs } = runtime.interns.provisioning
   const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
@@ -203,7 +227,12 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     admin: createAdmin(repositories, secrets),
     storage,
     endStreams: (message) => runtime.inference.streams.endAll(message),
+    prices: {
+      ready: priceRefresher?.ready ?? Promise.resolve(NO_PRICE_SOURCE),
+      reload: () => priceRefresher?.reload() ?? Promise.resolve(NO_PRICE_SOURCE),
+    },
     close: async () => {
+      priceRefresher?.stop()
       await sweep?.stop()
       // Let provisioning and destruction started by this process finish their writes first.
       await Promise.allSettled([...runtime.interns.tasks])

@@ -5,6 +5,8 @@ import type { StorageDriver } from '../storage/contract'
 import type { Logger } from '../core/logger'
 import { MODEL_SLUG_PATTERN } from '../core/patterns'
 import type { ModelEntry } from '../engine/models'
+import { PriceOverridesSchema } from '../engine/prices.schemas'
+import { isPriceSourceUrl } from '../engine/price-refresh'
 import type { UpstreamTransport } from '../engine/transport'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
@@ -55,6 +57,19 @@ export const UpstreamOptionsSchema = v.strictObject({
  * Where the gateway may connect for a caller who chose the upstream location (an Azure BYOK endpoint or
  * resource). Default: https on the default port, hosts under the provider's own domains, public addresses only.
  */
+/** Where refreshed prices come from (`PriceSourceOptions` in src/engine/price-refresh.ts): a URL or a loader, not both. */
+export const PriceSourceOptionsSchema = v.pipe(
+  v.strictObject({
+    url: v.optional(v.pipe(v.string(), v.check(isPriceSourceUrl, 'must be an https:// URL (http:// only on a loopback host)'))),
+    load: v.optional(v.custom<() => Promise<unknown>>((value) => typeof value === 'function', 'must be a function returning a promise of the document')),
+    label: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
+    refreshSeconds: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(10), v.maxValue(604_800))], 'must be false or a whole number of seconds from 10 to 604800')),
+    timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(120_000))),
+    maxBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(64 * 1024 * 1024))),
+  }),
+  v.check((source) => (source.url === undefined) !== (source.load === undefined), 'must have either url or load'),
+)
+
 export const UpstreamGuardOptionsSchema = v.strictObject({
   /** `true` allows loopback, private, link-local (cloud metadata too) and other non-public addresses; a list of CIDR ranges allows those only. */
   allowPrivateNetworks: v.optional(v.union([v.boolean(), v.array(CidrSchema)])),
@@ -177,6 +192,13 @@ export const GatewayOptionsSchema = v.strictObject({
   ),
   /** Models added to, or replacing by slug, the built-in catalog. */
   models: v.optional(v.array(v.custom<ModelEntry>((value) => typeof value === 'object' && value !== null && 'slug' in value && 'endpoints' in value, 'must be a model entry with slug and endpoints'))),
+  /**
+   * Price overrides over the catalog (built-ins and `models`): each names a `model`, optionally one `provider`'s
+   * endpoint of it, and only the `pricing` fields that change (USD per token; `null` clears an optional price).
+   */
+  prices: v.optional(PriceOverridesSchema),
+  /** A price document reloaded without a restart (`{ prices: [...] }`), applied over `prices`. */
+  priceSource: v.optional(PriceSourceOptionsSchema),
   /** Upstream HTTP: `undiciTransport()` on Node (pooled); the runtime's fetch otherwise. */
   transport: v.optional(v.custom<UpstreamTransport>((value) => typeof value === 'function', 'must be a transport function')),
   upstream: v.optional(UpstreamOptionsSchema),

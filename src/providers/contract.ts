@@ -8,7 +8,7 @@ import type { GatewayError } from '../core/errors'
 import type { CallerDestination } from '../core/upstream-guard'
 import type { ProviderApi } from './catalog'
 import type { FinishStatus, UpstreamStreamEvent } from './events'
-import type { OutputItem, ResponsesRequest, Usage } from './types'
+import type { OutputItem, RequestExtensionName, RequestExtensions, ResponsesRequest, Usage } from './types'
 
 export type { FinishStatus, ItemEvent, RelayedEvent, UpstreamStreamEvent } from './events'
 
@@ -24,6 +24,8 @@ export interface UpstreamCall {
   endUserId?: string
   /** The largest single stream event to accept (bytes); `readSse`'s default when absent. */
   maxEventBytes?: number
+  /** Settings beyond the Responses body; only those the adapter declares in `requestExtensions` are ever set. */
+  extensions?: RequestExtensions
   /** Whether the endpoint honours explicit prompt caching (`prompt_cache_options`, `prompt_cache_breakpoint` markers). */
   hasExplicitPromptCache?: boolean
 }
@@ -60,6 +62,8 @@ export interface UpstreamResult {
   status: FinishStatus
   /** Set when `status` is `incomplete` (e.g. `{reason: 'max_output_tokens'}`). */
   incompleteDetails: { reason: string } | null
+  /** The stop sequence (`UpstreamCall.extensions.stop`) that ended the answer, when the upstream says which. */
+  stopSequence?: string
   /** The provider's own response id, for logs. */
   upstreamId?: string
 }
@@ -68,6 +72,11 @@ export interface ProviderAdapter {
   readonly contractVersion: 1
   /** The wire format's name: a `ProviderApi` for the built-in adapters, any name for one of your own. */
   readonly api: ProviderApi | (string & {})
+  /**
+   * The `UpstreamCall.extensions` this adapter sends upstream. Routing never hands it a call that uses any
+   * other, so an adapter that declares none (a custom one written before extensions existed) drops nothing.
+   */
+  readonly requestExtensions?: readonly RequestExtensionName[]
   /** Builds the upstream HTTP request (URL, headers with credentials, JSON body). */
   buildRequest(call: UpstreamCall, target: UpstreamTarget): UpstreamRequest
   /** Translates a successful non-streaming JSON body. */

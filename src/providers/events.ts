@@ -69,7 +69,8 @@ export type UpstreamStreamEvent =
   | ItemEvent
   | { type: 'relayed'; event: RelayedEvent }
   | { type: 'upstream.usage'; usage: Usage }
-  | { type: 'upstream.finish'; status: FinishStatus; incompleteDetails: { reason: string } | null }
+  /** `stopSequence`: the requested stop sequence that ended the answer, when the upstream says which. */
+  | { type: 'upstream.finish'; status: FinishStatus; incompleteDetails: { reason: string } | null; stopSequence?: string }
 
 const ITEM_EVENT_TYPES: ReadonlySet<string> = new Set<ItemEventType>([
   'response.output_item.added',

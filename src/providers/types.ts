@@ -165,6 +165,39 @@ export interface ResponsesRequest {
   [key: string]: unknown
 }
 
+/** The names routing and the catalog know the request extensions by (OpenRouter's `supported_parameters` names). */
+export const REQUEST_EXTENSION_NAMES = ['stop', 'seed', 'logprobs', 'logit_bias'] as const
+export type RequestExtensionName = (typeof REQUEST_EXTENSION_NAMES)[number]
+
+/**
+ * Settings only some inbound formats carry (Chat Completions `stop`, `seed`, `logprobs` / `top_logprobs`,
+ * `logit_bias`; Messages `stop_sequences`). The public Responses body has no such fields, so they ride
+ * beside it (`UpstreamCall.extensions`) rather than in it: a `/responses` caller cannot set them by
+ * sending an unknown key. Routing hands a call that uses one only to an adapter that declares it
+ * (`ProviderAdapter.requestExtensions`).
+ */
+export interface RequestExtensions {
+  /** Sequences that end the answer when generated (not included in it). */
+  stop?: readonly string[]
+  /** Asks for deterministic sampling, as far as the upstream offers it. */
+  seed?: number
+  /** Log probabilities of the output tokens, each with its `topLogprobs` most likely alternatives (0–20). */
+  logprobs?: { topLogprobs: number }
+  /** Token id (as the upstream's tokenizer numbers it) → bias from -100 to 100. */
+  logitBias?: Readonly<Record<string, number>>
+}
+
+/** The extensions `extensions` sets, by name. */
+export const extensionsUsed = (extensions: RequestExtensions | undefined): RequestExtensionName[] => {
+  if (!extensions) return []
+  const names: RequestExtensionName[] = []
+  if (extensions.stop !== undefined) names.push('stop')
+  if (extensions.seed !== undefined) names.push('seed')
+  if (extensions.logprobs !== undefined) names.push('logprobs')
+  if (extensions.logitBias !== undefined) names.push('logit_bias')
+  return names
+}
+
 export type Usage = {
   input_tokens: number
   /**

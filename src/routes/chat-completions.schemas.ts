@@ -26,11 +26,12 @@ import {
 
 export const MESSAGES_MAX = 10_000
 export const TOOLS_MAX = 256
+/** OpenAI's limits: at most 4 stop sequences, 20 alternatives per token. */
+export const STOP_SEQUENCES_MAX = 4
+export const TOP_LOGPROBS_MAX = 20
+export const LOGIT_BIAS_LIMIT = 100
 
 const REASONING_EFFORTS = ['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none'] as const
-
-/** A field we cannot honour: only absent or `null` (which asks for nothing) passes. */
-const refused = (reason: string) => v.optional(v.nullable(v.custom<never>(() => false, `is not supported: ${reason}`)))
 
 const CacheControlSchema = v.object({ type: v.literal('ephemeral'), ttl: v.optional(v.string()) })
 
@@ -156,6 +157,27 @@ const ReasoningSchema = v.object({
   enabled: v.optional(v.boolean()),
 })
 
+const StopSequenceSchema = v.pipe(v.string(), v.minLength(1, 'must not be empty'))
+
+// By the value's kind, so an item's own error is not swallowed by a string-or-array union.
+const StopSchema = v.lazy((stop: unknown) =>
+  typeof stop === 'string'
+    ? StopSequenceSchema
+    : v.pipe(
+        v.array(StopSequenceSchema, 'must be a string or an array of strings'),
+        v.maxLength(STOP_SEQUENCES_MAX, `at most ${STOP_SEQUENCES_MAX} stop sequences`),
+      ),
+)
+
+const LogitBiasSchema = v.record(
+  v.pipe(v.string(), v.regex(/^\d{1,10}$/, 'keys must be token ids (digits)')),
+  v.pipe(
+    v.number(),
+    v.minValue(-LOGIT_BIAS_LIMIT, `values must be at least -${LOGIT_BIAS_LIMIT}`),
+    v.maxValue(LOGIT_BIAS_LIMIT, `values must be at most ${LOGIT_BIAS_LIMIT}`),
+  ),
+)
+
 const emptyList = (reason: string) =>
   v.optional(v.nullable(v.pipe(v.array(v.unknown()), v.maxLength(0, `is not supported: ${reason}`))))
 
@@ -179,11 +201,12 @@ export const ChatCompletionsRequestSchema = v.pipe(
     max_completion_tokens: v.optional(v.nullable(integer(1))),
     // spec: one choice per request; other counts cannot be honoured by every provider.
     n: v.optional(v.nullable(v.literal(1, 'must be 1: one choice per request'))),
-    logprobs: v.optional(v.nullable(v.literal(false, 'is not supported: log probabilities are not returned on this route'))),
-    top_logprobs: v.optional(v.nullable(v.literal(0, 'is not supported: log probabilities are not returned on this route'))),
-    stop: refused('stop sequences are not forwarded to providers yet'),
-    seed: refused('no provider adapter forwards a seed yet'),
-    logit_bias: refused('no provider adapter forwards logit biases'),
+    // Carried beside the engine's request (chat-completions.translate.ts toExtensions); routing picks endpoints that send them.
+    logprobs: v.optional(v.nullable(v.boolean())),
+    top_logprobs: v.optional(v.nullable(integer(0, TOP_LOGPROBS_MAX))),
+    stop: v.optional(v.nullable(StopSchema)),
+    seed: v.optional(v.nullable(integer(Number.MIN_SAFE_INTEGER))),
+    logit_bias: v.optional(v.nullable(LogitBiasSchema)),
     stream: v.optional(v.nullable(v.boolean())),
     // OpenRouter: usage is always sent, so both switches are read and change nothing.
     stream_options: v.optional(v.nullable(v.object({ include_usage: v.optional(v.nullable(v.boolean())) }))),
@@ -206,6 +229,7 @@ export const ChatCompletionsRequestSchema = v.pipe(
     (body) => body.reasoning?.effort == null || body.reasoning_effort == null || body.reasoning.effort === body.reasoning_effort,
     'reasoning.effort and reasoning_effort disagree: send one of them',
   ),
+  v.check((body) => !body.top_logprobs || body.logprobs === true, 'top_logprobs needs logprobs: true'),
   v.check((body) => isImageConfigUsable(body), IMAGE_CONFIG_WITHOUT_IMAGES),
 )
 

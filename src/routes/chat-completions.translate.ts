@@ -4,7 +4,9 @@
  * no translation was refused by the schema already.
  */
 
+import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
+import type { RequestExtensions } from '../providers/types'
 import type { ChatCompletionsRequest } from './chat-completions.schemas'
 import { toInputItems } from './chat-completions.messages'
 
@@ -91,3 +93,21 @@ export const toEngineRequest = (body: ChatCompletionsRequest): ResponsesRequestB
 
 /** Whether the caller asked to keep reasoning out of the answer (OpenRouter `reasoning.exclude`). */
 export const isReasoningExcluded = (body: ChatCompletionsRequest): boolean => body.reasoning?.exclude === true
+
+/**
+ * `stop`, `seed`, `logprobs` / `top_logprobs` and `logit_bias`: settings the Responses body has no field for, so
+ * they ride beside it and routing sends the request only where they are honoured. Values that ask for nothing
+ * (`null`, `[]`, `{}`, `logprobs: false`) set nothing.
+ */
+export const toExtensions = (body: ChatCompletionsRequest): RouteExtensions | undefined => {
+  const values: { -readonly [K in keyof RequestExtensions]: RequestExtensions[K] } = {}
+  const stop = typeof body.stop === 'string' ? [body.stop] : body.stop
+  if (stop && stop.length > 0) values.stop = stop
+  if (body.seed != null) values.seed = body.seed
+  if (body.logprobs === true) values.logprobs = { topLogprobs: body.top_logprobs ?? 0 }
+  if (body.logit_bias && Object.keys(body.logit_bias).length > 0) values.logitBias = body.logit_bias
+  return Object.keys(values).length > 0 ? { values } : undefined
+}
+
+/** Whether the caller asked for log probabilities, which the answer then carries (`choices[].logprobs`). */
+export const isLogprobsRequested = (body: ChatCompletionsRequest): boolean => body.logprobs === true

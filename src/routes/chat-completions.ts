@@ -7,7 +7,7 @@
 import { defineRoute } from '../pipeline/route'
 import { chatCompletionsFormat } from '../writers/chat-completions-reply'
 import { ChatCompletionsRequestSchema } from './chat-completions.schemas'
-import { isReasoningExcluded, toEngineRequest } from './chat-completions.translate'
+import { isLogprobsRequested, isReasoningExcluded, toEngineRequest, toExtensions } from './chat-completions.translate'
 import { answerInference, INFERENCE_BODY_LIMIT } from './inference'
 
 export const createChatCompletion = defineRoute({
@@ -18,5 +18,10 @@ export const createChatCompletion = defineRoute({
   body: ChatCompletionsRequestSchema,
   isAccessLogged: true,
   handle: (context) =>
-    answerInference(context, toEngineRequest(context.body), chatCompletionsFormat({ isReasoningExcluded: isReasoningExcluded(context.body) })),
+    answerInference(
+      context,
+      toEngineRequest(context.body),
+      chatCompletionsFormat({ isReasoningExcluded: isReasoningExcluded(context.body), isLogprobsRequested: isLogprobsRequested(context.body) }),
+      toExtensions(context.body),
+    ),
 })

@@ -5,6 +5,7 @@
 
 import type { Reply } from '../core/reply'
 import { observeSession } from '../engine/observe'
+import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
 import { prepareRequest, runRequest } from '../engine/run'
 import type { RouteContext } from '../pipeline/route'
@@ -17,8 +18,8 @@ const METADATA_HEADERS = ['x-service-metadata', 'x-service-experimental-metadata
 
 type InferenceRouteContext = Pick<RouteContext<unknown, unknown, unknown>, 'request' | 'requestId' | 'caller' | 'repositories' | 'runtime' | 'access' | 'clientSignal'>
 
-/** Runs `body` for the route's caller and answers in `format`. */
-export const answerInference = (route: InferenceRouteContext, body: ResponsesRequestBody, format: WireFormat): Promise<Reply> => {
+/** Runs `body` (with the settings `extensions` adds to it) for the route's caller and answers in `format`. */
+export const answerInference = (route: InferenceRouteContext, body: ResponsesRequestBody, format: WireFormat, extensions?: RouteExtensions): Promise<Reply> => {
   const { request, access, runtime } = route
   const service = runtime.inference
   const context = {
@@ -30,7 +31,7 @@ export const answerInference = (route: InferenceRouteContext, body: ResponsesReq
     // spec session_id: the body wins over the header.
     sessionId: body.session_id ?? request.headers.get('x-session-id') ?? undefined,
   }
-  const running = prepareRequest(service, context, body).then((prepared) => {
+  const running = prepareRequest(service, context, body, extensions).then((prepared) => {
     access?.requested(prepared.requestedModel)
     return runRequest(service, prepared)
   })

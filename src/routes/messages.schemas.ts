@@ -201,7 +201,8 @@ export const MessagesRequestSchema = v.pipe(
     temperature: nullableNumber(0, 1),
     top_p: nullableNumber(0, 1),
     top_k: v.optional(v.nullable(integer(0))),
-    stop_sequences: emptyList('stop sequences are not forwarded to providers yet'),
+    // Carried beside the engine's request (messages.translate.ts toExtensions); routing picks endpoints that send them.
+    stop_sequences: v.optional(v.nullable(v.array(nonEmpty))),
     stream: v.optional(v.nullable(v.boolean())),
     metadata: v.optional(
       v.nullable(v.object({ user_id: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`)))) })),

@@ -5,6 +5,7 @@
  */
 
 import { InvalidRequestError } from '../core/errors'
+import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
 import type { MessagesRequest } from './messages.schemas'
 import { toInputItems } from './messages.content'
@@ -103,3 +104,12 @@ export const toEngineRequest = (body: MessagesRequest): ResponsesRequestBody => 
     }),
   }
 }
+
+/**
+ * `stop_sequences`: the Responses body has no field for them, so they ride beside it and routing sends the request
+ * only where they are honoured (docs/decisions.md, POST /messages). An empty list asks for nothing.
+ */
+export const toExtensions = (body: MessagesRequest): RouteExtensions | undefined =>
+  body.stop_sequences && body.stop_sequences.length > 0
+    ? { values: { stop: body.stop_sequences }, fieldNames: { stop: 'body.stop_sequences' } }
+    : undefined

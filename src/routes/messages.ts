@@ -9,7 +9,7 @@ import { defineRoute } from '../pipeline/route'
 import { MESSAGES_FORMAT } from '../writers/messages-reply'
 import { answerInference, INFERENCE_BODY_LIMIT } from './inference'
 import { MessagesRequestSchema } from './messages.schemas'
-import { toEngineRequest } from './messages.translate'
+import { toEngineRequest, toExtensions } from './messages.translate'
 
 export const createMessage = defineRoute({
   method: 'POST',
@@ -20,5 +20,5 @@ export const createMessage = defineRoute({
   bodyLimit: INFERENCE_BODY_LIMIT,
   body: MessagesRequestSchema,
   isAccessLogged: true,
-  handle: (context) => answerInference(context, toEngineRequest(context.body), MESSAGES_FORMAT),
+  handle: (context) => answerInference(context, toEngineRequest(context.body), MESSAGES_FORMAT, toExtensions(context.body)),
 })

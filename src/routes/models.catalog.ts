@@ -1,16 +1,21 @@
 /**
  * The answers of `GET /models`, `GET /models/{author}/{slug}/endpoints` and `GET /providers`, built
- * once per gateway: the catalog and the providers are fixed when `createGateway` returns, so each
- * JSON text (and its ETag) is computed on first use and served from memory after that.
+ * once per catalog revision: the models and providers are fixed when `createGateway` returns and only
+ * refreshed prices change them, so each JSON text (and its ETag) is computed on first use and served from
+ * memory until the next price refresh.
  */
 
 import { cacheJson, type CachedJson } from '../core/cached-json'
 import type { ModelEntry } from '../engine/models'
+import { honouredParameters } from '../engine/routing'
 import type { InferenceService } from '../engine/service'
 import type { ListModelsQuery } from './models.schemas'
 import {
+  authorOf,
+  inputModalitiesOf,
   modelParameters,
   outputModalitiesOf,
+  tokenizerOf,
   toModelEndpointsWire,
   toModelWire,
   toProviderWire,
@@ -24,7 +29,18 @@ interface ListedModel {
   entry: ModelEntry
   served: ServedEndpoint[]
   parameters: ReadonlySet<string>
+  /** USD per million tokens, as the listed `pricing` (the first endpoint's) says. */
+  promptPrice: number
+  outputPrice: number
+  contextLength: number
+  /** Lowercase, for `q`. */
+  searchText: string
+  /** Lowercase provider slugs and display names, for `providers`. */
+  providerNames: ReadonlySet<string>
+  isZeroDataRetention: boolean
 }
+
+const DAY_SECONDS = 86_400
 
 /**
  * The endpoints of `entry` this gateway can call: those of a provider it has an adapter for. Whether a key
@@ -33,45 +49,108 @@ interface ListedModel {
 const servedEndpoints = (inference: InferenceService, entry: ModelEntry): ServedEndpoint[] =>
   entry.endpoints.flatMap((endpoint) => {
     const provider = inference.providers.get(endpoint.provider)
-    return provider ? [{ endpoint, provider: provider.descriptor }] : []
+    if (!provider) return []
+    // Only what routing would honour: a `stop` the catalog lists for the model is no use through an adapter that cannot send it.
+    const supportedParameters = honouredParameters(endpoint, provider)
+    return [{ endpoint: supportedParameters === endpoint.supportedParameters ? endpoint : { ...endpoint, supportedParameters }, provider: provider.descriptor }]
   })
 
-const matches = (model: ListedModel, query: ListModelsQuery): boolean => {
+const toListed = (entry: ModelEntry, served: ServedEndpoint[]): ListedModel => {
+  const { pricing } = served[0]!.endpoint
+  return {
+    entry,
+    served,
+    parameters: new Set(modelParameters(served)),
+    promptPrice: pricing.prompt * 1_000_000,
+    outputPrice: pricing.completion * 1_000_000,
+    contextLength: Math.max(...served.map(({ endpoint }) => endpoint.contextLength)),
+    searchText: `${entry.slug}\n${entry.name}`.toLowerCase(),
+    providerNames: new Set(served.flatMap(({ provider }) => [provider.id.toLowerCase(), provider.displayName.toLowerCase()])),
+    isZeroDataRetention: served.some(({ endpoint }) => endpoint.isZeroDataRetention === true),
+  }
+}
+
+const within = (value: number, minimum: number | undefined, maximum: number | undefined) =>
+  (minimum === undefined || value >= minimum) && (maximum === undefined || value <= maximum)
+
+/**
+ * Whether `model` passes every filter of `query` (docs/decisions.md, "Model and provider catalog"). Lists in
+ * `supported_parameters` and `input_modalities` must all hold; `output_modalities`, `model_authors` and
+ * `providers` need any one. A model of unknown release date (`created` 0) has no age, so age filters drop it.
+ */
+const matches = (model: ListedModel, query: ListModelsQuery, nowSeconds: number): boolean => {
+  const { entry } = model
   if (query.supported_parameters?.some((parameter) => !model.parameters.has(parameter))) return false
-  if (query.output_modalities.includes('all')) return true
-  const outputs: readonly string[] = outputModalitiesOf(model.entry)
-  return query.output_modalities.some((modality) => outputs.includes(modality))
+  if (!query.output_modalities.includes('all')) {
+    const outputs: readonly string[] = outputModalitiesOf(entry)
+    if (!query.output_modalities.some((modality) => outputs.includes(modality))) return false
+  }
+  if (query.input_modalities?.some((modality) => !inputModalitiesOf(entry).includes(modality))) return false
+  if (query.q && !model.searchText.includes(query.q.toLowerCase())) return false
+  if (query.context !== undefined && model.contextLength < query.context) return false
+  if (!within(model.promptPrice, query.min_price, query.max_price)) return false
+  if (!within(model.outputPrice, query.min_output_price, query.max_output_price)) return false
+  if (query.model_authors && !query.model_authors.some((author) => author.toLowerCase() === authorOf(entry.slug).toLowerCase())) return false
+  if (query.providers && !query.providers.some((provider) => model.providerNames.has(provider.toLowerCase()))) return false
+  if (query.arch && tokenizerOf(entry).toLowerCase() !== query.arch.toLowerCase()) return false
+  if (query.zdr && !model.isZeroDataRetention) return false
+  if (query.min_age_days !== undefined || query.max_age_days !== undefined) {
+    if (!entry.created) return false
+    const ageDays = Math.floor((nowSeconds - entry.created) / DAY_SECONDS)
+    if (!within(ageDays, query.min_age_days, query.max_age_days)) return false
+  }
+  return true
+}
+
+/** Stable, so models that tie keep the catalog's order. */
+const sorted = (models: ListedModel[], sort: ListModelsQuery['sort']): ListedModel[] => {
+  const averagePrice = (model: ListedModel) => (model.promptPrice + model.outputPrice) / 2
+  switch (sort) {
+    case undefined:
+      return models
+    case 'pricing-low-to-high':
+      return [...models].sort((left, right) => averagePrice(left) - averagePrice(right))
+    case 'pricing-high-to-low':
+      return [...models].sort((left, right) => averagePrice(right) - averagePrice(left))
+    case 'context-high-to-low':
+      return [...models].sort((left, right) => right.contextLength - left.contextLength)
+    case 'newest':
+      return [...models].sort((left, right) => (right.entry.created ?? 0) - (left.entry.created ?? 0))
+  }
+}
+
+/** The query as a search string: every filter given, lists joined by commas, in a fixed order. */
+const toSearch = (query: ListModelsQuery, offset: number): URLSearchParams => {
+  const search = new URLSearchParams()
+  for (const [name, value] of Object.entries(query).sort(([left], [right]) => left.localeCompare(right))) {
+    if (value === undefined || name === 'offset') continue
+    search.set(name, Array.isArray(value) ? value.join(',') : String(value))
+  }
+  search.set('offset', String(offset))
+  return search
 }
 
 // The same filters in any order are one cache entry.
 const cacheKey = (query: ListModelsQuery): string =>
-  JSON.stringify([
-    [...(query.supported_parameters ?? [])].sort(),
-    [...query.output_modalities].sort(),
-    query.offset,
-    query.limit ?? null,
-  ])
+  JSON.stringify(Object.entries(query).sort(([left], [right]) => left.localeCompare(right)).map(([name, value]) => [name, Array.isArray(value) ? [...value].sort() : value]))
 
-const nextPageLink = (basePath: string, query: ListModelsQuery, nextOffset: number): string => {
-  const search = new URLSearchParams()
-  if (query.supported_parameters) search.set('supported_parameters', query.supported_parameters.join(','))
-  search.set('output_modalities', query.output_modalities.join(','))
-  search.set('offset', String(nextOffset))
-  if (query.limit !== undefined) search.set('limit', String(query.limit))
-  return `${basePath}/models?${search}`
-}
+const nextPageLink = (basePath: string, query: ListModelsQuery, nextOffset: number): string => `${basePath}/models?${toSearch(query, nextOffset)}`
 
 const createCatalogAnswers = (inference: InferenceService) => {
   const listed: ListedModel[] = inference.models.list().flatMap((entry) => {
     const served = servedEndpoints(inference, entry)
-    return served.length > 0 ? [{ entry, served, parameters: new Set(modelParameters(served)) }] : []
+    return served.length > 0 ? [toListed(entry, served)] : []
   })
   const lists = new Map<string, Promise<CachedJson>>()
   const endpoints = new Map<string, Promise<CachedJson> | null>()
   let providers: Promise<CachedJson> | undefined
 
   const buildList = (query: ListModelsQuery, basePath: string): Promise<CachedJson> => {
-    const selected = listed.filter((model) => matches(model, query))
+    const nowSeconds = Math.floor(inference.now() / 1000)
+    const selected = sorted(
+      listed.filter((model) => matches(model, query, nowSeconds)),
+      query.sort,
+    )
     const page = selected.slice(query.offset, query.limit === undefined ? undefined : query.offset + query.limit)
     const nextOffset = query.offset + page.length
     return cacheJson({
@@ -84,6 +163,8 @@ const createCatalogAnswers = (inference: InferenceService) => {
   return {
     /** `GET /models` for `query`; `basePath` is where the gateway serves, for the links in the answer. */
     list(query: ListModelsQuery, basePath: string): Promise<CachedJson> {
+      // An age filter's answer changes with the clock: built each time.
+      if (query.min_age_days !== undefined || query.max_age_days !== undefined) return buildList(query, basePath)
       const key = cacheKey(query)
       const known = lists.get(key)
       if (known) return known
@@ -112,14 +193,14 @@ const createCatalogAnswers = (inference: InferenceService) => {
   }
 }
 
-const byGateway = new WeakMap<InferenceService, ReturnType<typeof createCatalogAnswers>>()
+const byGateway = new WeakMap<InferenceService, { revision: number; answers: ReturnType<typeof createCatalogAnswers> }>()
 
-/** The catalog answers of the gateway `inference` belongs to. */
+/** The catalog answers of the gateway `inference` belongs to, as of its catalog's current prices. */
 export const catalogAnswers = (inference: InferenceService) => {
-  let answers = byGateway.get(inference)
-  if (!answers) {
-    answers = createCatalogAnswers(inference)
-    byGateway.set(inference, answers)
-  }
+  const revision = inference.models.revision
+  const known = byGateway.get(inference)
+  if (known?.revision === revision) return known.answers
+  const answers = createCatalogAnswers(inference)
+  byGateway.set(inference, { revision, answers })
   return answers
 }

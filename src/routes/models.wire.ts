@@ -16,10 +16,13 @@ export interface ServedEndpoint {
 // Prices are per token, so tiny: written out in full (`0.0000004`), never in exponent form, as OpenRouter does.
 const decimal = new Intl.NumberFormat('en-US', { useGrouping: false, maximumSignificantDigits: 15, maximumFractionDigits: 20 })
 
+// OpenRouter's names (`@openrouter/sdk` PublicPricing): `image` there is per input image, so ours, per
+// generated image, is `image_output`.
 const toPricingWire = (pricing: EndpointPricing) => ({
   prompt: decimal.format(pricing.prompt),
   completion: decimal.format(pricing.completion),
   ...(pricing.request === undefined ? {} : { request: decimal.format(pricing.request) }),
+  ...(pricing.image === undefined ? {} : { image_output: decimal.format(pricing.image) }),
   ...(pricing.cachedPrompt === undefined ? {} : { input_cache_read: decimal.format(pricing.cachedPrompt) }),
   ...(pricing.cacheWritePrompt === undefined ? {} : { input_cache_write: decimal.format(pricing.cacheWritePrompt) }),
 })
@@ -50,7 +53,10 @@ const TOKENIZERS: Readonly<Record<string, string>> = {
   qwen: 'Qwen',
 }
 
-const authorOf = (slug: string): string => slug.split('/', 1)[0]!
+export const authorOf = (slug: string): string => slug.split('/', 1)[0]!
+
+/** OpenRouter's `architecture.tokenizer`: the model family, which its `arch` filter names. */
+export const tokenizerOf = (entry: ModelEntry): string => TOKENIZERS[authorOf(entry.slug)] ?? 'Other'
 
 export const inputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.inputModalities ?? ['text']
 export const outputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.outputModalities ?? ['text']
@@ -59,7 +65,7 @@ const toArchitectureWire = (entry: ModelEntry) => ({
   modality: `${inputModalitiesOf(entry).join('+')}->${outputModalitiesOf(entry).join('+')}`,
   input_modalities: inputModalitiesOf(entry),
   output_modalities: outputModalitiesOf(entry),
-  tokenizer: TOKENIZERS[authorOf(entry.slug)] ?? 'Other',
+  tokenizer: tokenizerOf(entry),
   // Prompt templates are the upstream's business: every endpoint here takes structured messages.
   instruct_type: null,
 })

@@ -5,9 +5,11 @@ import { completedImages, type OutputFunctionCall, type OutputMessage, type Outp
 import {
   chatCompletionId,
   finishReasonOf,
+  providerNameOf,
   reasoningDetailsOf,
   toChatError,
   toChatImage,
+  toChatLogprobs,
   toChatUsage,
   type ChatWriterOptions,
   type ReasoningDetail,
@@ -50,15 +52,28 @@ const toMessage = (result: ResponseResult, options: ChatWriterOptions) => {
   }
 }
 
-export const toChatCompletion = (result: ResponseResult, options: ChatWriterOptions) => ({
+/** The content tokens' log probabilities, in output order, when the caller asked for them. */
+const logprobsOf = (result: ResponseResult, options: ChatWriterOptions) => {
+  if (!options.isLogprobsRequested) return null
+  const entries = result.output.flatMap((item) =>
+    item.type === 'message' ? (item as OutputMessage).content.flatMap((part) => (part.type === 'output_text' ? (part.logprobs ?? []) : [])) : [],
+  )
+  return { content: toChatLogprobs(entries), refusal: null }
+}
+
+export const toChatCompletion = (result: ResponseResult, options: ChatWriterOptions) => {
+  const provider = providerNameOf(result.servedBy)
+  return {
   id: chatCompletionId(result.id),
   object: 'chat.completion' as const,
   created: result.createdAt,
   model: result.model,
+  ...(provider === undefined ? {} : { provider }),
   // OpenRouter's SDK requires the key; no provider fingerprint is carried through.
   system_fingerprint: null,
-  choices: [{ index: 0, message: toMessage(result, options), logprobs: null, finish_reason: finishReasonOf(result) }],
+  choices: [{ index: 0, message: toMessage(result, options), logprobs: logprobsOf(result, options), finish_reason: finishReasonOf(result) }],
   ...(result.usage ? { usage: toChatUsage(result.usage) } : {}),
   ...(result.error ? { error: toChatError(result.error) } : {}),
   ...(result.serviceMetadata ? { service_metadata: result.serviceMetadata } : {}),
-})
+  }
+}

@@ -4,7 +4,7 @@
  */
 
 import type { BilledUsage } from '../engine/billing'
-import type { ResponseFailure, ResponseResult } from '../engine/session-events'
+import type { ResponseFailure, ResponseResult, ServedBy } from '../engine/session-events'
 import { imageMediaType, type OutputImage, type OutputReasoning } from '../providers/types'
 
 export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'error'
@@ -13,7 +13,37 @@ export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filte
 export interface ChatWriterOptions {
   /** OpenRouter `reasoning.exclude`: the model reasons, the answer shows none of it. */
   isReasoningExcluded: boolean
+  /** `logprobs: true`: the answer carries the content tokens' log probabilities (`choices[].logprobs`). */
+  isLogprobsRequested?: boolean
 }
+
+/** OpenRouter's top-level `provider`: the display name of the provider that served (absent when none did). */
+export const providerNameOf = (servedBy: ServedBy | null | undefined): string | undefined => servedBy?.providerName
+
+export interface TopLogprob {
+  token: string
+  logprob: number
+  bytes: number[] | null
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
+
+const toTopLogprob = (entry: unknown): TopLogprob | undefined =>
+  isRecord(entry) && typeof entry.token === 'string' && typeof entry.logprob === 'number'
+    ? { token: entry.token, logprob: entry.logprob, bytes: Array.isArray(entry.bytes) ? (entry.bytes as number[]) : null }
+    : undefined
+
+/**
+ * Log probabilities as the engine carries them (OpenAI's Responses shape, `bytes` possibly absent) → Chat
+ * Completions' `ChatCompletionTokenLogprob`s, whose `bytes` is a list or null.
+ */
+export const toChatLogprobs = (entries: readonly unknown[]) =>
+  entries.flatMap((entry) => {
+    const token = toTopLogprob(entry)
+    if (!token) return []
+    const top = isRecord(entry) && Array.isArray(entry.top_logprobs) ? entry.top_logprobs.flatMap((alternative) => toTopLogprob(alternative) ?? []) : []
+    return [{ ...token, top_logprobs: top }]
+  })
 
 // OpenRouter's generation ids (`gen-…`), on the engine's response id so logs and answers agree.
 export const chatCompletionId = (responseId: string) => `gen-${responseId.replace(/^resp_/, '')}`

@@ -15,10 +15,12 @@ import { completedImages, type OutputFunctionCall, type OutputImage, type Output
 import {
   chatCompletionId,
   finishReasonOf,
+  providerNameOf,
   reasoningDetailsOf,
   reasoningFormatOf,
   toChatError,
   toChatImage,
+  toChatLogprobs,
   toChatUsage,
   type ChatWriterOptions,
   type ReasoningDetail,
@@ -46,8 +48,13 @@ export const toChatCompletionsSse =
     const detailIndexes = new Map<string, number>()
 
     const chunk = (rest: string) => `data: ${head}${rest}}\n\n`
-    const delta = (fields: Record<string, unknown>, finishReason: string | null = null) =>
-      chunk(`"choices":[{"index":0,"delta":${JSON.stringify(fields)},"finish_reason":${finishReason === null ? 'null' : `"${finishReason}"`}}]`)
+    const delta = (fields: Record<string, unknown>, finishReason: string | null = null, logprobs = '') =>
+      chunk(`"choices":[{"index":0,"delta":${JSON.stringify(fields)}${logprobs},"finish_reason":${finishReason === null ? 'null' : `"${finishReason}"`}}]`)
+    // Log probabilities ride on the chunk of the text they belong to, as OpenAI streams them.
+    const textDelta = (text: string, logprobs: readonly unknown[]) =>
+      options.isLogprobsRequested && logprobs.length > 0
+        ? delta({ content: text }, null, `,"logprobs":${JSON.stringify({ content: toChatLogprobs(logprobs), refusal: null })}`)
+        : delta({ content: text })
     const detailIndex = (outputIndex: number, kind: string) => {
       const key = `${outputIndex}:${kind}`
       let index = detailIndexes.get(key)
@@ -96,9 +103,13 @@ export const toChatCompletionsSse =
       switch (event.type) {
         case 'keep_alive':
           return KEEP_ALIVE
-        case 'started':
-          head = `{"id":${JSON.stringify(chatCompletionId(event.id))},"object":"chat.completion.chunk","created":${event.createdAt},"model":${JSON.stringify(event.model)},`
+        case 'started': {
+          const provider = providerNameOf(event.servedBy)
+          head =
+            `{"id":${JSON.stringify(chatCompletionId(event.id))},"object":"chat.completion.chunk","created":${event.createdAt},` +
+            `"model":${JSON.stringify(event.model)},${provider === undefined ? '' : `"provider":${JSON.stringify(provider)},`}`
           return delta({ role: 'assistant', content: '' })
+        }
         case 'response.output_item.added': {
           const { item } = event
           if (item.type === 'reasoning') reasoningFormats.set(event.output_index, reasoningFormatOf(item as OutputReasoning))
@@ -109,7 +120,7 @@ export const toChatCompletionsSse =
           return delta({ tool_calls: [{ index, id: call.call_id, type: 'function', function: { name: call.name, arguments: call.arguments } }] })
         }
         case 'response.output_text.delta':
-          return delta({ content: event.delta })
+          return textDelta(event.delta, event.logprobs)
         case 'response.refusal.delta':
           return delta({ refusal: event.delta })
         case 'response.reasoning_summary_text.delta':

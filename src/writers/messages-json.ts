@@ -1,7 +1,7 @@
 /** A whole answer as Anthropic's `message` object. */
 
 import type { ResponseResult } from '../engine/session-events'
-import { blocksOf, messageId, stopReasonOf, toMessagesUsage } from './messages-shared'
+import { blocksOf, messageId, stopReasonOf, stopSequenceOf, toMessagesUsage } from './messages-shared'
 
 export const toMessage = (result: ResponseResult) => ({
   id: messageId(result.id),
@@ -10,8 +10,7 @@ export const toMessage = (result: ResponseResult) => ({
   model: result.model,
   content: result.output.flatMap(blocksOf),
   stop_reason: stopReasonOf(result),
-  // Stop sequences are refused on the way in, so none ever ends a message.
-  stop_sequence: null,
+  stop_sequence: stopSequenceOf(result),
   usage: toMessagesUsage(result.usage),
   ...(result.serviceMetadata ? { service_metadata: result.serviceMetadata } : {}),
 })

@@ -9,7 +9,7 @@ import type { ResponseFailure, ResponseResult } from '../engine/session-events'
 import { ANTHROPIC_REASONING_FORMAT } from '../providers/anthropic/wire'
 import { completedImages, imageMediaType, type OutputFunctionCall, type OutputImage, type OutputItem, type OutputMessage, type OutputReasoning } from '../providers/types'
 
-export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal'
+export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal' | 'stop_sequence'
 
 // Anthropic's message ids (`msg_…`), on the engine's response id so logs and answers agree.
 export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
@@ -17,11 +17,20 @@ export const messageId = (responseId: string) => `msg_${responseId.replace(/^res
 const hasRefusal = (output: OutputItem[]) =>
   output.some((item) => item.type === 'message' && (item as OutputMessage).content.some((part) => part.type === 'refusal'))
 
-export const stopReasonOf = (result: Pick<ResponseResult, 'status' | 'incompleteDetails' | 'output'>): StopReason => {
+/**
+ * A stop sequence ends the answer only when the upstream said which one matched (`stopSequence`); upstreams that
+ * only say "stop" (Chat Completions, Gemini) end the turn as `end_turn` (docs/decisions.md, POST /messages).
+ */
+export const stopReasonOf = (result: Pick<ResponseResult, 'status' | 'incompleteDetails' | 'output' | 'stopSequence'>): StopReason => {
   if (result.status === 'incomplete') return result.incompleteDetails?.reason === 'content_filter' ? 'refusal' : 'max_tokens'
   if (result.output.some((item) => item.type === 'function_call')) return 'tool_use'
+  if (result.stopSequence !== undefined) return 'stop_sequence'
   return hasRefusal(result.output) ? 'refusal' : 'end_turn'
 }
+
+/** The matched stop sequence, with `stopReasonOf`'s `stop_sequence`; `null` otherwise, as Anthropic writes it. */
+export const stopSequenceOf = (result: Pick<ResponseResult, 'status' | 'incompleteDetails' | 'output' | 'stopSequence'>): string | null =>
+  stopReasonOf(result) === 'stop_sequence' ? result.stopSequence! : null
 
 /**
  * Anthropic's usage: its `input_tokens` leaves cache reads and cache writes out, where the engine's

@@ -12,7 +12,7 @@ import { startEncoded } from './reply'
 import type { BilledUsage } from '../engine/billing'
 import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../engine/session-events'
 import { completedImages, type OutputFunctionCall, type OutputImage, type OutputReasoning } from '../providers/types'
-import { imageBlockOf, messageId, reasoningTextOf, redactedDataOf, stopReasonOf, toMessagesError, toMessagesUsage } from './messages-shared'
+import { imageBlockOf, messageId, reasoningTextOf, redactedDataOf, stopReasonOf, stopSequenceOf, toMessagesError, toMessagesUsage } from './messages-shared'
 
 const PING = 'event: ping\ndata: {"type":"ping"}\n\n'
 
@@ -105,7 +105,7 @@ export const toMessagesSse =
       if (ended) return text + event('error', toMessagesError(ended))
       return (
         text +
-        event('message_delta', { delta: { stop_reason: stopReasonOf(result), stop_sequence: null }, usage: toMessagesUsage(usage ?? result.usage) }) +
+        event('message_delta', { delta: { stop_reason: stopReasonOf(result), stop_sequence: stopSequenceOf(result) }, usage: toMessagesUsage(usage ?? result.usage) }) +
         event('message_stop', {})
       )
     }

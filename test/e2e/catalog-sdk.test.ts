@@ -37,11 +37,17 @@ describe('@openrouter/sdk', () => {
     expect(mini.pricing).toMatchObject({ prompt: '0.0000004', completion: '0.0000016', inputCacheRead: '0.0000001' })
     expect(mini.topProvider).toEqual({ contextLength: 1_047_576, maxCompletionTokens: 32_768, isModerated: false })
     expect(mini.architecture.inputModalities).toEqual(['text', 'image'])
+    // The SDK's names for the cache-write, per-image and per-request prices.
+    const byId = (id: string) => page.result.data.find((model) => model.id === id)!
+    expect(byId('anthropic/claude-sonnet-4.5').pricing).toMatchObject({ inputCacheRead: '0.0000003', inputCacheWrite: '0.00000375' })
+    expect(byId('google/gemini-2.5-flash-image').pricing).toMatchObject({ imageOutput: '0.0387' })
+    expect(byId('google/gemini-2.5-flash-image').pricing.image).toBeUndefined()
+    expect(byId('perplexity/sonar').pricing).toMatchObject({ request: '0.012' })
 
     // The SDK's pager asks for the next page while pages come back full.
     const ids: string[] = []
     let pages = 0
-    for await (const result of await openRouter.models.list({ limit: 5, supportedParameters: 'tools' })) {
+    for await (const result of await openRouter.models.list({ limit: 25, supportedParameters: 'tools' })) {
       expect(++pages).toBeLessThan(20)
       ids.push(...result.result.data.map((model) => model.id))
     }
@@ -57,7 +63,7 @@ describe('@openrouter/sdk', () => {
   it('endpoints.list parses a model with several providers, and 404s an unknown one', async () => {
     const { data } = await openRouter.endpoints.list({ author: 'meta-llama', slug: 'llama-3.3-70b-instruct' })
     expect(data.id).toBe('meta-llama/llama-3.3-70b-instruct')
-    expect(data.endpoints.map((endpoint) => endpoint.providerName)).toEqual(['DeepInfra', 'Groq', 'Cerebras', 'Together', 'Fireworks'])
+    expect(data.endpoints.map((endpoint) => endpoint.providerName)).toEqual(['DeepInfra', 'Groq', 'Together', 'Fireworks'])
     expect(data.endpoints[1]).toMatchObject({ tag: 'groq', contextLength: 131_072, maxCompletionTokens: 32_768, pricing: { prompt: '0.00000059' } })
     await expect(openRouter.endpoints.list({ author: 'acme', slug: 'unknown' })).rejects.toMatchObject({ statusCode: 404 })
   })

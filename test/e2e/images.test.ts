@@ -17,8 +17,8 @@ const MODEL = 'google/gemini-2.5-flash-image'
 const IMAGE = JSON.parse(fixture('gemini', 'image.json').toString('utf8')).candidates[0].content.parts[1].inlineData.data as string
 const DATA_URL = `data:image/png;base64,${IMAGE}`
 const TEXT = 'Here is a small orange sunset tile for you.'
-// 12 input tokens at $0.30/M, 10 text tokens at $2.50/M and one image at $0.039 (its 1,290 tokens billed per image).
-const COST = 0.0390286
+// 12 input tokens at $0.30/M, 10 text tokens at $2.50/M and one image at $0.0387 (its 1,290 tokens billed per image).
+const COST = 0.0387286
 const PROMPT = 'Draw a small orange sunset tile'
 /** OpenRouter's image fields, which the `openai` and Anthropic SDKs do not declare (a spread escapes their checks). */
 const IMAGE_OUTPUT: Record<string, unknown> = { modalities: ['image', 'text'] }

@@ -100,10 +100,10 @@ describe.each(FAMILY_IDS)('@anthropic-ai/sdk messages → %s family', (id: Famil
 
 describe('@anthropic-ai/sdk messages: failures', () => {
   it('a refused field is a BadRequestError naming it, with Anthropic error type', async () => {
-    const failure = await anthropic.messages.create(params(FAMILIES.anthropic, { messages: [QUESTION], stop_sequences: ['END'] })).catch((error: unknown) => error)
+    const failure = await anthropic.messages.create(params(FAMILIES.anthropic, { messages: [QUESTION], container: 'container_1' })).catch((error: unknown) => error)
     expect(failure).toBeInstanceOf(BadRequestError)
     expect((failure as BadRequestError).type).toBe('invalid_request_error')
-    expect((failure as BadRequestError).message).toContain('body.stop_sequences: is not supported')
+    expect((failure as BadRequestError).message).toContain('body.container: is not supported')
   })
 
   it('a wrong key is an AuthenticationError', async () => {

@@ -14,6 +14,8 @@ import { readMessagesStream } from './stream'
 export const anthropicAdapter: ProviderAdapter = {
   contractVersion: 1,
   api: 'anthropic-messages',
+  // Anthropic has no seed, log probabilities or logit bias.
+  requestExtensions: ['stop'],
   buildRequest: buildMessagesRequest,
   readResult: readMessagesResult,
   readStream: readMessagesStream,

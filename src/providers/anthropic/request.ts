@@ -515,6 +515,7 @@ export const buildMessagesRequest = (call: UpstreamCall, target: UpstreamTarget)
   // top_k 0 means "no top-k" in the Responses world; Anthropic wants it omitted.
   if (!plan.isThinking && typeof request.top_k === 'number' && request.top_k > 0) body.top_k = request.top_k
   // frequency_penalty, presence_penalty and top_logprobs have no Anthropic counterpart: not sent.
+  if (call.extensions?.stop) body.stop_sequences = [...call.extensions.stop]
   if (call.endUserId) body.metadata = { user_id: call.endUserId }
   if (call.stream) body.stream = true
 

@@ -35,6 +35,7 @@ export const toUsage = (usage: WireUsage | undefined): Usage => {
 export interface Finish {
   status: FinishStatus
   incompleteDetails: { reason: string } | null
+  stopSequence?: string
 }
 
 const COMPLETED: Finish = { status: 'completed', incompleteDetails: null }
@@ -43,10 +44,13 @@ const COMPLETED: Finish = { status: 'completed', incompleteDetails: null }
  * `stop_reason` → finish. `max_tokens` and `model_context_window_exceeded` ran out of room;
  * `refusal` (a safety classifier stopped the answer) is reported as a content filter, the
  * Responses reason for "the provider stopped it", since Anthropic sends no refusal text to show.
- * `end_turn`, `tool_use`, `stop_sequence` and `pause_turn` are normal ends.
+ * `end_turn`, `tool_use`, `stop_sequence` (which names the matched sequence in `stop_sequence`) and
+ * `pause_turn` are normal ends.
  */
-export const toFinish = (stopReason: string | null | undefined): Finish => {
+export const toFinish = (stopReason: string | null | undefined, stopSequence?: unknown): Finish => {
   switch (stopReason) {
+    case 'stop_sequence':
+      return typeof stopSequence === 'string' ? { ...COMPLETED, stopSequence } : COMPLETED
     case 'max_tokens':
     case 'model_context_window_exceeded':
       return { status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' } }
@@ -89,13 +93,14 @@ export const readMessagesResult = (body: unknown, _call: UpstreamCall): Upstream
   if (!Array.isArray(body.content)) throw malformed()
   const builder = createOutputBuilder()
   for (const [index, block] of body.content.entries()) if (isRecord(block)) feedBlock(builder, block as WireContentBlock, index)
-  const finish = toFinish(body.stop_reason as string | null | undefined)
+  const finish = toFinish(body.stop_reason as string | null | undefined, body.stop_sequence)
   builder.finish(finish.status)
   return {
     output: builder.items,
     usage: toUsage(body.usage as WireUsage | undefined),
     status: finish.status,
     incompleteDetails: finish.incompleteDetails,
+    ...(finish.stopSequence === undefined ? {} : { stopSequence: finish.stopSequence }),
     ...(typeof body.id === 'string' ? { upstreamId: body.id } : {}),
   }
 }

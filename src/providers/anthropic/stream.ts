@@ -38,6 +38,7 @@ export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, call:
   const usage: WireUsage = {}
   const blocks = new Map<number, OpenBlock>()
   let stopReason: string | null | undefined
+  let stopSequence: unknown
   let isStopped = false
 
   for await (const message of readSse(body, call.maxEventBytes)) {
@@ -105,15 +106,16 @@ export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, call:
 
       case 'message_delta':
         if (isRecord(data.delta) && typeof data.delta.stop_reason === 'string') stopReason = data.delta.stop_reason
+        if (isRecord(data.delta) && typeof data.delta.stop_sequence === 'string') stopSequence = data.delta.stop_sequence
         mergeUsage(usage, data.usage)
         break
 
       case 'message_stop': {
         isStopped = true
-        const finish = toFinish(stopReason)
+        const finish = toFinish(stopReason, stopSequence)
         yield* builder.finish(finish.status)
         yield { type: 'upstream.usage', usage: toUsage(usage) }
-        yield { type: 'upstream.finish', status: finish.status, incompleteDetails: finish.incompleteDetails }
+        yield { type: 'upstream.finish', ...finish }
         break
       }
 

@@ -90,6 +90,7 @@ export interface MessagesRequestBody {
   temperature?: number
   top_p?: number
   top_k?: number
+  stop_sequences?: string[]
   metadata?: { user_id: string }
   stream?: true
 }

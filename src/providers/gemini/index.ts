@@ -13,6 +13,8 @@ import { readGeminiStream } from './stream'
 export const geminiAdapter: ProviderAdapter = {
   contractVersion: 1,
   api: 'gemini',
+  // Log probabilities (`responseLogprobs`) and logit bias are not translated.
+  requestExtensions: ['stop', 'seed'],
   buildRequest: buildGeminiRequest,
   readResult: readGeminiResult,
   readStream: readGeminiStream,

@@ -16,6 +16,8 @@
  * - Not sent: the end-user id (Gemini has no such field), `metadata`, `service_tier`,
  *   `prompt_cache_key` and `cache_control` (Gemini caches repeated prefixes implicitly; explicit
  *   caching needs a `cachedContents` resource), `top_logprobs`, `text.verbosity`.
+ * - Extensions: `stop` → `generationConfig.stopSequences`, `seed` → `generationConfig.seed`. Gemini's
+ *   finish reason `STOP` does not say whether a stop sequence ended the answer, nor which.
  */
 
 import { InvalidRequestError } from '../../core/errors'
@@ -87,7 +89,8 @@ const responseFormat = (format: TextFormat | undefined, config: GeminiGeneration
   throw new InvalidRequestError(`text.format: type "${String((format as { type: unknown }).type)}" is not supported by Gemini`)
 }
 
-const generationConfig = (request: ResponsesRequest, model: string): GeminiGenerationConfig | undefined => {
+const generationConfig = (call: UpstreamCall): GeminiGenerationConfig | undefined => {
+  const { request, upstreamModel: model, extensions } = call
   const config: GeminiGenerationConfig = {}
   if (typeof request.temperature === 'number') config.temperature = request.temperature
   if (typeof request.top_p === 'number') config.topP = request.top_p
@@ -95,6 +98,8 @@ const generationConfig = (request: ResponsesRequest, model: string): GeminiGener
   if (typeof request.max_output_tokens === 'number') config.maxOutputTokens = request.max_output_tokens
   if (typeof request.presence_penalty === 'number') config.presencePenalty = request.presence_penalty
   if (typeof request.frequency_penalty === 'number') config.frequencyPenalty = request.frequency_penalty
+  if (extensions?.stop) config.stopSequences = [...extensions.stop]
+  if (extensions?.seed !== undefined) config.seed = extensions.seed
   responseFormat(request.text?.format, config)
   const thinking = thinkingConfig(request.reasoning, model)
   if (thinking) config.thinkingConfig = thinking
@@ -118,7 +123,7 @@ export const buildGeminiBody = (call: UpstreamCall): GeminiRequestBody => {
     }
   }
 
-  const config = generationConfig(request, upstreamModel)
+  const config = generationConfig(call)
   if (config) body.generationConfig = config
   return body
 }

@@ -46,6 +46,8 @@ export interface GeminiGenerationConfig {
   maxOutputTokens?: number
   presencePenalty?: number
   frequencyPenalty?: number
+  stopSequences?: string[]
+  seed?: number
   responseMimeType?: string
   responseJsonSchema?: Record<string, unknown>
   thinkingConfig?: GeminiThinkingConfig

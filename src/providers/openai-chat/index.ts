@@ -7,6 +7,7 @@
  */
 
 import type { ProviderAdapter, UpstreamCall, UpstreamRequest, UpstreamTarget } from '../contract'
+import type { RequestExtensionName } from '../types'
 import { resolveAzureEndpoint } from './azure'
 import { toChatError } from './errors'
 import { readChatSettings } from './options'
@@ -21,10 +22,14 @@ const headersFor = (call: UpstreamCall, target: UpstreamTarget, auth: Record<str
   ...target.headers,
 })
 
+/** Every extension has a Chat Completions field (request.ts). */
+const CHAT_EXTENSIONS: readonly RequestExtensionName[] = ['stop', 'seed', 'logprobs', 'logit_bias']
+
 /** Translates Responses calls to OpenAI-compatible Chat Completions and back. */
 export const openAIChatAdapter: ProviderAdapter = {
   contractVersion: 1,
   api: 'openai-chat',
+  requestExtensions: CHAT_EXTENSIONS,
   buildRequest(call, target): UpstreamRequest {
     const body = buildChatBody(call, readChatSettings(target, false), 'Chat Completions')
     return {
@@ -35,7 +40,7 @@ export const openAIChatAdapter: ProviderAdapter = {
       body: JSON.stringify(body),
     }
   },
-  readResult: (body) => readChatResult(body),
+  readResult: readChatResult,
   readStream: readChatStream,
   toError: toChatError,
 }
@@ -44,6 +49,7 @@ export const openAIChatAdapter: ProviderAdapter = {
 export const azureOpenAIAdapter: ProviderAdapter = {
   contractVersion: 1,
   api: 'azure-openai',
+  requestExtensions: CHAT_EXTENSIONS,
   buildRequest(call, target): UpstreamRequest {
     const endpoint = resolveAzureEndpoint(call, target)
     const body = buildChatBody(call, readChatSettings(target, true), 'Azure OpenAI')
@@ -56,7 +62,7 @@ export const azureOpenAIAdapter: ProviderAdapter = {
       ...(endpoint.callerDestination ? { callerDestination: endpoint.callerDestination } : {}),
     }
   },
-  readResult: (body) => readChatResult(body),
+  readResult: readChatResult,
   readStream: readChatStream,
   toError: toChatError,
 }

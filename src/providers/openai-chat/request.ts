@@ -19,8 +19,11 @@
  * - `modalities` with `image` is refused: Chat Completions upstreams answer in text (OpenAI's chat API draws
  *   nothing), and an OpenAI-compatible server's image answers are not read. `["text"]` is what they answer anyway.
  * - `cache_control` has no chat equivalent (OpenAI caches automatically): dropped;
- *   `prompt_cache_key` is forwarded in the OpenAI dialect. `top_logprobs`, `metadata`,
+ *   `prompt_cache_key` is forwarded in the OpenAI dialect. The body's `top_logprobs`, `metadata`,
  *   `service_tier` and `store` are not forwarded.
+ * - Extensions (`call.extensions`): `stop` (always a list), `seed`, `logprobs: true` with
+ *   `top_logprobs`, `logit_bias`, as the family names them. One that `omitFields` keeps from this
+ *   upstream is refused with a 400 rather than dropped.
  */
 
 import { InvalidRequestError } from '../../core/errors'
@@ -258,6 +261,24 @@ const responseFormat = (request: ResponsesRequest): unknown => {
 
 const SAMPLING = ['temperature', 'top_p', 'frequency_penalty', 'presence_penalty'] as const
 
+/** The extensions' Chat Completions fields. */
+const addExtensions = (body: Record<string, unknown>, call: UpstreamCall, settings: ChatSettings, providerName: string) => {
+  const { extensions } = call
+  if (!extensions) return
+  const fields: Record<string, unknown> = {}
+  if (extensions.stop) fields.stop = [...extensions.stop]
+  if (extensions.seed !== undefined) fields.seed = extensions.seed
+  if (extensions.logprobs) {
+    fields.logprobs = true
+    if (extensions.logprobs.topLogprobs > 0) fields.top_logprobs = extensions.logprobs.topLogprobs
+  }
+  if (extensions.logitBias) fields.logit_bias = { ...extensions.logitBias }
+  for (const [field, value] of Object.entries(fields)) {
+    if (settings.omitFields.includes(field)) unsupported(`${field}: is not sent to ${providerName} (its omitFields setting leaves it out)`)
+    body[field] = value
+  }
+}
+
 /** Builds the Chat Completions JSON body (as an object; the adapter serialises it once). */
 export const buildChatBody = (call: UpstreamCall, settings: ChatSettings, providerName: string): Record<string, unknown> => {
   const { request } = call
@@ -267,6 +288,7 @@ export const buildChatBody = (call: UpstreamCall, settings: ChatSettings, provid
   for (const field of SAMPLING) if (typeof request[field] === 'number') body[field] = request[field]
   if (settings.shouldSendTopK && typeof request.top_k === 'number') body.top_k = request.top_k
   if (typeof request.max_output_tokens === 'number') body[settings.maxTokensField] = request.max_output_tokens
+  addExtensions(body, call, settings, providerName)
   const effort = reasoningEffort(request, settings)
   if (effort) body.reasoning_effort = effort
   const format = responseFormat(request)

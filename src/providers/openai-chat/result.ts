@@ -5,10 +5,10 @@
  */
 
 import { inputTokensDetails, type Usage } from '../types'
-import type { FinishStatus, UpstreamResult } from '../contract'
+import type { FinishStatus, UpstreamCall, UpstreamResult } from '../contract'
 import { createOutputBuilder, type OutputBuilder } from '../shared/output-builder'
 import { toInBandFailure } from './errors'
-import type { ChatCompletionWire, ChatMessageWire, ChatUsageWire } from './wire'
+import type { ChatChoiceWire, ChatCompletionWire, ChatMessageWire, ChatTopLogprobWire, ChatUsageWire } from './wire'
 
 /** docs/decisions.md, POST /responses: reasoning from providers without a format of their own is `unknown`. */
 export const REASONING_FORMAT = 'unknown'
@@ -41,15 +41,40 @@ export const readUsage = (usage: ChatUsageWire | null | undefined): Usage => {
 export interface Finish {
   status: FinishStatus
   incompleteDetails: { reason: string } | null
+  stopSequence?: string
 }
 
 const COMPLETED: Finish = { status: 'completed', incompleteDetails: null }
 
-/** `length` and `content_filter` cut the answer short; everything else (`stop`, `tool_calls`, …) completed it. */
-export const readFinish = (reason: string | null | undefined): Finish => {
+/**
+ * `length` and `content_filter` cut the answer short; everything else (`stop`, `tool_calls`, …) completed it.
+ * `stop` says nothing of which stop sequence matched, except from the servers (vLLM, SGLang) that name it in
+ * `stop_reason`; only a sequence the call asked for is believed.
+ */
+export const readFinish = (reason: string | null | undefined, stopReason?: unknown, call?: UpstreamCall): Finish => {
   if (reason === 'length') return { status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' } }
   if (reason === 'content_filter') return { status: 'incomplete', incompleteDetails: { reason: 'content_filter' } }
+  if (reason === 'stop' && typeof stopReason === 'string' && call?.extensions?.stop?.includes(stopReason)) return { ...COMPLETED, stopSequence: stopReason }
   return COMPLETED
+}
+
+const isFiniteNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value)
+
+const toBytes = (value: unknown): number[] | null => (Array.isArray(value) && value.every(isFiniteNumber) ? value : null)
+
+const toTopLogprob = (entry: ChatTopLogprobWire) =>
+  typeof entry?.token === 'string' && isFiniteNumber(entry.logprob) ? { token: entry.token, logprob: entry.logprob, bytes: toBytes(entry.bytes) } : undefined
+
+/** A choice's content-token log probabilities, in OpenAI's shape (the same in Responses and Chat Completions); malformed entries are skipped. */
+export const readLogprobs = (choice: ChatChoiceWire | undefined): unknown[] | undefined => {
+  const content = choice?.logprobs?.content
+  if (!Array.isArray(content)) return undefined
+  return content.flatMap((entry) => {
+    const token = toTopLogprob(entry)
+    if (!token) return []
+    const top = Array.isArray(entry.top_logprobs) ? (entry.top_logprobs as ChatTopLogprobWire[]).flatMap((alternative) => toTopLogprob(alternative) ?? []) : []
+    return [{ ...token, top_logprobs: top }]
+  })
 }
 
 /**
@@ -57,11 +82,16 @@ export const readFinish = (reason: string | null | undefined): Finish => {
  * string, except for Mistral's reasoning models, which send `text` and `thinking` parts. The events go onto
  * `events` (a stream's queue; a whole answer needs only the builder's items).
  */
-export const feedContent = (builder: OutputBuilder, message: ChatMessageWire, events: { push(...items: StreamEvents): unknown } = []): void => {
+export const feedContent = (
+  builder: OutputBuilder,
+  message: ChatMessageWire,
+  events: { push(...items: StreamEvents): unknown } = [],
+  logprobs?: readonly unknown[],
+): void => {
   const reasoning = message.reasoning_content ?? message.reasoning
   if (typeof reasoning === 'string') events.push(...builder.reasoningText(reasoning, REASONING_FORMAT))
   const content = message.content
-  if (typeof content === 'string') events.push(...builder.text(content))
+  if (typeof content === 'string') events.push(...builder.text(content, logprobs))
   else if (Array.isArray(content)) {
     for (const part of content as Array<{ type?: string; text?: unknown; thinking?: unknown }>) {
       if (part?.type === 'text' && typeof part.text === 'string') events.push(...builder.text(part.text))
@@ -79,27 +109,28 @@ export const feedContent = (builder: OutputBuilder, message: ChatMessageWire, ev
 export const argumentsText = (value: unknown): string =>
   typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value)
 
-export const readChatResult = (body: unknown): UpstreamResult => {
+export const readChatResult = (body: unknown, call?: UpstreamCall): UpstreamResult => {
   const completion = (body ?? {}) as ChatCompletionWire
   if (completion.error !== undefined && completion.error !== null) throw toInBandFailure(completion.error)
   const choice = completion.choices?.[0]
   const builder = createOutputBuilder()
   const message = choice?.message ?? {}
-  feedContent(builder, message)
-  for (const [index, call] of (message.tool_calls ?? []).entries()) {
+  feedContent(builder, message, [], readLogprobs(choice))
+  for (const [index, toolCall] of (message.tool_calls ?? []).entries()) {
     builder.functionCall(index, {
-      ...(call.id ? { callId: call.id } : {}),
-      ...(call.function?.name ? { name: call.function.name } : {}),
+      ...(toolCall.id ? { callId: toolCall.id } : {}),
+      ...(toolCall.function?.name ? { name: toolCall.function.name } : {}),
     })
-    builder.functionCallArguments(index, argumentsText(call.function?.arguments))
+    builder.functionCallArguments(index, argumentsText(toolCall.function?.arguments))
   }
-  const finish = readFinish(choice?.finish_reason)
+  const finish = readFinish(choice?.finish_reason, choice?.stop_reason, call)
   builder.finish(finish.status)
   return {
     output: builder.items,
     usage: readUsage(completion.usage ?? completion.x_groq?.usage),
     status: finish.status,
     incompleteDetails: finish.incompleteDetails,
+    ...(finish.stopSequence === undefined ? {} : { stopSequence: finish.stopSequence }),
     ...(typeof completion.id === 'string' && completion.id ? { upstreamId: completion.id } : {}),
   }
 }

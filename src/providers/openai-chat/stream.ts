@@ -17,7 +17,7 @@ import { createOutputBuilder } from '../shared/output-builder'
 import { parseSseJson, type SseMessage } from '../shared/sse'
 import { readSseEvents } from '../shared/sse-events'
 import { toInBandFailure, truncatedStreamFailure } from './errors'
-import { argumentsText, feedContent, readFinish, readUsage } from './result'
+import { argumentsText, feedContent, readFinish, readLogprobs, readUsage } from './result'
 import type { ChatCompletionWire, ChatErrorWire, ChatToolCallWire } from './wire'
 
 /** `readStream`: each chunk translated as it arrives, straight into our events (shared/sse-events.ts). */
@@ -25,19 +25,20 @@ export const readChatStream = (body: AsyncIterable<Uint8Array>, call: UpstreamCa
   const builder = createOutputBuilder()
   let usage: Usage | undefined
   let finishReason: string | null = null
+  let stopReason: unknown
   let hasEnded = false
   let lastToolKey: string | number | undefined
 
-  const toolKey = (call: ChatToolCallWire): string | number => {
-    if (typeof call.index === 'number') return call.index
-    if (typeof call.id === 'string' && call.id) return `id:${call.id}`
+  const toolKey = (toolCall: ChatToolCallWire): string | number => {
+    if (typeof toolCall.index === 'number') return toolCall.index
+    if (typeof toolCall.id === 'string' && toolCall.id) return `id:${toolCall.id}`
     return lastToolKey ?? 0
   }
 
   const pushFinish = (out: UpstreamStreamEvent[]) => {
-    const finish = readFinish(finishReason)
+    const finish = readFinish(finishReason, stopReason, call)
     out.push(...builder.finish(finish.status))
-    out.push({ type: 'upstream.usage', usage: usage ?? emptyUsage() }, { type: 'upstream.finish', status: finish.status, incompleteDetails: finish.incompleteDetails })
+    out.push({ type: 'upstream.usage', usage: usage ?? emptyUsage() }, { type: 'upstream.finish', ...finish })
   }
 
   const translate = (message: SseMessage, out: UpstreamStreamEvent[]) => {
@@ -57,20 +58,21 @@ export const readChatStream = (body: AsyncIterable<Uint8Array>, call: UpstreamCa
       if ((choice.index ?? 0) !== 0) continue
       const delta = choice.delta
       if (delta) {
-        feedContent(builder, delta, out)
-        for (const call of delta.tool_calls ?? []) {
-          const key = toolKey(call)
+        feedContent(builder, delta, out, readLogprobs(choice))
+        for (const toolCall of delta.tool_calls ?? []) {
+          const key = toolKey(toolCall)
           lastToolKey = key
           out.push(
             ...builder.functionCall(key, {
-              ...(call.id ? { callId: call.id } : {}),
-              ...(call.function?.name ? { name: call.function.name } : {}),
+              ...(toolCall.id ? { callId: toolCall.id } : {}),
+              ...(toolCall.function?.name ? { name: toolCall.function.name } : {}),
             }),
           )
-          out.push(...builder.functionCallArguments(key, argumentsText(call.function?.arguments)))
+          out.push(...builder.functionCallArguments(key, argumentsText(toolCall.function?.arguments)))
         }
       }
       if (choice.finish_reason) finishReason = choice.finish_reason
+      if (choice.stop_reason !== undefined && choice.stop_reason !== null) stopReason = choice.stop_reason
     }
   }
 

@@ -52,11 +52,25 @@ export interface ChatMessageWire {
   tool_calls?: ChatToolCallWire[] | null
 }
 
+export interface ChatTopLogprobWire {
+  token?: unknown
+  logprob?: unknown
+  bytes?: unknown
+}
+
+export interface ChatTokenLogprobWire extends ChatTopLogprobWire {
+  top_logprobs?: unknown
+}
+
 export interface ChatChoiceWire {
   index?: number
   message?: ChatMessageWire
   delta?: ChatMessageWire
   finish_reason?: string | null
+  /** With `logprobs: true`: the content tokens of this message or delta. */
+  logprobs?: { content?: ChatTokenLogprobWire[] | null } | null
+  /** vLLM and SGLang: the stop string (or token id) that ended the answer when `finish_reason` is `stop`. */
+  stop_reason?: unknown
 }
 
 export interface ChatErrorWire {

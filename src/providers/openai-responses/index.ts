@@ -21,6 +21,8 @@ import { readOpenAIStream } from './stream'
 export const openAIResponsesAdapter: ProviderAdapter = {
   contractVersion: 1,
   api: 'openai-responses',
+  // The Responses API has no stop sequences, seed or logit bias: only log probabilities (request.ts).
+  requestExtensions: ['logprobs'],
   buildRequest: buildOpenAIRequest,
   readResult: (body) => readOpenAIResult(body),
   readStream: readOpenAIStream,

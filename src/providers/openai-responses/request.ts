@@ -64,6 +64,9 @@ const OPENAI_TOOL_TYPES = new Set([
   'programmatic_tool_calling',
 ])
 
+/** What `include` must name for OpenAI to return the text's log probabilities (the `logprobs` extension). */
+const LOGPROBS_INCLUDE = 'message.output_text.logprobs'
+
 /** Function-tool fields that only the gateway understands. */
 const GATEWAY_TOOL_FIELDS = new Set(['async', 'cache_control'])
 
@@ -288,6 +291,12 @@ export const toOpenAIBody = (call: UpstreamCall): Json => {
     throw new InvalidRequestError('background: background mode is not supported by OpenAI through this gateway')
   }
   if (request.background === false) body.background = false
+  if (call.extensions?.logprobs) {
+    // The only extension the Responses API has: log probabilities come with the text when `include` asks.
+    const include = Array.isArray(body.include) ? (body.include as string[]) : []
+    body.include = include.includes(LOGPROBS_INCLUDE) ? include : [...include, LOGPROBS_INCLUDE]
+    body.top_logprobs = call.extensions.logprobs.topLogprobs
+  }
   if (call.endUserId) body.safety_identifier = call.endUserId
   body.store = false
   body.stream = call.stream

@@ -7,7 +7,7 @@
 
 import { randomHex } from '../../core/crypto'
 import type { ItemEvent } from '../events'
-import type { OutputFunctionCall, OutputImage, OutputItem, OutputMessage, OutputReasoning } from '../types'
+import type { OutputFunctionCall, OutputImage, OutputItem, OutputMessage, OutputReasoning, OutputText } from '../types'
 import { TextDeltaEvent } from './text-delta-event'
 
 type Events = ItemEvent[]
@@ -40,7 +40,8 @@ const newId = (prefix: string) => `${prefix}_${randomHex(16)}`
 export interface OutputBuilder {
   /** Items in output order (complete once `finish` ran). */
   readonly items: OutputItem[]
-  text(delta: string): Events
+  /** `logprobs`: the log probabilities of the delta's tokens (OpenAI's shape), when the upstream sent them. */
+  text(delta: string, logprobs?: readonly unknown[]): Events
   refusal(delta: string): Events
   reasoningSummary(delta: string, format?: string): Events
   reasoningText(delta: string, format?: string): Events
@@ -77,7 +78,7 @@ export const createOutputBuilder = (): OutputBuilder => {
     open.partIndex = -1
     const done: Events =
       part.type === 'output_text'
-        ? [{ type: 'response.output_text.done', ...base, text: part.text, logprobs: [] }]
+        ? [{ type: 'response.output_text.done', ...base, text: part.text, logprobs: part.logprobs ? [...part.logprobs] : [] }]
         : [{ type: 'response.refusal.done', ...base, refusal: part.refusal }]
     return [...done, { type: 'response.content_part.done', ...base, part: structuredClone(part) }]
   }
@@ -165,12 +166,17 @@ export const createOutputBuilder = (): OutputBuilder => {
       return items.length > 0
     },
 
-    text(delta) {
+    text(delta, logprobs) {
       if (delta === '') return []
       const { open, events } = messagePart('output_text')
-      const part = open.item.content[open.partIndex] as { text: string }
+      const part = open.item.content[open.partIndex] as OutputText
       part.text += delta
-      events.push(new TextDeltaEvent(open.item.id, open.outputIndex, open.partIndex, delta))
+      const event = new TextDeltaEvent(open.item.id, open.outputIndex, open.partIndex, delta)
+      if (logprobs && logprobs.length > 0) {
+        ;(part.logprobs ??= []).push(...logprobs)
+        event.logprobs = [...logprobs]
+      }
+      events.push(event)
       return events
     },
 

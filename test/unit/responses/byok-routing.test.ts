@@ -245,9 +245,9 @@ describe('disabled keys', () => {
     expect(response.status).toBe(404)
     expect(await response.json()).toEqual(
       noKey(
-        'DeepInfra, Groq, Together, Fireworks or Cerebras',
-        'DEEPINFRA_API_KEY, GROQ_API_KEY, TOGETHER_API_KEY, FIREWORKS_API_KEY or CEREBRAS_API_KEY',
-        '"deepinfra", "groq", "together", "fireworks" or "cerebras"',
+        'DeepInfra, Groq, Together or Fireworks',
+        'DEEPINFRA_API_KEY, GROQ_API_KEY, TOGETHER_API_KEY or FIREWORKS_API_KEY',
+        '"deepinfra", "groq", "together" or "fireworks"',
       ),
     )
     expect(groq.requests).toHaveLength(0)
@@ -286,9 +286,9 @@ describe('is_byok_only', () => {
     // Groq is not named: its shared key is there, removed by the byok_only credential.
     expect(await response.json()).toEqual(
       noKey(
-        'DeepInfra, Together, Fireworks or Cerebras',
-        'DEEPINFRA_API_KEY, TOGETHER_API_KEY, FIREWORKS_API_KEY or CEREBRAS_API_KEY',
-        '"deepinfra", "together", "fireworks" or "cerebras"',
+        'DeepInfra, Together or Fireworks',
+        'DEEPINFRA_API_KEY, TOGETHER_API_KEY or FIREWORKS_API_KEY',
+        '"deepinfra", "together" or "fireworks"',
       ),
     )
     expect(groq.requests).toHaveLength(0)

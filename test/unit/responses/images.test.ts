@@ -16,10 +16,10 @@ const IMAGE = JSON.parse(fixture('gemini', 'image.json').toString('utf8')).candi
 const DATA_URL = `data:image/png;base64,${IMAGE}`
 const TEXT = 'Here is a small orange sunset tile for you.'
 
-// 12 input tokens at $0.30/M; 1,300 output tokens of which 1,290 are the image's: 10 at $2.50/M, the image at $0.039.
-const INPUT_COST = 12 * 0.0000003
-const OUTPUT_COST = 10 * 0.0000025 + 0.039
-const COST = 0.0390286
+// 12 input tokens at $0.30/M; 1,300 output tokens of which 1,290 are the image's: 10 at $2.50/M, the image at $0.0387.
+const INPUT_COST = 0.0000036
+const OUTPUT_COST = 0.038725
+const COST = 0.0387286
 
 let harness: ResponsesHarness | undefined
 afterEach(async () => {

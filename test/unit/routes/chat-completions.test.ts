@@ -47,6 +47,8 @@ describe('POST /chat/completions, whole answers', () => {
       object: 'chat.completion',
       created: body.created,
       model: 'test/model',
+      // OpenRouter's display name of the provider that served (the scripted provider's id, as it has none).
+      provider: 'scripted',
       system_fingerprint: null,
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there', refusal: null }, logprobs: null, finish_reason: 'stop' }],
       usage: {
@@ -255,7 +257,7 @@ describe('POST /chat/completions, streamed', () => {
     expect(chunks.at(-1)).toBe('[DONE]')
     const data = chunks.slice(0, -1)
     const [{ id, created }] = data
-    for (const chunk of data) expect(chunk).toMatchObject({ id, created, object: 'chat.completion.chunk', model: 'test/model' })
+    for (const chunk of data) expect(chunk).toMatchObject({ id, created, object: 'chat.completion.chunk', model: 'test/model', provider: 'scripted' })
     expect(data.map(({ choices, usage }) => ({ choices, ...(usage ? { usage } : {}) }))).toEqual([
       { choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] },
       { choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }] },
@@ -349,11 +351,20 @@ describe('POST /chat/completions, streamed', () => {
 describe('POST /chat/completions, refusals', () => {
   const cases: Array<[string, Record<string, unknown>, string]> = [
     ['n other than 1', { n: 2 }, 'body.n: must be 1: one choice per request'],
-    ['stop sequences', { stop: ['END'] }, 'body.stop: is not supported: stop sequences are not forwarded to providers yet'],
-    ['a seed', { seed: 7 }, 'body.seed: is not supported: no provider adapter forwards a seed yet'],
-    ['logit biases', { logit_bias: { '50256': -100 } }, 'body.logit_bias: is not supported: no provider adapter forwards logit biases'],
-    ['log probabilities', { logprobs: true }, 'body.logprobs: is not supported: log probabilities are not returned on this route'],
-    ['top log probabilities', { top_logprobs: 3 }, 'body.top_logprobs: is not supported: log probabilities are not returned on this route'],
+    // The scripted provider's adapter declares no request extensions, so no endpoint of test/model honours them.
+    ['stop sequences no endpoint honours', { stop: ['END'] }, 'body.stop: not supported by any endpoint of test/model'],
+    ['a seed no endpoint honours', { seed: 7 }, 'body.seed: not supported by any endpoint of test/model'],
+    ['logit biases no endpoint honours', { logit_bias: { '50256': -100 } }, 'body.logit_bias: not supported by any endpoint of test/model'],
+    ['log probabilities no endpoint honours', { logprobs: true, top_logprobs: 2 }, 'body.logprobs: not supported by any endpoint of test/model'],
+    ['two extensions, both named', { stop: 'END', seed: 7 }, 'body.stop or body.seed: not supported by any endpoint of test/model'],
+    ['top log probabilities without logprobs', { top_logprobs: 3 }, 'body: top_logprobs needs logprobs: true'],
+    ['more than 4 stop sequences', { stop: ['a', 'b', 'c', 'd', 'e'] }, 'body.stop: at most 4 stop sequences'],
+    ['an empty stop sequence', { stop: ['a', ''] }, 'body.stop.1: must not be empty'],
+    ['a stop that is neither a string nor a list', { stop: 5 }, 'body.stop: must be a string or an array of strings'],
+    ['a fractional seed', { seed: 1.5 }, 'body.seed: must be an integer'],
+    ['more than 20 top log probabilities', { logprobs: true, top_logprobs: 21 }, 'body.top_logprobs: must be at most 20'],
+    ['a logit bias beyond 100', { logit_bias: { '50256': -101 } }, 'body.logit_bias.50256: values must be at least -100'],
+    ['a logit bias keyed by a word', { logit_bias: { hello: 5 } }, 'body.logit_bias.hello: keys must be token ids (digits)'],
     ['plugins', { plugins: [{ id: 'web' }] }, 'body.plugins: is not supported: plugins are not run by this gateway yet'],
     ['transforms', { transforms: ['middle-out'] }, 'body.transforms: is not supported: prompt transforms are not run by this gateway yet'],
     ['two token limits that disagree', { max_tokens: 5, max_completion_tokens: 6 }, 'body: max_tokens and max_completion_tokens disagree: send one of them'],
@@ -387,9 +398,21 @@ describe('POST /chat/completions, refusals', () => {
     }
   })
 
-  it('accepts the switches that ask for what is always done: usage.include, stream_options.include_usage, logprobs false, n 1', async () => {
+  it('accepts the switches that ask for what is always done or nothing: usage.include, stream_options.include_usage, logprobs false, n 1, empty stop and bias', async () => {
     await serve('fine')
-    const response = await chat({ messages: HI, n: 1, logprobs: false, top_logprobs: 0, stop: null, usage: { include: true }, stream_options: { include_usage: false }, plugins: [], transforms: [] })
+    const response = await chat({
+      messages: HI,
+      n: 1,
+      logprobs: false,
+      top_logprobs: 0,
+      stop: null,
+      seed: null,
+      logit_bias: {},
+      usage: { include: true },
+      stream_options: { include_usage: false },
+      plugins: [],
+      transforms: [],
+    })
     expect(response.status).toBe(200)
     expect((await response.json()).usage).toMatchObject({ cost: expect.any(Number) })
   })

@@ -357,7 +357,9 @@ describe('POST /messages, keys and errors in Anthropic shape', () => {
     ['a tool_use block in a user turn', { messages: [{ role: 'user', content: [{ type: 'tool_use', id: 't', name: 'f', input: {} }] }] }, 'body.messages.0.content.0.type: must be a text, image, document or tool_result block'],
     ['a server tool', { tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, 'body.tools.0.type: server tool "web_search_20250305" is not supported: only custom tools (name, input_schema) are'],
     ['a custom tool without input_schema', { tools: [{ name: 'f' }] }, 'body.tools.0.input_schema: is required'],
-    ['stop sequences', { stop_sequences: ['END'] }, 'body.stop_sequences: is not supported: stop sequences are not forwarded to providers yet'],
+    // The scripted provider's adapter declares no request extensions, so no endpoint of test/model honours them.
+    ['stop sequences no endpoint honours', { stop_sequences: ['END'] }, 'body.stop_sequences: not supported by any endpoint of test/model'],
+    ['an empty stop sequence', { stop_sequences: [''] }, 'body.stop_sequences.0: must not be empty'],
     ['a thinking budget under 1024', { thinking: { type: 'enabled', budget_tokens: 100 } }, 'body.thinking.budget_tokens: must be at least 1024'],
     ['a thinking budget not under max_tokens', { max_tokens: 2000, thinking: { type: 'enabled', budget_tokens: 2000 } }, 'body: thinking.budget_tokens must be less than max_tokens'],
     ['omitted thinking display', { thinking: { type: 'adaptive', display: 'omitted' } }, 'body.thinking.display: is not supported: only "summarized" thinking is returned'],

@@ -47,8 +47,9 @@ describe('GET /models', () => {
       object: 'model',
       owned_by: 'openai',
       name: 'GPT-4.1 mini',
-      created: 0,
-      description: 'GPT-4.1 mini, served by OpenAI.',
+      // The dataset's release date (2025-04-14) and description.
+      created: 1_744_588_800,
+      description: expect.stringMatching(/^GPT-4\.1 Mini is /),
       context_length: 1_047_576,
       architecture: { modality: 'text+image->text', input_modalities: ['text', 'image'], output_modalities: ['text'], tokenizer: 'GPT', instruct_type: null },
       pricing: { prompt: '0.0000004', completion: '0.0000016', input_cache_read: '0.0000001' },
@@ -77,8 +78,9 @@ describe('GET /models', () => {
       top_provider: { context_length: 8_192, max_completion_tokens: null, is_moderated: false },
       supported_parameters: ['temperature', 'max_tokens'],
     })
+    // The dataset has no description for it: the name and the providers serving it stand in.
     const llama = body.data.find((model: { id: string }) => model.id === 'meta-llama/llama-3.3-70b-instruct')
-    expect(llama.description).toBe('Llama 3.3 70B Instruct, served by DeepInfra, Groq, Cerebras, Together, Fireworks.')
+    expect(llama.description).toBe('Llama 3.3 70B Instruct, served by DeepInfra, Groq, Together, Fireworks.')
   })
 
   it('keeps the models supporting every listed parameter', async () => {
@@ -94,7 +96,9 @@ describe('GET /models', () => {
 
   it('filters on output modalities as OpenRouter does: text by default, any listed one, or all', async () => {
     const t = await gateway()
-    expect(ids((await get(t, '/models?output_modalities=image')).body)).toEqual(['google/gemini-2.5-flash-image'])
+    const imageModels = BUILT_IN_MODELS.filter((entry) => entry.outputModalities?.includes('image')).map((entry) => entry.slug)
+    expect(imageModels).toContain('google/gemini-2.5-flash-image')
+    expect(ids((await get(t, '/models?output_modalities=image')).body)).toEqual(imageModels)
     const all = (await get(t, '/models?output_modalities=all')).body
     expect(all.total_count).toBe(BUILT_IN_MODELS.length + 1)
     expect((await get(t, '/models?output_modalities=text,image')).body.total_count).toBe(all.total_count)
@@ -123,12 +127,108 @@ describe('GET /models', () => {
 
   it('answers 400 naming an unknown or malformed query parameter', async () => {
     const t = await gateway()
-    await expectError(t, '/models?category=programming', 400, 'query.category: is not a supported parameter')
-    await expectError(t, '/models?output_modalities=smell', 400, 'query.output_modalities.0: must be a comma-separated list of text, image, audio, video, embeddings, all')
+    await expectError(t, '/models?no_such_filter=1', 400, 'query.no_such_filter: is not a supported parameter')
+    await expectError(t, '/models?output_modalities=smell', 400, 'query.output_modalities.0: must be a comma-separated list of text, image, audio, video, embeddings, rerank, speech, transcription, decisions, all')
     await expectError(t, '/models?supported_parameters=tools,', 400, 'query.supported_parameters.1: must be a comma-separated list of parameter names')
     await expectError(t, '/models?limit=0', 400, 'query.limit: must be at least 1')
     await expectError(t, '/models?limit=1001', 400, 'query.limit: must be at most 1000')
     await expectError(t, '/models?offset=-1', 400, 'query.offset: must be a whole number')
+  })
+})
+
+describe('GET /models filters and orders', () => {
+  // Two configured models beside the built-ins, on a fixed clock: one a year old, served with zero data retention,
+  // reading images; the self-hosted one (created 1_700_000_000, November 2023).
+  const NOW = new Date('2025-01-01T00:00:00Z')
+  const VISION_MODEL: ModelEntry = {
+    slug: 'acme/vision-zdr',
+    name: 'Acme Vision',
+    created: Math.floor(NOW.getTime() / 1000) - 365 * 86_400,
+    inputModalities: ['text', 'image'],
+    endpoints: [{ provider: 'my-vllm', model: 'vision', contextLength: 2_000_000, pricing: { prompt: 0.00009, completion: 0.00018 }, isZeroDataRetention: true }],
+  }
+  const filtered = () => createTestGateway({ logger: false, now: () => NOW, providers: { 'my-vllm': SELF_HOSTED }, models: [SELF_HOSTED_MODEL, VISION_MODEL] })
+
+  type WireModel = { id: string; name: string; owned_by: string; created: number; context_length: number; pricing: { prompt: string; completion: string }; architecture: { input_modalities: string[]; tokenizer: string } }
+
+  /** Every filter is checked against the unfiltered list: the answer holds exactly the models for which `keep` holds. */
+  const expectFilter = async (t: Gateway, query: string, keep: (model: WireModel) => boolean) => {
+    const everything: WireModel[] = (await get(t, '/models?output_modalities=all')).body.data
+    const { response, body } = await get(t, `/models?output_modalities=all&${query}`)
+    expect(response.status, query).toBe(200)
+    const expected = everything.filter(keep).map((model) => model.id)
+    expect(ids(body), query).toEqual(expected)
+    expect(body.total_count, query).toBe(expected.length)
+    return expected
+  }
+  const perMillion = (price: string) => Number(price) * 1_000_000
+
+  it('applies each derivable filter: input modalities (all listed), q, context, prices, authors, arch', async () => {
+    const t = await filtered()
+    expect(await expectFilter(t, 'input_modalities=text,image', (model) => ['text', 'image'].every((kind) => model.architecture.input_modalities.includes(kind)))).toContain('acme/vision-zdr')
+    expect(await expectFilter(t, 'input_modalities=audio,video', (model) => model.architecture.input_modalities.includes('audio') && model.architecture.input_modalities.includes('video'))).not.toContain('acme/vision-zdr')
+    expect(await expectFilter(t, 'q=ACME%20vis', (model) => `${model.id}\n${model.name}`.toLowerCase().includes('acme vis'))).toEqual(['acme/vision-zdr'])
+    expect(await expectFilter(t, 'q=local', (model) => `${model.id}\n${model.name}`.toLowerCase().includes('local'))).toEqual(['acme/local-7b'])
+    expect(await expectFilter(t, 'context=1500000', (model) => model.context_length >= 1_500_000)).toContain('acme/vision-zdr')
+    await expectFilter(t, 'min_price=1&max_price=3', (model) => perMillion(model.pricing.prompt) >= 1 && perMillion(model.pricing.prompt) <= 3)
+    await expectFilter(t, 'max_output_price=2.5', (model) => perMillion(model.pricing.completion) <= 2.5)
+    expect(await expectFilter(t, 'min_output_price=100', (model) => perMillion(model.pricing.completion) >= 100)).toEqual(['acme/vision-zdr'])
+    expect(await expectFilter(t, 'model_authors=acme,Anthropic', (model) => ['acme', 'anthropic'].includes(model.owned_by))).toContain('acme/local-7b')
+    expect(await expectFilter(t, 'arch=claude', (model) => model.architecture.tokenizer === 'Claude')).not.toHaveLength(0)
+  })
+
+  it('filters on providers by slug or name, zero data retention and age in days on the gateway clock', async () => {
+    const t = await filtered()
+    expect(ids((await get(t, '/models?providers=my-vllm')).body)).toEqual(['acme/local-7b', 'acme/vision-zdr'])
+    expect(ids((await get(t, '/models?providers=MY%20VLLM,nobody')).body)).toEqual(['acme/local-7b', 'acme/vision-zdr'])
+    expect(ids((await get(t, '/models?providers=anthropic')).body)).toEqual(
+      BUILT_IN_MODELS.filter((entry) => entry.endpoints.some((endpoint) => endpoint.provider === 'anthropic')).map((entry) => entry.slug),
+    )
+    expect(ids((await get(t, '/models?zdr=true')).body)).toEqual(['acme/vision-zdr'])
+    // Built-ins of unknown release date (created 0) have no age: an age filter leaves them out.
+    expect(ids((await get(t, '/models?max_age_days=400')).body)).toEqual(['acme/vision-zdr'])
+    expect(ids((await get(t, '/models?min_age_days=366')).body)).toEqual(['acme/local-7b'])
+    expect(ids((await get(t, '/models?min_age_days=365&max_age_days=365')).body)).toEqual(['acme/vision-zdr'])
+  })
+
+  it('orders by price, context or release date, ties in catalog order, and pages the order it chose', async () => {
+    const t = await filtered()
+    const everything: WireModel[] = (await get(t, '/models')).body.data
+    const average = (model: WireModel) => (Number(model.pricing.prompt) + Number(model.pricing.completion)) / 2
+    const byOrder = async (sort: string, compare: (left: WireModel, right: WireModel) => number) => {
+      const { body } = await get(t, `/models?sort=${sort}`)
+      expect(ids(body), sort).toEqual([...everything].sort(compare).map((model) => model.id))
+      return ids(body)
+    }
+    expect((await byOrder('pricing-low-to-high', (left, right) => average(left) - average(right)))[0]).toBe('acme/local-7b')
+    expect((await byOrder('pricing-high-to-low', (left, right) => average(right) - average(left)))[0]).toBe('acme/vision-zdr')
+    expect((await byOrder('context-high-to-low', (left, right) => right.context_length - left.context_length))[0]).toBe('acme/vision-zdr')
+    expect((await byOrder('newest', (left, right) => right.created - left.created)).slice(0, 2)).toEqual(['acme/vision-zdr', 'acme/local-7b'])
+
+    const seen: string[] = []
+    let path: string | null = '/models?sort=pricing-high-to-low&limit=5&q=a'
+    while (path) {
+      const { body } = await get(t, path)
+      seen.push(...ids(body))
+      path = body.links.next === null ? null : body.links.next.replace(/^\/api\/v1/, '')
+    }
+    expect(seen).toEqual(ids((await get(t, '/models?sort=pricing-high-to-low&q=a')).body))
+  })
+
+  it('refuses by name the filters and orders that need data this gateway does not have', async () => {
+    const t = await filtered()
+    await expectError(t, '/models?category=programming', 400, "query.category: cannot be applied: this gateway has no use-case categories (OpenRouter's come from its usage rankings)")
+    await expectError(t, '/models?min_intelligence_index=40', 400, 'query.min_intelligence_index: cannot be applied: this gateway has no benchmark scores')
+    await expectError(t, '/models?region=eu', 400, 'query.region: cannot be applied: this gateway has no data regions for its endpoints')
+    await expectError(t, '/models?distillable=true', 400, 'query.distillable: cannot be applied: this gateway has no distillation terms for its models')
+    await expectError(t, '/models?min_tool_success_rate=0.9', 400, 'query.min_tool_success_rate: cannot be applied: this gateway has no tool-calling statistics')
+    await expectError(t, '/models?sort=most-popular', 400, 'query.sort: cannot be applied: this gateway keeps no usage, speed or benchmark figures to sort by')
+    await expectError(t, '/models?sort=alphabetical', 400, 'query.sort: must be one of pricing-low-to-high, pricing-high-to-low, context-high-to-low, newest')
+    await expectError(t, '/models?input_modalities=smell', 400, 'query.input_modalities.0: must be a comma-separated list of text, image, audio, file, video')
+    await expectError(t, '/models?zdr=false', 400, 'query.zdr: must be true (leave it out for every model)')
+    await expectError(t, '/models?min_price=-1', 400, 'query.min_price: must be a non-negative decimal number')
+    await expectError(t, '/models?min_price=3&max_price=1', 400, 'query: min_price is above max_price')
+    await expectError(t, '/models?model_authors=acme,', 400, 'query.model_authors.1: must be a comma-separated list of slugs')
   })
 })
 
@@ -140,10 +240,10 @@ describe('GET /models/{author}/{slug}/endpoints', () => {
     expect(body.data).toMatchObject({
       id: 'meta-llama/llama-3.3-70b-instruct',
       name: 'Llama 3.3 70B Instruct',
-      created: 0,
+      created: 1_733_443_200,
       architecture: { modality: 'text->text', tokenizer: 'Llama3', instruct_type: null },
     })
-    expect(body.data.endpoints.map((endpoint: { tag: string }) => endpoint.tag)).toEqual(['deepinfra', 'groq', 'cerebras', 'together', 'fireworks'])
+    expect(body.data.endpoints.map((endpoint: { tag: string }) => endpoint.tag)).toEqual(['deepinfra', 'groq', 'together', 'fireworks'])
     expect(body.data.endpoints[1]).toEqual({
       name: 'Groq | meta-llama/llama-3.3-70b-instruct',
       model_id: 'meta-llama/llama-3.3-70b-instruct',

@@ -1,0 +1,53 @@
+/**
+ * The shape of a catalog entry: slug `<author>/<name>[:variant]` → the endpoints that serve it (provider,
+ * upstream model id, context length, prices, supported parameters). Its own module so the generated
+ * snapshot (models.snapshot.ts) can be typed without importing the catalog that imports it.
+ */
+
+export interface EndpointPricing {
+  /** USD per input token. */
+  prompt: number
+  /** USD per output token (reasoning included). */
+  completion: number
+  /** USD per cached input token read; `prompt` when absent. */
+  cachedPrompt?: number
+  /** USD per input token written to the provider's prompt cache (Anthropic's default five-minute rate); `prompt` when absent. */
+  cacheWritePrompt?: number
+  /** USD per request. */
+  request?: number
+  /** USD per generated (output) image. */
+  image?: number
+}
+
+export interface ModelEndpoint {
+  /** Provider id from the provider catalog or configuration (`openai`, `groq`, `my-vllm`…). */
+  provider: string
+  /** The provider's own id for the model. */
+  model: string
+  contextLength: number
+  maxOutputTokens?: number
+  pricing: EndpointPricing
+  /** Request parameters this endpoint honours (for `provider.require_parameters`). */
+  supportedParameters?: readonly string[]
+  /** Whether the provider retains no prompt data (for `provider.zdr`). */
+  isZeroDataRetention?: boolean
+  /** Whether the provider may store or train on prompts (for `provider.data_collection: deny`). */
+  collectsData?: boolean
+}
+
+/** What a model reads or writes, in OpenRouter's modality names. */
+export type Modality = 'text' | 'image' | 'file' | 'audio' | 'video'
+
+export interface ModelEntry {
+  slug: string
+  name: string
+  endpoints: ModelEndpoint[]
+  /** For `GET /models`; the name and the providers serving it when absent. */
+  description?: string
+  /** When the model was released, in Unix seconds (`GET /models` `created`); 0 (unknown) when absent. */
+  created?: number
+  /** What the model accepts; `['text']` when absent. */
+  inputModalities?: readonly Modality[]
+  /** What the model produces; `['text']` when absent. */
+  outputModalities?: readonly Modality[]
+}
