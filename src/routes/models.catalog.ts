@@ -104,7 +104,9 @@ const matches = (model: ListedModel, query: ListModelsQuery, nowSeconds: number)
 
 /** Stable, so models that tie keep the catalog's order. */
 const sorted = (models: ListedModel[], sort: ListModelsQuery['sort']): ListedModel[] => {
-  const averagePrice = (model: ListedModel) => (model.promptPrice + model.outputPrice) / 2
+  // In whole millionths of a dollar per million tokens: prices that are equal on paper (0.4 + 1.6 and 0.5 + 1.5)
+  // must tie, which their binary floating-point sums do not always do.
+  const averagePrice = (model: ListedModel) => Math.round((model.promptPrice + model.outputPrice) * 500_000)
   switch (sort) {
     case undefined:
       return models
