@@ -1,13 +1,13 @@
 /**
  * Usage and cost of one response, from the catalog prices of the endpoint that served it. The same
- * tokens always cost the same, streamed or not. Prompt tokens read from or written to the provider's
+ * tokens and images always cost the same, streamed or not. Prompt tokens read from or written to the provider's
  * prompt cache are priced at the endpoint's own cache rates (writes cost more than plain input at
  * Anthropic, reads less almost everywhere). BYOK (docs/decisions.md, BYOK): the provider bills the caller
  * directly (`upstream_inference_cost`), and `cost` is the gateway's fee, a share of the list price.
  */
 
 import type { EndpointPricing } from './models'
-import type { Usage } from '../providers/types'
+import { completedImages, type OutputItem, type Usage } from '../providers/types'
 import type { Attempt } from './routing'
 
 export interface BilledUsage extends Usage {
@@ -23,7 +23,12 @@ export interface BilledUsage extends Usage {
 /** Dollar amounts kept to 12 decimal places: no binary-float tails such as 0.30000000000000004. */
 const round = (amount: number) => Math.round(amount * 1e12) / 1e12
 
-export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isByok: boolean; byokFeeRate: number }): BilledUsage => {
+/**
+ * Output is billed per token, and per image at the endpoint's `image` price (docs/decisions.md, image output):
+ * with such a price, the tokens a provider counts for the images (`image_tokens`) are left out of the
+ * token price, since the per-image price is what those images cost.
+ */
+export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isByok: boolean; byokFeeRate: number; images?: number }): BilledUsage => {
   const cached = Math.min(usage.input_tokens_details.cached_tokens, usage.input_tokens)
   const written = Math.min(usage.input_tokens_details.cache_write_tokens ?? 0, usage.input_tokens - cached)
   const inputCost =
@@ -31,7 +36,9 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
     cached * (pricing.cachedPrompt ?? pricing.prompt) +
     written * (pricing.cacheWritePrompt ?? pricing.prompt) +
     (pricing.request ?? 0)
-  const outputCost = usage.output_tokens * pricing.completion
+  const images = options.images ?? 0
+  const imageTokens = pricing.image === undefined ? 0 : Math.min(usage.output_tokens_details.image_tokens ?? 0, usage.output_tokens)
+  const outputCost = (usage.output_tokens - imageTokens) * pricing.completion + images * (pricing.image ?? 0)
   const listCost = inputCost + outputCost
   return {
     ...usage,
@@ -45,6 +52,9 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
   }
 }
 
-/** The usage priced at the prices of the endpoint `attempt` called, as BYOK when it used the caller's key. */
-export const billAttempt = (usage: Usage, attempt: Attempt, byokFeeRate: number): BilledUsage =>
-  billUsage(usage, attempt.endpoint.pricing, { isByok: attempt.credential !== null, byokFeeRate })
+/**
+ * The usage of an answer whose output is `output`, priced at the prices of the endpoint `attempt` called, as BYOK
+ * when it used the caller's key. Whole and streamed answers both pass their final output items here.
+ */
+export const billAttempt = (usage: Usage, attempt: Attempt, byokFeeRate: number, output: readonly OutputItem[]): BilledUsage =>
+  billUsage(usage, attempt.endpoint.pricing, { isByok: attempt.credential !== null, byokFeeRate, images: completedImages(output).length })

@@ -253,6 +253,20 @@ export const MetadataSchema = v.pipe(
   v.check((metadata) => Object.keys(metadata).length <= METADATA_MAX_PAIRS, `at most ${METADATA_MAX_PAIRS} pairs`),
 )
 
+// ---- image output (docs/decisions.md, image output) ----
+
+/** What the answer may hold. */
+export const ModalitiesSchema = v.array(v.picklist(['text', 'image']))
+
+/** Provider-specific image options; each upstream maps the keys it knows and refuses the rest. */
+export const ImageConfigSchema = boundedJson(v.record(v.string(), v.union([v.string(), v.number(), v.array(v.unknown())])))
+
+/** `image_config` shapes images, so it needs a request that asks for them. */
+export const isImageConfigUsable = (body: { image_config?: unknown; modalities?: readonly string[] | null | undefined }) =>
+  body.image_config === undefined || body.image_config === null || body.modalities?.includes('image') === true
+
+export const IMAGE_CONFIG_WITHOUT_IMAGES = 'image_config applies only to a request whose modalities include "image"'
+
 export const ResponsesRequestSchema = v.pipe(
   v.looseObject({
     // By the value's kind, so an item's own error is not swallowed by a string-or-array union.
@@ -294,9 +308,9 @@ export const ResponsesRequestSchema = v.pipe(
         ),
       ),
     ),
-    image_config: v.optional(boundedJson(v.record(v.string(), v.union([v.string(), v.number(), v.array(v.unknown())])))),
+    image_config: v.optional(ImageConfigSchema),
     metadata: v.optional(v.nullable(MetadataSchema)),
-    modalities: v.optional(v.array(v.picklist(['text', 'image']))),
+    modalities: v.optional(ModalitiesSchema),
     parallel_tool_calls: v.optional(v.nullable(v.boolean())),
     plugins: v.optional(v.array(PluginSchema)),
     prompt: v.optional(v.object({ id: v.string(), variables: v.optional(boundedJson(v.record(v.string(), v.unknown()))), version: v.optional(v.nullable(v.string())) })),
@@ -339,6 +353,7 @@ export const ResponsesRequestSchema = v.pipe(
     'previous_response_id is not supported: send the whole conversation in input',
   ),
   v.check((body) => body.background !== true, 'background mode is not supported: responses are not stored'),
+  v.check((body) => isImageConfigUsable(body), IMAGE_CONFIG_WITHOUT_IMAGES),
 )
 
 export type ResponsesRequestBody = v.InferOutput<typeof ResponsesRequestSchema>

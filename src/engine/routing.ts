@@ -26,6 +26,8 @@ export interface RoutingInput {
   preferences: ProviderPreferences | null | undefined
   /** Request parameters the caller set (for `require_parameters`). */
   parametersUsed: string[]
+  /** The request's `modalities`: only models that produce every one of them are routed to. */
+  modalities?: readonly string[] | undefined
   /**
    * Request extensions the caller set, each with where the caller wrote it (`body.stop`). Only endpoints that
    * honour all of them (`honoursExtension`) are tried, whatever `require_parameters` says: another would drop
@@ -60,7 +62,8 @@ const toPerMillion = (value: string | number) => Number(value) / 1_000_000
 const withinMaxPrice = (endpoint: ModelEndpoint, maxPrice: NonNullable<ProviderPreferences['max_price']>) =>
   (maxPrice.prompt === undefined || endpoint.pricing.prompt <= toPerMillion(maxPrice.prompt)) &&
   (maxPrice.completion === undefined || endpoint.pricing.completion <= toPerMillion(maxPrice.completion)) &&
-  (maxPrice.request === undefined || (endpoint.pricing.request ?? 0) <= Number(maxPrice.request))
+  (maxPrice.request === undefined || (endpoint.pricing.request ?? 0) <= Number(maxPrice.request)) &&
+  (maxPrice.image === undefined || (endpoint.pricing.image ?? 0) <= Number(maxPrice.image))
 
 const sortBy = (preferences: ProviderPreferences | null | undefined) => {
   const sort = preferences?.sort
@@ -128,6 +131,21 @@ const noKeyError = (models: string[], providers: ResolvedProvider[]) => {
   )
 }
 
+const outputsOf = (model: ModelEntry): readonly string[] => model.outputModalities ?? ['text']
+
+/** Whether `model` produces every modality asked for (OpenRouter routes only to such models). */
+const producesAll = (model: ModelEntry, modalities: readonly string[] | undefined) =>
+  !modalities || modalities.every((modality) => outputsOf(model).includes(modality))
+
+/** None of the requested models can answer with what `modalities` asks for: the caller's request to fix. */
+const modalitiesError = (models: ModelEntry[], modalities: readonly string[]) => {
+  const lacking = modalities.filter((modality) => models.some((model) => !outputsOf(model).includes(modality)))
+  return new InvalidRequestError(
+    `modalities: ${listed(models.map((model) => model.slug))} cannot answer with ${listed([...new Set(lacking)].map((modality) => `"${modality}"`))} output; ` +
+      'choose a model whose output_modalities include it (GET /models?output_modalities=image lists the image models)',
+  )
+}
+
 export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, input: RoutingInput): Attempt[] => {
   const preferences = input.preferences ?? {}
   const sort = sortBy(preferences)
@@ -135,6 +153,8 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   const perModel: Attempt[][] = []
   // Providers whose endpoints were left out only because neither the gateway nor the workspace has a key for them.
   const withoutKey = new Map<string, ResolvedProvider>()
+  // Requested models that cannot produce what `modalities` asks for, skipped as OpenRouter skips them.
+  const incapable: ModelEntry[] = []
   const extensions = input.extensions ?? []
   // Endpoints left out because they cannot honour an extension the caller set.
   const withoutExtension: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
@@ -145,6 +165,10 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   for (const slug of input.models) {
     const model = catalog.find(slug)
     if (!model) throw new NotFoundError(`Model "${slug}" not found`, { metadata: { error_type: 'not_found' } })
+    if (!producesAll(model, input.modalities)) {
+      incapable.push(model)
+      continue
+    }
 
     let endpoints = model.endpoints.filter((endpoint) => registry.get(endpoint.provider))
     if (preferences.only) endpoints = endpoints.filter((endpoint) => preferences.only!.some((wanted) => matchesProvider(endpoint.provider, wanted)))
@@ -203,6 +227,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     perModel.push([...prioritized, ...shared, ...fallbackKeys])
   }
 
+  if (incapable.length === input.models.length && input.modalities) throw modalitiesError(incapable, input.modalities)
   let attempts = sort?.partition === 'none' ? perModel.flat().sort((left, right) => listPrice(left.endpoint) - listPrice(right.endpoint)) : perModel.flat()
   if (preferences.allow_fallbacks === false && !preferences.order && attempts.length > 0) {
     // Only the primary endpoint: its provider, through any of the caller's keys for it, then shared.

@@ -62,11 +62,14 @@ export const prepareRequest = async (
   ])
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
-  const models = requestedModels(body.model, body.models, workspace.defaultTextModel)
+  // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
+  const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
+  const models = requestedModels(body.model, body.models, defaultModel)
   const attempts = planAttempts(service.models, service.providers, {
     models,
     preferences: withRouteAlias(body),
     parametersUsed: parametersUsed(body, extensions?.values),
+    modalities: body.modalities,
     requiredParameters: requiredParameters(body),
     extensions: extensionsUsed(extensions?.values).map((name) => ({ name, field: extensions?.fieldNames?.[name] ?? `body.${name}` })),
     credentials: byok.credentials,

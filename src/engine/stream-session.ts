@@ -120,13 +120,14 @@ export const openSession = async (service: InferenceService, request: InferenceR
       incompleteDetails: { reason: string } | null,
       stopSequence?: string,
     ) => {
-      const billed = billAttempt(usage ?? emptyUsage(), served.attempt, service.byokFeeRate)
+      const output = items.filter(Boolean)
+      const billed = billAttempt(usage ?? emptyUsage(), served.attempt, service.byokFeeRate, output)
       write({ type: 'usage', usage: billed })
       if (failure) write({ type: 'error', error: failure })
       const finished = result({
         model: served.attempt.model.slug,
         status,
-        output: items.filter(Boolean),
+        output,
         usage: billed,
         error: failure,
         incompleteDetails,

@@ -36,7 +36,7 @@ export const answerWhole = async (service: InferenceService, request: InferenceR
       model: attempt.model.slug,
       status: result.status,
       output: result.output,
-      usage: billAttempt(result.usage, attempt, service.byokFeeRate),
+      usage: billAttempt(result.usage, attempt, service.byokFeeRate, result.output),
       error: null,
       incompleteDetails: result.incompleteDetails,
       ...(result.stopSequence === undefined ? {} : { stopSequence: result.stopSequence }),

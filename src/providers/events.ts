@@ -1,7 +1,8 @@
 /**
  * What a stream adapter yields: a closed union, so the engine and the writers narrow each member by its
  * `type` without casts. The item-level members are the Responses events modelgate emits itself
- * (without `sequence_number`: the writer numbers its own stream). Item kinds a provider runs itself
+ * (without `sequence_number`: the writer numbers its own stream), generated images' included, since every
+ * family's image output is one of them. Item kinds a provider runs itself
  * (OpenAI's `web_search_call.*`, annotation events…) are relayed whole inside one member, so a new
  * upstream event never needs a change here. Two internal members end every stream: usage, then finish.
  */
@@ -53,6 +54,10 @@ export type ItemEvent = WireText &
     | ({ type: 'response.reasoning_text.done'; text: string } & PartPosition)
     | ({ type: 'response.function_call_arguments.delta'; delta: string } & ItemPosition)
     | ({ type: 'response.function_call_arguments.done'; name?: string; arguments: string } & ItemPosition)
+    | ({ type: 'response.image_generation_call.in_progress' } & ItemPosition)
+    | ({ type: 'response.image_generation_call.generating' } & ItemPosition)
+    | ({ type: 'response.image_generation_call.partial_image'; partial_image_b64: string; partial_image_index: number } & ItemPosition)
+    | ({ type: 'response.image_generation_call.completed' } & ItemPosition)
   )
 
 export type ItemEventType = ItemEvent['type']
@@ -84,6 +89,10 @@ const ITEM_EVENT_TYPES: ReadonlySet<string> = new Set<ItemEventType>([
   'response.reasoning_text.done',
   'response.function_call_arguments.delta',
   'response.function_call_arguments.done',
+  'response.image_generation_call.in_progress',
+  'response.image_generation_call.generating',
+  'response.image_generation_call.partial_image',
+  'response.image_generation_call.completed',
 ])
 
 /** Whether an event type read off a Responses-shaped wire is one of the item-level members. */

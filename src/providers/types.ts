@@ -83,8 +83,35 @@ export type OutputReasoning = {
   status?: 'in_progress' | 'completed' | 'incomplete'
 }
 
+/**
+ * A generated image, as OpenAI's Responses API returns what its `image_generation` tool made. Every family's
+ * image output takes this shape (a Gemini `inlineData` part too), so each writer has one kind to encode.
+ */
+export type OutputImage = {
+  id: string
+  type: 'image_generation_call'
+  status: 'in_progress' | 'generating' | 'completed' | 'failed'
+  /** The image, base64 without a `data:` prefix; null until it is generated. */
+  result: string | null
+  /** Its format (`png`, `jpeg`, `webp`…): the subtype of its media type, as OpenAI names it. */
+  output_format?: string
+  [key: string]: unknown
+}
+
 /** Output items modelgate builds, plus kinds a provider runs itself (`web_search_call`, …) passed through. */
-export type OutputItem = OutputMessage | OutputFunctionCall | OutputReasoning | ({ type: string; id?: string } & Record<string, unknown>)
+export type OutputItem = OutputMessage | OutputFunctionCall | OutputReasoning | OutputImage | ({ type: string; id?: string } & Record<string, unknown>)
+
+/** The `image/<format>` media type of a generated image; OpenAI's default format, PNG, when it names none. */
+export const imageMediaType = (image: { output_format?: unknown }): string =>
+  `image/${typeof image.output_format === 'string' && image.output_format !== '' ? image.output_format : 'png'}`
+
+/** The generated images of an answer that were completed with their data: what an answer is billed for per image. */
+export const completedImages = (output: readonly OutputItem[]): OutputImage[] =>
+  output.filter((item): item is OutputImage => {
+    if (item.type !== 'image_generation_call') return false
+    const image = item as OutputImage
+    return image.status === 'completed' && typeof image.result === 'string' && image.result !== ''
+  })
 
 export type FunctionTool = {
   type: 'function'
@@ -131,6 +158,10 @@ export interface ResponsesRequest {
   cache_control?: { type: 'ephemeral'; ttl?: string }
   prompt_cache_key?: string | null
   include?: string[] | null
+  /** What the answer may hold: text, generated images or both (docs/decisions.md, image output). */
+  modalities?: Array<'text' | 'image'>
+  /** Provider-specific image options (OpenRouter's keys: `aspect_ratio`, `image_size`, `quality`…). */
+  image_config?: Record<string, string | number | unknown[]>
   [key: string]: unknown
 }
 
@@ -175,7 +206,11 @@ export type Usage = {
    */
   input_tokens_details: { cached_tokens: number; cache_write_tokens?: number }
   output_tokens: number
-  output_tokens_details: { reasoning_tokens: number }
+  /**
+   * `image_tokens`: the part of `output_tokens` that encodes generated images, where the provider counts it apart
+   * (Gemini); present only then. An endpoint with a per-image price bills those tokens per image instead.
+   */
+  output_tokens_details: { reasoning_tokens: number; image_tokens?: number }
   total_tokens: number
 }
 

@@ -1,11 +1,12 @@
 /**
  * Chat messages → the engine's input items. Roles keep their place in the conversation (a system
- * message halfway through stays there); an assistant turn becomes its reasoning items, its message,
- * then one `function_call` per tool call; a `tool` message becomes a `function_call_output`.
+ * message halfway through stays there); an assistant turn becomes its reasoning items, its message, its
+ * generated `images` (as `image_generation_call` items, so an image model can edit them), then one
+ * `function_call` per tool call; a `tool` message becomes a `function_call_output`.
  */
 
 import type { ResponsesRequestBody } from '../engine/request.schemas'
-import type { ChatMessage, ChatUserPart } from './chat-completions.schemas'
+import { IMAGE_DATA_URL, type ChatMessage, type ChatUserPart } from './chat-completions.schemas'
 
 type InputItem = Exclude<ResponsesRequestBody['input'], string>[number]
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>
@@ -98,6 +99,11 @@ const assistantItems = (message: AssistantMessage): InputItem[] => {
         )
   if (message.refusal) content.push({ type: 'refusal', refusal: message.refusal })
   if (content.length > 0) items.push({ type: 'message', role: 'assistant', content })
+  for (const image of message.images ?? []) {
+    // The schema admitted only base64 image data URLs.
+    const [, format, data] = IMAGE_DATA_URL.exec(image.image_url.url)!
+    items.push({ type: 'image_generation_call', status: 'completed', result: data, output_format: format })
+  }
   for (const call of message.tool_calls ?? []) {
     items.push({ type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments })
   }

@@ -9,7 +9,11 @@ import * as v from 'valibot'
 import { boundedJson } from '../core/validation'
 import {
   FunctionNameSchema,
+  IMAGE_CONFIG_WITHOUT_IMAGES,
+  ImageConfigSchema,
+  isImageConfigUsable,
   MetadataSchema,
+  ModalitiesSchema,
   ModelSlugSchema,
   MODELS_MAX,
   ProviderPreferencesSchema,
@@ -79,6 +83,15 @@ const ReasoningDetailSchema = v.variant(
   'must be a reasoning.text, reasoning.summary or reasoning.encrypted detail',
 )
 
+/** A `data:` URL of a base64 image: what the gateway returned on `message.images`, and all it can send back. */
+export const IMAGE_DATA_URL = /^data:image\/([\w.+-]+);base64,([A-Za-z0-9+/=]+)$/
+
+/** An image the assistant generated earlier (OpenRouter's `message.images`), sent back with its turn. */
+const AssistantImageSchema = v.object({
+  type: v.optional(v.literal('image_url')),
+  image_url: v.object({ url: v.pipe(v.string(), v.regex(IMAGE_DATA_URL, 'must be a data:image/…;base64 URL, as generated images are returned')) }),
+})
+
 const MessageSchema = v.variant(
   'role',
   [
@@ -97,6 +110,7 @@ const MessageSchema = v.variant(
       tool_calls: v.optional(v.nullable(v.array(ToolCallSchema))),
       reasoning: v.optional(v.nullable(v.string())),
       reasoning_details: v.optional(v.nullable(v.array(ReasoningDetailSchema))),
+      images: v.optional(v.nullable(v.array(AssistantImageSchema))),
     }),
     v.object({ role: v.literal('tool'), tool_call_id: v.pipe(v.string(), v.minLength(1, 'must not be empty')), content: textContent('tool') }),
   ],
@@ -203,6 +217,9 @@ export const ChatCompletionsRequestSchema = v.pipe(
     plugins: emptyList('plugins are not run by this gateway yet'),
     transforms: emptyList('prompt transforms are not run by this gateway yet'),
     metadata: v.optional(v.nullable(MetadataSchema)),
+    // OpenRouter's image output; `audio` (its third modality) fails the schema, naming the values it takes.
+    modalities: v.optional(v.nullable(ModalitiesSchema)),
+    image_config: v.optional(v.nullable(ImageConfigSchema)),
   }),
   v.check(
     (body) => body.max_tokens == null || body.max_completion_tokens == null || body.max_tokens === body.max_completion_tokens,
@@ -213,6 +230,7 @@ export const ChatCompletionsRequestSchema = v.pipe(
     'reasoning.effort and reasoning_effort disagree: send one of them',
   ),
   v.check((body) => !body.top_logprobs || body.logprobs === true, 'top_logprobs needs logprobs: true'),
+  v.check((body) => isImageConfigUsable(body), IMAGE_CONFIG_WITHOUT_IMAGES),
 )
 
 export type ChatCompletionsRequest = v.InferOutput<typeof ChatCompletionsRequestSchema>

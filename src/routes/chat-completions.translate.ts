@@ -86,6 +86,8 @@ export const toEngineRequest = (body: ChatCompletionsRequest): ResponsesRequestB
     session_id: body.session_id,
     provider: body.provider,
     metadata: body.metadata,
+    modalities: body.modalities,
+    image_config: body.image_config,
   }),
 })
 

@@ -9,6 +9,10 @@ import * as v from 'valibot'
 import { boundedJson } from '../core/validation'
 import {
   FunctionNameSchema,
+  IMAGE_CONFIG_WITHOUT_IMAGES,
+  ImageConfigSchema,
+  isImageConfigUsable,
+  ModalitiesSchema,
   ModelSlugSchema,
   MODELS_MAX,
   ProviderPreferencesSchema,
@@ -211,11 +215,15 @@ export const MessagesRequestSchema = v.pipe(
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
     plugins: emptyList('plugins are not run by this gateway yet'),
     transforms: emptyList('prompt transforms are not run by this gateway yet'),
+    // Image output as on /chat/completions: the answer's images come back as image blocks.
+    modalities: v.optional(v.nullable(ModalitiesSchema)),
+    image_config: v.optional(v.nullable(ImageConfigSchema)),
   }),
   v.check(
     (body) => body.thinking?.type !== 'enabled' || body.thinking.budget_tokens < body.max_tokens,
     'thinking.budget_tokens must be less than max_tokens',
   ),
+  v.check((body) => isImageConfigUsable(body), IMAGE_CONFIG_WITHOUT_IMAGES),
 )
 
 export type MessagesRequest = v.InferOutput<typeof MessagesRequestSchema>

@@ -1,13 +1,14 @@
-/** A whole answer as a `chat.completion` object (OpenAI's Chat Completions, with OpenRouter's usage and reasoning). */
+/** A whole answer as a `chat.completion` object (OpenAI's Chat Completions, with OpenRouter's usage, reasoning and images). */
 
 import type { ResponseResult } from '../engine/session-events'
-import type { OutputFunctionCall, OutputMessage, OutputReasoning } from '../providers/types'
+import { completedImages, type OutputFunctionCall, type OutputMessage, type OutputReasoning } from '../providers/types'
 import {
   chatCompletionId,
   finishReasonOf,
   providerNameOf,
   reasoningDetailsOf,
   toChatError,
+  toChatImage,
   toChatLogprobs,
   toChatUsage,
   type ChatWriterOptions,
@@ -40,12 +41,14 @@ const toMessage = (result: ResponseResult, options: ChatWriterOptions) => {
       reasoningDetails.push(...reasoningDetailsOf(block, reasoningDetails.length))
     }
   }
+  const images = completedImages(result.output).map(toChatImage)
   return {
     role: 'assistant' as const,
     content,
     refusal,
     ...(reasoningDetails.length > 0 ? { reasoning, reasoning_details: reasoningDetails } : {}),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+    ...(images.length > 0 ? { images } : {}),
   }
 }
 

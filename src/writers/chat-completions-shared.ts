@@ -5,7 +5,7 @@
 
 import type { BilledUsage } from '../engine/billing'
 import type { ResponseFailure, ResponseResult, ServedBy } from '../engine/session-events'
-import type { OutputReasoning } from '../providers/types'
+import { imageMediaType, type OutputImage, type OutputReasoning } from '../providers/types'
 
 export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'error'
 
@@ -54,14 +54,20 @@ export const finishReasonOf = (result: ResponseResult): ChatFinishReason => {
   return result.output.some((item) => item.type === 'function_call') ? 'tool_calls' : 'stop'
 }
 
-/** OpenRouter's usage object: OpenAI's token counts plus `cost`, `is_byok` and `cost_details`. */
+/**
+ * OpenRouter's usage object: OpenAI's token counts plus `cost`, `is_byok` and `cost_details`; `image_tokens`
+ * (OpenRouter's name) when the provider counted the images' tokens apart.
+ */
 export const toChatUsage = (usage: BilledUsage) => ({
   prompt_tokens: usage.input_tokens,
   completion_tokens: usage.output_tokens,
   total_tokens: usage.total_tokens,
   // `cache_write_tokens` only when the provider wrote to its prompt cache, as OpenRouter reports it.
   prompt_tokens_details: usage.input_tokens_details,
-  completion_tokens_details: { reasoning_tokens: usage.output_tokens_details.reasoning_tokens },
+  completion_tokens_details: {
+    reasoning_tokens: usage.output_tokens_details.reasoning_tokens,
+    ...(usage.output_tokens_details.image_tokens === undefined ? {} : { image_tokens: usage.output_tokens_details.image_tokens }),
+  },
   cost: usage.cost,
   is_byok: usage.is_byok,
   cost_details: {
@@ -100,3 +106,9 @@ export const reasoningDetailsOf = (item: OutputReasoning, firstIndex: number): R
   if (item.encrypted_content) details.push({ type: 'reasoning.encrypted', data: item.encrypted_content, format, index: firstIndex + details.length })
   return details
 }
+
+/** A generated image as OpenRouter puts it on a message (`images`) or a delta: a `data:` URL in an `image_url` part. */
+export const toChatImage = (image: OutputImage) => ({
+  type: 'image_url' as const,
+  image_url: { url: `data:${imageMediaType(image)};base64,${image.result ?? ''}` },
+})

@@ -1,7 +1,8 @@
 /**
  * A session as Chat Completions server-sent events, as OpenRouter streams them: a first chunk with the
  * role, content, refusal and reasoning deltas (`reasoning` text and `reasoning_details` blocks), tool
- * calls by `index` (id and name first, then argument pieces), a chunk with `finish_reason`, a last chunk
+ * calls by `index` (id and name first, then argument pieces), each generated image whole in `images` when its
+ * item is done, a chunk with `finish_reason`, a last chunk
  * with `usage` and no choices, then `data: [DONE]`. A failure after the start is a chunk with `error`
  * and `finish_reason: "error"`. Quiet stretches get the same `: PROCESSING` comments as Responses streams.
  */
@@ -10,7 +11,7 @@ import type { ChunkProducer } from '../core/event-stream'
 import { startEncoded } from './reply'
 import type { BilledUsage } from '../engine/billing'
 import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../engine/session-events'
-import type { OutputFunctionCall, OutputReasoning } from '../providers/types'
+import { completedImages, type OutputFunctionCall, type OutputImage, type OutputReasoning } from '../providers/types'
 import {
   chatCompletionId,
   finishReasonOf,
@@ -18,6 +19,7 @@ import {
   reasoningDetailsOf,
   reasoningFormatOf,
   toChatError,
+  toChatImage,
   toChatLogprobs,
   toChatUsage,
   type ChatWriterOptions,
@@ -134,6 +136,10 @@ export const toChatCompletionsSse =
         case 'response.output_item.done':
           if (event.item.type === 'function_call') return callDone(event.item as OutputFunctionCall)
           if (event.item.type === 'reasoning') return reasoningDone(event.output_index, event.item as OutputReasoning)
+          if (event.item.type === 'image_generation_call') {
+            const [image] = completedImages([event.item as OutputImage])
+            return image ? delta({ images: [toChatImage(image)] }) : undefined
+          }
           return undefined
         case 'usage':
           usage = event.usage

@@ -7,7 +7,7 @@ import { anthropicErrorType } from '../core/errors'
 import type { BilledUsage } from '../engine/billing'
 import type { ResponseFailure, ResponseResult } from '../engine/session-events'
 import { ANTHROPIC_REASONING_FORMAT } from '../providers/anthropic/wire'
-import type { OutputFunctionCall, OutputItem, OutputMessage, OutputReasoning } from '../providers/types'
+import { completedImages, imageMediaType, type OutputFunctionCall, type OutputImage, type OutputItem, type OutputMessage, type OutputReasoning } from '../providers/types'
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal' | 'stop_sequence'
 
@@ -76,6 +76,16 @@ export type ContentBlock =
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } }
+
+/**
+ * A generated image as the `image` block Anthropic takes in requests: Claude never answers with one, so the SDKs'
+ * response types lack it, but their stream accumulator keeps a block it does not know as it came.
+ */
+export const imageBlockOf = (image: OutputImage): ContentBlock => ({
+  type: 'image',
+  source: { type: 'base64', media_type: imageMediaType(image), data: image.result ?? '' },
+})
 
 /** The blocks one finished output item stands for; provider-run items have no Messages form. */
 export const blocksOf = (item: OutputItem): ContentBlock[] => {
@@ -95,6 +105,8 @@ export const blocksOf = (item: OutputItem): ContentBlock[] => {
       if (data) blocks.push({ type: 'redacted_thinking', data })
       return blocks
     }
+    case 'image_generation_call':
+      return completedImages([item]).map(imageBlockOf)
     default:
       return []
   }

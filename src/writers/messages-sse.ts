@@ -1,17 +1,18 @@
 /**
  * A session as Anthropic Messages server-sent events: `message_start`, then per content block
  * `content_block_start`, its deltas (`text_delta`, `thinking_delta`, `signature_delta`,
- * `input_json_delta`) and `content_block_stop`, then `message_delta` (stop reason, usage) and
- * `message_stop`. Quiet stretches get `ping` events, as Anthropic sends them. A failure after the start
- * is an `error` event, which ends the stream (Anthropic's SDKs throw it).
+ * `input_json_delta`) and `content_block_stop` (a generated image is one `image` block, whole in its start),
+ * then `message_delta` (stop reason, usage) and `message_stop`. Quiet stretches get `ping` events, as
+ * Anthropic sends them. A failure after the start is an `error` event, which ends the stream (Anthropic's
+ * SDKs throw it).
  */
 
 import type { ChunkProducer } from '../core/event-stream'
 import { startEncoded } from './reply'
 import type { BilledUsage } from '../engine/billing'
 import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../engine/session-events'
-import type { OutputFunctionCall, OutputReasoning } from '../providers/types'
-import { messageId, reasoningTextOf, redactedDataOf, stopReasonOf, stopSequenceOf, toMessagesError, toMessagesUsage } from './messages-shared'
+import { completedImages, type OutputFunctionCall, type OutputImage, type OutputReasoning } from '../providers/types'
+import { imageBlockOf, messageId, reasoningTextOf, redactedDataOf, stopReasonOf, stopSequenceOf, toMessagesError, toMessagesUsage } from './messages-shared'
 
 const PING = 'event: ping\ndata: {"type":"ping"}\n\n'
 
@@ -91,6 +92,12 @@ export const toMessagesSse =
       }
       return text + stop(key)
     }
+    const imageDone = (outputIndex: number, item: OutputImage) => {
+      const [image] = completedImages([item])
+      if (!image) return stopItem(outputIndex)
+      const key = `${outputIndex}`
+      return start(key, imageBlockOf(image)).text + stop(key)
+    }
     const end = (result: ResponseResult) => {
       let text = ''
       for (const key of [...open.keys()]) text += stop(key)
@@ -147,6 +154,7 @@ export const toMessagesSse =
         case 'response.output_item.done':
           if (sessionEvent.item.type === 'function_call') return callDone(sessionEvent.output_index, sessionEvent.item as OutputFunctionCall)
           if (sessionEvent.item.type === 'reasoning') return reasoningDone(sessionEvent.output_index, sessionEvent.item as OutputReasoning)
+          if (sessionEvent.item.type === 'image_generation_call') return imageDone(sessionEvent.output_index, sessionEvent.item as OutputImage)
           return stopItem(sessionEvent.output_index)
         case 'usage':
           usage = sessionEvent.usage

@@ -478,6 +478,8 @@ const applyCacheControl = (request: ResponsesRequest, system: TextBlock[], messa
 /** Builds the `POST {baseURL}/messages` request. */
 export const buildMessagesRequest = (call: UpstreamCall, target: UpstreamTarget): UpstreamRequest => {
   const request = call.request
+  // Claude answers in text only; `["text"]` asks for nothing more.
+  if (request.modalities?.includes('image')) throw invalid('modalities', `image output is not supported by ${PROVIDER}`)
   const options = readOptions(target.options)
   const { system, messages } = translateInput(request)
 

@@ -20,7 +20,7 @@
  */
 
 import { InvalidRequestError } from '../../core/errors'
-import type { FunctionCallItem, FunctionCallOutputItem, InputContentPart, InputItem, MessageItem, ReasoningItem, ResponsesRequest } from '../types'
+import { imageMediaType, type FunctionCallItem, type FunctionCallOutputItem, type InputContentPart, type InputItem, type MessageItem, type OutputImage, type ReasoningItem, type ResponsesRequest } from '../types'
 import { fileDataPart, fileUrlPart, imagePart } from './media'
 import { isGeminiModel, usesThinkingLevels } from './thinking'
 import { GEMINI_REASONING_FORMAT, type GeminiContent, type GeminiPart } from './wire'
@@ -208,6 +208,13 @@ export const translateInput = (request: ResponsesRequest, model: string): Gemini
         const { response, media } = functionResponse(output.output, path)
         builder.push('user', { functionResponse: { id: output.call_id, name, response } })
         for (const part of media) builder.push('user', part)
+        break
+      }
+      case 'image_generation_call': {
+        const image = item as Partial<OutputImage>
+        if (typeof image.result === 'string' && image.result !== '') {
+          builder.push('model', { inlineData: { mimeType: imageMediaType(image), data: image.result } })
+        }
         break
       }
       case 'reasoning': {

@@ -7,6 +7,9 @@
  * - `functionCall {name, args, id?}` → a function call whose `call_id` is Gemini's `id`, else
  *   `call_<responseId>_<n>` (stable across the streaming and non-streaming paths). Calls arrive
  *   whole: the arguments are one delta.
+ * - `inlineData` with an `image/*` type → a generated image (`image_generation_call`, result base64, format
+ *   from the type). A `thought: true` image is one of the drafts an image model thinks with (Gemini 3 Pro Image):
+ *   like hidden reasoning, it is not part of the answer and is not shown. Other inline media is never asked for.
  * - `thoughtSignature` → the `signature` of a `google-gemini-v1` reasoning item, placed so that
  *   `input.ts` can put it back on the exact part: a function call's signature in a reasoning item
  *   right before the call; any other part's signature (Gemini 3 signs the last part of a text
@@ -45,6 +48,11 @@ export const createPartReader = (builder: OutputBuilder, responseId: string | un
       events.push(...builder.functionCallArguments(key, JSON.stringify(call.args ?? {})))
       return
     }
+    const inline = value.inlineData
+    if (inline && typeof inline === 'object' && value.thought !== true && typeof inline.data === 'string' && inline.data !== '') {
+      const mediaType = typeof inline.mimeType === 'string' ? inline.mimeType : ''
+      if (mediaType.toLowerCase().startsWith('image/')) events.push(...builder.image(inline.data, mediaType))
+    }
     if (typeof value.text === 'string') {
       events.push(...(value.thought === true ? builder.reasoningSummary(value.text, GEMINI_REASONING_FORMAT) : builder.text(value.text)))
     }
@@ -81,20 +89,30 @@ export const finishOf = (reason: string | undefined): Finish => {
 
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0)
 
+const imageTokens = (metadata: GeminiUsageMetadata | undefined): number => {
+  let tokens = 0
+  for (const detail of Array.isArray(metadata?.candidatesTokensDetails) ? metadata.candidatesTokensDetails : []) {
+    if (detail?.modality === 'IMAGE') tokens += count(detail.tokenCount)
+  }
+  return tokens
+}
+
 /**
  * `usageMetadata` → Usage. `promptTokenCount` already includes the cached tokens; tool-use prompt
  * tokens (grounding results) are input too. Gemini counts thoughts apart from candidates; ours
- * are output.
+ * are output. The candidates' IMAGE tokens (`candidatesTokensDetails`) are output too, and also reported
+ * apart as `image_tokens`, since a per-image price replaces their token price.
  */
 export const usageOf = (metadata: GeminiUsageMetadata | undefined): Usage => {
   const input = count(metadata?.promptTokenCount) + count(metadata?.toolUsePromptTokenCount)
   const reasoning = count(metadata?.thoughtsTokenCount)
   const output = count(metadata?.candidatesTokenCount) + reasoning
+  const images = Math.min(imageTokens(metadata), output)
   return {
     input_tokens: input,
     input_tokens_details: { cached_tokens: count(metadata?.cachedContentTokenCount) },
     output_tokens: output,
-    output_tokens_details: { reasoning_tokens: reasoning },
+    output_tokens_details: { reasoning_tokens: reasoning, ...(images > 0 ? { image_tokens: images } : {}) },
     total_tokens: count(metadata?.totalTokenCount) || input + output,
   }
 }

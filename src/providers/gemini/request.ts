@@ -12,6 +12,7 @@
  *   allowed declarations (auto), since Gemini takes `allowedFunctionNames` with ANY only.
  * - `text.format`: json_object → `responseMimeType: application/json`; json_schema → the same plus
  *   `responseJsonSchema` (standard JSON Schema, as for tools).
+ * - `modalities` and `image_config` → `responseModalities` and `imageConfig` (image.ts).
  * - Not sent: the end-user id (Gemini has no such field), `metadata`, `service_tier`,
  *   `prompt_cache_key` and `cache_control` (Gemini caches repeated prefixes implicitly; explicit
  *   caching needs a `cachedContents` resource), `top_logprobs`, `text.verbosity`.
@@ -22,6 +23,7 @@
 import { InvalidRequestError } from '../../core/errors'
 import type { FunctionTool, ResponsesRequest, TextFormat, Tool } from '../types'
 import type { UpstreamCall, UpstreamRequest, UpstreamTarget } from '../contract'
+import { applyImageOutput } from './image'
 import { translateInput } from './input'
 import { thinkingConfig } from './thinking'
 import type { GeminiFunctionDeclaration, GeminiGenerationConfig, GeminiRequestBody } from './wire'
@@ -101,6 +103,7 @@ const generationConfig = (call: UpstreamCall): GeminiGenerationConfig | undefine
   responseFormat(request.text?.format, config)
   const thinking = thinkingConfig(request.reasoning, model)
   if (thinking) config.thinkingConfig = thinking
+  applyImageOutput(request, config)
   return Object.keys(config).length > 0 ? config : undefined
 }
 

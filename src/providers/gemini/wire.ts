@@ -33,6 +33,12 @@ export interface GeminiThinkingConfig {
   thinkingLevel?: 'minimal' | 'low' | 'medium' | 'high'
 }
 
+/** `generationConfig.imageConfig`: how an image model draws (https://ai.google.dev/gemini-api/docs/image-generation). */
+export interface GeminiImageConfig {
+  aspectRatio?: string
+  imageSize?: string
+}
+
 export interface GeminiGenerationConfig {
   temperature?: number
   topP?: number
@@ -45,6 +51,8 @@ export interface GeminiGenerationConfig {
   responseMimeType?: string
   responseJsonSchema?: Record<string, unknown>
   thinkingConfig?: GeminiThinkingConfig
+  responseModalities?: Array<'TEXT' | 'IMAGE'>
+  imageConfig?: GeminiImageConfig
 }
 
 export interface GeminiRequestBody {
@@ -61,6 +69,8 @@ export interface GeminiResponsePart {
   thought?: boolean
   thoughtSignature?: string
   functionCall?: { id?: string; name?: string; args?: Record<string, unknown> | null }
+  /** Generated media (an image model's picture), base64. */
+  inlineData?: { mimeType?: string; data?: string }
   [key: string]: unknown
 }
 
@@ -74,6 +84,8 @@ export interface GeminiCandidate {
 export interface GeminiUsageMetadata {
   promptTokenCount?: number
   candidatesTokenCount?: number
+  /** `candidatesTokenCount` by modality (`TEXT`, `IMAGE`…). */
+  candidatesTokensDetails?: Array<{ modality?: string; tokenCount?: number }>
   cachedContentTokenCount?: number
   toolUsePromptTokenCount?: number
   thoughtsTokenCount?: number

@@ -16,6 +16,8 @@
  *   description}); `text.verbosity` → `verbosity` (OpenAI dialect only; xhigh/max → high).
  * - `tool_choice` and `parallel_tool_calls` are sent only with tools (OpenAI rejects them alone);
  *   `allowed_tools` sends only the allowed tools with its mode as the choice.
+ * - `modalities` with `image` is refused: Chat Completions upstreams answer in text (OpenAI's chat API draws
+ *   nothing), and an OpenAI-compatible server's image answers are not read. `["text"]` is what they answer anyway.
  * - `cache_control` has no chat equivalent (OpenAI caches automatically): dropped;
  *   `prompt_cache_key` is forwarded in the OpenAI dialect. The body's `top_logprobs`, `metadata`,
  *   `service_tier` and `store` are not forwarded.
@@ -280,6 +282,7 @@ const addExtensions = (body: Record<string, unknown>, call: UpstreamCall, settin
 /** Builds the Chat Completions JSON body (as an object; the adapter serialises it once). */
 export const buildChatBody = (call: UpstreamCall, settings: ChatSettings, providerName: string): Record<string, unknown> => {
   const { request } = call
+  if (request.modalities?.includes('image')) unsupported(`modalities: image output is not supported by ${providerName}`)
   const body: Record<string, unknown> = { model: call.upstreamModel, messages: toMessages(request, settings, providerName) }
   addTools(body, request, providerName)
   for (const field of SAMPLING) if (typeof request[field] === 'number') body[field] = request[field]

@@ -23,7 +23,7 @@ const NEEDS_LOGPROBS = new Set<string>(['response.output_text.delta', 'response.
 // A `"` inside a JSON string is always escaped, so `,"logprobs":` can only be the start of a key.
 const LOGPROBS_KEY = ',"logprobs":'
 
-const SCALAR_FIELDS = ['item_id', 'output_index', 'content_index', 'summary_index', 'delta', 'text', 'refusal'] as const
+const SCALAR_FIELDS = ['item_id', 'output_index', 'content_index', 'summary_index', 'delta', 'text', 'refusal', 'partial_image_b64', 'partial_image_index'] as const
 // Whoever reads one of these may change what it holds: the text is no longer known to match, so it is dropped.
 const OBJECT_FIELDS = ['part', 'logprobs'] as const
 

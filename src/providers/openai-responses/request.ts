@@ -16,8 +16,7 @@ import { OPENAI_REASONING_FORMAT } from './wire'
  * `reasoning`, `text`, `service_tier`, `background`, `model`, `stream`, `store`,
  * `safety_identifier`) or never sent:
  * - gateway-only: `models`, `provider`, `plugins`, `route`, `session_id`, `debug`, `trace`,
- *   `transforms`, `stop_server_tools_when`, `max_tool_calls` (our server-tool loop), `image_config`,
- *   `modalities`, `usage`;
+ *   `transforms`, `stop_server_tools_when`, `max_tool_calls` (our server-tool loop), `usage`;
  * - not OpenAI Responses parameters: `top_k`, `frequency_penalty`, `presence_penalty`,
  *   `cache_control` (OpenAI caches prefixes by itself);
  * - raw end-user ids `user` / `safety_identifier` (only the keyed hash `call.endUserId` goes up);
@@ -25,6 +24,7 @@ import { OPENAI_REASONING_FORMAT } from './wire'
  * `prompt_cache_options` ({mode, ttl}) is OpenAI's own parameter (GPT-5.6 and newer): routing sends it only to
  * endpoints that list it, and it is forwarded; content parts' `prompt_cache_breakpoint` markers are forwarded to
  * those endpoints and dropped for the others.
+ * `modalities` and `image_config` become OpenAI's `image_generation` tool (see `withImageOutput`).
  */
 const FORWARDED_FIELDS = [
   'instructions',
@@ -211,6 +211,37 @@ const toOpenAITools = (tools: Tool[]): Json[] =>
     return tool
   })
 
+/** `image_config` keys that are `image_generation` tool options (openai-node `Tool.ImageGeneration`). */
+const IMAGE_TOOL_OPTIONS = new Set(['action', 'background', 'input_fidelity', 'moderation', 'output_compression', 'output_format', 'partial_images', 'quality', 'size'])
+
+/**
+ * `modalities` with `image`: OpenAI's models draw through the `image_generation` tool, so it is added, its
+ * options from `image_config` (OpenAI's own names; any other key is a 400 naming it). Images only
+ * (`["image"]`) also forces the tool, unless the caller chose a `tool_choice`. A caller who already sent
+ * the tool keeps theirs, and then `image_config` is refused rather than merged into it.
+ * `["text"]` alone asks for what a Responses model answers anyway, so nothing changes.
+ */
+const withImageOutput = (request: ResponsesRequest, body: Json) => {
+  const config = request.image_config
+  if (!request.modalities?.includes('image')) return
+  const tools = (body.tools as Json[] | undefined) ?? []
+  if (tools.some((tool) => tool.type === 'image_generation')) {
+    if (config && Object.keys(config).length > 0) {
+      throw new InvalidRequestError('image_config: set these options on the image_generation tool you sent, not in both places')
+    }
+  } else {
+    const tool: Json = { type: 'image_generation' }
+    for (const [key, value] of Object.entries(config ?? {})) {
+      if (!IMAGE_TOOL_OPTIONS.has(key)) {
+        throw new InvalidRequestError(`image_config.${key}: not supported by OpenAI (it takes ${[...IMAGE_TOOL_OPTIONS].join(', ')})`)
+      }
+      tool[key] = value
+    }
+    body.tools = [...tools, tool]
+  }
+  if (!request.modalities.includes('text') && request.tool_choice === undefined) body.tool_choice = { type: 'image_generation' }
+}
+
 /**
  * `reasoning`: `effort` (none … max, OpenAI's own scale) and `summary` pass through, as do
  * OpenAI's `context` and `mode`. `enabled: false` without an effort asks for `effort: "none"`
@@ -245,6 +276,7 @@ export const toOpenAIBody = (call: UpstreamCall): Json => {
     if (value !== undefined && value !== null) body[field] = value
   }
   if (request.tools && request.tools.length > 0) body.tools = toOpenAITools(request.tools)
+  withImageOutput(request, body)
   if (request.reasoning) {
     const reasoning = toOpenAIReasoningConfig(request.reasoning)
     if (reasoning) body.reasoning = reasoning

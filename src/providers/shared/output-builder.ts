@@ -7,7 +7,7 @@
 
 import { randomHex } from '../../core/crypto'
 import type { ItemEvent } from '../events'
-import type { OutputFunctionCall, OutputItem, OutputMessage, OutputReasoning, OutputText } from '../types'
+import type { OutputFunctionCall, OutputImage, OutputItem, OutputMessage, OutputReasoning, OutputText } from '../types'
 import { TextDeltaEvent } from './text-delta-event'
 
 type Events = ItemEvent[]
@@ -54,6 +54,11 @@ export interface OutputBuilder {
   /** Opens the function call known upstream by `key` (a tool-call index or id), once. */
   functionCall(key: string | number, call: { callId?: string; name?: string }): Events
   functionCallArguments(key: string | number, delta: string): Events
+  /**
+   * A whole generated image (`data` base64, `mediaType` `image/png`…), as one `image_generation_call` item with
+   * OpenAI's event sequence for it. It ends the text or reasoning before it, so output order is the upstream's.
+   */
+  image(data: string, mediaType: string): Events
   /** Whether anything was emitted yet. */
   readonly hasOutput: boolean
   /** Closes everything that is open. `incomplete` marks the last open message as cut short. */
@@ -281,6 +286,24 @@ export const createOutputBuilder = (): OutputBuilder => {
       if (delta === '') return []
       open.item.arguments += delta
       return [{ type: 'response.function_call_arguments.delta', item_id: open.item.id, output_index: open.outputIndex, delta }]
+    },
+
+    image(data, mediaType) {
+      const events = closeSequential()
+      const format = mediaType.toLowerCase().replace(/^image\//, '')
+      const item: OutputImage = { id: newId('ig'), type: 'image_generation_call', status: 'in_progress', result: null, ...(format ? { output_format: format } : {}) }
+      const opened = openItem(item)
+      const position = { item_id: item.id, output_index: opened.outputIndex }
+      item.status = 'completed'
+      item.result = data
+      events.push(
+        ...opened.events,
+        { type: 'response.image_generation_call.in_progress', ...position },
+        { type: 'response.image_generation_call.generating', ...position },
+        { type: 'response.image_generation_call.completed', ...position },
+        { type: 'response.output_item.done', output_index: opened.outputIndex, item: structuredClone(item) },
+      )
+      return events
     },
 
     finish(status = 'completed') {

@@ -270,6 +270,7 @@ describe('anthropic buildRequest', () => {
     )
     expectInvalid({ input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '[1,2]' }] }, 'input[0]: function_call arguments must be a JSON object for Anthropic')
     expectInvalid({ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0]: item type "item_reference" is not supported by Anthropic')
+    expectInvalid({ modalities: ['image', 'text'] }, 'modalities: image output is not supported by Anthropic')
     expectInvalid(
       { input: [{ type: 'message', role: 'user', content: [{ type: 'input_audio', input_audio: { data: '', format: 'wav' } }] }] },
       'input[0].content[0]: content part type "input_audio" is not supported by Anthropic',

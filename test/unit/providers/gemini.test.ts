@@ -309,6 +309,91 @@ describe('gemini buildRequest', () => {
   })
 })
 
+describe('gemini image output', () => {
+  const imageCall = (request: Partial<ResponsesRequest>) => ({ model: 'google/gemini-2.5-flash-image', ...request })
+  const image = () => json('image.json').candidates[0].content.parts[1].inlineData.data as string
+
+  it('sends modalities as responseModalities and image_config as imageConfig', () => {
+    expect(body(imageCall({ modalities: ['image'] })).generationConfig).toEqual({ responseModalities: ['IMAGE'] })
+    expect(body(imageCall({ modalities: ['text', 'image'], image_config: { aspect_ratio: '21:9', image_size: '2K' }, temperature: 0.4 })).generationConfig).toEqual({
+      temperature: 0.4,
+      responseModalities: ['TEXT', 'IMAGE'],
+      imageConfig: { aspectRatio: '21:9', imageSize: '2K' },
+    })
+    // Text only is asked for as such: an image model then answers without a picture.
+    expect(body(imageCall({ modalities: ['text'] })).generationConfig).toEqual({ responseModalities: ['TEXT'] })
+    expect(body(imageCall({})).generationConfig).toBeUndefined()
+  })
+
+  it('refuses image_config keys and values Gemini cannot take, naming them', () => {
+    expectInvalid(imageCall({ modalities: ['image'], image_config: { size: '1024x1024' } }), 'image_config.size: not supported by Gemini (it takes aspect_ratio and image_size)')
+    expectInvalid(imageCall({ modalities: ['image'], image_config: { aspect_ratio: 1.5 } }), 'image_config.aspect_ratio: must be a string for Gemini')
+    expectInvalid(imageCall({ modalities: ['image'], image_config: { toString: 'x' } }), 'image_config.toString: not supported by Gemini (it takes aspect_ratio and image_size)')
+  })
+
+  it('reads an inlineData image as a completed image_generation_call after the text, with the image tokens apart', () => {
+    const read = result('image.json')
+    expect(withoutIds(read.output)).toEqual([
+      { id: 'string', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Here is a small orange sunset tile for you.', annotations: [] }] },
+      { id: 'string', type: 'image_generation_call', status: 'completed', result: image(), output_format: 'png' },
+    ])
+    expect(read.output[1]!.id).toMatch(/^ig_[0-9a-f]{32}$/)
+    expect(read.usage).toEqual({
+      input_tokens: 12,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 1300,
+      output_tokens_details: { reasoning_tokens: 0, image_tokens: 1290 },
+      total_tokens: 1312,
+    })
+  })
+
+  it('streams the image whole, with OpenAI’s image_generation_call events between its added and done', async () => {
+    const events = await stream('image.sse', 7)
+    const imageEvents = events.filter((event) => event.type.startsWith('response.image_generation_call') || event.item?.type === 'image_generation_call')
+    const id = imageEvents[0]!.item.id
+    expect(imageEvents).toEqual([
+      { type: 'response.output_item.added', output_index: 1, item: { id, type: 'image_generation_call', status: 'in_progress', result: null, output_format: 'png' } },
+      { type: 'response.image_generation_call.in_progress', item_id: id, output_index: 1 },
+      { type: 'response.image_generation_call.generating', item_id: id, output_index: 1 },
+      { type: 'response.image_generation_call.completed', item_id: id, output_index: 1 },
+      { type: 'response.output_item.done', output_index: 1, item: { id, type: 'image_generation_call', status: 'completed', result: image(), output_format: 'png' } },
+    ])
+    // The text item is closed before the image opens: output order is the upstream's.
+    const textDone = events.findIndex((event) => event.type === 'response.output_item.done' && event.item.type === 'message')
+    expect(textDone).toBeLessThan(events.indexOf(imageEvents[0]!))
+  })
+
+  it('leaves out the draft images a thinking image model shows as thoughts, and media that is not an image', () => {
+    const answer = {
+      candidates: [
+        {
+          content: {
+            parts: [
+              { inlineData: { mimeType: 'image/png', data: 'ZHJhZnQ=' }, thought: true },
+              { inlineData: { mimeType: 'audio/wav', data: 'UklGRg==' } },
+              { inlineData: { mimeType: 'image/jpeg', data: 'ZmluYWw=' } },
+            ],
+            role: 'model',
+          },
+          finishReason: 'STOP',
+        },
+      ],
+    }
+    const read = geminiAdapter.readResult(answer, call({}))
+    expect(withoutIds(read.output)).toEqual([{ id: 'string', type: 'image_generation_call', status: 'completed', result: 'ZmluYWw=', output_format: 'jpeg' }])
+  })
+
+  it('sends a generated image back as a model inlineData part, so the model can edit it', () => {
+    const output = result('image.json').output
+    const contents = body({ input: [{ role: 'user', content: 'Draw a tile' }, ...(output as InputItem[]), { role: 'user', content: 'Make it blue' }] }).contents
+    expect(contents).toEqual([
+      { role: 'user', parts: [{ text: 'Draw a tile' }] },
+      { role: 'model', parts: [{ text: 'Here is a small orange sunset tile for you.' }, { inlineData: { mimeType: 'image/png', data: image() } }] },
+      { role: 'user', parts: [{ text: 'Make it blue' }] },
+    ])
+  })
+})
+
 describe('gemini readResult', () => {
   it('reads a text answer', () => {
     const read = result('text.json')
@@ -430,6 +515,7 @@ describe('gemini readStream', () => {
     ['tool-call.sse', 'tool-call.json'],
     ['reasoning.sse', 'reasoning.json'],
     ['max-tokens.sse', 'max-tokens.json'],
+    ['image.sse', 'image.json'],
   ] as const
 
   for (const [sse, jsonName] of pairs) {

@@ -308,6 +308,8 @@ describe('openAIChatAdapter.buildRequest', () => {
 
   it('rejects what the chat API cannot carry, naming the place', () => {
     expectInvalid(callOf({ input: [{ type: 'item_reference', id: 'msg_1' }] }), 'input[0]: item type "item_reference" is not supported by Chat Completions')
+    expectInvalid(callOf({ modalities: ['text', 'image'] }), 'modalities: image output is not supported by Chat Completions')
+    expect(bodyOf(callOf({ modalities: ['text'] }))).not.toHaveProperty('modalities')
     expectInvalid(callOf({ tools: [{ type: 'web_search' }] }), 'tools[0]: tool type "web_search" is not supported by Chat Completions')
     expectInvalid(
       callOf({ tools, tool_choice: { type: 'web_search_preview' } }),

@@ -237,6 +237,36 @@ describe('openAIResponsesAdapter', () => {
       expect(background).toBeInstanceOf(InvalidRequestError)
     })
 
+    it('asks for images through the image_generation tool, its options from image_config', () => {
+      const both = sentBody(makeCall({ modalities: ['text', 'image'], image_config: { size: '1024x1536', quality: 'high', output_format: 'webp' } }))
+      expect(both.tools).toEqual([{ type: 'image_generation', size: '1024x1536', quality: 'high', output_format: 'webp' }])
+      expect(both).not.toHaveProperty('tool_choice')
+      expect(both).not.toHaveProperty('modalities')
+      expect(both).not.toHaveProperty('image_config')
+
+      // Images only forces the tool, after the caller's own tools, unless the caller chose.
+      const only = sentBody(makeCall({ modalities: ['image'], tools: [{ type: 'function', name: 'f' }] }))
+      expect(only.tools).toEqual([{ type: 'function', name: 'f' }, { type: 'image_generation' }])
+      expect(only.tool_choice).toEqual({ type: 'image_generation' })
+      expect(sentBody(makeCall({ modalities: ['image'], tool_choice: 'auto' })).tool_choice).toBe('auto')
+
+      // The caller's own image_generation tool is kept as it is.
+      const own = sentBody(makeCall({ modalities: ['image', 'text'], tools: [{ type: 'image_generation', size: 'auto' }] }))
+      expect(own.tools).toEqual([{ type: 'image_generation', size: 'auto' }])
+
+      expect(sentBody(makeCall({ modalities: ['text'] }))).not.toHaveProperty('tools')
+    })
+
+    it('refuses image_config keys the image_generation tool does not take, and options given twice', () => {
+      const unknown = thrown(() => adapter.buildRequest(makeCall({ modalities: ['image'], image_config: { aspect_ratio: '16:9' } }), target))
+      expect(unknown).toBeInstanceOf(InvalidRequestError)
+      expect((unknown as Error).message).toBe(
+        'image_config.aspect_ratio: not supported by OpenAI (it takes action, background, input_fidelity, moderation, output_compression, output_format, partial_images, quality, size)',
+      )
+      const twice = thrown(() => adapter.buildRequest(makeCall({ modalities: ['image'], image_config: { size: 'auto' }, tools: [{ type: 'image_generation' }] }), target))
+      expect((twice as Error).message).toBe('image_config: set these options on the image_generation tool you sent, not in both places')
+    })
+
     it('forwards OpenAI sampling settings and drops those it does not have', () => {
       expect(
         sentBody(makeCall({ temperature: 0.2, top_p: 0.9, max_output_tokens: 512, top_logprobs: 3, top_k: 40, frequency_penalty: 0.5, presence_penalty: 0.1, truncation: 'auto' })),
@@ -461,6 +491,25 @@ describe('openAIResponsesAdapter', () => {
         ['response.output_text.delta', undefined],
       ])
       expect(events[1]).toEqual({ type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi', logprobs: [] })
+    })
+
+    it('reads image_generation_call events as typed item events, partial images included', async () => {
+      const item = { id: 'ig_1', type: 'image_generation_call', status: 'in_progress', result: null }
+      const body = sse(
+        { type: 'response.output_item.added', sequence_number: 0, output_index: 0, item },
+        { type: 'response.image_generation_call.in_progress', sequence_number: 1, output_index: 0, item_id: 'ig_1' },
+        { type: 'response.image_generation_call.generating', sequence_number: 2, output_index: 0, item_id: 'ig_1' },
+        { type: 'response.image_generation_call.partial_image', sequence_number: 3, output_index: 0, item_id: 'ig_1', partial_image_index: 0, partial_image_b64: 'cGFydA==' },
+        { type: 'response.image_generation_call.completed', sequence_number: 4, output_index: 0, item_id: 'ig_1' },
+        { type: 'response.output_item.done', sequence_number: 5, output_index: 0, item: { ...item, status: 'completed', result: 'ZG9uZQ==', output_format: 'png', size: '1024x1024' } },
+        { type: 'response.completed', sequence_number: 6, response: { status: 'completed', output: [], usage: null } },
+      )
+      const events = await collect(adapter.readStream(chunked(body, 9), makeCall({}, { stream: true })))
+      expect(events.some((event) => event.type === 'relayed')).toBe(false)
+      const partial = events.find((event) => event.type === 'response.image_generation_call.partial_image') as AnyEvent
+      expect(partial.wireJson).toBe('{"type":"response.image_generation_call.partial_image","output_index":0,"item_id":"ig_1","partial_image_index":0,"partial_image_b64":"cGFydA=="}')
+      expect([partial.partial_image_b64, partial.partial_image_index, partial.item_id]).toEqual(['cGFydA==', 0, 'ig_1'])
+      expect(doneItems(events)).toEqual([{ ...item, status: 'completed', result: 'ZG9uZQ==', output_format: 'png', size: '1024x1024' }])
     })
 
     it('names the call on function_call_arguments.done, which OpenAI sends without a name', async () => {

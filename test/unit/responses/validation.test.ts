@@ -493,10 +493,19 @@ describe('model, models, modalities, cache_control', () => {
     await expectRejected(request({ models: ['not a slug'] }), 'body.models.0: must be a model slug <author>/<name>')
   })
 
-  it('modalities: text and image ok, others → 400', async () => {
+  it('modalities: text and image ok, others → 400; image only for a model that draws', async () => {
     await expectAccepted(request({ modalities: ['text'] }))
-    await expectAccepted(request({ modalities: ['text', 'image'] }))
+    await expectAccepted(request({ modalities: [] }))
     await expectRejected(request({ modalities: ['audio'] }), 'body.modalities.0: must be one of "text", "image"')
+    await expectRejected(
+      request({ modalities: ['text', 'image'] }),
+      `modalities: ${MODEL} cannot answer with "image" output; choose a model whose output_modalities include it (GET /models?output_modalities=image lists the image models)`,
+    )
+  })
+
+  it('image_config: only beside modalities that include image', async () => {
+    await expectRejected(request({ image_config: { aspect_ratio: '16:9' } }), 'body: image_config applies only to a request whose modalities include "image"')
+    await expectRejected(request({ modalities: ['text'], image_config: { aspect_ratio: '16:9' } }), 'body: image_config applies only to a request whose modalities include "image"')
   })
 
   it('cache_control: ephemeral ok, other types → 400', async () => {
