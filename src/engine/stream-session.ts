@@ -249,7 +249,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
       abortOpening()
       open?.iterator.return?.()?.catch(() => {})
       const served = started
-      return served && { usage: usage ?? null, bill: (used: Usage) => billAttempt(used, served.attempt, service.byokFeeRate) }
+      return served && { usage: usage ?? null, bill: (used: Usage) => billAttempt(used, served.attempt, service.byokFeeRate, items.filter(Boolean)) }
     }
   }
 
