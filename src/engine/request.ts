@@ -3,6 +3,7 @@
 import type { ClientSignal } from '../core/client-signal'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
+import type { ServerToolPlan } from './server-tools/plan'
 
 export interface InferenceRequest {
   body: ResponsesRequestBody
@@ -16,4 +17,6 @@ export interface InferenceRequest {
   signal: ClientSignal
   /** Whether the caller opted in to `service_metadata`. */
   isMetadataRequested: boolean
+  /** The server tools the gateway runs for this request; absent when it has none (one turn, as always). */
+  serverTools?: ServerToolPlan
 }

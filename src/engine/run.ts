@@ -16,6 +16,9 @@ import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
 import { openSession } from './stream-session'
 import { answerWhole } from './whole'
+import { planServerTools } from './server-tools/plan'
+import { openServerToolSession } from './server-tools/session-loop'
+import { answerWithServerTools } from './server-tools/whole-loop'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
 export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
@@ -51,6 +54,7 @@ export const prepareRequest = async (service: InferenceService, context: RunCont
   ])
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
+  const serverTools = planServerTools(service, body, workspace.disabledServerTools)
   const models = requestedModels(body.model, body.models, workspace.defaultTextModel)
   const attempts = planAttempts(service.models, service.providers, {
     models,
@@ -70,9 +74,18 @@ export const prepareRequest = async (service: InferenceService, context: RunCont
     requestId,
     signal: context.signal,
     isMetadataRequested: context.isMetadataRequested,
+    ...(serverTools ? { serverTools } : {}),
   }
 }
 
 /** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */
 export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> =>
-  request.body.stream ? { isStream: true, session: await openSession(service, request) } : { isStream: false, answer: await answerWhole(service, request) }
+  request.body.stream ? { isStream: true, session: await openRunSession(service, request) } : { isStream: false, answer: await answerRequest(service, request) }
+
+/** A whole answer: one turn, or the server-tool loop's turns. */
+const answerRequest = (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> =>
+  request.serverTools ? answerWithServerTools(service, request, request.serverTools) : answerWhole(service, request)
+
+/** A streamed answer: one turn's session, or the server-tool loop's over its turns. */
+export const openRunSession = (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> =>
+  request.serverTools ? openServerToolSession(service, request, request.serverTools) : openSession(service, request)

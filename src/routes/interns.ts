@@ -30,8 +30,7 @@ import {
 } from '../interns/service'
 import { ResponsesRequestSchema } from '../engine/request.schemas'
 import { observeSession } from '../engine/observe'
-import { WORKSPACE_GONE, prepareRequest, runRequest, type RunContext } from '../engine/run'
-import { openSession } from '../engine/stream-session'
+import { WORKSPACE_GONE, openRunSession, prepareRequest, runRequest, type RunContext } from '../engine/run'
 import { internChatObserver } from '../interns/chat-session'
 import { replyTo } from '../writers/responses-reply'
 import type { GatewayRuntime } from '../pipeline/runtime'
@@ -241,7 +240,7 @@ export const chatInternRoute = defineRoute({
     const answer = runtime.interns.runtime.chat(view, history, input, {
       signal,
       respond: async (turn, turnSignal) => toResponse(await replyTo(prepare(turn, turnSignal).then((prepared) => runRequest(service, prepared)))),
-      openSession: async (turn, turnSignal) => openSession(service, await prepare(turn, turnSignal)),
+      openSession: async (turn, turnSignal) => openRunSession(service, await prepare(turn, turnSignal)),
     })
     return replyTo(
       answer.then((turn) => (turn instanceof Response ? { isStream: false as const, reply: fromSseText(turn) } : { isStream: true as const, session: turn })),
