@@ -4,7 +4,7 @@
  * the tool's own output item (`service:datetime`, `web_search_call`, …) where the model's call was.
  */
 
-import type { FunctionTool, OutputItem } from '../../providers/types'
+import type { FunctionCallItem, FunctionCallOutputItem, FunctionTool, OutputItem } from '../../providers/types'
 import type { InferenceService } from '../service'
 
 /** One call the model made of a server tool. */
@@ -65,12 +65,23 @@ export class ServerToolFailure extends Error {
   }
 }
 
+/** The call and result pair an item of a server tool stands for in a later request's input. */
+export const historyPair = (item: Record<string, unknown>, name: string, args: Record<string, unknown>, output: string): [FunctionCallItem, FunctionCallOutputItem] => {
+  const callId = `call_${typeof item.id === 'string' ? item.id : 'server_tool'}`
+  return [
+    { type: 'function_call', call_id: callId, name, arguments: JSON.stringify(args) },
+    { type: 'function_call_output', call_id: callId, output },
+  ]
+}
+
 /** A server tool as one request configured it; built per request, so it may count its own uses. */
 export interface ServerTool {
   /** The tool's type in the request (`service:datetime`). */
   readonly type: string
   /** Starts the ids of the items the client sees (`ws` for `web_search_call`). */
   readonly itemIdPrefix: string
+  /** The type of the items the client sees (`service:datetime`, `web_search_call`). */
+  readonly itemType: string
   /** What the upstream model sees: a function tool named `functionName`. */
   readonly definition: FunctionTool & { name: string }
   /** The item a stream shows while the call runs (`output_item.added`). */
@@ -80,6 +91,11 @@ export interface ServerTool {
   /** Events a stream shows as the call starts (after `output_item.added`) and ends (before `output_item.done`). */
   readonly startEvents?: readonly string[]
   readonly endEvents?: readonly string[]
+  /**
+   * A client's item of this tool sent back in a later request's input, as the call and result the model saw:
+   * the conversation goes on without the client knowing how the gateway spoke to the model.
+   */
+  toHistory(item: Record<string, unknown>): [FunctionCallItem, FunctionCallOutputItem]
   /** Runs the call. Throws `ServerToolRefusal` for a call it will not run; any other throw is a failed run. */
   run(call: ServerToolCall, context: ServerToolContext): Promise<ServerToolOutcome>
 }

@@ -4,7 +4,7 @@
  */
 
 import * as v from 'valibot'
-import { ServerToolRefusal, type ServerTool } from './contract'
+import { ServerToolRefusal, historyPair, type ServerTool } from './contract'
 
 const isTimeZone = (name: string) => {
   try {
@@ -57,6 +57,7 @@ export const datetimeTool = (tool: v.InferOutput<typeof DatetimeToolSchema>): Se
   return {
     type: tool.type,
     itemIdPrefix: 'dt',
+    itemType: 'service:datetime',
     definition: {
       type: 'function',
       name: 'service_datetime',
@@ -69,6 +70,11 @@ export const datetimeTool = (tool: v.InferOutput<typeof DatetimeToolSchema>): Se
     },
     pendingItem: (id) => ({ type: 'service:datetime', id, status: 'in_progress', datetime: '', timezone: defaultZone }),
     failedItem: (id) => ({ type: 'service:datetime', id, status: 'incomplete', datetime: '', timezone: defaultZone }),
+    toHistory(item) {
+      const timezone = typeof item.timezone === 'string' && item.timezone !== '' ? item.timezone : defaultZone
+      const isDone = item.status === 'completed' && typeof item.datetime === 'string'
+      return historyPair(item, 'service_datetime', { timezone }, isDone ? JSON.stringify({ datetime: item.datetime, timezone }) : 'Not run.')
+    },
     async run(call, context) {
       const parsed = v.safeParse(CallSchema, call.arguments)
       if (!parsed.success) throw new ServerToolRefusal('timezone must be a string')

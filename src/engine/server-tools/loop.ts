@@ -80,6 +80,8 @@ export class ServerToolLoop {
   readonly #calledTools = new Set<string>()
   readonly #itemIds = new Map<string, string>()
   readonly #sources: CitableSource[] = []
+  /** The caller's input as every turn sends it: items of the server tools in it as the calls and results they stand for. */
+  #input: InputItem[] | undefined
   #steps = 0
   #toolCost = 0
   #requested = 0
@@ -118,9 +120,13 @@ export class ServerToolLoop {
   /** The request for the next turn: the conversation so far, every tool as the upstream understands it. */
   turnRequest(): InferenceRequest {
     const body = this.#request.body
+    this.#input ??= asItems(body.input).flatMap((item) => {
+      const tool = typeof item.type === 'string' ? this.#plan.byItemType.get(item.type) : undefined
+      return tool ? tool.toHistory(item as Record<string, unknown>) : [item]
+    })
     const turnBody: ResponsesRequestBody = {
       ...body,
-      input: [...asItems(body.input), ...this.#history] as ResponsesRequestBody['input'],
+      input: [...this.#input, ...this.#history] as ResponsesRequestBody['input'],
       tools: this.#plan.upstreamTools as ResponsesRequestBody['tools'],
       // spec stop_server_tools_when: the last turn is made with tool calls disabled.
       ...(this.#isFinal ? { tool_choice: 'none' as const } : {}),

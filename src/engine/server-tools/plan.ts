@@ -18,6 +18,8 @@ import type { StopCondition } from './stop'
 export interface ServerToolPlan {
   /** Server tools by the function name the model calls them by. */
   byFunctionName: ReadonlyMap<string, ServerTool>
+  /** The same tools by the type of the items the client sees, to read them back from a later request's input. */
+  byItemType: ReadonlyMap<string, ServerTool>
   /** The tools every turn sends: the caller's own (in their order) and the server tools as function tools. */
   upstreamTools: Tool[]
   /** Server-tool calls the loop runs at most (`max_tool_calls`, or the spec's ceiling when stop conditions rule). */
@@ -83,6 +85,7 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
   }
   return {
     byFunctionName,
+    byItemType: new Map([...byFunctionName.values()].map((tool) => [tool.itemType, tool])),
     upstreamTools,
     // spec max_tool_calls: default 30, which is also the maximum, so it bounds a loop that stop conditions rule too.
     maxToolCalls: body.stop_server_tools_when ? MAX_TOOL_CALLS_MAX : (body.max_tool_calls ?? MAX_TOOL_CALLS_MAX),

@@ -135,6 +135,19 @@ describe('service:datetime through the loop', () => {
   })
 })
 
+describe('a conversation that goes on', () => {
+  it('sends the tool items of an earlier answer back to the model as the calls and results they stand for', async () => {
+    const { model } = await serve([...TIME_THEN_ANSWER, 'An hour later than before.'])
+    const first = await whole({ tools: [DATETIME] })
+    await whole({ tools: [DATETIME], input: [{ role: 'user', content: 'What time is it?' }, ...first.output, { role: 'user', content: 'And in London?' }] })
+    const [, , call, result, answer, question] = [undefined, ...(model.calls[2]!.input as Array<Record<string, unknown>>)]
+    expect(call).toEqual({ type: 'function_call', call_id: `call_${first.output[0].id}`, name: 'service_datetime', arguments: '{"timezone":"Europe/Paris"}' })
+    expect(result).toEqual({ type: 'function_call_output', call_id: `call_${first.output[0].id}`, output: '{"datetime":"2025-03-01T10:04:05+01:00","timezone":"Europe/Paris"}' })
+    expect(answer).toMatchObject({ type: 'message', role: 'assistant' })
+    expect(question).toMatchObject({ role: 'user', content: 'And in London?' })
+  })
+})
+
 describe('ending the loop', () => {
   it('returns a client function call with the server-tool items before it, running only the server call', async () => {
     const { model } = await serve([[callDatetime('UTC'), { type: 'function_call', name: 'book_meeting', arguments: '{"at":"10:00"}', callId: 'call_book' }]])
