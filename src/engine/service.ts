@@ -14,6 +14,7 @@ import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } fr
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from './transport'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
+import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
 
 export interface UpstreamOptions {
   connectTimeoutMs?: number
@@ -64,6 +65,8 @@ export interface InferenceService {
   /** The gateway's clock, in ms since the epoch: every timestamp a response carries comes from it. */
   readonly now: () => number
   readonly logger: Logger
+  /** What the server tools the gateway runs may do and reach (web fetch limits, search engines). */
+  readonly serverTools: ServerToolSettings
 }
 
 const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
@@ -137,6 +140,7 @@ export interface InferenceServiceOptions {
   outlierDetection?: false | Partial<OutlierDetectionOptions>
   now?: () => Date
   logger: Logger
+  serverTools?: ServerToolOptions
 }
 
 export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
@@ -159,5 +163,6 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     streams: createActiveStreams(),
     now,
     logger: options.logger,
+    serverTools: createServerToolSettings(options.serverTools, options.upstreamGuard),
   })
 }

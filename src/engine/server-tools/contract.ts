@@ -59,9 +59,13 @@ export class ServerToolRefusal extends Error {
 
 /** A run that failed for a reason the model may read (a page that answered 404): the message goes back as the result. */
 export class ServerToolFailure extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
+  /** Fields the client's failed item carries besides the message (the page's URL and HTTP status). */
+  readonly details: Record<string, unknown>
+
+  constructor(message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'ServerToolFailure'
+    this.details = options.details ?? {}
   }
 }
 
@@ -87,7 +91,7 @@ export interface ServerTool {
   /** The item a stream shows while the call runs (`output_item.added`). */
   pendingItem(itemId: string): OutputItem
   /** The item the client sees when the call failed or was not run; `message` is safe to show. */
-  failedItem(itemId: string, message: string): OutputItem
+  failedItem(itemId: string, message: string, details?: Record<string, unknown>): OutputItem
   /** Events a stream shows as the call starts (after `output_item.added`) and ends (before `output_item.done`). */
   readonly startEvents?: readonly string[]
   readonly endEvents?: readonly string[]

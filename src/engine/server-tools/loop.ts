@@ -217,9 +217,10 @@ export class ServerToolLoop {
       if (error instanceof ServerToolRefusal) return { output: `Not run: ${error.message}`, item: tool.failedItem(call.itemId, error.message) }
       this.#executed++
       // The model reads why its call failed and may try another way; the cause stays in the log.
-      const message = error instanceof ServerToolFailure ? error.message : 'the tool failed'
-      this.#service.logger.warn('server tool failed', { requestId: this.#request.requestId, tool: tool.type, error })
-      return { output: `Error: ${message}`, item: tool.failedItem(call.itemId, message) }
+      const isExpected = error instanceof ServerToolFailure
+      const message = isExpected ? error.message : 'the tool failed'
+      if (!isExpected) this.#service.logger.warn('server tool failed', { requestId: this.#request.requestId, tool: tool.type, error })
+      return { output: `Error: ${message}`, item: tool.failedItem(call.itemId, message, isExpected ? error.details : undefined) }
     }
     this.#executed++
     this.#toolCost += outcome.cost ?? 0

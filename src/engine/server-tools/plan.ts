@@ -13,6 +13,7 @@ import type { InferenceService } from '../service'
 import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
 import type { StopCondition } from './stop'
+import { WebFetchToolSchema, webFetchTool } from './web-fetch'
 
 /** What a request's server tools are, and how its loop is bounded. */
 export interface ServerToolPlan {
@@ -37,6 +38,7 @@ export const parseTool = <S extends v.GenericSchema<unknown, unknown>>(schema: S
 
 const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:datetime': (tool, index) => datetimeTool(parseTool(DatetimeToolSchema, tool, index)),
+  'service:web_fetch': (tool, index) => webFetchTool(parseTool(WebFetchToolSchema, tool, index)),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'
