@@ -78,9 +78,31 @@ export const WebFetchOptionsSchema = v.strictObject({
   guard: v.optional(UpstreamGuardOptionsSchema),
 })
 
+const PriceSchema = v.pipe(v.number(), v.minValue(0), v.maxValue(100))
+
+/** `service:web_search`: the engines the operator runs or pays for, each with its base URL, key and price per search. */
+export const WebSearchOptionsSchema = v.strictObject({
+  default: v.optional(v.picklist(['searxng', 'exa'])),
+  searxng: v.optional(
+    v.strictObject({
+      baseURL: v.pipe(v.string(), v.url('must be a URL')),
+      headers: v.optional(v.record(v.string(), v.string())),
+      pricePerRequest: v.optional(PriceSchema),
+    }),
+  ),
+  exa: v.optional(
+    v.strictObject({
+      apiKey: v.pipe(v.string(), v.minLength(1)),
+      baseURL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+      pricePerRequest: v.optional(PriceSchema),
+    }),
+  ),
+})
+
 /** Server tools the gateway runs (`service:*` tools of `POST /responses`). */
 export const ServerToolOptionsSchema = v.strictObject({
   webFetch: v.optional(WebFetchOptionsSchema),
+  webSearch: v.optional(WebSearchOptionsSchema),
 })
 
 /** Upstream attempts per request, the retry budget per gateway, the longest `Retry-After` passed on. */

@@ -14,6 +14,7 @@ import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
 import type { StopCondition } from './stop'
 import { WebFetchToolSchema, webFetchTool } from './web-fetch'
+import { WebSearchToolSchema, webSearchTool } from './web-search'
 
 /** What a request's server tools are, and how its loop is bounded. */
 export interface ServerToolPlan {
@@ -39,6 +40,7 @@ export const parseTool = <S extends v.GenericSchema<unknown, unknown>>(schema: S
 const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:datetime': (tool, index) => datetimeTool(parseTool(DatetimeToolSchema, tool, index)),
   'service:web_fetch': (tool, index) => webFetchTool(parseTool(WebFetchToolSchema, tool, index)),
+  'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), index, service),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'

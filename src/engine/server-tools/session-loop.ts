@@ -17,7 +17,7 @@ import type { InferenceService } from '../service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../session-events'
 import { openSession } from '../stream-session'
 import { StreamSignal } from '../stream-signal'
-import { citationsIn } from './citations'
+import { citationsIn, withCitations } from './citations'
 import type { ServerTool } from './contract'
 import { ServerToolLoop, type PendingCall } from './loop'
 import type { ServerToolPlan } from './plan'
@@ -229,8 +229,10 @@ export const openServerToolSession = async (service: InferenceService, request: 
           isBetweenTurns = true
           startKeepAlive()
           const decision = loop.afterTurn({ output: result.output, status: result.status, incompleteDetails: result.incompleteDetails, usage: result.usage })
+          // What the turn's text was annotated with as it streamed: the pages found before it.
+          const citable = [...loop.sources]
           const ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal, callHooks(offset)) : new Map<PendingCall, OutputItem>()
-          const items = loop.clientItems(result.output, ran)
+          const items = withCitations(loop.clientItems(result.output, ran), citable)
           // Server calls that never ran (a turn with tools disabled, a failed turn) still end their item.
           for (const [index, item] of result.output.entries()) {
             if (item.type !== 'function_call' || !loop.serverTool((item as { name?: string }).name)) continue
