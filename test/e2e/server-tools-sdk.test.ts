@@ -67,7 +67,7 @@ describe('service:datetime through the openai SDK', () => {
     expect(response.output_text).toBe('It is 10:04 in Paris.')
     expect(response.output[0]).toMatchObject({ type: 'service:datetime', status: 'completed', datetime: '2025-03-01T10:04:05+01:00', timezone: 'Europe/Paris' })
     expect(response.usage).toMatchObject({ input_tokens: 100, output_tokens: 12, server_tool_use_details: { tool_calls_requested: 1, tool_calls_executed: 1 } })
-    expect(response.max_tool_calls).toBe(30)
+    expect((response as unknown as { max_tool_calls: number }).max_tool_calls).toBe(30)
     expect(model.calls).toHaveLength(2)
   })
 
