@@ -7,6 +7,8 @@
 import type { FunctionCallItem, FunctionCallOutputItem, FunctionTool, OutputItem } from '../../providers/types'
 import type { InferenceService } from '../service'
 
+export { ServerToolFailure, ServerToolRefusal } from './tool-errors'
+
 /** One call the model made of a server tool. */
 export interface ServerToolCall {
   /** The model's `call_id`: the result goes back under it. */
@@ -44,29 +46,6 @@ export interface ServerToolOutcome {
   /** What the run cost in dollars (a search engine's price per request), added to the response's cost. */
   cost?: number
   sources?: CitableSource[]
-}
-
-/**
- * A call the tool will not run (its `max_uses` spent, arguments the model got wrong): the model reads the
- * message as the result and may try again; the call does not count as executed.
- */
-export class ServerToolRefusal extends Error {
-  constructor(message: string) {
-    super(message)
-    this.name = 'ServerToolRefusal'
-  }
-}
-
-/** A run that failed for a reason the model may read (a page that answered 404): the message goes back as the result. */
-export class ServerToolFailure extends Error {
-  /** Fields the client's failed item carries besides the message (the page's URL and HTTP status). */
-  readonly details: Record<string, unknown>
-
-  constructor(message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.name = 'ServerToolFailure'
-    this.details = options.details ?? {}
-  }
 }
 
 /** The call and result pair an item of a server tool stands for in a later request's input. */

@@ -11,7 +11,7 @@ import { integer } from '../request.schemas'
 import type { InferenceService } from '../service'
 import { ServerToolRefusal, historyPair, type ServerTool } from './contract'
 import { DomainListSchema, domainRefusal } from './domains'
-import type { SearchEngine, SearchFeature, SearchResponse } from './search-engines'
+import type { SearchEngine, SearchFeature, SearchResponse } from './search-engine'
 
 const DEFAULT_MAX_RESULTS = 5
 const DEFAULT_MAX_TOTAL_RESULTS = 50
@@ -148,7 +148,7 @@ export const webSearchTool = (tool: WebSearchTool, index: number, service: Infer
           ...(parameters.search_context_size ? { searchContextSize: parameters.search_context_size } : {}),
           ...(parameters.user_location ? { userLocation: parameters.user_location } : {}),
         },
-          { service: context.service, signal: context.signal },
+          { transport: context.service.transport, timeouts: context.service.timeouts, signal: context.signal },
         )
       } catch (error) {
         resultsGiven -= room

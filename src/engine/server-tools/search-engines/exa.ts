@@ -7,8 +7,8 @@
  */
 
 import * as v from 'valibot'
-import type { SearchEngine } from '../search-engines'
-import { ServerToolFailure } from '../contract'
+import type { SearchEngine } from '../search-engine'
+import { ServerToolFailure } from '../tool-errors'
 import { requestJson } from './http'
 
 export interface ExaOptions {

@@ -6,18 +6,18 @@
 
 import type { UpstreamRequest } from '../../../providers/contract'
 import { UpstreamTimeoutSignal, UpstreamTooLargeSignal, readBodyText } from '../../transport'
-import { ServerToolFailure } from '../contract'
-import type { SearchContext } from '../search-engines'
+import type { SearchContext } from '../search-engine'
+import { ServerToolFailure } from '../tool-errors'
 
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
-export const requestJson = async (engine: string, request: UpstreamRequest, { service, signal }: SearchContext): Promise<unknown> => {
+export const requestJson = async (engine: string, request: UpstreamRequest, { transport, timeouts, signal }: SearchContext): Promise<unknown> => {
   const controller = new AbortController()
   const onAbort = () => controller.abort(signal.reason)
   signal.addEventListener('abort', onAbort, { once: true })
-  const timer = setTimeout(() => controller.abort(new UpstreamTimeoutSignal('total')), service.timeouts.totalMs)
+  const timer = setTimeout(() => controller.abort(new UpstreamTimeoutSignal('total')), timeouts.totalMs)
   try {
-    const response = await service.transport(request, { signal: controller.signal, timeouts: service.timeouts })
+    const response = await transport(request, { signal: controller.signal, timeouts })
     if (response.status < 200 || response.status >= 300) {
       await response.cancel()
       throw new ServerToolFailure(`the ${engine} search engine answered HTTP ${response.status}`)
