@@ -18,6 +18,8 @@ import {
   TrustedHostHeaderSchema,
   UpstreamGuardOptionsSchema,
   UpstreamOptionsSchema,
+  WebFetchOptionsSchema,
+  WebSearchOptionsSchema,
 } from '../gateway/options'
 
 export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
@@ -100,6 +102,13 @@ export const RunnerConfigSchema = v.strictObject({
   upstream: v.optional(UpstreamOptionsSchema),
   /** Where caller-chosen upstreams may go (see `createGateway`'s `upstreamGuard`); config file only. */
   upstreamGuard: v.optional(v.omit(UpstreamGuardOptionsSchema, ['resolve'])),
+  /** Server tools' settings (see `createGateway`'s `serverTools`); the fetch guard without `resolve`; config file only. */
+  serverTools: v.optional(
+    v.strictObject({
+      webFetch: v.optional(v.strictObject({ ...WebFetchOptionsSchema.entries, guard: v.optional(v.omit(UpstreamGuardOptionsSchema, ['resolve'])) })),
+      webSearch: v.optional(WebSearchOptionsSchema),
+    }),
+  ),
   // Config file only, each as `createGateway`'s option of the same name.
   retry: v.optional(RetryOptionsSchema),
   outlierDetection: v.optional(OutlierDetectionOptionsSchema),
@@ -116,6 +125,7 @@ export const RunnerConfigSchema = v.strictObject({
 export const GATEWAY_PASS_THROUGH = [
   'upstream',
   'upstreamGuard',
+  'serverTools',
   'retry',
   'outlierDetection',
   'internHistory',

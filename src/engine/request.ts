@@ -4,6 +4,7 @@ import type { ClientSignal } from '../core/client-signal'
 import type { RequestExtensionName, RequestExtensions } from '../providers/types'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
+import type { ServerToolPlan } from './server-tools/plan'
 import type { SpendTargets } from './spend-targets'
 
 /** One upstream attempt as it ended: what the usage ledger reports per attempt (OpenRouter's `provider_responses`). */
@@ -37,6 +38,8 @@ export interface InferenceRequest {
   extensions?: RequestExtensions
   /** Filled by the fallback loop as attempts end, in the order they were sent. */
   attemptReports: AttemptReport[]
+  /** The server tools the gateway runs for this request; absent when it has none (one turn, as always). */
+  serverTools?: ServerToolPlan
 }
 
 /** Extensions a route translated from its own wire format. */

@@ -19,6 +19,9 @@ import type { ResponseSession, WholeAnswer } from './session-events'
 import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
 import { answerWhole } from './whole'
+import { planServerTools } from './server-tools/plan'
+import { openServerToolSession } from './server-tools/session-loop'
+import { answerWithServerTools } from './server-tools/whole-loop'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
 export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
@@ -62,6 +65,7 @@ export const prepareRequest = async (
   ])
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
+  const serverTools = planServerTools(service, body, workspace.disabledServerTools)
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
   const models = requestedModels(body.model, body.models, defaultModel)
@@ -88,8 +92,17 @@ export const prepareRequest = async (
     spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account },
     ...(extensions ? { extensions: extensions.values } : {}),
     attemptReports: [],
+    ...(serverTools ? { serverTools } : {}),
   }
 }
+
+/** A whole answer: one turn, or the server-tool loop's turns. */
+const answerTurns = (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> =>
+  request.serverTools ? answerWithServerTools(service, request, request.serverTools) : answerWhole(service, request)
+
+/** A streamed answer: one turn's session, or the server-tool loop's over its turns. */
+const openTurns = (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> =>
+  request.serverTools ? openServerToolSession(service, request, request.serverTools) : openSession(service, request)
 
 /**
  * Opens a prepared streamed request: its spend reserved first (402 when a limit would be passed, before
@@ -99,7 +112,7 @@ export const openRunSession = async (service: InferenceService, request: Inferen
   const reservation = await reserveSpend(service, request)
   let session: ResponseSession
   try {
-    session = await openSession(service, request)
+    session = await openTurns(service, request)
   } catch (error) {
     reservation.settle(null)
     throw error
@@ -110,7 +123,7 @@ export const openRunSession = async (service: InferenceService, request: Inferen
 const answerRunWhole = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => {
   const reservation = await reserveSpend(service, request)
   try {
-    const answer = await answerWhole(service, request)
+    const answer = await answerTurns(service, request)
     reservation.settle(answer.result.usage)
     return answer
   } catch (error) {

@@ -16,6 +16,7 @@ import type { SpendSettings } from './spend-targets'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from './transport'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
+import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
 
 export interface UpstreamOptions {
   connectTimeoutMs?: number
@@ -68,6 +69,8 @@ export interface InferenceService {
   /** The gateway's clock, in ms since the epoch: every timestamp a response carries comes from it. */
   readonly now: () => number
   readonly logger: Logger
+  /** What the server tools the gateway runs may do and reach (web fetch limits, search engines). */
+  readonly serverTools: ServerToolSettings
 }
 
 const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
@@ -144,6 +147,7 @@ export interface InferenceServiceOptions {
   enforceCredits?: boolean
   now?: () => Date
   logger: Logger
+  serverTools?: ServerToolOptions
 }
 
 export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
@@ -167,5 +171,6 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     spend: { enforceCredits: options.enforceCredits ?? false, pending: new Set<Promise<void>>() },
     now,
     logger: options.logger,
+    serverTools: createServerToolSettings(options.serverTools, options.upstreamGuard),
   })
 }

@@ -161,7 +161,7 @@ export const fetchTransport =
       response = await fetchImplementation(request.url, {
         method: request.method,
         headers: request.headers,
-        body: request.body,
+        body: request.method === 'GET' ? null : request.body,
         signal: controller.signal,
         // A redirect would carry the provider key to wherever the upstream points; core refuses the 3xx instead.
         redirect: 'manual',

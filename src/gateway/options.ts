@@ -83,6 +83,43 @@ export const UpstreamGuardOptionsSchema = v.strictObject({
   resolve: v.optional(v.custom<HostResolver>((value) => typeof value === 'function', 'must be a function (hostname) => Promise<{address, family}[]>')),
 })
 
+/** `service:web_fetch`: how much of a page, how long, how many redirects, and where it may go. */
+export const WebFetchOptionsSchema = v.strictObject({
+  maxBytes: v.optional(ByteLimitSchema),
+  timeoutMs: v.optional(PositiveMsSchema),
+  maxRedirects: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(20))),
+  userAgent: v.optional(v.pipe(v.string(), v.minLength(1))),
+  /** The guard's options for fetched pages (default: https or http, default ports, public addresses only). */
+  guard: v.optional(UpstreamGuardOptionsSchema),
+})
+
+const PriceSchema = v.pipe(v.number(), v.minValue(0), v.maxValue(100))
+
+/** `service:web_search`: the engines the operator runs or pays for, each with its base URL, key and price per search. */
+export const WebSearchOptionsSchema = v.strictObject({
+  default: v.optional(v.picklist(['searxng', 'exa'])),
+  searxng: v.optional(
+    v.strictObject({
+      baseURL: v.pipe(v.string(), v.url('must be a URL')),
+      headers: v.optional(v.record(v.string(), v.string())),
+      pricePerRequest: v.optional(PriceSchema),
+    }),
+  ),
+  exa: v.optional(
+    v.strictObject({
+      apiKey: v.pipe(v.string(), v.minLength(1)),
+      baseURL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+      pricePerRequest: v.optional(PriceSchema),
+    }),
+  ),
+})
+
+/** Server tools the gateway runs (`service:*` tools of `POST /responses`). */
+export const ServerToolOptionsSchema = v.strictObject({
+  webFetch: v.optional(WebFetchOptionsSchema),
+  webSearch: v.optional(WebSearchOptionsSchema),
+})
+
 /** Upstream attempts per request, the retry budget per gateway, the longest `Retry-After` passed on. */
 export const RetryOptionsSchema = v.strictObject({
   maxAttempts: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
@@ -211,6 +248,8 @@ export const GatewayOptionsSchema = v.strictObject({
   transport: v.optional(v.custom<UpstreamTransport>((value) => typeof value === 'function', 'must be a transport function')),
   upstream: v.optional(UpstreamOptionsSchema),
   upstreamGuard: v.optional(UpstreamGuardOptionsSchema),
+  /** Server tools: `webFetch` limits and guard, `webSearch` engines (docs/decisions.md, Server tools). */
+  serverTools: v.optional(ServerToolOptionsSchema),
   /**
    * How many upstream attempts a request may make: `maxAttempts` per request (default 3), a retry `budget` per
    * gateway (`false` for none), and the most `Retry-After` seconds passed on to callers.

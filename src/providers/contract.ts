@@ -45,7 +45,8 @@ export interface UpstreamTarget {
 /** What an adapter asks the transport to send. Plain data, so core can use a pooled client. */
 export interface UpstreamRequest {
   url: string
-  method: 'POST'
+  /** `GET` only for the gateway's own fetches (server tools); a `GET` sends no body. */
+  method: 'POST' | 'GET'
   headers: Record<string, string>
   body: string
   /**

@@ -310,7 +310,7 @@ export const undiciTransport = (options: UndiciTransportOptions = {}): UndiciTra
         path: `${url.pathname}${url.search}`,
         method: request.method,
         headers: request.headers,
-        body: request.body,
+        body: request.method === 'GET' ? null : request.body,
         // Every bound is ours: the first byte and idle gaps above, the whole exchange in core.
         headersTimeout: 0,
         bodyTimeout: 0,

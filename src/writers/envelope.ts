@@ -4,7 +4,7 @@
  */
 
 import type { BilledUsage } from '../engine/billing'
-import type { ResponsesRequestBody } from '../engine/request.schemas'
+import { MAX_TOOL_CALLS_MAX, type ResponsesRequestBody } from '../engine/request.schemas'
 import type { OutputItem } from '../providers/types'
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed'
@@ -40,7 +40,9 @@ export const toResponseObject = (
     incomplete_details: state.incompleteDetails,
     instructions: request.instructions ?? null,
     max_output_tokens: request.max_output_tokens ?? null,
-    max_tool_calls: request.max_tool_calls ?? null,
+    // The value in force (docs/decisions.md, Server tools): the spec's default and ceiling of 30, which also bounds a
+    // loop that stop conditions rule (they override the caller's own value).
+    max_tool_calls: request.stop_server_tools_when ? MAX_TOOL_CALLS_MAX : (request.max_tool_calls ?? MAX_TOOL_CALLS_MAX),
     metadata: request.metadata ?? {},
     model: base.model,
     output: state.output,

@@ -1,0 +1,84 @@
+/**
+ * The internal contract of a server tool: a tool the gateway runs itself between model turns
+ * (docs/decisions.md, "Server tools"). The model sees it as an ordinary function tool; the client sees
+ * the tool's own output item (`service:datetime`, `web_search_call`, …) where the model's call was.
+ */
+
+import type { FunctionCallItem, FunctionCallOutputItem, FunctionTool, OutputItem } from '../../providers/types'
+import type { InferenceService } from '../service'
+
+export { ServerToolFailure, ServerToolRefusal } from './tool-errors'
+
+/** One call the model made of a server tool. */
+export interface ServerToolCall {
+  /** The model's `call_id`: the result goes back under it. */
+  callId: string
+  /** The id of the item the client sees for this call. */
+  itemId: string
+  /** The model's arguments, parsed from JSON (a malformed text never reaches a tool). */
+  arguments: Record<string, unknown>
+}
+
+/** What a tool run needs beyond its call. */
+export interface ServerToolContext {
+  service: InferenceService
+  /** Fires when the client went away (or the gateway is shutting down): stop at once. */
+  signal: AbortSignal
+  requestId: string
+  /** Reports progress a stream shows while the call runs (`response.web_search_call.searching`). */
+  progress(event: { type: string }): void
+}
+
+/** A page a final answer may cite (`url_citation` annotations). */
+export interface CitableSource {
+  url: string
+  title: string
+}
+
+/** What one run of a server tool gives back. */
+export interface ServerToolOutcome {
+  /** What the model reads as the call's result. */
+  output: string
+  /** The item the client sees in place of the call, finished. */
+  item: OutputItem
+  /** Requests sent to a web search engine (`usage.server_tool_use_details.web_search_requests`). */
+  webSearchRequests?: number
+  /** What the run cost in dollars (a search engine's price per request), added to the response's cost. */
+  cost?: number
+  sources?: CitableSource[]
+}
+
+/** The call and result pair an item of a server tool stands for in a later request's input. */
+export const historyPair = (item: Record<string, unknown>, name: string, args: Record<string, unknown>, output: string): [FunctionCallItem, FunctionCallOutputItem] => {
+  const callId = `call_${typeof item.id === 'string' ? item.id : 'server_tool'}`
+  return [
+    { type: 'function_call', call_id: callId, name, arguments: JSON.stringify(args) },
+    { type: 'function_call_output', call_id: callId, output },
+  ]
+}
+
+/** A server tool as one request configured it; built per request, so it may count its own uses. */
+export interface ServerTool {
+  /** The tool's type in the request (`service:datetime`). */
+  readonly type: string
+  /** Starts the ids of the items the client sees (`ws` for `web_search_call`). */
+  readonly itemIdPrefix: string
+  /** The type of the items the client sees (`service:datetime`, `web_search_call`). */
+  readonly itemType: string
+  /** What the upstream model sees: a function tool named `functionName`. */
+  readonly definition: FunctionTool & { name: string }
+  /** The item a stream shows while the call runs (`output_item.added`). */
+  pendingItem(itemId: string): OutputItem
+  /** The item the client sees when the call failed or was not run; `message` is safe to show. */
+  failedItem(itemId: string, message: string, details?: Record<string, unknown>): OutputItem
+  /** Events a stream shows as the call starts (after `output_item.added`) and ends (before `output_item.done`). */
+  readonly startEvents?: readonly string[]
+  readonly endEvents?: readonly string[]
+  /**
+   * A client's item of this tool sent back in a later request's input, as the call and result the model saw:
+   * the conversation goes on without the client knowing how the gateway spoke to the model.
+   */
+  toHistory(item: Record<string, unknown>): [FunctionCallItem, FunctionCallOutputItem]
+  /** Runs the call. Throws `ServerToolRefusal` for a call it will not run; any other throw is a failed run. */
+  run(call: ServerToolCall, context: ServerToolContext): Promise<ServerToolOutcome>
+}

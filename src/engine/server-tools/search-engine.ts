@@ -1,0 +1,63 @@
+/**
+ * The web search engine interface behind `service:web_search`: what a query asks, what an engine answers, and
+ * what it can honour. Engines implement it in search-engines/*.ts; search-engines.ts builds the configured ones.
+ */
+
+import type { UpstreamTimeouts, UpstreamTransport } from '../transport'
+
+/** The request parameters an engine may honour beyond the query and the number of results. */
+export type SearchFeature = 'allowed_domains' | 'excluded_domains' | 'max_characters' | 'mode' | 'search_context_size' | 'user_location'
+
+export interface UserLocation {
+  type: 'approximate'
+  city?: string
+  country?: string
+  region?: string
+  timezone?: string
+}
+
+export interface SearchQuery {
+  query: string
+  maxResults: number
+  allowedDomains?: readonly string[]
+  excludedDomains?: readonly string[]
+  /** Characters of text per result at most. */
+  maxCharacters?: number
+  mode?: string
+  searchContextSize?: 'low' | 'medium' | 'high'
+  userLocation?: UserLocation
+}
+
+export interface SearchHit {
+  url: string
+  title: string
+  /** What the engine says of the page: a snippet, highlights or its text. */
+  text: string
+  publishedDate?: string
+}
+
+export interface SearchResponse {
+  hits: SearchHit[]
+  /** What the engine says this request cost, in dollars, when it says. */
+  reportedCost?: number
+}
+
+/** What a search needs of the gateway: its transport and deadlines, and the client's signal. */
+export interface SearchContext {
+  transport: UpstreamTransport
+  timeouts: UpstreamTimeouts
+  signal: AbortSignal
+}
+
+export interface SearchEngine {
+  readonly id: string
+  /** Parameters it honours; a request setting any other is refused with a 400 naming it. */
+  readonly features: ReadonlySet<SearchFeature>
+  /** `mode` values it knows. */
+  readonly modes: readonly string[]
+  /** Refuses a parameter value the engine cannot honour (a part of `user_location` it has no field for): the reason, or undefined. */
+  refusal?(query: Omit<SearchQuery, 'query' | 'maxResults'>): { field: string; reason: string } | undefined
+  /** The operator's price per request; the engine's reported cost, else nothing, when unset. */
+  readonly pricePerRequest: number | undefined
+  search(query: SearchQuery, context: SearchContext): Promise<SearchResponse>
+}

@@ -1,0 +1,290 @@
+/**
+ * A streamed answer with server tools: one session over the loop's turns, each turn an ordinary session
+ * (stream-session.ts: routing, fallbacks, BYOK, commit deadline) whose events are passed on as they come,
+ * renumbered after the turns before it. A model's call of a server tool is shown as the tool's own item
+ * (added when the model starts the call, done when the tool finished), never as a function call the client
+ * would have to run. The first byte goes out when the first turn starts, as for any stream.
+ */
+
+import { InternalError, isGatewayError } from '../../core/errors'
+import type { ItemEvent } from '../../providers/events'
+import type { OutputItem, OutputMessage } from '../../providers/types'
+import type { ActiveStream } from '../active-streams'
+import { ClientClosedError } from '../attempts'
+import { toResponseFailure } from '../fallback'
+import type { InferenceRequest } from '../request'
+import type { InferenceService } from '../service'
+import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from '../session-events'
+import { openSession } from '../stream-session'
+import { StreamSignal } from '../stream-signal'
+import { citationsIn, withCitations } from './citations'
+import type { ServerTool } from './contract'
+import { ServerToolLoop, type PendingCall } from './loop'
+import type { ServerToolPlan } from './plan'
+import { toolSignal } from './whole-loop'
+
+const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
+
+type TurnEnd = { how: 'finished'; result: ResponseResult } | { how: 'closed' } | { how: 'broken'; error: unknown }
+
+/** Resolves once the first turn has content (or committed); rejects with the client's error as a single turn would. */
+export const openServerToolSession = async (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan): Promise<ResponseSession> => {
+  // Fires when the client goes away, the consumer stops, or the gateway shuts down: every turn and tool run listens to it.
+  const signal = new StreamSignal(request.signal)
+  const loop = new ServerToolLoop(service, { ...request, signal }, plan)
+  const first = await openSession(service, loop.turnRequest())
+
+  const start = (sink: EventSink<SessionEvent>) => {
+    let isStopped = false
+    let shutdownMessage: string | undefined
+    let stopTurn: (() => StoppedUsage | undefined) | undefined
+    let isBetweenTurns = false
+    let keepAlive: ReturnType<typeof setInterval> | undefined
+    /** The client's items of the turns before the current one. */
+    const output: OutputItem[] = []
+    // The response as the first turn started it: its id and creation time hold for every turn.
+    let started: Extract<SessionEvent, { type: 'started' }> | undefined
+    let lastResult: ResponseResult | undefined
+
+    const active: ActiveStream = {
+      end(message) {
+        if (isStopped || shutdownMessage !== undefined) return
+        shutdownMessage = message
+        signal.abort(new Error(message))
+        // A turn in flight ends itself; between turns nothing else would notice.
+        if (isBetweenTurns) finishShutdown()
+      },
+    }
+    service.streams.add(active)
+
+    const stopKeepAlive = () => {
+      clearInterval(keepAlive)
+      keepAlive = undefined
+    }
+    const startKeepAlive = () => {
+      stopKeepAlive()
+      keepAlive = setInterval(() => sink.write(KEEP_ALIVE), service.keepAliveMs)
+    }
+    const close = () => {
+      isStopped = true
+      stopKeepAlive()
+      service.streams.delete(active)
+      sink.close()
+    }
+    const finish = (status: ResponseResult['status'], error: ResponseFailure | null, incompleteDetails: { reason: string } | null) => {
+      if (isStopped) return
+      if (!started) return close()
+      const usage = loop.usage()
+      sink.write({ type: 'usage', usage })
+      if (error) sink.write({ type: 'error', error })
+      sink.write({
+        type: 'finished',
+        result: {
+          ...(lastResult ?? { model: started.model, servedBy: started.servedBy, completedAt: started.createdAt }),
+          id: started.id,
+          createdAt: started.createdAt,
+          status,
+          output: [...output],
+          usage,
+          error,
+          incompleteDetails,
+        },
+      })
+      close()
+    }
+    function finishShutdown() {
+      finish('failed', { status: 503, errorType: 'server', message: shutdownMessage! }, null)
+    }
+
+    /** Plays one turn into the sink, its items renumbered from `offset`; resolves when it ended. */
+    const playTurn = (session: ResponseSession, offset: number, isFirst: boolean) =>
+      new Promise<TurnEnd>((resolve) => {
+        let result: ResponseResult | undefined
+        // The turn's server calls by their index in the turn: their events are replaced by the tool's item.
+        const serverCalls = new Map<number, ServerTool>()
+        const at = (index: number) => offset + index
+        const renumbered = <E extends ItemEvent>(event: E): E => {
+          if (offset === 0) return event
+          // An event relayed as the upstream wrote it carries its JSON text; renumbered, it must be written anew.
+          const { wireJson: _wireJson, ...fields } = event
+          return { ...fields, output_index: at(event.output_index) } as E
+        }
+        const annotationsFor = (text: string) => citationsIn(text, loop.sources)
+        const annotated = new Map<string, unknown[]>()
+
+        const passItem = (event: ItemEvent): boolean => {
+          switch (event.type) {
+            case 'response.output_item.added': {
+              const { item } = event
+              const tool = item.type === 'function_call' ? loop.serverTool((item as { name?: string }).name) : undefined
+              if (!tool) return sink.write(renumbered(event))
+              serverCalls.set(event.output_index, tool)
+              const itemId = loop.itemIdFor((item as { call_id: string }).call_id, tool)
+              return sink.write({ type: 'response.output_item.added', output_index: at(event.output_index), item: tool.pendingItem(itemId) })
+            }
+            case 'response.output_text.done': {
+              const citations = annotationsFor(event.text)
+              if (citations.length > 0) {
+                annotated.set(`${event.output_index}:${event.content_index}`, citations)
+                for (const [index, annotation] of citations.entries()) {
+                  sink.write({
+                    type: 'relayed',
+                    event: {
+                      type: 'response.output_text.annotation.added',
+                      item_id: event.item_id,
+                      output_index: at(event.output_index),
+                      content_index: event.content_index,
+                      annotation_index: index,
+                      annotation,
+                    },
+                  })
+                }
+              }
+              return sink.write(renumbered(event))
+            }
+            case 'response.content_part.done': {
+              const citations = annotated.get(`${event.output_index}:${event.content_index}`)
+              if (!citations || event.part.type !== 'output_text') return sink.write(renumbered(event))
+              const { wireJson: _wireJson, ...fields } = event
+              return sink.write({ ...fields, output_index: at(event.output_index), part: { ...event.part, annotations: [...event.part.annotations, ...citations] } })
+            }
+            default:
+              break
+          }
+          if (serverCalls.has(event.output_index)) return true
+          if (event.type === 'response.output_item.done' && event.item.type === 'message') {
+            const message = event.item as OutputMessage
+            const content = message.content.map((part, index) => {
+              const citations = annotated.get(`${event.output_index}:${index}`)
+              return citations && part.type === 'output_text' ? { ...part, annotations: [...part.annotations, ...citations] } : part
+            })
+            if (content.some((part, index) => part !== message.content[index])) {
+              const { wireJson: _wireJson, ...fields } = event
+              return sink.write({ ...fields, output_index: at(event.output_index), item: { ...message, content } })
+            }
+          }
+          return sink.write(renumbered(event))
+        }
+
+        stopTurn = session.start({
+          write(event) {
+            switch (event.type) {
+              case 'started':
+                if (!isFirst) return true
+                started = event
+                return sink.write(event)
+              case 'debug':
+                // The upstream body is echoed for the first turn only, as the spec's first chunk.
+                return isFirst ? sink.write(event) : true
+              case 'keep_alive':
+                return sink.write(event)
+              case 'usage':
+              case 'error':
+                // The loop reports its own, over every turn.
+                return true
+              case 'finished':
+                result = event.result
+                return true
+              case 'relayed': {
+                const index = event.event.output_index
+                if (offset === 0 || typeof index !== 'number') return sink.write(event)
+                return sink.write({ type: 'relayed', event: { ...event.event, output_index: at(index) } })
+              }
+              default:
+                return passItem(event)
+            }
+          },
+          ready: () => sink.ready(),
+          close: () => resolve(result ? { how: 'finished', result } : { how: 'closed' }),
+          fail: (error) => resolve({ how: 'broken', error }),
+        })
+      })
+
+    /** Shows the tool's events of a call as it runs and when it ended. */
+    const callHooks = (offset: number) => {
+      const event = (pending: PendingCall, type: string) =>
+        sink.write({ type: 'relayed', event: { type, item_id: pending.call.itemId, output_index: offset + pending.turnIndex } })
+      return {
+        onStart: (pending: PendingCall) => pending.tool.startEvents?.forEach((type) => event(pending, type)),
+        onProgress: (pending: PendingCall, progress: { type: string }) => event(pending, progress.type),
+        onDone: (pending: PendingCall, item: OutputItem) => {
+          pending.tool.endEvents?.forEach((type) => event(pending, type))
+          sink.write({ type: 'response.output_item.done', output_index: offset + pending.turnIndex, item })
+        },
+      }
+    }
+
+    const run = async () => {
+      const tools = toolSignal(signal)
+      try {
+        let session = first
+        for (let isFirst = true; ; isFirst = false) {
+          const offset = output.length
+          const end = await playTurn(session, offset, isFirst)
+          stopTurn = undefined
+          if (end.how === 'broken') throw end.error
+          if (end.how === 'closed') return shutdownMessage === undefined ? close() : finishShutdown()
+          const { result } = end
+          lastResult = result
+          isBetweenTurns = true
+          startKeepAlive()
+          const decision = loop.afterTurn({ output: result.output, status: result.status, incompleteDetails: result.incompleteDetails, usage: result.usage })
+          // What the turn's text was annotated with as it streamed: the pages found before it.
+          const citable = [...loop.sources]
+          const ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal, callHooks(offset)) : new Map<PendingCall, OutputItem>()
+          const items = withCitations(loop.clientItems(result.output, ran), citable)
+          // Server calls that never ran (a turn with tools disabled, a failed turn) still end their item.
+          for (const [index, item] of result.output.entries()) {
+            if (item.type !== 'function_call' || !loop.serverTool((item as { name?: string }).name)) continue
+            if (![...ran.keys()].some((pending) => pending.turnIndex === index)) sink.write({ type: 'response.output_item.done', output_index: offset + index, item: items[index]! })
+          }
+          output.push(...items)
+          if (result.status === 'failed') return finish('failed', result.error, null)
+          if (decision.next === 'end') return finish(result.status, null, result.incompleteDetails)
+          try {
+            session = await openSession(service, loop.turnRequest())
+          } catch (error) {
+            if (error instanceof ClientClosedError || signal.aborted) throw error
+            return finish('failed', toResponseFailure(isGatewayError(error) ? error : new InternalError('Internal server error')), null)
+          }
+          // Shut down or stopped while the next turn was opening: its upstream was aborted with the signal.
+          if (isStopped) return
+          stopKeepAlive()
+          isBetweenTurns = false
+        }
+      } catch (error) {
+        if (isStopped) return
+        if (shutdownMessage !== undefined) return finishShutdown()
+        if (error instanceof ClientClosedError || signal.aborted) return close()
+        throw error
+      } finally {
+        tools.release()
+      }
+    }
+
+    run().catch((error: unknown) => {
+      // A bug, not an upstream failure: the client must not take what it got for a whole answer.
+      isStopped = true
+      stopKeepAlive()
+      service.streams.delete(active)
+      signal.abort(error)
+      service.logger.error('server-tool stream failed', { requestId: request.requestId, error })
+      sink.fail(error)
+    })
+
+    // The consumer went away: stop the turn and every tool run at once. What was used is the finished turns'
+    // usage and the tools' cost, plus what the stopped turn used (its usage or the observer's estimate of it).
+    return (): StoppedUsage | undefined => {
+      if (isStopped) return undefined
+      isStopped = true
+      stopKeepAlive()
+      service.streams.delete(active)
+      signal.abort(new ClientClosedError())
+      const turn = stopTurn?.()
+      if (!turn) return { usage: null, bill: () => loop.usage() }
+      return { usage: turn.usage, bill: (used) => loop.usage(turn.bill(used)) }
+    }
+  }
+
+  return { request: request.body, overheadMs: first.overheadMs, start }
+}
