@@ -282,3 +282,23 @@ describe('stop_server_tools_when', () => {
     expect(response.usage).toMatchObject({ input_tokens: 210, output_tokens: 22, server_tool_use_details: { tool_calls_executed: 2 } })
   })
 })
+
+describe('the loop in the accounts', () => {
+  it('leaves one usage record and one charge for the whole loop, equal to the cost the caller was told, whole and streamed', async () => {
+    const { gateway } = await serve([...TIME_THEN_ANSWER, ...TIME_THEN_ANSWER])
+    const answered = await whole({ tools: [DATETIME] })
+    const { response: streamedAnswer } = await streamed({ tools: [DATETIME] })
+    expect(streamedAnswer.usage.cost).toBe(answered.usage.cost)
+    await gateway.gateway.flushSpend()
+    for (const answer of [answered, streamedAnswer]) {
+      const record = await gateway.call('GET', `/generation?id=${encodeURIComponent(answer.id)}`, { key: gateway.regularKey })
+      expect(record.status).toBe(200)
+      const { data } = await record.json()
+      // Both turns' tokens in one record, priced as the answer was.
+      expect(data).toMatchObject({ tokens_prompt: 250, tokens_completion: 18 })
+      expect(data.total_cost).toBeCloseTo(answer.usage.cost, 12)
+    }
+    const { data: key } = await (await gateway.call('GET', '/key', { key: gateway.regularKey })).json()
+    expect(key.usage).toBeCloseTo(answered.usage.cost + streamedAnswer.usage.cost, 12)
+  })
+})
