@@ -7,7 +7,7 @@
 
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
-import { boundedJson, passThroughObject } from '../core/validation'
+import { boundedJson, passThroughObject, sparseLooseObject } from '../core/validation'
 
 // spec Limits.
 export const METADATA_MAX_PAIRS = 16
@@ -249,7 +249,7 @@ export const MetadataSchema = v.pipe(
 )
 
 export const ResponsesRequestSchema = v.pipe(
-  v.looseObject({
+  sparseLooseObject({
     // By the value's kind, so an item's own error is not swallowed by a string-or-array union.
     input: v.lazy((input) =>
       typeof input === 'string' ? v.string() : v.array(InputItemSchema, 'must be a string or an array of input items'),
