@@ -26,8 +26,9 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
   const inputCost = (usage.input_tokens - cached) * pricing.prompt + cached * (pricing.cachedPrompt ?? pricing.prompt) + (pricing.request ?? 0)
   const outputCost = usage.output_tokens * pricing.completion
   const listCost = inputCost + outputCost
-  return {
-    ...usage,
+  // Object.assign rather than `{ ...usage, cost, … }`: on Node 20 a spread followed by more fields takes V8's slow
+  // path, about 4 µs per request for this one object (bench/README.md). The keys and their order are the same.
+  return Object.assign({}, usage, {
     cost: round(options.isByok ? listCost * options.byokFeeRate : listCost),
     is_byok: options.isByok,
     cost_details: {
@@ -35,7 +36,7 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
       upstream_inference_input_cost: round(inputCost),
       upstream_inference_output_cost: round(outputCost),
     },
-  }
+  })
 }
 
 /** The usage priced at the prices of the endpoint `attempt` called, as BYOK when it used the caller's key. */
