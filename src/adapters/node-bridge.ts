@@ -6,7 +6,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ChunkProducer } from '../core/event-stream'
-import type { EventsReply, JsonReply, Reply } from '../core/reply'
+import { replyFields, type EventsReply, type JsonReply, type Reply } from '../core/reply'
 import type { FetchHandler, ReplyHandler } from '../core/types'
 import { BodyAlreadyConsumedError, disconnectSignalOf, existingSignalOf, toRequest, type NodeBridgeOptions } from './node-request'
 
@@ -46,6 +46,14 @@ const writeHead = (head: { status: number; statusText?: string; headers: Headers
   }
   const cookies = head.headers.getSetCookie()
   if (cookies.length > 0) res.setHeader('set-cookie', cookies)
+}
+
+/** The head of a reply made by the gateway: its fields in the order a `Headers` would list them (by name). */
+const writeOwnHead = (reply: JsonReply | EventsReply, res: ServerResponse): void => {
+  const fields = replyFields(reply)
+  if (!fields) return writeHead(reply, res)
+  res.statusCode = reply.status
+  for (const name of Object.keys(fields).sort()) res.setHeader(name, fields[name]!)
 }
 
 const writeChunk = async (res: ServerResponse, chunk: Uint8Array): Promise<void> => {
@@ -233,7 +241,7 @@ const IDLE_SINK = { write: () => false, ready: () => Promise.resolve(), close: (
 const writeOwnReply = async (reply: JsonReply | EventsReply, res: ServerResponse): Promise<void> => {
   const isHead = res.req?.method === 'HEAD'
   try {
-    writeHead(reply, res)
+    writeOwnHead(reply, res)
   } catch (error) {
     if (reply.kind === 'events') reply.produce(IDLE_SINK)()
     logFailure('the response has an invalid status or header', error)

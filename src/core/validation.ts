@@ -93,3 +93,91 @@ export const searchParamsToObject = (searchParams: URLSearchParams): Record<stri
   for (const [name, value] of searchParams) query[name] = value
   return query
 }
+
+type LooseObjectSchema<E extends v.ObjectEntries, M extends v.ErrorMessage<v.LooseObjectIssue> | undefined> = v.LooseObjectSchema<E, M>
+type Dataset = { typed?: boolean; value: unknown; issues?: v.BaseIssue<unknown>[] }
+type EntrySchema = v.ObjectEntries[string] & { default?: unknown; fallback?: unknown }
+
+const isOptionalType = (schema: EntrySchema) => schema.type === 'exact_optional' || schema.type === 'optional' || schema.type === 'nullish'
+
+/**
+ * `v.looseObject` for request bodies with many optional fields, of which a request sends a few. valibot's own
+ * check asks the value for every field the schema names (45 for a Responses request); this one looks at the
+ * fields the value has and at those it must see anyway (required, defaulted, with a fallback), in the schema's
+ * order. The output, its key order and the issues are the same: it runs valibot's code for every field, and
+ * hands values that are not plain objects to valibot's own check.
+ */
+export const sparseLooseObject = <const E extends v.ObjectEntries, const M extends v.ErrorMessage<v.LooseObjectIssue> | undefined = undefined>(
+  entries: E,
+  message?: M,
+): LooseObjectSchema<E, M> => {
+  const schema = v.looseObject(entries, message) as LooseObjectSchema<E, M>
+  const keys = Object.keys(entries)
+  // A field named like something every object inherits (`toString`) would be "in" any value: not sparse then.
+  if (keys.some((key) => key in Object.prototype)) return schema
+  const fieldSchemas = keys.map((key) => entries[key] as EntrySchema)
+  const indexOf = new Map(keys.map((key, index) => [key, index]))
+  const alwaysSeen = keys
+    .map((_, index) => index)
+    .filter((index) => {
+      const field = fieldSchemas[index]!
+      return !isOptionalType(field) || field.default !== undefined || field.fallback !== undefined
+    })
+  const denseRun = schema['~run'].bind(schema)
+  const run = function (this: typeof schema, dataset: Dataset, config: v.Config<v.BaseIssue<unknown>>): Dataset {
+    const input = dataset.value
+    const prototype = input && typeof input === 'object' ? (Object.getPrototypeOf(input) as unknown) : undefined
+    if (prototype !== Object.prototype && prototype !== null) return denseRun(dataset as never, config as never) as Dataset
+    const record = input as Record<string, unknown>
+    // The schema's fields the value has, and those always seen, merged in the schema's order.
+    const seen = alwaysSeen.slice()
+    for (const key in record) {
+      const index = indexOf.get(key)
+      if (index === undefined) continue
+      let at = seen.length
+      while (at > 0 && seen[at - 1]! > index) at--
+      if (seen[at - 1] !== index) seen.splice(at, 0, index)
+    }
+    dataset.typed = true
+    const output: Record<string, unknown> = {}
+    dataset.value = output
+    for (const index of seen) {
+      const key = keys[index]!
+      const valueSchema = fieldSchemas[index]!
+      const isPresent = key in record
+      if (isPresent || (isOptionalType(valueSchema) && valueSchema.default !== undefined)) {
+        const value = isPresent ? record[key] : v.getDefault(valueSchema as never)
+        const valueDataset = valueSchema['~run']({ value }, config) as Dataset
+        if (valueDataset.issues) {
+          const pathItem = { type: 'object', origin: 'value', input: record, key, value }
+          for (const issue of valueDataset.issues) {
+            if (issue.path) (issue.path as unknown[]).unshift(pathItem)
+            else (issue as { path?: unknown[] }).path = [pathItem]
+            dataset.issues?.push(issue)
+          }
+          if (!dataset.issues) dataset.issues = valueDataset.issues
+          if (config.abortEarly) {
+            dataset.typed = false
+            break
+          }
+        }
+        if (!valueDataset.typed) dataset.typed = false
+        output[key] = valueDataset.value
+      } else if (valueSchema.fallback !== undefined) output[key] = v.getFallback(valueSchema as never)
+      else if (!isOptionalType(valueSchema)) {
+        v._addIssue(this as never, 'key', dataset as never, config as never, {
+          input: undefined,
+          expected: `"${key}"`,
+          path: [{ type: 'object', origin: 'key', input: record as never, key, value: record[key] }],
+        })
+        if (config.abortEarly) break
+      }
+    }
+    if (!dataset.issues || !config.abortEarly) {
+      for (const key in record) if (v._isValidObjectKey(record, key) && !indexOf.has(key)) output[key] = record[key]
+    }
+    return dataset
+  }
+  ;(schema as { '~run': unknown })['~run'] = run
+  return schema
+}

@@ -40,8 +40,9 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
   const imageTokens = pricing.image === undefined ? 0 : Math.min(usage.output_tokens_details.image_tokens ?? 0, usage.output_tokens)
   const outputCost = (usage.output_tokens - imageTokens) * pricing.completion + images * (pricing.image ?? 0)
   const listCost = inputCost + outputCost
-  return {
-    ...usage,
+  // Object.assign rather than `{ ...usage, cost, … }`: on Node 20 a spread followed by more fields takes V8's slow
+  // path, about 4 µs per request for this one object (bench/README.md). The keys and their order are the same.
+  return Object.assign({}, usage, {
     cost: round(options.isByok ? listCost * options.byokFeeRate : listCost),
     is_byok: options.isByok,
     cost_details: {
@@ -49,7 +50,7 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
       upstream_inference_input_cost: round(inputCost),
       upstream_inference_output_cost: round(outputCost),
     },
-  }
+  })
 }
 
 /**

@@ -7,7 +7,7 @@
 
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
-import { boundedJson, passThroughObject } from '../core/validation'
+import { boundedJson, passThroughObject, sparseLooseObject } from '../core/validation'
 
 // spec Limits.
 export const METADATA_MAX_PAIRS = 16
@@ -268,7 +268,7 @@ export const isImageConfigUsable = (body: { image_config?: unknown; modalities?:
 export const IMAGE_CONFIG_WITHOUT_IMAGES = 'image_config applies only to a request whose modalities include "image"'
 
 export const ResponsesRequestSchema = v.pipe(
-  v.looseObject({
+  sparseLooseObject({
     // By the value's kind, so an item's own error is not swallowed by a string-or-array union.
     input: v.lazy((input) =>
       typeof input === 'string' ? v.string() : v.array(InputItemSchema, 'must be a string or an array of input items'),

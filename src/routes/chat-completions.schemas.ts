@@ -6,7 +6,7 @@
  */
 
 import * as v from 'valibot'
-import { boundedJson } from '../core/validation'
+import { boundedJson, sparseLooseObject } from '../core/validation'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -182,7 +182,7 @@ const emptyList = (reason: string) =>
   v.optional(v.nullable(v.pipe(v.array(v.unknown()), v.maxLength(0, `is not supported: ${reason}`))))
 
 export const ChatCompletionsRequestSchema = v.pipe(
-  v.looseObject({
+  sparseLooseObject({
     model: v.optional(ModelSlugSchema),
     models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
     messages: v.pipe(v.array(MessageSchema), v.minLength(1, 'must have at least 1 message'), v.maxLength(MESSAGES_MAX, `at most ${MESSAGES_MAX} messages`)),

@@ -5,6 +5,7 @@
  * Adapters drive it with what the upstream said; the same builder yields non-streaming results.
  */
 
+import { cloneData } from '../../core/clone-data'
 import { randomHex } from '../../core/crypto'
 import type { ItemEvent } from '../events'
 import type { OutputFunctionCall, OutputImage, OutputItem, OutputMessage, OutputReasoning, OutputText } from '../types'
@@ -80,7 +81,7 @@ export const createOutputBuilder = (): OutputBuilder => {
       part.type === 'output_text'
         ? [{ type: 'response.output_text.done', ...base, text: part.text, logprobs: part.logprobs ? [...part.logprobs] : [] }]
         : [{ type: 'response.refusal.done', ...base, refusal: part.refusal }]
-    return [...done, { type: 'response.content_part.done', ...base, part: structuredClone(part) }]
+    return [...done, { type: 'response.content_part.done', ...base, part: cloneData(part) }]
   }
 
   const closeReasoningParts = (open: OpenReasoning): Events => {
@@ -111,14 +112,14 @@ export const createOutputBuilder = (): OutputBuilder => {
     sequential = null
     const events = open.kind === 'message' ? closeMessagePart(open) : closeReasoningParts(open)
     open.item.status = status
-    events.push({ type: 'response.output_item.done', output_index: open.outputIndex, item: structuredClone(open.item) })
+    events.push({ type: 'response.output_item.done', output_index: open.outputIndex, item: cloneData(open.item) })
     return events
   }
 
   const openItem = (item: OutputItem): { events: Events; outputIndex: number } => {
     const outputIndex = items.length
     items.push(item)
-    return { events: [{ type: 'response.output_item.added', output_index: outputIndex, item: structuredClone(item) }], outputIndex }
+    return { events: [{ type: 'response.output_item.added', output_index: outputIndex, item: cloneData(item) }], outputIndex }
   }
 
   const message = (): { open: OpenMessage; events: Events } => {
@@ -318,7 +319,7 @@ export const createOutputBuilder = (): OutputBuilder => {
             name: open.item.name,
             arguments: open.item.arguments,
           },
-          { type: 'response.output_item.done', output_index: open.outputIndex, item: structuredClone(open.item) },
+          { type: 'response.output_item.done', output_index: open.outputIndex, item: cloneData(open.item) },
         )
       }
       calls.clear()

@@ -6,6 +6,7 @@
  */
 
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser'
+import { Utf8StreamDecoder } from '../../core/utf8-stream'
 import { DEFAULT_MAX_EVENT_BYTES, eventTooLarge, type SseMessage } from './sse'
 
 /** An adapter's side of the reading: what each message means, and what the end of the body means. */
@@ -24,7 +25,7 @@ class SseEventReader<Event> implements AsyncIterableIterator<Event> {
   readonly #body: AsyncIterator<Uint8Array>
   readonly #translator: SseTranslator<Event>
   readonly #maxEventBytes: number
-  readonly #decoder = new TextDecoder('utf-8')
+  readonly #decoder = new Utf8StreamDecoder()
   readonly #parser: EventSourceParser
   #queue: Event[] = []
   #head = 0
@@ -111,7 +112,7 @@ class SseEventReader<Event> implements AsyncIterableIterator<Event> {
   #feed(chunk: Uint8Array): void {
     this.#pendingBytes += chunk.byteLength
     const messagesBefore = this.#messageCount
-    this.#parser.feed(this.#decoder.decode(chunk, { stream: true }))
+    this.#parser.feed(this.#decoder.decode(chunk))
     // The parser holds an incomplete event in full: the bound restarts with each chunk that completes one.
     if (this.#messageCount > messagesBefore) this.#pendingBytes = 0
     else if (this.#pendingBytes > this.#maxEventBytes) throw eventTooLarge(this.#maxEventBytes)
@@ -119,7 +120,7 @@ class SseEventReader<Event> implements AsyncIterableIterator<Event> {
 
   #end(): void {
     this.#isBodyDone = true
-    this.#parser.feed(this.#decoder.decode())
+    this.#parser.feed(this.#decoder.end())
     // A final event without its blank line still counts: some upstreams end the body right after `data:`.
     this.#parser.feed('\n\n')
     this.#translator.end(this.#queue)

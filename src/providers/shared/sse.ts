@@ -6,6 +6,7 @@
 
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { formatByteSize } from '../../core/byte-size'
+import { Utf8StreamDecoder } from '../../core/utf8-stream'
 import { UpstreamFailure } from './errors'
 
 /** The default bound of one event, when the caller gives none (`upstream.maxEventBytes`). */
@@ -29,7 +30,7 @@ export const eventTooLarge = (maxEventBytes: number): UpstreamFailure =>
  * restarts with each chunk that completes an event, so it is precise to one chunk.
  */
 export async function* readSse(body: AsyncIterable<Uint8Array>, maxEventBytes = DEFAULT_MAX_EVENT_BYTES): AsyncIterable<SseMessage> {
-  const decoder = new TextDecoder('utf-8')
+  const decoder = new Utf8StreamDecoder()
   const ready: SseMessage[] = []
   const parser = createParser({
     onEvent: (message: EventSourceMessage) => ready.push({ event: message.event, data: message.data }),
@@ -37,12 +38,12 @@ export async function* readSse(body: AsyncIterable<Uint8Array>, maxEventBytes = 
   let pendingBytes = 0
   for await (const chunk of body) {
     pendingBytes += chunk.byteLength
-    parser.feed(decoder.decode(chunk, { stream: true }))
+    parser.feed(decoder.decode(chunk))
     if (ready.length > 0) pendingBytes = 0
     else if (pendingBytes > maxEventBytes) throw eventTooLarge(maxEventBytes)
     while (ready.length > 0) yield ready.shift()!
   }
-  parser.feed(decoder.decode())
+  parser.feed(decoder.end())
   // A final event without its blank line still counts: some upstreams end the body right after `data:`.
   parser.feed('\n\n')
   while (ready.length > 0) yield ready.shift()!

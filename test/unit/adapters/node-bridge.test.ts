@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto'
 import http, { type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
 import { BodyAlreadyConsumedError } from '../../../src/adapters/node-bridge'
 import type { ClientSignal } from '../../../src/core/client-signal'
 import type { ChunkProducer, ChunkSink } from '../../../src/core/event-stream'
-import { eventsReply, responseReply } from '../../../src/core/reply'
+import { eventsReply, jsonTextReply, responseReply, setReplyHeader, type Reply } from '../../../src/core/reply'
 import type { FetchHandler, ReplyHandler } from '../../../src/core/types'
 
 interface Deferred<T> {
@@ -480,6 +480,58 @@ describe('JSON answers of a gateway (through toNodeListener)', () => {
     expect(JSON.parse(response.body.toString())).toMatchObject({ error: { code: 401 } })
     expect(head.body.byteLength).toBe(0)
     await gateway.close()
+  })
+})
+
+/** The bytes of one GET answered on a fresh connection, up to the end of the body (`Connection: close`). */
+const rawExchange = (port: number): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))
+    const chunks: Buffer[] = []
+    socket.on('data', (chunk) => chunks.push(chunk))
+    socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1')))
+    socket.on('error', reject)
+  })
+
+describe('the head of a gateway reply (through toNodeListener)', () => {
+  const replyHandler = (make: () => Reply): ReplyHandler => ({ fetch: async () => new Response('not expected'), reply: async () => make() })
+  const withoutDate = (raw: string) => raw.replace(/\r\nDate: [^\r]*/, '')
+
+  it('goes out byte for byte as the same fields read through a Headers object would', async () => {
+    const make = () => {
+      const reply = jsonTextReply('{"a":"é"}', 201, { 'X-B': ' two\t', 'x-a': 'one', 'X-A': 'uno', 'content-type': 'text/plain' })
+      return setReplyHeader(setReplyHeader(reply, 'x-request-id', 'r1'), 'X-B', 'three')
+    }
+    const asFields = await listen(toNodeListener(replyHandler(make)))
+    const asHeaders = await listen(
+      toNodeListener(
+        replyHandler(() => {
+          const reply = make()
+          if (reply.kind === 'response') throw new Error('unexpected')
+          // Reading `headers` turns the fields into a Headers object, which the bridge then iterates.
+          expect([...reply.headers]).toEqual([
+            ['content-type', 'application/json'],
+            ['x-a', 'one, uno'],
+            ['x-b', 'three'],
+            ['x-request-id', 'r1'],
+          ])
+          return reply
+        }),
+      ),
+    )
+
+    const [fromFields, fromHeaders] = await Promise.all([rawExchange(asFields.port), rawExchange(asHeaders.port)])
+
+    expect(withoutDate(fromFields)).toBe(withoutDate(fromHeaders))
+    expect(fromFields).toContain('HTTP/1.1 201 Created\r\ncontent-type: application/json\r\nx-a: one, uno\r\nx-b: three\r\nx-request-id: r1\r\n')
+    expect(fromFields).toContain('Content-Length: 10\r\n')
+  })
+
+  it('refuses a field Headers refuses, when the reply is made', () => {
+    expect(() => jsonTextReply('{}', 200, { 'x-bad': 'a\r\nb' })).toThrow(TypeError)
+    expect(() => jsonTextReply('{}', 200, { 'bad name': 'a' })).toThrow(TypeError)
+    const reply = jsonTextReply('{}', 200)
+    expect(() => setReplyHeader(reply, 'x-bad', 'a\nb')).toThrow(TypeError)
   })
 })
 
