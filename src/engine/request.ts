@@ -1,24 +1,18 @@
 /** One response to run: only what belongs to this request. Everything else is the inference service's. */
 
 import type { ClientSignal } from '../core/client-signal'
+import type { GenerationAttempt } from '../repositories/generations'
 import type { RequestExtensionName, RequestExtensions } from '../providers/types'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 import type { ServerToolPlan } from './server-tools/plan'
 import type { SpendTargets } from './spend-targets'
 
-/** One upstream attempt as it ended: what the usage ledger reports per attempt (OpenRouter's `provider_responses`). */
-export interface AttemptReport {
-  provider: string
-  model: string
-  /** The provider's own id for the model. */
-  endpoint: string
-  isByok: boolean
-  /** 200 for the attempt that answered, the provider's status (or the gateway's for a failure of its own) otherwise, null when the client left first. */
-  status: number | null
-  /** From sending the attempt to its answer (a stream's first event) or its failure. */
-  latencyMs: number
-}
+/**
+ * One upstream attempt as it ended, as the usage ledger stores it (OpenRouter's `provider_responses`): its
+ * `latencyMs` runs from sending the attempt to its answer (a stream's first event) or its failure.
+ */
+export type AttemptReport = GenerationAttempt
 
 export interface InferenceRequest {
   body: ResponsesRequestBody
