@@ -565,6 +565,38 @@ export function describeStorageContract(
       })
     })
 
+    describe('incrementMany (where the driver offers it)', () => {
+      it('adds to each counter in one call and answers in the order asked, each with its own expiry', async () => {
+        if (!driver.incrementMany) return
+        await driver.increment(counterKey('b'), 10, 60_000)
+        const results = await driver.incrementMany([
+          { key: counterKey('c'), amount: 1, ttlMs: 60_000 },
+          { key: counterKey('b'), amount: 2, ttlMs: 60_000 },
+          { key: counterKey('a'), amount: -3, ttlMs: 30_000 },
+        ])
+        expect(results.map((result) => result.value)).toEqual([1, 12, -3])
+        expect(results[2]!.expiresAt).toBeLessThan(results[0]!.expiresAt)
+        expect((await driver.increment(counterKey('a'), 0, 60_000)).value).toBe(-3)
+        expect(await driver.incrementMany([])).toEqual([])
+      })
+
+      it('refuses a batch that names one counter twice, changing nothing', async () => {
+        if (!driver.incrementMany) return
+        expect(await rejectionOf(driver.incrementMany([{ key: counterKey('a'), amount: 1, ttlMs: 60_000 }, { key: counterKey('a'), amount: 1, ttlMs: 60_000 }]))).toBeInstanceOf(TypeError)
+        expect((await driver.increment(counterKey('a'), 0, 60_000)).value).toBe(0)
+      })
+
+      it('adds up concurrent batches over the same counters exactly', async () => {
+        if (!driver.incrementMany) return
+        const keys = ['a', 'b', 'c', 'd'].map(counterKey)
+        // Each batch names the counters in another order: the driver must not deadlock on them.
+        await Promise.all(
+          Array.from({ length: 12 }, (_, batch) => driver.incrementMany!(keys.map((_, index) => ({ key: keys[(index + batch) % keys.length]!, amount: 1, ttlMs: 60_000 })))),
+        )
+        for (const key of keys) expect((await driver.increment(key, 0, 60_000)).value).toBe(12)
+      })
+    })
+
     describe('argument checks', () => {
       const typeErrorOf = async (promise: Promise<unknown>) =>
         expect(await rejectionOf(promise)).toBeInstanceOf(TypeError)

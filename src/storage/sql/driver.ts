@@ -6,6 +6,7 @@
  */
 import { isGatewayError, StorageConflictError, StorageUnavailableError } from '../../core/errors'
 import type {
+  CounterChange,
   CounterResult,
   JsonObject,
   ListQuery,
@@ -17,6 +18,7 @@ import type {
 import {
   assertCollection,
   assertCounterArguments,
+  assertDistinctCounters,
   assertId,
   assertListQuery,
   assertVersion,
@@ -490,6 +492,33 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       const row = await (dialect.isIncrementTransactional ? transaction(run) : call(run))
       sweepCounters(pool, dialect)
       return { value: Number(row.value), expiresAt: Number(row.expires_at) }
+    },
+
+    /**
+     * One transaction on one session: one commit (one log flush) for the whole batch instead of one per counter.
+     * Counters are upserted in key order, so two batches over the same counters lock them in the same order and
+     * cannot deadlock each other; a deadlock with anything else retries the batch from the start.
+     */
+    async incrementMany(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]> {
+      assertOpen()
+      assertDistinctCounters(changes)
+      for (const { key, amount, ttlMs } of changes) {
+        assertCounterArguments(key, amount, ttlMs)
+        assertStorableKey(key, 'counter key', KEY_LIMITS.counterKey)
+      }
+      if (changes.length === 0) return []
+      const order = changes.map((_, index) => index).sort((left, right) => (changes[left]!.key < changes[right]!.key ? -1 : 1))
+      const rows = await transaction(async (sqlCall, dialect) => {
+        const found: SqlRow[] = new Array(changes.length)
+        for (const index of order) {
+          const { key, amount, ttlMs } = changes[index]!
+          found[index] = await dialect.increment(sqlCall, key, amount, ttlMs)
+        }
+        return found
+      })
+      const { dialect, pool } = await ready()
+      sweepCounters(pool, dialect)
+      return rows.map((row) => ({ value: Number(row.value), expiresAt: Number(row.expires_at) }))
     },
 
     close(): Promise<void> {
