@@ -5,7 +5,7 @@
  */
 
 import type { ClientSignal } from '../core/client-signal'
-import { AuthenticationError } from '../core/errors'
+import { AuthenticationError, InvalidRequestError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
@@ -48,6 +48,16 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
 }
 
 /**
+ * The spec's plugin ids validate, but this gateway runs none of them yet: an enabled one is refused by name rather
+ * than accepted without effect (a disabled one asks for nothing).
+ */
+const refuseUnrunPlugins = (body: ResponsesRequestBody): void => {
+  const index = body.plugins?.findIndex((plugin) => plugin.enabled !== false) ?? -1
+  if (index < 0) return
+  throw new InvalidRequestError(`body.plugins.${index}: the "${body.plugins![index]!.id}" plugin is not run by this gateway yet; leave it out or set enabled: false`)
+}
+
+/**
  * Plans the attempts of a request (routing, BYOK keys) from the caller's workspace. `extensions` are the settings
  * a route's own wire format adds to the body (Chat Completions `stop`, …).
  */
@@ -58,6 +68,7 @@ export const prepareRequest = async (
   extensions?: RouteExtensions,
 ): Promise<InferenceRequest> => {
   const { caller, repositories, requestId } = context
+  refuseUnrunPlugins(body)
   // Both keyed by the caller's workspace, so a networked store answers them in one round trip, not two.
   const [workspace, byok] = await Promise.all([
     repositories.workspaces.get(caller.key.workspaceId),

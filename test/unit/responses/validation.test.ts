@@ -470,8 +470,12 @@ describe('plugins', () => {
     'pareto-router',
     'fusion',
     'switchyard-router',
-  ])('accepts %s', async (id) => {
-    await expectAccepted(request({ plugins: [{ id }] }))
+  ])('validates %s and refuses it by name, since this gateway runs no plugin yet; a disabled one is accepted', async (id) => {
+    await expectRejected(
+      request({ plugins: [{ id: 'web', enabled: false }, { id }] }),
+      `body.plugins.1: the "${id}" plugin is not run by this gateway yet; leave it out or set enabled: false`,
+    )
+    await expectAccepted(request({ plugins: [{ id, enabled: false }] }))
   })
 
   it('rejects an unknown id', async () => {
