@@ -15,6 +15,8 @@ import { fixture, startUpstream, type RecordedRequest, type Upstream, type Upstr
 const CLI = resolve(__dirname, '../../dist/cli.js')
 const OPERATOR_KEY = `operator-${uniqueNamespace('key')}`
 const MODEL = 'openai/gpt-4.1-mini'
+/** Questions whose answers the upstream holds until a test lets them go (see `holdUpstream`). */
+const LATE_QUESTION = 'late:'
 
 /** What a client learned from one answer it read to the end. */
 interface Received {
@@ -85,22 +87,26 @@ describe.each(PROCESS_STORES)('usage ledger: three gateway processes on one $nam
     await store.drop(namespace)
   })
 
-  /** Holds every upstream answer until the returned function is called. */
-  const holdUpstream = () => {
+  /**
+   * Holds every upstream answer until the returned function is called; answers to questions that start with
+   * `LATE_QUESTION` wait for `late` as well, so they are still in flight whenever `late` settles.
+   */
+  const holdUpstream = (late: Promise<void> = Promise.resolve()) => {
     let open!: () => void
     const released = new Promise<void>((resolveRelease) => (open = resolveRelease))
-    upstream.setHandler((request) => heldReply(request, released))
+    const lateReleased = Promise.all([released, late]).then(() => undefined)
+    upstream.setHandler((request) => heldReply(request, String(request.json?.input).startsWith(LATE_QUESTION) ? lateReleased : released))
     release = open
     return open
   }
 
   /** Sends one request to `gateway`; resolves with what the client received, or null when the answer did not arrive whole. */
-  const ask = async (gateway: RunningProcess, isStream: boolean, onReceived?: () => void): Promise<Received | null> => {
+  const ask = async (gateway: RunningProcess, isStream: boolean, onReceived?: () => void, question = 'What is the capital of France?'): Promise<Received | null> => {
     try {
       const response = await fetch(`${gateway.url}/api/v1/responses`, {
         method: 'POST',
         headers: { authorization: `Bearer ${regularKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: MODEL, input: 'What is the capital of France?', stream: isStream }),
+        body: JSON.stringify({ model: MODEL, input: question, stream: isStream }),
       })
       if (response.status !== 200) return null
       const text = await response.text()
@@ -159,7 +165,9 @@ describe.each(PROCESS_STORES)('usage ledger: three gateway processes on one $nam
 
   it('after a SIGKILL of one process mid-load, every answer a client fully received has its record, and none two', async () => {
     const before = await activity(0)
-    const open = holdUpstream()
+    let killed!: () => void
+    const afterKill = new Promise<void>((resolveKill) => (killed = resolveKill))
+    const open = holdUpstream(afterKill)
     const victim = gateways[2]!
     const total = 45
     let isKilled = false
@@ -167,10 +175,14 @@ describe.each(PROCESS_STORES)('usage ledger: three gateway processes on one $nam
       if (isKilled) return
       isKilled = true
       victim.child.kill('SIGKILL')
+      killed()
     }
     const requestsBefore = upstream.requests.length
-    // The victim dies as soon as its first answer reached its client: the others it holds are mid-flight.
-    const answers = Array.from({ length: total }, (_, index) => ask(gateways[index % 3]!, index % 2 === 0, index % 3 === 2 ? kill : undefined))
+    // The victim dies as soon as its first answer reached its client; its other answers are held upstream until
+    // then, so they are mid-flight when it dies.
+    const answers = Array.from({ length: total }, (_, index) =>
+      index % 3 === 2 ? ask(victim, index % 2 === 0, kill, index === 2 ? undefined : `${LATE_QUESTION} ${index}`) : ask(gateways[index % 3]!, index % 2 === 0),
+    )
     await vi.waitFor(() => expect(upstream.requests.length - requestsBefore).toBeGreaterThanOrEqual(total), { timeout: 20_000 })
     open()
     const outcomes = await Promise.all(answers)
