@@ -38,11 +38,28 @@ interface Tracked {
 
 const METRICS: readonly SpendMetric[] = ['usage', 'all']
 
-const trackedCounters = (targets: SpendTargets, at: Date): Tracked[] => [
+const buildTrackedCounters = (targets: SpendTargets, at: Date): readonly Tracked[] => [
   ...METRICS.flatMap((metric) => SPEND_WINDOWS.map((window) => ({ counter: spendCounter('key', targets.key.hash, metric, window, at), metric }))),
   ...METRICS.flatMap((metric) => SPEND_WINDOWS.map((window) => ({ counter: spendCounter('workspace', targets.workspace.id, metric, window, at), metric }))),
   { counter: spendCounter('account', targets.account.id, 'usage', 'total', at), metric: 'usage' },
 ]
+
+const DAY_MS = 86_400_000
+const TRACKED_CACHE_MAX = 1024
+// A key's 17 counters change names once a day: built once per key and day, not per request (and the same key
+// strings each time, whose hashes the store's maps then need not compute again). Read-only once built.
+const trackedCache = new Map<string, readonly Tracked[]>()
+
+const trackedCounters = (targets: SpendTargets, at: Date): readonly Tracked[] => {
+  const cacheKey = `${targets.key.hash}|${targets.workspace.id}|${targets.account.id}|${Math.floor(at.getTime() / DAY_MS)}`
+  let tracked = trackedCache.get(cacheKey)
+  if (!tracked) {
+    tracked = buildTrackedCounters(targets, at)
+    if (trackedCache.size >= TRACKED_CACHE_MAX) trackedCache.clear()
+    trackedCache.set(cacheKey, tracked)
+  }
+  return tracked
+}
 
 const counterIndex = (scope: 'key' | 'workspace', metric: SpendMetric, window: SpendWindow) =>
   (scope === 'workspace' ? METRICS.length * SPEND_WINDOWS.length : 0) + METRICS.indexOf(metric) * SPEND_WINDOWS.length + SPEND_WINDOWS.indexOf(window)
@@ -180,7 +197,7 @@ export interface SpendReservation {
   observer(): SessionObserver
 }
 
-const settleOnce = (service: InferenceService, request: InferenceRequest, tracked: Tracked[], reserved: number[]) => {
+const settleOnce = (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[]) => {
   let isSettled = false
   return (amounts: Amounts) => {
     if (isSettled) return
@@ -259,7 +276,7 @@ export const reserveSpend = async (service: InferenceService, request: Inference
   }
 }
 
-const reserve = async (service: InferenceService, request: InferenceRequest, tracked: Tracked[], reserved: number[], limits: Limit[]) => {
+const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[]) => {
   const worst = worstCase(service, request)
   // A request that cannot cost anything (a free endpoint) is never refused for money.
   const held = limits.filter((limit) => worst[tracked[limit.index]!.metric] > 0)
