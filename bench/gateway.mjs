@@ -2,7 +2,7 @@
 /**
  * The gateway under test, alone in its own process so its CPU time is its own: the built package
  * (`BENCH_BUILD_DIR`, dist/ or the bench's private build of the same tsup config) served by
- * node:http through `toNodeListener`, pooled undici upstream transport, memory storage, no logger,
+ * node:http through `toNodeListener`, pooled undici upstream transport, memory storage (its calls counted), no logger,
  * and two providers pointed at the loopback upstream (`BENCH_UPSTREAM_URL`): `openai` (Responses wire, model
  * `openai/gpt-4.1`) and `groq` (Chat Completions wire, model `bench/chat-model`, which modelgate translates to
  * and from Responses).
@@ -24,9 +24,30 @@ const [{ createGateway, memoryStorage }, { toNodeListener }, { undiciTransport }
   load('transport/undici.js'),
 ])
 
+/**
+ * The memory store, counting the driver calls the gateway makes: on Redis or SQL each would be a command or a
+ * statement, so the count per request is what the gateway asks of a networked store (its usage record, spend
+ * counters, key and workspace reads).
+ */
+const countCalls = (/** @type {Record<string, unknown>} */ driver) => {
+  const counted = { calls: 0 }
+  const proxy = new Proxy(driver, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver)
+      if (typeof value !== 'function' || name === 'close') return value
+      return (/** @type {unknown[]} */ ...args) => {
+        counted.calls++
+        return value.apply(target, args)
+      }
+    },
+  })
+  return { proxy, counted }
+}
+
+const store = countCalls(memoryStorage())
 const transport = undiciTransport()
 const gateway = createGateway({
-  storage: memoryStorage(),
+  storage: /** @type {any} */ (store.proxy),
   logger: false,
   transport,
   providers: {
@@ -50,8 +71,11 @@ server.listen(0, '127.0.0.1', () => {
   const address = /** @type {import('node:net').AddressInfo} */ (server.address())
   reportReady({ url: `http://127.0.0.1:${address.port}`, key })
 })
-answerStatsRequests(async () => {
-  await new Promise((resolve) => server.close(() => resolve(undefined)))
-  await transport.close()
-  await gateway.close()
-})
+answerStatsRequests(
+  async () => {
+    await new Promise((resolve) => server.close(() => resolve(undefined)))
+    await transport.close()
+    await gateway.close()
+  },
+  () => ({ storeCalls: store.counted.calls }),
+)

@@ -7,8 +7,9 @@
 
 /**
  * @param {() => Promise<void> | void} close  stops the server before the process exits
+ * @param {() => Record<string, number>} [extra]  more figures of this server, sent with every `stats` answer
  */
-export const answerStatsRequests = (close) => {
+export const answerStatsRequests = (close, extra) => {
   process.on('message', async (/** @type {{ type: string, id?: number, shouldCollect?: boolean }} */ message) => {
     if (message.type === 'stats') {
       // Only at the end of a run: a full collection shows the live heap, what a leak would grow.
@@ -23,6 +24,7 @@ export const answerStatsRequests = (close) => {
         // Peak resident set since the process started (kilobytes on every platform Node supports).
         maxRssBytes: process.resourceUsage().maxRSS * 1024,
         heapUsedBytes: process.memoryUsage().heapUsed,
+        ...extra?.(),
       })
     } else if (message.type === 'exit') {
       await close()

@@ -16,6 +16,8 @@ export interface ProcessStats {
   maxRssBytes: number
   /** After a full garbage collection when asked with `shouldCollect`. */
   heapUsedBytes: number
+  /** Storage driver calls so far (modelgate only). */
+  storeCalls?: number
 }
 
 export interface ServerProcess {

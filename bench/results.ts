@@ -12,6 +12,8 @@ export interface Cell {
   serverCpuMicros: number
   /** CPU time of the upstream process over the same windows. */
   upstreamCpuMicros: number
+  /** Storage driver calls of the target over the measured windows; absent for targets without a store. */
+  storeCalls?: number
   firstFailure?: string
   /** Why the target was not measured in this phase. */
   skipped?: string
@@ -48,6 +50,7 @@ export type CellFigure = (cell: Cell) => number
 export const perSecond: CellFigure = (cell) => cell.completed / (cell.elapsedMs / 1000)
 export const serverCpuPerRequest: CellFigure = (cell) => cell.serverCpuMicros / cell.completed
 export const upstreamCpuPerRequest: CellFigure = (cell) => cell.upstreamCpuMicros / cell.completed
+export const storeCallsPerRequest: CellFigure = (cell) => (cell.storeCalls === undefined ? Number.NaN : cell.storeCalls / cell.completed)
 
 const sorted = (values: number[]) => [...values].sort((a, b) => a - b)
 export const latencyQuantile = (q: number): CellFigure => (cell) => percentile(sorted(cell.latencies), q)

@@ -162,6 +162,7 @@ const main = async () => {
         addLoad(cell, result)
         cell.serverCpuMicros += after[0].cpuMicros - before[0].cpuMicros
         cell.upstreamCpuMicros += after[1].cpuMicros - before[1].cpuMicros
+        if (after[0].storeCalls !== undefined) cell.storeCalls = (cell.storeCalls ?? 0) + after[0].storeCalls - (before[0].storeCalls ?? 0)
       }
     }
     if (phase.connections > 1) peakRssBytes = (await Promise.all(targets.map((target) => target.server.stats()))).map((stats) => stats.maxRssBytes)
