@@ -29,16 +29,12 @@ export interface RoutingInput {
   /** The request's `modalities`: only models that produce every one of them are routed to. */
   modalities?: readonly string[] | undefined
   /**
-   * Request extensions the caller set, each with where the caller wrote it (`body.stop`). Only endpoints that
-   * honour all of them (`honoursExtension`) are tried, whatever `require_parameters` says: another would drop
-   * them without a word.
+   * Parameters the caller set that no endpoint may ignore, each with where the caller wrote it (`body.stop`):
+   * request extensions, and body fields whose loss would change what the caller gets or pays for
+   * (`mustHonour`). Only endpoints that honour all of them (`honoursParameter`) are tried, whatever
+   * `require_parameters` says: another would drop them without a word.
    */
-  extensions?: ReadonlyArray<{ name: RequestExtensionName; field: string }>
-  /**
-   * Parameters the caller set that an endpoint must honour whatever `require_parameters` says, because
-   * ignoring them would change what the caller pays for or gets (`prompt_cache_options`).
-   */
-  requiredParameters?: string[]
+  mustHonour?: ReadonlyArray<{ name: string; field: string }>
   /** All BYOK credentials of the workspace. */
   credentials: ByokRecord[]
   callerKeyHash: string
@@ -93,6 +89,10 @@ export const honoursExtension = (endpoint: ModelEndpoint, provider: Pick<Resolve
 
 const isExtensionName = (parameter: string): parameter is RequestExtensionName => (REQUEST_EXTENSION_NAMES as readonly string[]).includes(parameter)
 
+/** Whether `endpoint` honours parameter `name`: an extension as `honoursExtension` says, any other when the catalog lists it. */
+const honoursParameter = (endpoint: ModelEndpoint, provider: Pick<ResolvedProvider, 'adapter'>, name: string): boolean =>
+  isExtensionName(name) ? honoursExtension(endpoint, provider, name) : endpoint.supportedParameters?.includes(name) === true
+
 /**
  * The parameters `endpoint` honours through `provider`: the catalog's, less the extensions its adapter cannot send
  * (and `top_logprobs` with `logprobs`), so `GET /models` never lists what routing would refuse.
@@ -106,11 +106,11 @@ export const honouredParameters = (endpoint: ModelEndpoint, provider: Pick<Resol
 }
 
 /**
- * Every endpoint that could otherwise serve was left out because it cannot honour an extension the caller set:
+ * Every endpoint that could otherwise serve was left out because it cannot honour a parameter the caller set:
  * a 400 naming the fields, since no retry can help.
  */
-const unsupportedExtensionError = (models: string[], extensions: NonNullable<RoutingInput['extensions']>, ruledOut: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }>) => {
-  const missing = extensions.filter(({ name }) => ruledOut.some(({ endpoint, provider }) => !honoursExtension(endpoint, provider, name)))
+const unhonouredError = (models: string[], mustHonour: NonNullable<RoutingInput['mustHonour']>, ruledOut: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }>) => {
+  const missing = mustHonour.filter(({ name }) => ruledOut.some(({ endpoint, provider }) => !honoursParameter(endpoint, provider, name)))
   return new InvalidRequestError(`${listed(missing.map(({ field }) => field))}: not supported by any endpoint of ${models.join(', ')}`)
 }
 
@@ -155,12 +155,9 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   const withoutKey = new Map<string, ResolvedProvider>()
   // Requested models that cannot produce what `modalities` asks for, skipped as OpenRouter skips them.
   const incapable: ModelEntry[] = []
-  const extensions = input.extensions ?? []
-  // Endpoints left out because they cannot honour an extension the caller set.
-  const withoutExtension: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
-  const required = input.requiredParameters ?? []
-  // Whether some model had endpoints until the required parameters ruled them all out.
-  let isRuledOutByRequired = false
+  const mustHonour = input.mustHonour ?? []
+  // Endpoints left out because they cannot honour a parameter the caller set.
+  const unhonoured: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
 
   for (const slug of input.models) {
     const model = catalog.find(slug)
@@ -178,17 +175,13 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       endpoints = endpoints.filter((endpoint) => input.parametersUsed.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
     }
     if (preferences.data_collection === 'deny') endpoints = endpoints.filter((endpoint) => endpoint.collectsData !== true)
-    if (extensions.length > 0) {
+    if (mustHonour.length > 0) {
       endpoints = endpoints.filter((endpoint) => {
         const provider = registry.get(endpoint.provider)!
-        if (extensions.every(({ name }) => honoursExtension(endpoint, provider, name))) return true
-        withoutExtension.push({ endpoint, provider })
+        if (mustHonour.every(({ name }) => honoursParameter(endpoint, provider, name))) return true
+        unhonoured.push({ endpoint, provider })
         return false
       })
-    }
-    if (required.length > 0 && endpoints.length > 0) {
-      endpoints = endpoints.filter((endpoint) => required.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
-      if (endpoints.length === 0) isRuledOutByRequired = true
     }
 
     // Default and price order: cheapest first. Throughput and latency are not measured yet, so those keep catalog order.
@@ -235,10 +228,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     attempts = attempts.filter((attempt) => attempt.model === first.model && attempt.endpoint === first.endpoint)
   }
   if (attempts.length === 0 && withoutKey.size > 0) throw noKeyError(input.models, [...withoutKey.values()])
-  if (attempts.length === 0 && withoutExtension.length > 0) throw unsupportedExtensionError(input.models, extensions, withoutExtension)
-  if (attempts.length === 0 && isRuledOutByRequired) {
-    throw new InvalidRequestError(`${listed(required)}: not supported by any endpoint of ${input.models.join(', ')}`)
-  }
+  if (attempts.length === 0 && unhonoured.length > 0) throw unhonouredError(input.models, mustHonour, unhonoured)
   if (attempts.length === 0) {
     throw new NotFoundError(
       `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials`,
@@ -261,14 +251,23 @@ export const parametersUsed = (request: Record<string, unknown>, extensions?: Re
 }
 
 /**
- * `prompt_cache_options` changes what is cached and paid for; `prompt` (a stored prompt template) is the request's
- * own instructions, which only OpenAI can resolve: an endpoint that cannot honour either must not serve.
+ * Body fields no endpoint may ignore: `prompt_cache_options` changes what is cached and paid for; `prompt` (a stored
+ * prompt template) is the request's own instructions, which only OpenAI can resolve.
  */
 const HONOURED_OR_REFUSED = ['prompt_cache_options', 'prompt']
 
-/** The parameters set in `request` that no endpoint may ignore (`RoutingInput.requiredParameters`). */
-export const requiredParameters = (request: Record<string, unknown>): string[] =>
-  HONOURED_OR_REFUSED.filter((name) => request[name] !== undefined && request[name] !== null)
+/**
+ * The parameters of `request` that no endpoint may ignore (`RoutingInput.mustHonour`): those body fields, named as
+ * written, and the route's extensions, at the fields `fieldNames` gives (`body.<name>` by default).
+ */
+export const mustHonour = (
+  request: Record<string, unknown>,
+  extensions?: RequestExtensions,
+  fieldNames?: Partial<Record<RequestExtensionName, string>>,
+): Array<{ name: string; field: string }> => [
+  ...HONOURED_OR_REFUSED.filter((name) => request[name] !== undefined && request[name] !== null).map((name) => ({ name, field: name })),
+  ...extensionsUsed(extensions).map((name) => ({ name, field: fieldNames?.[name] ?? `body.${name}` })),
+]
 
 /** Requested models in order: `model` (or the workspace default) then `models`, without repeats. */
 export const requestedModels = (model: string | undefined, models: string[] | undefined, workspaceDefault: string): string[] => {

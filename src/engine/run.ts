@@ -10,10 +10,9 @@ import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
-import { extensionsUsed } from '../providers/types'
 import { observeSession } from './observe'
 import type { InferenceRequest, RouteExtensions } from './request'
-import { parametersUsed, planAttempts, requestedModels, requiredParameters } from './routing'
+import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
 import { reserveSpend } from './spend'
@@ -85,8 +84,7 @@ export const prepareRequest = async (
     preferences: withRouteAlias(body),
     parametersUsed: parametersUsed(body, extensions?.values),
     modalities: body.modalities,
-    requiredParameters: requiredParameters(body),
-    extensions: extensionsUsed(extensions?.values).map((name) => ({ name, field: extensions?.fieldNames?.[name] ?? `body.${name}` })),
+    mustHonour: mustHonour(body, extensions?.values, extensions?.fieldNames),
     credentials: byok.credentials,
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,
