@@ -126,6 +126,13 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
     }
   }
 
+  const assertCounter = (key: string, amount: number, ttlMs: number): void => {
+    assertCounterArguments(key, amount, ttlMs)
+    assertStorableKey(key, 'counter key', KEY_LIMITS.counterKey)
+  }
+
+  const toCounterResult = (row: SqlRow): CounterResult => ({ value: Number(row.value), expiresAt: Number(row.expires_at) })
+
   /** Runs `body` in a transaction, again from the start after a deadlock or lock timeout. */
   const transaction = <T>(body: (call: SqlCall, dialect: Dialect) => Promise<T>): Promise<T> =>
     call(async (sqlCall, dialect) => {
@@ -485,13 +492,12 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async increment(key: string, amount: number, ttlMs: number): Promise<CounterResult> {
       assertOpen()
-      assertCounterArguments(key, amount, ttlMs)
-      assertStorableKey(key, 'counter key', KEY_LIMITS.counterKey)
+      assertCounter(key, amount, ttlMs)
       const run = (sqlCall: SqlCall, dialect: Dialect) => dialect.increment(sqlCall, key, amount, ttlMs)
       const { dialect, pool } = await ready()
       const row = await (dialect.isIncrementTransactional ? transaction(run) : call(run))
       sweepCounters(pool, dialect)
-      return { value: Number(row.value), expiresAt: Number(row.expires_at) }
+      return toCounterResult(row)
     },
 
     /**
@@ -502,10 +508,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
     async incrementMany(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]> {
       assertOpen()
       assertDistinctCounters(changes)
-      for (const { key, amount, ttlMs } of changes) {
-        assertCounterArguments(key, amount, ttlMs)
-        assertStorableKey(key, 'counter key', KEY_LIMITS.counterKey)
-      }
+      for (const { key, amount, ttlMs } of changes) assertCounter(key, amount, ttlMs)
       if (changes.length === 0) return []
       const order = changes.map((_, index) => index).sort((left, right) => (changes[left]!.key < changes[right]!.key ? -1 : 1))
       const rows = await transaction(async (sqlCall, dialect) => {
@@ -518,7 +521,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       })
       const { dialect, pool } = await ready()
       sweepCounters(pool, dialect)
-      return rows.map((row) => ({ value: Number(row.value), expiresAt: Number(row.expires_at) }))
+      return rows.map(toCounterResult)
     },
 
     close(): Promise<void> {
