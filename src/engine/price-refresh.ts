@@ -8,6 +8,7 @@
 import type { Logger } from '../core/logger'
 import { parseInput } from '../core/validation'
 import { UnknownPriceTargetError, type ModelCatalog } from './models'
+import { isDeclaredOver, readBodyText, UpstreamTooLargeSignal } from './transport'
 import { PriceDocumentSchema } from './prices.schemas'
 
 export interface PriceSourceOptions {
@@ -61,33 +62,21 @@ export class PriceSourceError extends Error {
   override name = 'PriceSourceError'
 }
 
+/** The body as text, refused as soon as it (or its declared length) passes `maxBytes`: the transport's capped reader. */
 const readCapped = async (response: Response, maxBytes: number): Promise<string> => {
-  const declared = response.headers.get('content-length')
-  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
+  const tooLarge = () => new PriceSourceError(`the document is larger than ${maxBytes} bytes`)
+  if (isDeclaredOver(response.headers.get('content-length'), maxBytes)) {
     await response.body?.cancel().catch(() => {})
-    throw new PriceSourceError(`the document is larger than ${maxBytes} bytes`)
+    throw tooLarge()
   }
   if (!response.body) return ''
-  const reader = response.body.getReader()
-  const chunks: Uint8Array[] = []
-  let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => {})
-      throw new PriceSourceError(`the document is larger than ${maxBytes} bytes`)
-    }
-    chunks.push(value)
+  try {
+    return await readBodyText(response.body as unknown as AsyncIterable<Uint8Array>, maxBytes)
+  } catch (error) {
+    if (!(error instanceof UpstreamTooLargeSignal)) throw error
+    await response.body.cancel().catch(() => {})
+    throw tooLarge()
   }
-  const bytes = new Uint8Array(total)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
 }
 
 const fetchDocument = async (url: string, timeoutMs: number, maxBytes: number): Promise<unknown> => {
@@ -108,7 +97,7 @@ const fetchDocument = async (url: string, timeoutMs: number, maxBytes: number): 
     text = await readCapped(response, maxBytes)
   } catch (error) {
     if (error instanceof PriceSourceError) throw error
-    throw new PriceSourceError((error as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : 'the answer could not be read as UTF-8')
+    throw new PriceSourceError((error as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : 'the answer could not be read')
   }
   try {
     return JSON.parse(text)
