@@ -48,24 +48,11 @@ export const windowStart = (window: SpendWindow, at: Date): number => {
   }
 }
 
-const stampOf = (window: SpendWindow, at: Date): string => {
+/** The name of the period of `window` holding `at`. */
+export const windowStamp = (window: SpendWindow, at: Date): string => {
   if (window === 'total') return 'total'
   const start = isoDate(windowStart(window, at))
   return window === 'daily' ? `d${start}` : window === 'weekly' ? `w${start}` : `m${start.slice(0, 7)}`
-}
-
-// Every request names 17 counters; their periods change once a day, so the names of the current day are kept.
-let stampedDay = Number.NaN
-let stamps: Record<SpendWindow, string> | undefined
-
-/** The name of the period of `window` holding `at`. */
-export const windowStamp = (window: SpendWindow, at: Date): string => {
-  const day = Math.floor(at.getTime() / DAY_MS)
-  if (day !== stampedDay || !stamps) {
-    stamps = { total: 'total', daily: stampOf('daily', at), weekly: stampOf('weekly', at), monthly: stampOf('monthly', at) }
-    stampedDay = day
-  }
-  return stamps[window]
 }
 
 /** One counter: its key in the store and the expiry it is created with. */
