@@ -60,6 +60,7 @@ const fromDataset = (prices: DatasetPrices, tokensPerImage: number | undefined, 
   if (input === undefined || output === undefined) throw new Error(`${where}: the dataset has no input and output token prices`)
   const cacheRead = baseOf(prices.cache_read_mtok)
   const cacheWrite = baseOf(prices.cache_write_mtok)
+  const cacheWrite1h = baseOf(prices.cache_write_1h_mtok)
   const requests = baseOf(prices.requests_kcount)
   const imageTokens = baseOf(prices.output_image_mtok)
   return {
@@ -67,6 +68,7 @@ const fromDataset = (prices: DatasetPrices, tokensPerImage: number | undefined, 
     completion: perToken(output),
     ...(cacheRead === undefined ? {} : { cachedPrompt: perToken(cacheRead) }),
     ...(cacheWrite === undefined ? {} : { cacheWritePrompt: perToken(cacheWrite) }),
+    ...(cacheWrite1h === undefined ? {} : { cacheWrite1hPrompt: perToken(cacheWrite1h) }),
     ...(requests === undefined ? {} : { request: Number((requests / 1000).toPrecision(12)) }),
     ...(imageTokens === undefined || tokensPerImage === undefined ? {} : { image: Number(((imageTokens * tokensPerImage) / 1_000_000).toPrecision(12)) }),
   }

@@ -7,7 +7,7 @@
  */
 
 import type { EndpointPricing } from './models'
-import { completedImages, type OutputItem, type Usage } from '../providers/types'
+import { completedImages, inputTokensDetails, type OutputItem, type Usage } from '../providers/types'
 import type { Attempt } from './routing'
 
 export interface BilledUsage extends Usage {
@@ -23,6 +23,10 @@ export interface BilledUsage extends Usage {
 /** Dollar amounts kept to 12 decimal places: no binary-float tails such as 0.30000000000000004. */
 const round = (amount: number) => Math.round(amount * 1e12) / 1e12
 
+/** `input_tokens_details` as clients see it: the one-hour share of the cache writes is for pricing only. */
+const publicInputDetails = ({ input_tokens_details: details }: Usage): Usage['input_tokens_details'] =>
+  inputTokensDetails(details.cached_tokens, details.cache_write_tokens ?? 0)
+
 /**
  * Output is billed per token, and per image at the endpoint's `image` price (docs/decisions.md, image output):
  * with such a price, the tokens a provider counts for the images (`image_tokens`) are left out of the
@@ -31,10 +35,13 @@ const round = (amount: number) => Math.round(amount * 1e12) / 1e12
 export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isByok: boolean; byokFeeRate: number; images?: number }): BilledUsage => {
   const cached = Math.min(usage.input_tokens_details.cached_tokens, usage.input_tokens)
   const written = Math.min(usage.input_tokens_details.cache_write_tokens ?? 0, usage.input_tokens - cached)
+  const writtenFor1h = Math.min(usage.input_tokens_details.cache_write_1h_tokens ?? 0, written)
+  const writePrice = pricing.cacheWritePrompt ?? pricing.prompt
   const inputCost =
     (usage.input_tokens - cached - written) * pricing.prompt +
     cached * (pricing.cachedPrompt ?? pricing.prompt) +
-    written * (pricing.cacheWritePrompt ?? pricing.prompt) +
+    (written - writtenFor1h) * writePrice +
+    writtenFor1h * (pricing.cacheWrite1hPrompt ?? writePrice) +
     (pricing.request ?? 0)
   const images = options.images ?? 0
   const imageTokens = pricing.image === undefined ? 0 : Math.min(usage.output_tokens_details.image_tokens ?? 0, usage.output_tokens)
@@ -42,7 +49,7 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
   const listCost = inputCost + outputCost
   // Object.assign rather than `{ ...usage, cost, … }`: on Node 20 a spread followed by more fields takes V8's slow
   // path, about 4 µs per request for this one object (bench/README.md). The keys and their order are the same.
-  return Object.assign({}, usage, {
+  return Object.assign({}, usage, writtenFor1h > 0 ? { input_tokens_details: publicInputDetails(usage) } : undefined, {
     cost: round(options.isByok ? listCost * options.byokFeeRate : listCost),
     is_byok: options.isByok,
     cost_details: {

@@ -13,6 +13,11 @@ export interface EndpointPricing {
   cachedPrompt?: number
   /** USD per input token written to the provider's prompt cache (Anthropic's default five-minute rate); `prompt` when absent. */
   cacheWritePrompt?: number
+  /**
+   * USD per input token written to a prompt cache kept one hour (Anthropic's `ttl: "1h"`, twice the input price);
+   * `cacheWritePrompt` when absent.
+   */
+  cacheWrite1hPrompt?: number
   /** USD per request. */
   request?: number
   /** USD per generated (output) image. */

@@ -321,7 +321,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our best combination of speed and intelligence",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-5", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-4-5", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006}, supportedParameters: P4 },
     ],
   },
   {
@@ -330,7 +330,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Fastest and most intelligent Haiku model",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-haiku-4-5", contextLength: 200000, pricing: {"prompt":0.000001,"completion":0.000005,"cachedPrompt":1e-7,"cacheWritePrompt":0.00000125}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-haiku-4-5", contextLength: 200000, pricing: {"prompt":0.000001,"completion":0.000005,"cachedPrompt":1e-7,"cacheWritePrompt":0.00000125,"cacheWrite1hPrompt":0.000002}, supportedParameters: P4 },
     ],
   },
   {
@@ -340,7 +340,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754352000,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-1", contextLength: 200000, maxOutputTokens: 32000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-1", contextLength: 200000, maxOutputTokens: 32000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003}, supportedParameters: P4 },
     ],
   },
   {
@@ -349,7 +349,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Most intelligent model for complex tasks",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-0", contextLength: 200000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-0", contextLength: 200000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003}, supportedParameters: P4 },
     ],
   },
   {
@@ -358,7 +358,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Optimal balance of intelligence, cost, and speed",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-0", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-4-0", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006}, supportedParameters: P4 },
     ],
   },
   {
@@ -367,7 +367,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Premium model combining maximum intelligence with practical performance",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-5", contextLength: 200000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-5", contextLength: 200000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
     ],
   },
   {
@@ -376,7 +376,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most intelligent model for building agents and coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-6", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-6", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
     ],
   },
   {
@@ -385,7 +385,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most capable model for complex reasoning and agentic coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-7", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-7", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
     ],
   },
   {
@@ -394,7 +394,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most capable model for complex reasoning and agentic coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-8", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-8", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
     ],
   },
   {
@@ -403,7 +403,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our best combination of speed and intelligence",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-6", contextLength: 1000000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-4-6", contextLength: 1000000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006}, supportedParameters: P4 },
     ],
   },
   {
@@ -412,7 +412,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most agentic Sonnet model, approaching Opus 4.8 capability at lower cost",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-5", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-5", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"cacheWrite1hPrompt":0.000004}, supportedParameters: P4 },
     ],
   },
   {
@@ -421,7 +421,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For complex agentic coding and enterprise work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
     ],
   },
   {
@@ -430,7 +430,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For long-running agentic coding and knowledge work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-5-5", contextLength: 1000000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":2e-7,"cacheWritePrompt":0.000005}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-5-5", contextLength: 1000000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":2e-7,"cacheWritePrompt":0.000005,"cacheWrite1hPrompt":0.000008}, supportedParameters: P4 },
     ],
   },
   {
@@ -439,7 +439,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For demanding reasoning and long-horizon agentic work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-fable-5", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":0.000001,"cacheWritePrompt":0.0000125}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-fable-5", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":0.000001,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002}, supportedParameters: P4 },
     ],
   },
   {
@@ -448,7 +448,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Anthropic's most capable widely released model for demanding reasoning and long-horizon agentic work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-fable-5-1", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":2.5e-7,"cacheWritePrompt":0.0000125}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-fable-5-1", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":2.5e-7,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002}, supportedParameters: P4 },
     ],
   },
   {

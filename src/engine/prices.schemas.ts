@@ -21,10 +21,11 @@ export const PricingOverrideSchema = v.pipe(
       completion: v.optional(PriceSchema),
       cachedPrompt: v.optional(v.nullable(PriceSchema)),
       cacheWritePrompt: v.optional(v.nullable(PriceSchema)),
+      cacheWrite1hPrompt: v.optional(v.nullable(PriceSchema)),
       request: v.optional(v.nullable(PriceSchema)),
       image: v.optional(v.nullable(PriceSchema)),
     },
-    'is not a price field (prompt, completion, cachedPrompt, cacheWritePrompt, request, image)',
+    'is not a price field (prompt, completion, cachedPrompt, cacheWritePrompt, cacheWrite1hPrompt, request, image)',
   ),
   v.check((pricing) => Object.keys(pricing).length > 0, 'must set at least one price'),
 )

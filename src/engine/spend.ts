@@ -151,7 +151,7 @@ export const estimatePromptTokens = (request: InferenceRequest): number => {
  */
 const listPriceNano = (attempt: Attempt, promptTokens: number, outputTokens: number, worst = false): number => {
   const { pricing } = attempt.endpoint
-  const promptPrice = worst ? Math.max(pricing.prompt, pricing.cacheWritePrompt ?? 0) : pricing.prompt
+  const promptPrice = worst ? Math.max(pricing.prompt, pricing.cacheWritePrompt ?? 0, pricing.cacheWrite1hPrompt ?? 0) : pricing.prompt
   return Math.ceil((promptTokens * promptPrice + outputTokens * pricing.completion + (pricing.request ?? 0)) * 1e9)
 }
 

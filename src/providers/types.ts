@@ -204,7 +204,15 @@ export type Usage = {
    * `cached_tokens` were read from the provider's prompt cache; `cache_write_tokens` were written to it (present
    * only when the provider reported writes). Both are part of `input_tokens` and priced at their own rates.
    */
-  input_tokens_details: { cached_tokens: number; cache_write_tokens?: number }
+  input_tokens_details: {
+    cached_tokens: number
+    cache_write_tokens?: number
+    /**
+     * The part of `cache_write_tokens` written to a cache kept one hour (Anthropic's `ttl: "1h"`), which costs more
+     * than a five-minute write. Only for pricing: billing drops it, so clients never see it.
+     */
+    cache_write_1h_tokens?: number
+  }
   output_tokens: number
   /**
    * `image_tokens`: the part of `output_tokens` that encodes generated images, where the provider counts it apart
@@ -215,8 +223,12 @@ export type Usage = {
 }
 
 /** `input_tokens_details` with `cache_write_tokens` only when there were writes (most answers have none). */
-export const inputTokensDetails = (cached: number, written: number): Usage['input_tokens_details'] =>
-  written > 0 ? { cached_tokens: cached, cache_write_tokens: written } : { cached_tokens: cached }
+export const inputTokensDetails = (cached: number, written: number, writtenFor1h = 0): Usage['input_tokens_details'] =>
+  written > 0
+    ? writtenFor1h > 0
+      ? { cached_tokens: cached, cache_write_tokens: written, cache_write_1h_tokens: Math.min(writtenFor1h, written) }
+      : { cached_tokens: cached, cache_write_tokens: written }
+    : { cached_tokens: cached }
 
 export const emptyUsage = (): Usage => ({
   input_tokens: 0,

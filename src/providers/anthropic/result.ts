@@ -25,7 +25,7 @@ export const toUsage = (usage: WireUsage | undefined): Usage => {
   const output = count(usage?.output_tokens)
   return {
     input_tokens: input,
-    input_tokens_details: inputTokensDetails(cacheRead, cacheWrite),
+    input_tokens_details: inputTokensDetails(cacheRead, cacheWrite, count(usage?.cache_creation?.ephemeral_1h_input_tokens)),
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: count(usage?.output_tokens_details?.thinking_tokens) },
     total_tokens: input + output,

@@ -23,6 +23,7 @@ const mergeUsage = (into: WireUsage, update: unknown) => {
   if (!isRecord(update)) return
   for (const key of USAGE_COUNTS) if (typeof update[key] === 'number') into[key] = update[key]
   if (isRecord(update.output_tokens_details)) into.output_tokens_details = update.output_tokens_details as WireUsage['output_tokens_details']
+  if (isRecord(update.cache_creation)) into.cache_creation = update.cache_creation as WireUsage['cache_creation']
 }
 
 interface OpenBlock {

@@ -119,8 +119,14 @@ describe('the slug → provider endpoint mapping', () => {
     expect(checked).toBeGreaterThan(100)
   })
 
-  it('quotes the dataset’s list prices per token, with Anthropic’s five-minute cache-write rate', () => {
-    expect(endpointOf('anthropic/claude-sonnet-4.5', 'anthropic')?.pricing).toEqual({ prompt: 0.000003, completion: 0.000015, cachedPrompt: 3e-7, cacheWritePrompt: 0.00000375 })
+  it('quotes the dataset’s list prices per token, with Anthropic’s five-minute and one-hour cache-write rates', () => {
+    expect(endpointOf('anthropic/claude-sonnet-4.5', 'anthropic')?.pricing).toEqual({
+      prompt: 0.000003,
+      completion: 0.000015,
+      cachedPrompt: 3e-7,
+      cacheWritePrompt: 0.00000375,
+      cacheWrite1hPrompt: 0.000006,
+    })
     expect(endpointOf('openai/gpt-4.1-mini', 'openai')?.pricing).toEqual({ prompt: 4e-7, completion: 0.0000016, cachedPrompt: 1e-7 })
     expect(endpointOf('perplexity/sonar', 'perplexity')?.pricing.request).toBe(0.012)
   })

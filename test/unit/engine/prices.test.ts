@@ -44,7 +44,7 @@ describe('applyPriceOverrides', () => {
     const after = applyPriceOverrides(BUILT_IN_MODELS, [
       { model: LLAMA, pricing: { completion: 0.000001 } },
       { model: LLAMA, provider: 'deepinfra', pricing: { completion: 0.000002 } },
-      { model: CLAUDE, pricing: { cacheWritePrompt: null, cachedPrompt: null, image: 0.04 } },
+      { model: CLAUDE, pricing: { cacheWritePrompt: null, cacheWrite1hPrompt: null, cachedPrompt: null, image: 0.04 } },
     ])
     const llama = after.find((entry) => entry.slug === LLAMA)!
     expect(llama.endpoints.map((endpoint) => [endpoint.provider, endpoint.pricing.completion])).toEqual([

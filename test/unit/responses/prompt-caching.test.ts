@@ -69,6 +69,31 @@ describe('cache writes', () => {
     expect(completion.usage.cost).toBeCloseTo(EXPECTED_COST, 12)
   })
 
+  it('kept one hour are priced at the one-hour rate, streamed and whole, and reported as plain cache writes', async () => {
+    const HOURLY = 600
+    // Anthropic splits the writes by TTL in `cache_creation` (message_start in a stream); 1h writes cost $6 / M here.
+    const withHourly = (text: string) =>
+      withWrites(text).replaceAll(
+        '"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0}',
+        `"cache_creation":{"ephemeral_5m_input_tokens":${WRITTEN - HOURLY},"ephemeral_1h_input_tokens":${HOURLY}}`,
+      )
+    const json = fixture('anthropic', 'text.json').toString('utf8')
+    const sse = fixture('anthropic', 'text.sse').toString('utf8')
+    expect(withHourly(json)).toContain('ephemeral_1h_input_tokens')
+    expect(withHourly(sse)).toContain('ephemeral_1h_input_tokens')
+    const expected = Math.round((14 * 3 + 2048 * 0.3 + (WRITTEN - HOURLY) * 3.75 + HOURLY * 6 + 38 * 15) * 1e6) / 1e12
+
+    harness = await createResponsesHarness({ anthropic: {} })
+    harness.upstreams.anthropic!.setHandler(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: withHourly(json) }))
+    const whole = await (await harness.post({ model: CLAUDE, input: 'What is the capital of France?' })).json()
+    expect(whole.usage.cost).toBeCloseTo(expected, 12)
+    expect(whole.usage.input_tokens_details).toEqual({ cached_tokens: 2048, cache_write_tokens: WRITTEN })
+
+    harness.upstreams.anthropic!.setHandler(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [withHourly(sse)] }))
+    const streamed = await finalResponseOf(await harness.post({ model: CLAUDE, input: 'What is the capital of France?', stream: true }))
+    expect(streamed.usage).toEqual(whole.usage)
+  })
+
   it('appear in GET /models as input_cache_write', async () => {
     harness = await createResponsesHarness({ anthropic: {} })
     const response = await harness.gateway.fetch(new Request('http://gateway.test/api/v1/models'))
