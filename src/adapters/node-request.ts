@@ -18,8 +18,8 @@ import { NodeHeaders } from './node-headers'
 /** Options shared by the Node-based host adapters (`toNodeListener`, `toExpressHandler`). */
 export interface NodeBridgeOptions {
   /**
-   * Build the request URL from `X-Forwarded-Proto` and `X-Forwarded-Host`.
-   * Off by default because any client can send them; enable it only behind a proxy you control.
+   * Build the request URL from `X-Forwarded-Proto` and `X-Forwarded-Host` (their last entries: the ones your proxy
+   * wrote, not what a client sent before it). Off by default because any client can send them; enable it only behind a proxy you control.
    */
   shouldTrustProxy?: boolean
 }
@@ -48,9 +48,13 @@ const HOST_PATTERN = /^(?:[A-Za-z0-9\-._~%!$&'()*+,;=]+|\[[0-9A-Fa-f:.]+\])(?::\
 // The methods the Request constructor refuses (Fetch "forbidden methods"); Node's parser accepts them.
 const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK'])
 
-const firstHeaderValue = (value: string | string[] | undefined): string | undefined => {
-  const first = Array.isArray(value) ? value[0] : value
-  return first?.split(',')[0]?.trim() || undefined
+/**
+ * The entry the trusted proxy wrote: the last one, since a proxy that appends puts its own after whatever the
+ * client sent (the rule src/core/request-host.ts follows for the same headers).
+ */
+const lastHeaderValue = (value: string | string[] | undefined): string | undefined => {
+  const last = Array.isArray(value) ? value.at(-1) : value
+  return last?.split(',').at(-1)?.trim() || undefined
 }
 
 const toOrigin = (req: IncomingMessage, options: NodeBridgeOptions): string => {
@@ -58,9 +62,9 @@ const toOrigin = (req: IncomingMessage, options: NodeBridgeOptions): string => {
   let protocol = socket?.encrypted ? 'https' : 'http'
   let host = req.headers.host
   if (options.shouldTrustProxy) {
-    const forwardedProto = firstHeaderValue(req.headers['x-forwarded-proto'])?.toLowerCase()
+    const forwardedProto = lastHeaderValue(req.headers['x-forwarded-proto'])?.toLowerCase()
     if (forwardedProto === 'http' || forwardedProto === 'https') protocol = forwardedProto
-    host = firstHeaderValue(req.headers['x-forwarded-host']) ?? host
+    host = lastHeaderValue(req.headers['x-forwarded-host']) ?? host
   }
   if (!host || !HOST_PATTERN.test(host)) {
     const address = socket?.localAddress ?? '127.0.0.1'

@@ -146,13 +146,13 @@ describe('toRequest (through toNodeListener)', () => {
     expect(requests[0]?.url).toBe(`http://127.0.0.1:${port}/a`)
   })
 
-  it('uses forwarded headers when shouldTrustProxy is set', async () => {
+  it('uses forwarded headers when shouldTrustProxy is set, the entries the proxy appended after the client’s', async () => {
     const { handler, requests } = createFakeHandler(() => new Response(null, { status: 204 }))
     const { port } = await listen(toNodeListener(handler, { shouldTrustProxy: true }))
 
     await send(port, {
       path: '/a?b=1',
-      headers: { 'x-forwarded-proto': 'https, http', 'x-forwarded-host': 'api.example.com' },
+      headers: { 'x-forwarded-proto': 'http, https', 'x-forwarded-host': 'client-chosen.example, api.example.com' },
     })
 
     expect(requests[0]?.url).toBe('https://api.example.com/a?b=1')
