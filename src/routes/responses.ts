@@ -5,9 +5,18 @@
  */
 
 import { defineRoute } from '../pipeline/route'
-import { ResponsesRequestSchema } from '../engine/request.schemas'
+import type { RouteExtensions } from '../engine/request'
+import { ResponsesRequestSchema, type ResponsesRequestBody } from '../engine/request.schemas'
 import { RESPONSES_FORMAT } from '../writers/responses-reply'
 import { answerInference, INFERENCE_BODY_LIMIT } from './inference'
+
+/**
+ * spec `top_logprobs`: how many likely alternatives each output token carries. The spec's `include` has no
+ * log-probabilities entry, so a positive `top_logprobs` is what asks for them: it becomes the `logprobs` setting
+ * routing sends only where it is honoured, and the answer's `output_text` parts carry them. `0` and `null` ask for nothing.
+ */
+const logprobsExtension = (body: ResponsesRequestBody): RouteExtensions | undefined =>
+  body.top_logprobs ? { values: { logprobs: { topLogprobs: body.top_logprobs } }, fieldNames: { logprobs: 'body.top_logprobs' } } : undefined
 
 export const createResponse = defineRoute({
   method: 'POST',
@@ -16,5 +25,5 @@ export const createResponse = defineRoute({
   bodyLimit: INFERENCE_BODY_LIMIT,
   body: ResponsesRequestSchema,
   isAccessLogged: true,
-  handle: (context) => answerInference(context, context.body, RESPONSES_FORMAT, 'responses'),
+  handle: (context) => answerInference(context, context.body, RESPONSES_FORMAT, 'responses', logprobsExtension(context.body)),
 })

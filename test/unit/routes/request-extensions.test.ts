@@ -287,4 +287,42 @@ describe('log probabilities', () => {
       expect(await response.json()).toEqual({ error: { code: 400, message: `body.logprobs: not supported by any endpoint of ${model}` } })
     }
   })
+
+  it('come with a positive top_logprobs on /responses: on the output_text parts, from a Chat Completions upstream too', async () => {
+    const t = await start()
+    t.upstreams.groq!.setHandler(() => chatCompletion({ message: { role: 'assistant', content: '1,' }, logprobs: { content: TOKENS, refusal: null } }))
+    const response = await t.post({ model: 'acme/both', input: 'Count', top_logprobs: 2, provider: { order: ['groq'] } })
+    expect(response.status).toBe(200)
+    const body = await response.json()
+    expect(body.top_logprobs).toBe(2)
+    expect(body.output[0].content[0]).toMatchObject({ type: 'output_text', text: '1,', logprobs: TOKENS })
+    expect(t.upstreams.groq!.requests[0]!.json).toMatchObject({ logprobs: true, top_logprobs: 2 })
+
+    t.upstreams.openai!.setHandler(() =>
+      json({
+        id: 'resp_1',
+        object: 'response',
+        status: 'completed',
+        output: [{ id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: '1,', annotations: [], logprobs: TOKENS }] }],
+        usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 },
+      }),
+    )
+    const fromOpenAI = await (await t.post({ model: 'acme/gpt', input: 'Count', top_logprobs: 2 })).json()
+    expect(fromOpenAI.output[0].content[0].logprobs).toEqual(TOKENS)
+    // OpenAI returns them only when `include` asks, which the spec's `include` cannot: the gateway adds it.
+    expect(t.upstreams.openai!.requests[0]!.json).toMatchObject({ include: ['message.output_text.logprobs'], top_logprobs: 2 })
+  })
+
+  it('are refused on /responses where no endpoint returns them, naming top_logprobs; 0 asks for nothing', async () => {
+    const t = await start()
+    const refused = await t.post({ model: 'acme/claude', input: 'Count', top_logprobs: 3 })
+    expect(refused.status).toBe(400)
+    expect(await refused.json()).toEqual({ error: { code: 400, message: 'body.top_logprobs: not supported by any endpoint of acme/claude' } })
+    expect(t.upstreams.anthropic!.requests).toHaveLength(0)
+
+    t.upstreams.anthropic!.setHandler(() =>
+      json({ id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-x', content: [{ type: 'text', text: '1,' }], stop_reason: 'end_turn', usage: { input_tokens: 5, output_tokens: 2 } }),
+    )
+    expect((await t.post({ model: 'acme/claude', input: 'Count', top_logprobs: 0 })).status).toBe(200)
+  })
 })
