@@ -14,7 +14,7 @@ import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
 import type { StopCondition } from './stop'
 import { WebFetchToolSchema, webFetchTool } from './web-fetch'
-import { WebSearchToolSchema, webSearchTool } from './web-search'
+import { WebSearchToolSchema, nativeWebSearchPlan, webSearchTool, type NativeWebSearchPlan } from './web-search'
 
 /** What a request's server tools are, and how its loop is bounded. */
 export interface ServerToolPlan {
@@ -29,6 +29,8 @@ export interface ServerToolPlan {
   stopWhen: readonly StopCondition[]
   /** Whether the calls of one turn run at the same time (`parallel_tool_calls`, default true). */
   isParallel: boolean
+  /** `service:web_search` with `engine: "native"`: the provider searches itself, every turn. */
+  nativeWebSearch?: NativeWebSearchPlan
 }
 
 type ToolBuilder = (tool: unknown, index: number, service: InferenceService) => ServerTool
@@ -63,6 +65,7 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
   const seen = new Set<string>()
   const clientNames = new Set(tools.flatMap((tool) => (tool.type === 'function' ? [(tool as { name: string }).name] : [])))
   const upstreamTools: Tool[] = []
+  let nativeWebSearch: NativeWebSearchPlan | undefined
   for (const [index, tool] of tools.entries()) {
     if (!tool.type.startsWith(SERVER_TOOL_PREFIX)) {
       upstreamTools.push(tool)
@@ -79,6 +82,13 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
     }
     if (seen.has(tool.type)) throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" is listed more than once`)
     seen.add(tool.type)
+    if (tool.type === 'service:web_search') {
+      const parsed = parseTool(WebSearchToolSchema, tool, index)
+      if (parsed.parameters?.engine === 'native') {
+        nativeWebSearch = nativeWebSearchPlan(parsed, index)
+        continue
+      }
+    }
     const serverTool = build(tool, index, service)
     const { name } = serverTool.definition
     if (clientNames.has(name)) {
@@ -95,5 +105,6 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
     maxToolCalls: body.stop_server_tools_when ? MAX_TOOL_CALLS_MAX : (body.max_tool_calls ?? MAX_TOOL_CALLS_MAX),
     stopWhen: body.stop_server_tools_when ?? [],
     isParallel: body.parallel_tool_calls !== false,
+    ...(nativeWebSearch ? { nativeWebSearch } : {}),
   }
 }
