@@ -7,13 +7,15 @@
 import * as v from 'valibot'
 import { InvalidRequestError } from '../../core/errors'
 import { parseInput } from '../../core/validation'
-import type { Tool } from '../../providers/types'
+import type { FunctionTool, Tool } from '../../providers/types'
 import { MAX_TOOL_CALLS_MAX, type ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
 import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
+import { DeferredTools, withoutDeferLoading } from './deferred-tools'
 import type { StopCondition } from './stop'
 import { WebFetchToolSchema, webFetchTool } from './web-fetch'
+import { ToolSearchToolSchema, toolSearchTool } from './tool-search'
 import { WebSearchToolSchema, nativeWebSearchPlan, webSearchTool, type NativeWebSearchPlan } from './web-search'
 
 /** What a request's server tools are, and how its loop is bounded. */
@@ -31,9 +33,11 @@ export interface ServerToolPlan {
   isParallel: boolean
   /** `service:web_search` with `engine: "native"`: the provider searches itself, every turn. */
   nativeWebSearch?: NativeWebSearchPlan
+  /** The caller's `defer_loading` function tools, offered once `service:tool_search` found them. */
+  deferredTools?: DeferredTools
 }
 
-type ToolBuilder = (tool: unknown, index: number, service: InferenceService) => ServerTool
+type ToolBuilder = (tool: unknown, index: number, service: InferenceService, deferred: DeferredTools) => ServerTool
 
 /** Validates one tool object with `schema`, naming a bad field by its place in the body (`body.tools.2.parameters.timezone`). */
 export const parseTool = <S extends v.GenericSchema<unknown, unknown>>(schema: S, tool: unknown, index: number): v.InferOutput<S> =>
@@ -43,9 +47,34 @@ const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:datetime': (tool, index) => datetimeTool(parseTool(DatetimeToolSchema, tool, index)),
   'service:web_fetch': (tool, index) => webFetchTool(parseTool(WebFetchToolSchema, tool, index)),
   'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), index, service),
+  'service:tool_search': (tool, index, _service, deferred) => toolSearchTool(parseTool(ToolSearchToolSchema, tool, index), deferred),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'
+
+const isDeferred = (tool: Tool): boolean => tool.type === 'function' && (tool as { defer_loading?: unknown }).defer_loading === true
+
+/**
+ * The request's deferred function tools, checked (spec: `defer_loading` needs the tool-search server tool and at
+ * least one tool that is not deferred). A provider's own `tool_search` (OpenAI's) honours `defer_loading` itself,
+ * so then the tools pass through as sent. Undefined when the gateway has no deferred tools to withhold.
+ */
+const deferredToolsOf = (tools: readonly Tool[]): DeferredTools | undefined => {
+  const first = tools.findIndex(isDeferred)
+  const hasServerSearch = tools.some((tool) => tool.type === 'service:tool_search')
+  if (first < 0) {
+    if (hasServerSearch) throw new InvalidRequestError(`body.tools.${tools.findIndex((tool) => tool.type === 'service:tool_search')}: service:tool_search has nothing to search: mark the function tools it may find with defer_loading: true`)
+    return undefined
+  }
+  if (!hasServerSearch) {
+    if (tools.some((tool) => tool.type === 'tool_search')) return undefined
+    throw new InvalidRequestError(`body.tools.${first}.defer_loading: a deferred tool needs the service:tool_search tool, which finds it for the model`)
+  }
+  if (!tools.some((tool) => tool.type !== 'service:tool_search' && !isDeferred(tool))) {
+    throw new InvalidRequestError('body.tools: at least one tool besides service:tool_search must not be deferred (defer_loading)')
+  }
+  return new DeferredTools(tools.filter(isDeferred) as Array<FunctionTool & { name: string }>)
+}
 
 /** The server-tool types this gateway runs. */
 export const SUPPORTED_SERVER_TOOLS = Object.keys(SERVER_TOOLS)
@@ -60,6 +89,7 @@ const isDisabled = (type: string, disabled: readonly string[] | null) =>
  */
 export const planServerTools = (service: InferenceService, body: ResponsesRequestBody, disabled: readonly string[] | null): ServerToolPlan | undefined => {
   const tools = (body.tools ?? []) as Tool[]
+  const deferred = deferredToolsOf(tools)
   if (!tools.some((tool) => tool.type.startsWith(SERVER_TOOL_PREFIX))) return undefined
   const byFunctionName = new Map<string, ServerTool>()
   const seen = new Set<string>()
@@ -68,7 +98,8 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
   let nativeWebSearch: NativeWebSearchPlan | undefined
   for (const [index, tool] of tools.entries()) {
     if (!tool.type.startsWith(SERVER_TOOL_PREFIX)) {
-      upstreamTools.push(tool)
+      if (isDeferred(tool)) continue
+      upstreamTools.push(tool.type === 'function' ? withoutDeferLoading(tool as FunctionTool) : tool)
       continue
     }
     const build = SERVER_TOOLS[tool.type]
@@ -89,7 +120,7 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
         continue
       }
     }
-    const serverTool = build(tool, index, service)
+    const serverTool = build(tool, index, service, deferred ?? new DeferredTools([]))
     const { name } = serverTool.definition
     if (clientNames.has(name)) {
       throw new InvalidRequestError(`body.tools: the function name "${name}" is the one ${tool.type} is offered to the model under; rename your function`)
@@ -99,12 +130,15 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
   }
   return {
     byFunctionName,
-    byItemType: new Map([...byFunctionName.values()].map((tool) => [tool.itemType, tool])),
+    byItemType: new Map(
+      [...byFunctionName.values()].flatMap((tool): Array<[string, ServerTool]> => [[tool.itemType, tool], ...(tool.followingItem ? [[tool.followingItem.type, tool] as [string, ServerTool]] : [])]),
+    ),
     upstreamTools,
     // spec max_tool_calls: default 30, which is also the maximum, so it bounds a loop that stop conditions rule too.
     maxToolCalls: body.stop_server_tools_when ? MAX_TOOL_CALLS_MAX : (body.max_tool_calls ?? MAX_TOOL_CALLS_MAX),
     stopWhen: body.stop_server_tools_when ?? [],
     isParallel: body.parallel_tool_calls !== false,
     ...(nativeWebSearch ? { nativeWebSearch } : {}),
+    ...(deferred ? { deferredTools: deferred } : {}),
   }
 }
