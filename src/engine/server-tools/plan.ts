@@ -15,6 +15,7 @@ import { DatetimeToolSchema, datetimeTool } from './datetime'
 import { DeferredTools, withoutDeferLoading } from './deferred-tools'
 import type { StopCondition } from './stop'
 import { WebFetchToolSchema, webFetchTool } from './web-fetch'
+import { SearchModelsToolSchema, searchModelsTool } from './search-models'
 import { ToolSearchToolSchema, toolSearchTool } from './tool-search'
 import { WebSearchToolSchema, nativeWebSearchPlan, webSearchTool, type NativeWebSearchPlan } from './web-search'
 
@@ -48,6 +49,7 @@ const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:web_fetch': (tool, index) => webFetchTool(parseTool(WebFetchToolSchema, tool, index)),
   'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), index, service),
   'service:tool_search': (tool, index, _service, deferred) => toolSearchTool(parseTool(ToolSearchToolSchema, tool, index), deferred),
+  'service:experimental__search_models': (tool, index) => searchModelsTool(parseTool(SearchModelsToolSchema, tool, index)),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'
