@@ -80,7 +80,9 @@ export interface OutputBuilder {
   webSearchCall(key: string): { events: Events; item_id: string; output_index: number }
   /** Ends that search: `completed` with what it searched and found (`action`), or `failed`. */
   webSearchDone(key: string, status: 'completed' | 'failed', action?: Record<string, unknown>): Events
-  /** The length of the text the next `text` delta extends: the open text part's, else 0 (it starts a part). */
+  /** The text the next `text` delta extends: the open text part's, else '' (it starts a part). */
+  readonly openText: string
+  /** Its length: where the next `text` delta lands in its part. */
   readonly textOffset: number
   /** Adds an annotation (a `url_citation`…) to the open text part; where it went, or undefined when none is open. */
   annotate(annotation: Record<string, unknown>): AnnotationPosition | undefined
@@ -351,10 +353,14 @@ export const createOutputBuilder = (): OutputBuilder => {
 
     webSearchDone: endSearch,
 
-    get textOffset() {
-      if (sequential?.kind !== 'message' || sequential.partIndex < 0) return 0
+    get openText() {
+      if (sequential?.kind !== 'message' || sequential.partIndex < 0) return ''
       const part = sequential.item.content[sequential.partIndex]!
-      return part.type === 'output_text' ? part.text.length : 0
+      return part.type === 'output_text' ? part.text : ''
+    },
+
+    get textOffset() {
+      return this.openText.length
     },
 
     annotate(annotation) {

@@ -1,6 +1,6 @@
 /**
  * `service:web_search` with `engine: "native"`: the upstream provider searches with its own tool. OpenAI's
- * Responses API gets `web_search`, Anthropic `web_search_20250305`; what they answer (recorded fixtures in
+ * Responses API gets `web_search`, Anthropic `web_search_20250305`, Gemini `google_search`; what they answer (recorded fixtures in
  * test/fixtures/providers/) reaches the client as `web_search_call` items and `url_citation` annotations, whole
  * and streamed, with the searches counted in `usage.server_tool_use_details.web_search_requests`. An endpoint
  * whose provider has no search of its own is never chosen, and when none can run it the request is a 400.
@@ -171,15 +171,82 @@ describe('native web search on OpenAI', () => {
   })
 })
 
+describe('native web search on Gemini', () => {
+  const serveGemini = async () => {
+    harness = await createResponsesHarness({ 'google-ai-studio': {} })
+    harness.upstreams['google-ai-studio']!.setHandler((request) =>
+      request.url.includes(':streamGenerateContent') ? sseFixture('gemini', 'web-search.sse') : jsonFixture('gemini', 'web-search.json'),
+    )
+  }
+  const TEXT = 'Brest has two high tides a day. The range can exceed seven metres at spring tides.'
+  const TIDES = 'https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbF9wXE1brestTides0'
+  const SAILING = 'https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbF9wXG7brittanySail1'
+  const SOURCES = [
+    { type: 'url', url: TIDES },
+    { type: 'url', url: SAILING },
+  ]
+
+  it('grounds with Google Search and shows each query as a web_search_call, each supported sentence cited', async () => {
+    await serveGemini()
+    const response = await harness!.post({ model: 'google/gemini-2.5-flash', input: 'Tides in Brest?', tools: [native()] })
+    expect(response.status).toBe(200)
+    const body = await response.json()
+    expect(harness!.upstreams['google-ai-studio']!.requests[0]!.json.tools).toEqual([{ google_search: {} }])
+    const second = TEXT.indexOf('The range')
+    expect(body.output).toEqual([
+      {
+        id: expect.stringMatching(/^msg_/),
+        type: 'message',
+        role: 'assistant',
+        status: 'completed',
+        content: [
+          {
+            type: 'output_text',
+            text: TEXT,
+            annotations: [
+              { type: 'url_citation', url: TIDES, title: 'tides.example.org', start_index: 0, end_index: 31 },
+              { type: 'url_citation', url: SAILING, title: 'sailing.example.net', start_index: second, end_index: TEXT.length },
+              { type: 'url_citation', url: TIDES, title: 'tides.example.org', start_index: second, end_index: TEXT.length },
+            ],
+          },
+        ],
+      },
+      { id: expect.stringMatching(/^ws_/), type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'brest tide times', sources: SOURCES } },
+      { id: expect.stringMatching(/^ws_/), type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'brest tidal range spring tides', sources: SOURCES } },
+    ])
+    expect(body.usage.server_tool_use_details.web_search_requests).toBe(2)
+  })
+
+  it('streams the same items, the citations before the text part ends', async () => {
+    await serveGemini()
+    const request = { model: 'google/gemini-2.5-flash', input: 'Tides in Brest?', tools: [native()] }
+    const wholeBody = await (await harness!.post(request)).json()
+    const events = await streamedEvents(request)
+    const types = events.map((event) => event.type)
+    expect(types.indexOf('response.output_text.annotation.added')).toBeLessThan(types.indexOf('response.content_part.done'))
+    expect(events.filter((event) => event.type === 'response.web_search_call.completed').map((event) => event.output_index)).toEqual([1, 2])
+    const strip = (items: Array<Record<string, unknown>>) => items.map(({ id: _id, ...item }) => item)
+    expect(strip(events.at(-1)!.response.output)).toEqual(strip(wholeBody.output))
+  })
+
+  it('refuses every setting, since Google Search grounding takes none', async () => {
+    await serveGemini()
+    const response = await harness!.post({ model: 'google/gemini-2.5-flash', input: 'hi', tools: [native({ allowed_domains: ['example.org'] })] })
+    expect(response.status).toBe(400)
+    expect((await response.json()).error.message).toBe('body.tools.0.parameters.allowed_domains: not supported by any endpoint of google/gemini-2.5-flash')
+  })
+})
+
 describe('routing a native web search', () => {
   it('never chooses an endpoint that cannot run it, and is a 400 naming the field when none can', async () => {
-    harness = await createResponsesHarness({ openai: {}, anthropic: {}, 'google-ai-studio': {} })
+    harness = await createResponsesHarness({ openai: {}, anthropic: {}, perplexity: {} })
     const refused = async (body: Record<string, unknown>, message: string) => {
       const response = await harness!.post({ input: 'hi', ...body })
       expect(response.status).toBe(400)
       expect((await response.json()).error.message).toBe(message)
     }
-    await refused({ model: 'google/gemini-2.5-flash', tools: [native()] }, 'body.tools.0.parameters.engine: not supported by any endpoint of google/gemini-2.5-flash')
+    // Chat Completions upstreams have no search tool of their own.
+    await refused({ model: 'perplexity/sonar', tools: [native()] }, 'body.tools.0.parameters.engine: not supported by any endpoint of perplexity/sonar')
     // OpenAI's search has no blocked domains, Anthropic's no context size.
     await refused({ model: 'openai/gpt-4.1-mini', tools: [native({ excluded_domains: ['spam.example'] })] }, 'body.tools.0.parameters.excluded_domains: not supported by any endpoint of openai/gpt-4.1-mini')
     await refused({ model: 'openai/gpt-4.1-mini', tools: [native({ allowed_domains: ['nasa.gov/news'] })] }, 'body.tools.0.parameters.allowed_domains: not supported by any endpoint of openai/gpt-4.1-mini')
@@ -189,9 +256,9 @@ describe('routing a native web search', () => {
 
     // A fallback model whose provider can search is chosen over the first one, which cannot.
     harness.upstreams.anthropic!.setHandler(() => jsonFixture('anthropic', 'web-search.json'))
-    const response = await harness.post({ model: 'google/gemini-2.5-flash', models: ['anthropic/claude-sonnet-4.5'], input: 'Tides in Brest?', tools: [native()] })
+    const response = await harness.post({ model: 'perplexity/sonar', models: ['anthropic/claude-sonnet-4.5'], input: 'Tides in Brest?', tools: [native()] })
     expect(response.status).toBe(200)
     expect((await response.json()).model).toBe('anthropic/claude-sonnet-4.5')
-    expect(harness.upstreams['google-ai-studio']!.requests).toHaveLength(0)
+    expect(harness.upstreams.perplexity!.requests).toHaveLength(0)
   })
 })
