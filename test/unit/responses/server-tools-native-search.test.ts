@@ -138,6 +138,21 @@ describe('native web search on Anthropic', () => {
   })
 })
 
+describe('billing a native web search', () => {
+  it("charges each search the provider ran at the endpoint's webSearch price, and GET /models lists that price", async () => {
+    harness = await createResponsesHarness({ anthropic: {} }, { prices: [{ model: 'anthropic/claude-sonnet-4.5', pricing: { prompt: 0, completion: 0, webSearch: 0.01 } }] })
+    harness.upstreams.anthropic!.setHandler((request) => (request.json?.stream ? sseFixture('anthropic', 'web-search.sse') : jsonFixture('anthropic', 'web-search.json')))
+    const request = { model: 'anthropic/claude-sonnet-4.5', input: 'Tides in Brest?', tools: [native()] }
+    const body = await (await harness.post(request)).json()
+    expect(body.usage.cost).toBeCloseTo(0.01, 12)
+    const events = await streamedEvents(request)
+    expect(events.at(-1)!.response.usage.cost).toBeCloseTo(0.01, 12)
+    const models = await harness.gateway.fetch(new Request('http://gateway.test/api/v1/models', { headers: { authorization: `Bearer ${harness.key}` } }))
+    const claude = (await models.json()).data.find((model: { id: string }) => model.id === 'anthropic/claude-sonnet-4.5')
+    expect(claude.pricing.web_search).toBe('0.01')
+  })
+})
+
 describe('native web search on OpenAI', () => {
   it("sends OpenAI's web_search tool with the domain filter, context size and location, and asks for the sources", async () => {
     await serveOpenAI()
