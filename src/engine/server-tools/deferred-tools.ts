@@ -34,6 +34,10 @@ export class DeferredTools {
     return this.#byName.size
   }
 
+  has(name: string): boolean {
+    return this.#byName.has(name)
+  }
+
   /** The deferred tools best matching `query`, best first, at most `limit`. */
   search(query: string, limit: number): Array<FunctionTool & { name: string }> {
     return this.#index

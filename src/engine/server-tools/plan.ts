@@ -92,6 +92,10 @@ const isDisabled = (type: string, disabled: readonly string[] | null) =>
 export const planServerTools = (service: InferenceService, body: ResponsesRequestBody, disabled: readonly string[] | null): ServerToolPlan | undefined => {
   const tools = (body.tools ?? []) as Tool[]
   const deferred = deferredToolsOf(tools)
+  const choice = body.tool_choice as { type?: unknown; name?: unknown } | string | undefined
+  if (deferred && typeof choice === 'object' && choice.type === 'function' && typeof choice.name === 'string' && deferred.has(choice.name)) {
+    throw new InvalidRequestError(`body.tool_choice: "${choice.name}" is deferred (defer_loading), so the model cannot call it before service:tool_search finds it`)
+  }
   if (!tools.some((tool) => tool.type.startsWith(SERVER_TOOL_PREFIX))) return undefined
   const byFunctionName = new Map<string, ServerTool>()
   const seen = new Set<string>()

@@ -91,7 +91,8 @@ const indexOf = (service: InferenceService): ModelIndex => {
 
 export const searchModelsTool = (tool: v.InferOutput<typeof SearchModelsToolSchema>): ServerTool => {
   const maxResults = tool.parameters?.max_results ?? DEFAULT_MAX_RESULTS
-  const item = (id: string, status: string, query: string, models: FoundModel[]) => ({ type: ITEM_TYPE, id, status, query, models })
+  // OpenRouter's item for this tool (`@openrouter/sdk` OutputSearchModelsServerToolItem: id, status, query, arguments), with the models found.
+  const item = (id: string, status: string, query: string, models: FoundModel[]) => ({ type: ITEM_TYPE, id, status, query, arguments: JSON.stringify({ query }), models })
   return {
     type: tool.type,
     itemIdPrefix: 'sm',

@@ -46,7 +46,14 @@ describe('service:experimental__search_models', () => {
     expect(model.calls[0]!.tools).toEqual([expect.objectContaining({ type: 'function', name: 'service_experimental__search_models' })])
     const [result] = resultsOf(model.calls[1]!)
     expect(JSON.parse(result!)).toEqual([VISION_PRO, MINI])
-    expect(body.output[0]).toEqual({ type: 'service:experimental__search_models', id: expect.stringMatching(/^sm_/), status: 'completed', query: 'zephir visi', models: [VISION_PRO, MINI] })
+    expect(body.output[0]).toEqual({
+      type: 'service:experimental__search_models',
+      id: expect.stringMatching(/^sm_/),
+      status: 'completed',
+      query: 'zephir visi',
+      arguments: '{"query":"zephir visi"}',
+      models: [VISION_PRO, MINI],
+    })
     expect(body.usage.server_tool_use_details).toEqual({ tool_calls_requested: 1, tool_calls_executed: 1, web_search_requests: 0 })
   })
 

@@ -118,6 +118,8 @@ describe('service:tool_search', () => {
     await refused([fn('b', 'B', { defer_loading: true }), { type: 'service:tool_search' }], 'body.tools: at least one tool besides service:tool_search must not be deferred (defer_loading)')
     await refused([fn('a', 'A'), { type: 'service:tool_search' }], 'body.tools.1: service:tool_search has nothing to search: mark the function tools it may find with defer_loading: true')
     await refused([fn('a', 'A'), fn('b', 'B', { defer_loading: true }), { type: 'service:tool_search', parameters: { max_results: 0 } }], expect.stringMatching(/^body\.tools\.2\.parameters\.max_results: /) as unknown as string)
+    const response = await testGateway!.responses({ input: 'hi', tools: TOOLS, tool_choice: { type: 'function', name: 'book_table' } })
+    expect((await response.json()).error.message).toBe('body.tool_choice: "book_table" is deferred (defer_loading), so the model cannot call it before service:tool_search finds it')
     expect(model.calls).toHaveLength(0)
   })
 })
