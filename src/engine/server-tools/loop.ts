@@ -168,8 +168,8 @@ export class ServerToolLoop {
       this.#calledTools.add(tool.type).add(item.name)
     }
     this.#requested += calls.length
-    // The provider's own searches (`engine: "native"`): each of its `web_search_call` items is one search request.
-    this.#webSearchRequests += turn.output.filter((item) => item.type === 'web_search_call').length
+    // The provider's own searches (`engine: "native"`): each `web_search_call` it ran is one search request.
+    this.#webSearchRequests += turn.output.filter((item) => item.type === 'web_search_call' && item.status !== 'failed').length
     this.#history.push(...(turn.output as InputItem[]))
     // A turn made with tools disabled that calls one anyway: nothing runs, and the response ends here.
     if (this.#isFinal || calls.length === 0 || turn.status === 'failed') return { next: 'end', calls: [] }

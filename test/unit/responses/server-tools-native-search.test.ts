@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { assertValidEventSequence } from '../../helpers/stream-events'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
-import { jsonFixture, sseFixture } from '../../helpers/upstream'
+import { fixture, jsonFixture, sseFixture } from '../../helpers/upstream'
 
 let harness: ResponsesHarness | undefined
 afterEach(async () => {
@@ -121,6 +121,21 @@ describe('native web search on Anthropic', () => {
     const strip = (items: Array<Record<string, unknown>>) => items.map(({ id: _id, ...item }) => item)
     expect(strip(completed.output)).toEqual(strip(wholeBody.output))
     expect(completed.usage.server_tool_use_details.web_search_requests).toBe(1)
+  })
+
+  it('shows a search Anthropic could not run as failed, and bills it not', async () => {
+    harness = await createResponsesHarness({ anthropic: {} }, { prices: [{ model: 'anthropic/claude-sonnet-4.5', pricing: { prompt: 0, completion: 0, webSearch: 0.01 } }] })
+    const answer = JSON.parse(fixture('anthropic', 'web-search.json').toString('utf8'))
+    answer.content = [
+      answer.content[1],
+      { type: 'web_search_tool_result', tool_use_id: answer.content[1].id, content: { type: 'web_search_tool_result_error', error_code: 'max_uses_exceeded' } },
+      { type: 'text', text: 'I could not search.' },
+    ]
+    harness.upstreams.anthropic!.setHandler(() => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify(answer) }))
+    const body = await (await harness.post({ model: 'anthropic/claude-sonnet-4.5', input: 'Tides?', tools: [native()] })).json()
+    expect(body.output[0]).toEqual({ id: expect.stringMatching(/^ws_/), type: 'web_search_call', status: 'failed', action: { type: 'search', query: 'brest tide times' } })
+    expect(body.usage.cost).toBe(0)
+    expect(body.usage.server_tool_use_details.web_search_requests).toBe(0)
   })
 
   it('leaves a web_search_call of an earlier answer out of what Claude is sent', async () => {
