@@ -104,8 +104,10 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
   let nativeWebSearch: NativeWebSearchPlan | undefined
   for (const [index, tool] of tools.entries()) {
     if (!tool.type.startsWith(SERVER_TOOL_PREFIX)) {
-      if (isDeferred(tool)) continue
-      upstreamTools.push(tool.type === 'function' ? withoutDeferLoading(tool as FunctionTool) : tool)
+      // With the gateway's tool search, deferred tools wait for it and `defer_loading` is ours to honour; with a
+      // provider's own `tool_search`, the provider honours it.
+      if (deferred && isDeferred(tool)) continue
+      upstreamTools.push(deferred && tool.type === 'function' ? withoutDeferLoading(tool as FunctionTool) : tool)
       continue
     }
     const build = SERVER_TOOLS[tool.type]

@@ -107,6 +107,14 @@ describe('service:tool_search', () => {
     ])
   })
 
+  it("leaves defer_loading to a provider's own tool_search, beside other server tools", async () => {
+    const model = await serve(['ok'])
+    const tools = [fn('a', 'A'), fn('b', 'B', { defer_loading: true }), { type: 'tool_search' }, { type: 'service:datetime' }]
+    const response = await testGateway!.responses({ input: 'hi', tools })
+    expect(response.status).toBe(200)
+    expect(model.calls[0]!.tools).toEqual([fn('a', 'A'), fn('b', 'B', { defer_loading: true }), { type: 'tool_search' }, expect.objectContaining({ name: 'service_datetime' })])
+  })
+
   it('refuses what the spec rules out with a 400 naming it', async () => {
     const model = await serve([])
     const refused = async (tools: unknown[], message: string) => {
