@@ -13,11 +13,12 @@ import type { InferenceService } from '../service'
 import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
 import { DeferredTools, withoutDeferLoading } from './deferred-tools'
-import type { StopCondition } from './stop'
-import { WebFetchToolSchema, webFetchTool } from './web-fetch'
+import { nativeWebSearchPlan, type NativeWebSearchPlan } from './native-web-search'
 import { SearchModelsToolSchema, searchModelsTool } from './search-models'
+import type { StopCondition } from './stop'
 import { ToolSearchToolSchema, toolSearchTool } from './tool-search'
-import { WebSearchToolSchema, nativeWebSearchPlan, webSearchTool, type NativeWebSearchPlan } from './web-search'
+import { WebFetchToolSchema, webFetchTool } from './web-fetch'
+import { WebSearchToolSchema, webSearchTool } from './web-search'
 
 /** What a request's server tools are, and how its loop is bounded. */
 export interface ServerToolPlan {
