@@ -168,6 +168,44 @@ describe('billing a native web search', () => {
   })
 })
 
+describe('native web search beside a gateway-run tool', () => {
+  it('renumbers the provider’s search events and citations after the earlier turns in a stream', async () => {
+    harness = await createResponsesHarness({ anthropic: {} })
+    const datetimeTurn = [
+      'event: message_start',
+      'data: {"type":"message_start","message":{"id":"msg_01Turn1","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"usage":{"input_tokens":50,"output_tokens":1}}}',
+      '',
+      'event: content_block_start',
+      'data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_01Clock","name":"service_datetime","input":{}}}',
+      '',
+      'event: content_block_stop',
+      'data: {"type":"content_block_stop","index":0}',
+      '',
+      'event: message_delta',
+      'data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":12}}',
+      '',
+      'event: message_stop',
+      'data: {"type":"message_stop"}',
+      '',
+      '',
+    ].join('\n')
+    harness.upstreams.anthropic!.setHandler((request) =>
+      JSON.stringify(request.json.messages).includes('toolu_01Clock')
+        ? sseFixture('anthropic', 'web-search.sse')
+        : { headers: { 'content-type': 'text/event-stream' }, body: datetimeTurn },
+    )
+    const events = await streamedEvents({ model: 'anthropic/claude-sonnet-4.5', input: 'Tides in Brest today?', tools: [native(), { type: 'service:datetime' }] })
+    const [, second] = harness.upstreams.anthropic!.requests
+    expect(second!.json.tools.map((tool: { name: string }) => tool.name)).toEqual(['service_datetime', 'web_search'])
+    const response = events.at(-1)!.response
+    expect(response.output.map((item: { type: string }) => item.type)).toEqual(['service:datetime', 'message', 'web_search_call', 'message'])
+    expect(events.filter((event) => event.type.startsWith('response.web_search_call.')).map((event) => event.output_index)).toEqual([2, 2, 2])
+    expect(events.filter((event) => event.type === 'response.output_text.annotation.added').map((event) => event.output_index)).toEqual([3, 3])
+    expect(response.output[3].content[0].annotations).toHaveLength(2)
+    expect(response.usage.server_tool_use_details).toEqual({ tool_calls_requested: 1, tool_calls_executed: 1, web_search_requests: 1 })
+  })
+})
+
 describe('native web search on OpenAI', () => {
   it("sends OpenAI's web_search tool with the domain filter, context size and location, and asks for the sources", async () => {
     await serveOpenAI()
