@@ -32,7 +32,7 @@ const publicInputDetails = ({ input_tokens_details: details }: Usage): Usage['in
  * with such a price, the tokens a provider counts for the images (`image_tokens`) are left out of the
  * token price, since the per-image price is what those images cost.
  */
-export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isByok: boolean; byokFeeRate: number; images?: number }): BilledUsage => {
+export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isByok: boolean; byokFeeRate: number; images?: number; webSearches?: number }): BilledUsage => {
   const cached = Math.min(usage.input_tokens_details.cached_tokens, usage.input_tokens)
   const written = Math.min(usage.input_tokens_details.cache_write_tokens ?? 0, usage.input_tokens - cached)
   const writtenFor1h = Math.min(usage.input_tokens_details.cache_write_1h_tokens ?? 0, written)
@@ -42,7 +42,9 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
     cached * (pricing.cachedPrompt ?? pricing.prompt) +
     (written - writtenFor1h) * writePrice +
     writtenFor1h * (pricing.cacheWrite1hPrompt ?? writePrice) +
-    (pricing.request ?? 0)
+    (pricing.request ?? 0) +
+    // The provider's own searches are read into the prompt: their fee goes with the input, as the request fee does.
+    (options.webSearches ?? 0) * (pricing.webSearch ?? 0)
   const images = options.images ?? 0
   const imageTokens = pricing.image === undefined ? 0 : Math.min(usage.output_tokens_details.image_tokens ?? 0, usage.output_tokens)
   const outputCost = (usage.output_tokens - imageTokens) * pricing.completion + images * (pricing.image ?? 0)
@@ -65,4 +67,12 @@ export const billUsage = (usage: Usage, pricing: EndpointPricing, options: { isB
  * when it used the caller's key. Whole and streamed answers both pass their final output items here.
  */
 export const billAttempt = (usage: Usage, attempt: Attempt, byokFeeRate: number, output: readonly OutputItem[]): BilledUsage =>
-  billUsage(usage, attempt.endpoint.pricing, { isByok: attempt.credential !== null, byokFeeRate, images: completedImages(output).length })
+  billUsage(usage, attempt.endpoint.pricing, {
+    isByok: attempt.credential !== null,
+    byokFeeRate,
+    images: completedImages(output).length,
+    webSearches: providerSearches(output),
+  })
+
+/** The web searches the provider ran itself in `output` (its `web_search_call` items), each billed at `webSearch`. */
+const providerSearches = (output: readonly OutputItem[]): number => output.filter((item) => item.type === 'web_search_call' && item.status !== 'failed').length

@@ -38,6 +38,7 @@ const callFor = (request: InferenceRequest, attempt: Attempt, service: Inference
   maxEventBytes: service.limits.maxEventBytes,
   ...(request.extensions ? { extensions: request.extensions } : {}),
   hasExplicitPromptCache: attempt.endpoint.supportedParameters?.includes('prompt_cache_options') === true,
+  ...(request.serverTools?.nativeWebSearch ? { nativeWebSearch: request.serverTools.nativeWebSearch.search } : {}),
 })
 
 const withRetryAfter = (seconds: string | undefined) => (seconds === undefined ? {} : { headers: { 'retry-after': seconds } })

@@ -22,6 +22,8 @@ export interface EndpointPricing {
   request?: number
   /** USD per generated (output) image. */
   image?: number
+  /** USD per web search the provider ran itself (a `web_search_call` it returned: `engine: "native"`). */
+  webSearch?: number
 }
 
 export interface ModelEndpoint {

@@ -56,7 +56,7 @@ export const mergeModels = (configured: readonly ModelEntry[] = []): ModelEntry[
   return [...merged.values()]
 }
 
-const OPTIONAL_PRICES = ['cachedPrompt', 'cacheWritePrompt', 'cacheWrite1hPrompt', 'request', 'image'] as const
+const OPTIONAL_PRICES = ['cachedPrompt', 'cacheWritePrompt', 'cacheWrite1hPrompt', 'request', 'image', 'webSearch'] as const
 
 const overridePricing = (pricing: EndpointPricing, override: PriceOverride['pricing']): EndpointPricing => {
   const next: EndpointPricing = { ...pricing }

@@ -10,7 +10,7 @@ import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
 /** More overrides than any catalog has endpoints; a document past it is refused rather than trimmed. */
 export const PRICE_OVERRIDES_MAX = 10_000
 
-// USD per token (or per request, per image): a price is a finite number, never negative.
+// USD per token (or per request, per image, per web search): a price is a finite number, never negative.
 const PriceSchema = v.pipe(v.number('must be a number'), v.finite('must be a finite number'), v.minValue(0, 'must not be negative'))
 
 // `null` clears an optional price: the endpoint falls back to `prompt` (cache prices) or to no charge.
@@ -24,8 +24,9 @@ export const PricingOverrideSchema = v.pipe(
       cacheWrite1hPrompt: v.optional(v.nullable(PriceSchema)),
       request: v.optional(v.nullable(PriceSchema)),
       image: v.optional(v.nullable(PriceSchema)),
+      webSearch: v.optional(v.nullable(PriceSchema)),
     },
-    'is not a price field (prompt, completion, cachedPrompt, cacheWritePrompt, cacheWrite1hPrompt, request, image)',
+    'is not a price field (prompt, completion, cachedPrompt, cacheWritePrompt, cacheWrite1hPrompt, request, image, webSearch)',
   ),
   v.check((pricing) => Object.keys(pricing).length > 0, 'must set at least one price'),
 )

@@ -89,9 +89,29 @@ export const honoursExtension = (endpoint: ModelEndpoint, provider: Pick<Resolve
 
 const isExtensionName = (parameter: string): parameter is RequestExtensionName => (REQUEST_EXTENSION_NAMES as readonly string[]).includes(parameter)
 
-/** Whether `endpoint` honours parameter `name`: an extension as `honoursExtension` says, any other when the catalog lists it. */
-const honoursParameter = (endpoint: ModelEndpoint, provider: Pick<ResolvedProvider, 'adapter'>, name: string): boolean =>
-  isExtensionName(name) ? honoursExtension(endpoint, provider, name) : endpoint.supportedParameters?.includes(name) === true
+const NATIVE_WEB_SEARCH = 'web_search'
+const isNativeWebSearchName = (name: string) => name === NATIVE_WEB_SEARCH || name.startsWith(`${NATIVE_WEB_SEARCH}.`)
+
+/**
+ * Whether `endpoint`'s adapter runs the provider's own web search (`web_search`) with parameter `web_search.<name>`.
+ * The adapter alone decides: the catalog does not say which models search, and a provider refuses a model that
+ * cannot with a 400 of its own.
+ */
+const honoursNativeWebSearch = (provider: Pick<ResolvedProvider, 'adapter'>, name: string): boolean => {
+  const declared = provider.adapter.nativeWebSearch
+  if (!declared) return false
+  return name === NATIVE_WEB_SEARCH || (declared as readonly string[]).includes(name.slice(NATIVE_WEB_SEARCH.length + 1))
+}
+
+/**
+ * Whether `endpoint` honours parameter `name`: an extension as `honoursExtension` says, the native web search as
+ * its adapter declares, any other when the catalog lists it.
+ */
+const honoursParameter = (endpoint: ModelEndpoint, provider: Pick<ResolvedProvider, 'adapter'>, name: string): boolean => {
+  if (isExtensionName(name)) return honoursExtension(endpoint, provider, name)
+  if (isNativeWebSearchName(name)) return honoursNativeWebSearch(provider, name)
+  return endpoint.supportedParameters?.includes(name) === true
+}
 
 /**
  * The parameters `endpoint` honours through `provider`: the catalog's, less the extensions its adapter cannot send

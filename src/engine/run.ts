@@ -84,7 +84,7 @@ export const prepareRequest = async (
     preferences: withRouteAlias(body),
     parametersUsed: parametersUsed(body, extensions?.values),
     modalities: body.modalities,
-    mustHonour: mustHonour(body, extensions?.values, extensions?.fieldNames),
+    mustHonour: [...mustHonour(body, extensions?.values, extensions?.fieldNames), ...(serverTools?.nativeWebSearch?.requirements ?? [])],
     credentials: byok.credentials,
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,

@@ -7,6 +7,7 @@ import { MODEL_SLUG_PATTERN } from '../core/patterns'
 import type { ModelEntry } from '../engine/models'
 import { PriceOverridesSchema } from '../engine/prices.schemas'
 import { isPriceSourceUrl } from '../engine/price-refresh'
+import { SEARCH_ENGINE_IDS } from '../engine/server-tools/search-engines'
 import type { UpstreamTransport } from '../engine/transport'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
@@ -95,9 +96,16 @@ export const WebFetchOptionsSchema = v.strictObject({
 
 const PriceSchema = v.pipe(v.number(), v.minValue(0), v.maxValue(100))
 
+/** A search engine's API reached with a key: the key, the base URL (default the engine's), the price per search. */
+const KeyedSearchEngineSchema = v.strictObject({
+  apiKey: v.pipe(v.string(), v.minLength(1)),
+  baseURL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+  pricePerRequest: v.optional(PriceSchema),
+})
+
 /** `service:web_search`: the engines the operator runs or pays for, each with its base URL, key and price per search. */
 export const WebSearchOptionsSchema = v.strictObject({
-  default: v.optional(v.picklist(['searxng', 'exa'])),
+  default: v.optional(v.picklist(SEARCH_ENGINE_IDS)),
   searxng: v.optional(
     v.strictObject({
       baseURL: v.pipe(v.string(), v.url('must be a URL')),
@@ -105,13 +113,10 @@ export const WebSearchOptionsSchema = v.strictObject({
       pricePerRequest: v.optional(PriceSchema),
     }),
   ),
-  exa: v.optional(
-    v.strictObject({
-      apiKey: v.pipe(v.string(), v.minLength(1)),
-      baseURL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
-      pricePerRequest: v.optional(PriceSchema),
-    }),
-  ),
+  exa: v.optional(KeyedSearchEngineSchema),
+  firecrawl: v.optional(KeyedSearchEngineSchema),
+  parallel: v.optional(KeyedSearchEngineSchema),
+  perplexity: v.optional(KeyedSearchEngineSchema),
 })
 
 /** Server tools the gateway runs (`service:*` tools of `POST /responses`). */

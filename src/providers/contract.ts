@@ -8,7 +8,7 @@ import type { GatewayError } from '../core/errors'
 import type { CallerDestination } from '../core/upstream-guard'
 import type { ProviderApi } from './catalog'
 import type { FinishStatus, UpstreamStreamEvent } from './events'
-import type { OutputItem, RequestExtensionName, RequestExtensions, ResponsesRequest, Usage } from './types'
+import type { NativeWebSearch, NativeWebSearchParameter, OutputItem, RequestExtensionName, RequestExtensions, ResponsesRequest, Usage } from './types'
 
 export type { FinishStatus, ItemEvent, RelayedEvent, UpstreamStreamEvent } from './events'
 
@@ -28,6 +28,12 @@ export interface UpstreamCall {
   extensions?: RequestExtensions
   /** Whether the endpoint honours explicit prompt caching (`prompt_cache_options`, `prompt_cache_breakpoint` markers). */
   hasExplicitPromptCache?: boolean
+  /**
+   * The provider's own web search, to be offered to the model beside `request.tools`; set only for an adapter that
+   * declares `nativeWebSearch` with every parameter it uses. The adapter returns the searches as `web_search_call`
+   * items and the pages cited as `url_citation` annotations.
+   */
+  nativeWebSearch?: NativeWebSearch
 }
 
 /** Where and as whom to call. */
@@ -78,6 +84,11 @@ export interface ProviderAdapter {
    * other, so an adapter that declares none (a custom one written before extensions existed) drops nothing.
    */
   readonly requestExtensions?: readonly RequestExtensionName[]
+  /**
+   * Set when the provider runs a web search of its own that `UpstreamCall.nativeWebSearch` can ask for: the
+   * parameters of it the adapter honours. Routing never hands it a native search using any other.
+   */
+  readonly nativeWebSearch?: readonly NativeWebSearchParameter[]
   /** Builds the upstream HTTP request (URL, headers with credentials, JSON body). */
   buildRequest(call: UpstreamCall, target: UpstreamTarget): UpstreamRequest
   /** Translates a successful non-streaming JSON body. */

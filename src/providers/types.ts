@@ -165,6 +165,42 @@ export interface ResponsesRequest {
   [key: string]: unknown
 }
 
+/**
+ * The upstream provider's own web search (`service:web_search` with `engine: "native"`), in one canonical form
+ * every adapter that can run it renders as its provider's tool (OpenAI's `web_search`, Anthropic's
+ * `web_search_20250305`). It rides beside the body (`UpstreamCall.nativeWebSearch`), never in `tools`, so a
+ * caller cannot smuggle it to an adapter that did not declare it.
+ */
+export interface NativeWebSearch {
+  /** Searches one answer may make at most. */
+  maxUses?: number
+  /** Hosts (subdomains included), each optionally with a path prefix; results only from these. */
+  allowedDomains?: readonly string[]
+  /** Hosts (subdomains included), each optionally with a path prefix; never results from these. */
+  blockedDomains?: readonly string[]
+  searchContextSize?: 'low' | 'medium' | 'high'
+  userLocation?: { type: 'approximate'; city?: string; country?: string; region?: string; timezone?: string }
+}
+
+/**
+ * The parts of a native web search an adapter may honour (`ProviderAdapter.nativeWebSearch`): each field of
+ * `NativeWebSearch` that is set, and `domain_paths` when a domain entry has a path.
+ */
+export const NATIVE_WEB_SEARCH_PARAMETERS = ['max_uses', 'allowed_domains', 'blocked_domains', 'domain_paths', 'search_context_size', 'user_location'] as const
+export type NativeWebSearchParameter = (typeof NATIVE_WEB_SEARCH_PARAMETERS)[number]
+
+/** The parameters `search` sets, by name. */
+export const nativeWebSearchParameters = (search: NativeWebSearch): NativeWebSearchParameter[] => {
+  const used: NativeWebSearchParameter[] = []
+  if (search.maxUses !== undefined) used.push('max_uses')
+  if (search.allowedDomains !== undefined) used.push('allowed_domains')
+  if (search.blockedDomains !== undefined) used.push('blocked_domains')
+  if ([...(search.allowedDomains ?? []), ...(search.blockedDomains ?? [])].some((entry) => entry.includes('/'))) used.push('domain_paths')
+  if (search.searchContextSize !== undefined) used.push('search_context_size')
+  if (search.userLocation !== undefined) used.push('user_location')
+  return used
+}
+
 /** The names routing and the catalog know the request extensions by (OpenRouter's `supported_parameters` names). */
 export const REQUEST_EXTENSION_NAMES = ['stop', 'seed', 'logprobs', 'logit_bias'] as const
 export type RequestExtensionName = (typeof REQUEST_EXTENSION_NAMES)[number]

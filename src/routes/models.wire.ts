@@ -23,6 +23,7 @@ const toPricingWire = (pricing: EndpointPricing) => ({
   completion: decimal.format(pricing.completion),
   ...(pricing.request === undefined ? {} : { request: decimal.format(pricing.request) }),
   ...(pricing.image === undefined ? {} : { image_output: decimal.format(pricing.image) }),
+  ...(pricing.webSearch === undefined ? {} : { web_search: decimal.format(pricing.webSearch) }),
   ...(pricing.cachedPrompt === undefined ? {} : { input_cache_read: decimal.format(pricing.cachedPrompt) }),
   ...(pricing.cacheWritePrompt === undefined ? {} : { input_cache_write: decimal.format(pricing.cacheWritePrompt) }),
 })

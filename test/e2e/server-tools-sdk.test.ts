@@ -121,3 +121,38 @@ describe('service:web_search through the openai SDK, stopped by a condition', ()
     expect(final.usage).toMatchObject({ server_tool_use_details: { tool_calls_executed: 1, web_search_requests: 1 } })
   })
 })
+
+/** Searches the deferred tools first, with some text, then calls the one it found. */
+const toolSearchingModel: ScriptedReply = (call) => {
+  const found = (call.tools as Array<{ name?: string }>).some((tool) => tool.name === 'get_weather_forecast')
+  return found
+    ? [{ type: 'function_call', name: 'get_weather_forecast', arguments: '{"city":"Brest"}' }]
+    : [{ type: 'text', text: 'Let me find a tool.' }, { type: 'function_call', name: 'service_tool_search', arguments: '{"query":"weather"}' }]
+}
+
+describe('service:tool_search through the openai SDK', () => {
+  const body = params({
+    tools: [
+      { type: 'function', name: 'lookup_order', description: 'Finds an order', parameters: { type: 'object', properties: {} } },
+      { type: 'function', name: 'get_weather_forecast', description: 'Weather forecast for a city', parameters: { type: 'object', properties: { city: { type: 'string' } } }, defer_loading: true },
+      { type: 'service:tool_search' },
+    ],
+  })
+
+  it('responses.stream: the SDK assembles the tool search items in place, then the call of the tool found', async () => {
+    const { client } = await start(toolSearchingModel)
+    const stream = client.responses.stream(body as never)
+    const added: Array<[number, string]> = []
+    for await (const event of stream) if (event.type === 'response.output_item.added') added.push([event.output_index, event.item.type])
+    const final = await stream.finalResponse()
+    expect(added).toEqual([
+      [0, 'message'],
+      [1, 'tool_search_call'],
+      [2, 'tool_search_output'],
+      [3, 'function_call'],
+    ])
+    expect(final.output.map((item) => item.type)).toEqual(['message', 'tool_search_call', 'tool_search_output', 'function_call'])
+    expect(final.output[2]).toMatchObject({ type: 'tool_search_output', execution: 'server', status: 'completed', tools: [{ name: 'get_weather_forecast' }] })
+    expect(final.output[3]).toMatchObject({ type: 'function_call', name: 'get_weather_forecast', arguments: '{"city":"Brest"}' })
+  })
+})

@@ -4,7 +4,7 @@
  * the tool's own output item (`service:datetime`, `web_search_call`, …) where the model's call was.
  */
 
-import type { FunctionCallItem, FunctionCallOutputItem, FunctionTool, OutputItem } from '../../providers/types'
+import type { FunctionCallItem, FunctionCallOutputItem, FunctionTool, InputItem, OutputItem } from '../../providers/types'
 import type { InferenceService } from '../service'
 
 export { ServerToolFailure, ServerToolRefusal } from './tool-errors'
@@ -41,6 +41,8 @@ export interface ServerToolOutcome {
   output: string
   /** The item the client sees in place of the call, finished. */
   item: OutputItem
+  /** The second item of a tool shown as two (`ServerTool.followingItem`), finished. */
+  followingItem?: OutputItem
   /** Requests sent to a web search engine (`usage.server_tool_use_details.web_search_requests`). */
   webSearchRequests?: number
   /** What the run cost in dollars (a search engine's price per request), added to the response's cost. */
@@ -50,12 +52,16 @@ export interface ServerToolOutcome {
 
 /** The call and result pair an item of a server tool stands for in a later request's input. */
 export const historyPair = (item: Record<string, unknown>, name: string, args: Record<string, unknown>, output: string): [FunctionCallItem, FunctionCallOutputItem] => {
-  const callId = `call_${typeof item.id === 'string' ? item.id : 'server_tool'}`
+  const callId = historyCallId(item)
   return [
     { type: 'function_call', call_id: callId, name, arguments: JSON.stringify(args) },
     { type: 'function_call_output', call_id: callId, output },
   ]
 }
+
+/** The call id an item of a server tool stands for in history: the model's, when the item keeps it. */
+export const historyCallId = (item: Record<string, unknown>): string =>
+  typeof item.call_id === 'string' && item.call_id !== '' ? item.call_id : `call_${typeof item.id === 'string' ? item.id : 'server_tool'}`
 
 /** A server tool as one request configured it; built per request, so it may count its own uses. */
 export interface ServerTool {
@@ -71,6 +77,17 @@ export interface ServerTool {
   pendingItem(itemId: string): OutputItem
   /** The item the client sees when the call failed or was not run; `message` is safe to show. */
   failedItem(itemId: string, message: string, details?: Record<string, unknown>): OutputItem
+  /**
+   * Set for a tool the client sees as two items, its call and then its result (OpenAI's `tool_search_call` and
+   * `tool_search_output`): the type of the second; the second as a stream adds it with the first (its id derived
+   * from the first's, as `ServerToolOutcome.followingItem` must keep it); the second for a call that failed or was
+   * not run.
+   */
+  readonly followingItem?: {
+    readonly type: string
+    pending(itemId: string): OutputItem
+    failed(itemId: string, callId: string, message: string): OutputItem
+  }
   /** Events a stream shows as the call starts (after `output_item.added`) and ends (before `output_item.done`). */
   readonly startEvents?: readonly string[]
   readonly endEvents?: readonly string[]
@@ -78,7 +95,7 @@ export interface ServerTool {
    * A client's item of this tool sent back in a later request's input, as the call and result the model saw:
    * the conversation goes on without the client knowing how the gateway spoke to the model.
    */
-  toHistory(item: Record<string, unknown>): [FunctionCallItem, FunctionCallOutputItem]
+  toHistory(item: Record<string, unknown>): InputItem[]
   /** Runs the call. Throws `ServerToolRefusal` for a call it will not run; any other throw is a failed run. */
   run(call: ServerToolCall, context: ServerToolContext): Promise<ServerToolOutcome>
 }

@@ -46,8 +46,8 @@ export type TurnDecision =
 export interface CallHooks {
   /** The call starts running (a stream shows its start events). */
   onStart?(pending: PendingCall): void
-  /** The call ended: `item` is what the client sees. */
-  onDone?(pending: PendingCall, item: OutputItem): void
+  /** The call ended: `items` are what the client sees (one, or two for a tool with a following item). */
+  onDone?(pending: PendingCall, items: readonly OutputItem[]): void
   /** Progress the tool reports while it runs. */
   onProgress?(pending: PendingCall, event: { type: string }): void
 }
@@ -66,6 +66,14 @@ const parseArguments = (text: string): Record<string, unknown> | string => {
   } catch {
     return 'the arguments are not valid JSON'
   }
+}
+
+/** What the client sees of a call that failed or was not run: the tool's failed item, and its following one if it has one. */
+const failedItems = (tool: ServerTool, call: Pick<ServerToolCall, 'callId' | 'itemId'>, message: string, details?: Record<string, unknown>): OutputItem[] => {
+  const item = tool.failedItem(call.itemId, message, details)
+  if (!tool.followingItem) return [item]
+  // Both items name the model's call, so the pair reads back as one call and its result.
+  return [{ ...item, call_id: call.callId }, tool.followingItem.failed(call.itemId, call.callId, message)]
 }
 
 const limitMessage = (max: number) => `Not run: this response reached its limit of ${max} server-tool call${max === 1 ? '' : 's'}. Answer with what you have.`
@@ -124,10 +132,12 @@ export class ServerToolLoop {
       const tool = typeof item.type === 'string' ? this.#plan.byItemType.get(item.type) : undefined
       return tool ? tool.toHistory(item as Record<string, unknown>) : [item]
     })
+    // Deferred tools found by `service:tool_search` (in this response or, through the input, an earlier one).
+    const found = this.#plan.deferredTools?.loaded() ?? []
     const turnBody: ResponsesRequestBody = {
       ...body,
       input: [...this.#input, ...this.#history] as ResponsesRequestBody['input'],
-      tools: this.#plan.upstreamTools as ResponsesRequestBody['tools'],
+      tools: [...this.#plan.upstreamTools, ...found] as ResponsesRequestBody['tools'],
       // spec stop_server_tools_when: the last turn is made with tool calls disabled.
       ...(this.#isFinal ? { tool_choice: 'none' as const } : {}),
     }
@@ -158,6 +168,8 @@ export class ServerToolLoop {
       this.#calledTools.add(tool.type).add(item.name)
     }
     this.#requested += calls.length
+    // The provider's own searches (`engine: "native"`): each `web_search_call` it ran is one search request.
+    this.#webSearchRequests += turn.output.filter((item) => item.type === 'web_search_call' && item.status !== 'failed').length
     this.#history.push(...(turn.output as InputItem[]))
     // A turn made with tools disabled that calls one anyway: nothing runs, and the response ends here.
     if (this.#isFinal || calls.length === 0 || turn.status === 'failed') return { next: 'end', calls: [] }
@@ -176,19 +188,19 @@ export class ServerToolLoop {
   }
 
   /** Runs the calls of a turn (at the same time unless `parallel_tool_calls` is false) and records their results. */
-  async runCalls(calls: readonly PendingCall[], signal: AbortSignal, hooks: CallHooks = {}): Promise<Map<PendingCall, OutputItem>> {
-    const items = new Map<PendingCall, OutputItem>()
+  async runCalls(calls: readonly PendingCall[], signal: AbortSignal, hooks: CallHooks = {}): Promise<Map<PendingCall, OutputItem[]>> {
+    const items = new Map<PendingCall, OutputItem[]>()
     // Slots are given in the model's order before anything runs, so the limit cuts the same calls either way.
     const runs = calls.map((pending) => {
       const isAllowed = pending.argumentError === undefined && this.#scheduled < this.#plan.maxToolCalls
       if (isAllowed) this.#scheduled++
       return async () => {
         hooks.onStart?.(pending)
-        const { output, item } = isAllowed
+        const { output, items: shown } = isAllowed
           ? await this.#runOne(pending, signal, hooks)
-          : { output: pending.argumentError ? `Not run: ${pending.argumentError}.` : limitMessage(this.#plan.maxToolCalls), item: pending.tool.failedItem(pending.call.itemId, pending.argumentError ?? 'limit reached') }
-        items.set(pending, item)
-        hooks.onDone?.(pending, item)
+          : { output: pending.argumentError ? `Not run: ${pending.argumentError}.` : limitMessage(this.#plan.maxToolCalls), items: failedItems(pending.tool, pending.call, pending.argumentError ?? 'limit reached') }
+        items.set(pending, shown)
+        hooks.onDone?.(pending, shown)
         return output
       }
     })
@@ -202,7 +214,7 @@ export class ServerToolLoop {
     return items
   }
 
-  async #runOne(pending: PendingCall, signal: AbortSignal, hooks: CallHooks): Promise<{ output: string; item: OutputItem }> {
+  async #runOne(pending: PendingCall, signal: AbortSignal, hooks: CallHooks): Promise<{ output: string; items: OutputItem[] }> {
     const { tool, call } = pending
     let outcome: ServerToolOutcome
     try {
@@ -214,32 +226,32 @@ export class ServerToolLoop {
       })
     } catch (error) {
       if (signal.aborted) throw error
-      if (error instanceof ServerToolRefusal) return { output: `Not run: ${error.message}`, item: tool.failedItem(call.itemId, error.message) }
+      if (error instanceof ServerToolRefusal) return { output: `Not run: ${error.message}`, items: failedItems(tool, call, error.message) }
       this.#executed++
       // The model reads why its call failed and may try another way; the cause stays in the log.
       const isExpected = error instanceof ServerToolFailure
       const message = isExpected ? error.message : 'the tool failed'
       if (!isExpected) this.#service.logger.warn('server tool failed', { requestId: this.#request.requestId, tool: tool.type, error })
-      return { output: `Error: ${message}`, item: tool.failedItem(call.itemId, message, isExpected ? error.details : undefined) }
+      return { output: `Error: ${message}`, items: failedItems(tool, call, message, isExpected ? error.details : undefined) }
     }
     this.#executed++
     this.#toolCost += outcome.cost ?? 0
     this.#webSearchRequests += outcome.webSearchRequests ?? 0
     if (outcome.sources) this.#sources.push(...outcome.sources)
-    return { output: outcome.output, item: outcome.item }
+    return { output: outcome.output, items: outcome.followingItem ? [outcome.item, outcome.followingItem] : [outcome.item] }
   }
 
   /**
    * A turn's items as the client sees them: each server call replaced by its tool's item, at the same
    * position; a server call that never ran (a turn with tools disabled) by its tool's failed item.
    */
-  clientItems(output: readonly OutputItem[], ran: ReadonlyMap<PendingCall, OutputItem>): OutputItem[] {
-    const byCallId = new Map([...ran].map(([pending, item]) => [pending.call.callId, item]))
-    return output.map((item) => {
-      if (!isFunctionCall(item)) return item
+  clientItems(output: readonly OutputItem[], ran: ReadonlyMap<PendingCall, readonly OutputItem[]>): OutputItem[] {
+    const byCallId = new Map([...ran].map(([pending, items]) => [pending.call.callId, items]))
+    return output.flatMap((item) => {
+      if (!isFunctionCall(item)) return [item]
       const tool = this.serverTool(item.name)
-      if (!tool) return item
-      return byCallId.get(item.call_id) ?? tool.failedItem(this.itemIdFor(item.call_id, tool), 'not run: the server-tool loop had ended')
+      if (!tool) return [item]
+      return byCallId.get(item.call_id) ?? failedItems(tool, { callId: item.call_id, itemId: this.itemIdFor(item.call_id, tool) }, 'not run: the server-tool loop had ended')
     })
   }
 

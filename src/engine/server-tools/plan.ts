@@ -7,12 +7,16 @@
 import * as v from 'valibot'
 import { InvalidRequestError } from '../../core/errors'
 import { parseInput } from '../../core/validation'
-import type { Tool } from '../../providers/types'
+import type { FunctionTool, Tool } from '../../providers/types'
 import { MAX_TOOL_CALLS_MAX, type ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
 import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
+import { DeferredTools, withoutDeferLoading } from './deferred-tools'
+import { nativeWebSearchPlan, type NativeWebSearchPlan } from './native-web-search'
+import { SearchModelsToolSchema, searchModelsTool } from './search-models'
 import type { StopCondition } from './stop'
+import { ToolSearchToolSchema, toolSearchTool } from './tool-search'
 import { WebFetchToolSchema, webFetchTool } from './web-fetch'
 import { WebSearchToolSchema, webSearchTool } from './web-search'
 
@@ -29,9 +33,13 @@ export interface ServerToolPlan {
   stopWhen: readonly StopCondition[]
   /** Whether the calls of one turn run at the same time (`parallel_tool_calls`, default true). */
   isParallel: boolean
+  /** `service:web_search` with `engine: "native"`: the provider searches itself, every turn. */
+  nativeWebSearch?: NativeWebSearchPlan
+  /** The caller's `defer_loading` function tools, offered once `service:tool_search` found them. */
+  deferredTools?: DeferredTools
 }
 
-type ToolBuilder = (tool: unknown, index: number, service: InferenceService) => ServerTool
+type ToolBuilder = (tool: unknown, index: number, service: InferenceService, deferred: DeferredTools) => ServerTool
 
 /** Validates one tool object with `schema`, naming a bad field by its place in the body (`body.tools.2.parameters.timezone`). */
 export const parseTool = <S extends v.GenericSchema<unknown, unknown>>(schema: S, tool: unknown, index: number): v.InferOutput<S> =>
@@ -41,9 +49,35 @@ const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:datetime': (tool, index) => datetimeTool(parseTool(DatetimeToolSchema, tool, index)),
   'service:web_fetch': (tool, index) => webFetchTool(parseTool(WebFetchToolSchema, tool, index)),
   'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), index, service),
+  'service:tool_search': (tool, index, _service, deferred) => toolSearchTool(parseTool(ToolSearchToolSchema, tool, index), deferred),
+  'service:experimental__search_models': (tool, index) => searchModelsTool(parseTool(SearchModelsToolSchema, tool, index)),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'
+
+const isDeferred = (tool: Tool): boolean => tool.type === 'function' && (tool as { defer_loading?: unknown }).defer_loading === true
+
+/**
+ * The request's deferred function tools, checked (spec: `defer_loading` needs the tool-search server tool and at
+ * least one tool that is not deferred). A provider's own `tool_search` (OpenAI's) honours `defer_loading` itself,
+ * so then the tools pass through as sent. Undefined when the gateway has no deferred tools to withhold.
+ */
+const deferredToolsOf = (tools: readonly Tool[]): DeferredTools | undefined => {
+  const first = tools.findIndex(isDeferred)
+  const hasServerSearch = tools.some((tool) => tool.type === 'service:tool_search')
+  if (first < 0) {
+    if (hasServerSearch) throw new InvalidRequestError(`body.tools.${tools.findIndex((tool) => tool.type === 'service:tool_search')}: service:tool_search has nothing to search: mark the function tools it may find with defer_loading: true`)
+    return undefined
+  }
+  if (!hasServerSearch) {
+    if (tools.some((tool) => tool.type === 'tool_search')) return undefined
+    throw new InvalidRequestError(`body.tools.${first}.defer_loading: a deferred tool needs the service:tool_search tool, which finds it for the model`)
+  }
+  if (!tools.some((tool) => tool.type !== 'service:tool_search' && !isDeferred(tool))) {
+    throw new InvalidRequestError('body.tools: at least one tool besides service:tool_search must not be deferred (defer_loading)')
+  }
+  return new DeferredTools(tools.filter(isDeferred) as Array<FunctionTool & { name: string }>)
+}
 
 /** The server-tool types this gateway runs. */
 export const SUPPORTED_SERVER_TOOLS = Object.keys(SERVER_TOOLS)
@@ -58,14 +92,23 @@ const isDisabled = (type: string, disabled: readonly string[] | null) =>
  */
 export const planServerTools = (service: InferenceService, body: ResponsesRequestBody, disabled: readonly string[] | null): ServerToolPlan | undefined => {
   const tools = (body.tools ?? []) as Tool[]
+  const deferred = deferredToolsOf(tools)
+  const choice = body.tool_choice as { type?: unknown; name?: unknown } | string | undefined
+  if (deferred && typeof choice === 'object' && choice.type === 'function' && typeof choice.name === 'string' && deferred.has(choice.name)) {
+    throw new InvalidRequestError(`body.tool_choice: "${choice.name}" is deferred (defer_loading), so the model cannot call it before service:tool_search finds it`)
+  }
   if (!tools.some((tool) => tool.type.startsWith(SERVER_TOOL_PREFIX))) return undefined
   const byFunctionName = new Map<string, ServerTool>()
   const seen = new Set<string>()
   const clientNames = new Set(tools.flatMap((tool) => (tool.type === 'function' ? [(tool as { name: string }).name] : [])))
   const upstreamTools: Tool[] = []
+  let nativeWebSearch: NativeWebSearchPlan | undefined
   for (const [index, tool] of tools.entries()) {
     if (!tool.type.startsWith(SERVER_TOOL_PREFIX)) {
-      upstreamTools.push(tool)
+      // With the gateway's tool search, deferred tools wait for it and `defer_loading` is ours to honour; with a
+      // provider's own `tool_search`, the provider honours it.
+      if (deferred && isDeferred(tool)) continue
+      upstreamTools.push(deferred && tool.type === 'function' ? withoutDeferLoading(tool as FunctionTool) : tool)
       continue
     }
     const build = SERVER_TOOLS[tool.type]
@@ -79,7 +122,14 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
     }
     if (seen.has(tool.type)) throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" is listed more than once`)
     seen.add(tool.type)
-    const serverTool = build(tool, index, service)
+    if (tool.type === 'service:web_search') {
+      const parsed = parseTool(WebSearchToolSchema, tool, index)
+      if (parsed.parameters?.engine === 'native') {
+        nativeWebSearch = nativeWebSearchPlan(parsed, index)
+        continue
+      }
+    }
+    const serverTool = build(tool, index, service, deferred ?? new DeferredTools([]))
     const { name } = serverTool.definition
     if (clientNames.has(name)) {
       throw new InvalidRequestError(`body.tools: the function name "${name}" is the one ${tool.type} is offered to the model under; rename your function`)
@@ -89,11 +139,15 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
   }
   return {
     byFunctionName,
-    byItemType: new Map([...byFunctionName.values()].map((tool) => [tool.itemType, tool])),
+    byItemType: new Map(
+      [...byFunctionName.values()].flatMap((tool): Array<[string, ServerTool]> => [[tool.itemType, tool], ...(tool.followingItem ? [[tool.followingItem.type, tool] as [string, ServerTool]] : [])]),
+    ),
     upstreamTools,
     // spec max_tool_calls: default 30, which is also the maximum, so it bounds a loop that stop conditions rule too.
     maxToolCalls: body.stop_server_tools_when ? MAX_TOOL_CALLS_MAX : (body.max_tool_calls ?? MAX_TOOL_CALLS_MAX),
     stopWhen: body.stop_server_tools_when ?? [],
     isParallel: body.parallel_tool_calls !== false,
+    ...(nativeWebSearch ? { nativeWebSearch } : {}),
+    ...(deferred ? { deferredTools: deferred } : {}),
   }
 }

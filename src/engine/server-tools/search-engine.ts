@@ -55,9 +55,20 @@ export interface SearchEngine {
   readonly features: ReadonlySet<SearchFeature>
   /** `mode` values it knows. */
   readonly modes: readonly string[]
+  /** Results one request may ask for at most (the engine's own ceiling); a larger `max_results` is refused. */
+  readonly maxResults?: number
   /** Refuses a parameter value the engine cannot honour (a part of `user_location` it has no field for): the reason, or undefined. */
   refusal?(query: Omit<SearchQuery, 'query' | 'maxResults'>): { field: string; reason: string } | undefined
   /** The operator's price per request; the engine's reported cost, else nothing, when unset. */
   readonly pricePerRequest: number | undefined
   search(query: SearchQuery, context: SearchContext): Promise<SearchResponse>
 }
+
+/**
+ * The host of a domain-list entry (`*.example.com/docs` → `example.com`), for engines that filter by host only:
+ * the path part is then enforced on the results by the tool, never dropped.
+ */
+export const hostOfDomainEntry = (entry: string): string => entry.split('/')[0]!.replace(/^\*\./, '').toLowerCase()
+
+/** The same hosts once each, in their first order. */
+export const hostsOf = (entries: readonly string[]): string[] => [...new Set(entries.map(hostOfDomainEntry))]

@@ -6,15 +6,28 @@
 
 import type { SearchEngine } from './search-engine'
 import { exaEngine, type ExaOptions } from './search-engines/exa'
+import { firecrawlEngine, type FirecrawlOptions } from './search-engines/firecrawl'
+import { parallelEngine, type ParallelOptions } from './search-engines/parallel'
+import { perplexityEngine, type PerplexityOptions } from './search-engines/perplexity'
 import { searxngEngine, type SearxngOptions } from './search-engines/searxng'
 
+/** The engine ids an operator may configure, in the order the default is picked when none is named. */
+export const SEARCH_ENGINE_IDS = ['searxng', 'exa', 'firecrawl', 'parallel', 'perplexity'] as const
+export type SearchEngineId = (typeof SEARCH_ENGINE_IDS)[number]
+
 export interface SearchEngineOptions {
-  /** The engine a request that names none uses (default: the first configured of searxng, exa). */
-  default?: 'searxng' | 'exa'
+  /** The engine a request that names none uses (default: the first configured of searxng, exa, firecrawl, parallel, perplexity). */
+  default?: SearchEngineId
   /** A SearXNG instance with its JSON API enabled (`search.formats: [json]` in its settings). */
   searxng?: SearxngOptions
   /** Exa's search API. */
   exa?: ExaOptions
+  /** Firecrawl's search API (v2). */
+  firecrawl?: FirecrawlOptions
+  /** Parallel's Search API (v1). */
+  parallel?: ParallelOptions
+  /** Perplexity's Search API. */
+  perplexity?: PerplexityOptions
 }
 
 export interface SearchEngines {
@@ -26,6 +39,9 @@ export const createSearchEngines = (options: SearchEngineOptions = {}): SearchEn
   const byId = new Map<string, SearchEngine>()
   if (options.searxng) byId.set('searxng', searxngEngine(options.searxng))
   if (options.exa) byId.set('exa', exaEngine(options.exa))
+  if (options.firecrawl) byId.set('firecrawl', firecrawlEngine(options.firecrawl))
+  if (options.parallel) byId.set('parallel', parallelEngine(options.parallel))
+  if (options.perplexity) byId.set('perplexity', perplexityEngine(options.perplexity))
   if (options.default && !byId.has(options.default)) {
     throw new TypeError(`modelgate: serverTools.webSearch.default: "${options.default}" is not configured (configured: ${[...byId.keys()].join(', ') || 'none'})`)
   }

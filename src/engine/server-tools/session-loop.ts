@@ -27,6 +27,23 @@ const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
 type TurnEnd = { how: 'finished'; result: ResponseResult } | { how: 'closed' } | { how: 'broken'; error: unknown }
 
+/**
+ * Where a turn's items land in the response: after the earlier turns' items (`offset`), each one past the second
+ * items of the server calls before it (a tool shown as two items, `ServerTool.followingItem`). Calls are opened in
+ * output order, so an item's place is known by the time its events come.
+ */
+class TurnLayout {
+  readonly #expanded: number[] = []
+  constructor(readonly offset: number) {}
+  /** A server call at `index` in the turn shows two items. */
+  expand(index: number): void {
+    this.#expanded.push(index)
+  }
+  at(index: number): number {
+    return this.offset + index + this.#expanded.filter((expanded) => expanded < index).length
+  }
+}
+
 /** Resolves once the first turn has content (or committed); rejects with the client's error as a single turn would. */
 export const openServerToolSession = async (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan): Promise<ResponseSession> => {
   // Fires when the client goes away, the consumer stops, or the gateway shuts down: every turn and tool run listens to it.
@@ -96,15 +113,15 @@ export const openServerToolSession = async (service: InferenceService, request: 
       finish('failed', { status: 503, errorType: 'server', message: shutdownMessage! }, null)
     }
 
-    /** Plays one turn into the sink, its items renumbered from `offset`; resolves when it ended. */
-    const playTurn = (session: ResponseSession, offset: number, isFirst: boolean) =>
+    /** Plays one turn into the sink, its items renumbered by `layout`; resolves when it ended. */
+    const playTurn = (session: ResponseSession, layout: TurnLayout, isFirst: boolean) =>
       new Promise<TurnEnd>((resolve) => {
         let result: ResponseResult | undefined
         // The turn's server calls by their index in the turn: their events are replaced by the tool's item.
         const serverCalls = new Map<number, ServerTool>()
-        const at = (index: number) => offset + index
+        const at = (index: number) => layout.at(index)
         const renumbered = <E extends ItemEvent>(event: E): E => {
-          if (offset === 0) return event
+          if (at(event.output_index) === event.output_index) return event
           // An event relayed as the upstream wrote it carries its JSON text; renumbered, it must be written anew.
           const { wireJson: _wireJson, ...fields } = event
           return { ...fields, output_index: at(event.output_index) } as E
@@ -120,7 +137,11 @@ export const openServerToolSession = async (service: InferenceService, request: 
               if (!tool) return sink.write(renumbered(event))
               serverCalls.set(event.output_index, tool)
               const itemId = loop.itemIdFor((item as { call_id: string }).call_id, tool)
-              return sink.write({ type: 'response.output_item.added', output_index: at(event.output_index), item: tool.pendingItem(itemId) })
+              const isWritten = sink.write({ type: 'response.output_item.added', output_index: at(event.output_index), item: tool.pendingItem(itemId) })
+              if (!tool.followingItem) return isWritten
+              // Its second item is added at once, after the first: clients place items in the order they are added.
+              layout.expand(event.output_index)
+              return sink.write({ type: 'response.output_item.added', output_index: at(event.output_index) + 1, item: tool.followingItem.pending(itemId) })
             }
             case 'response.output_text.done': {
               const citations = annotationsFor(event.text)
@@ -187,7 +208,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
                 return true
               case 'relayed': {
                 const index = event.event.output_index
-                if (offset === 0 || typeof index !== 'number') return sink.write(event)
+                if (typeof index !== 'number' || at(index) === index) return sink.write(event)
                 return sink.write({ type: 'relayed', event: { ...event.event, output_index: at(index) } })
               }
               default:
@@ -200,16 +221,23 @@ export const openServerToolSession = async (service: InferenceService, request: 
         })
       })
 
+    /** The second item of a call shown as two (added with the first), done right after it. */
+    const writeFollowing = (index: number, item: OutputItem | undefined) => {
+      if (item) sink.write({ type: 'response.output_item.done', output_index: index + 1, item })
+    }
+
     /** Shows the tool's events of a call as it runs and when it ended. */
-    const callHooks = (offset: number) => {
+    const callHooks = (layout: TurnLayout) => {
       const event = (pending: PendingCall, type: string) =>
-        sink.write({ type: 'relayed', event: { type, item_id: pending.call.itemId, output_index: offset + pending.turnIndex } })
+        sink.write({ type: 'relayed', event: { type, item_id: pending.call.itemId, output_index: layout.at(pending.turnIndex) } })
       return {
         onStart: (pending: PendingCall) => pending.tool.startEvents?.forEach((type) => event(pending, type)),
         onProgress: (pending: PendingCall, progress: { type: string }) => event(pending, progress.type),
-        onDone: (pending: PendingCall, item: OutputItem) => {
+        onDone: (pending: PendingCall, items: readonly OutputItem[]) => {
           pending.tool.endEvents?.forEach((type) => event(pending, type))
-          sink.write({ type: 'response.output_item.done', output_index: offset + pending.turnIndex, item })
+          const index = layout.at(pending.turnIndex)
+          sink.write({ type: 'response.output_item.done', output_index: index, item: items[0]! })
+          writeFollowing(index, items[1])
         },
       }
     }
@@ -219,8 +247,8 @@ export const openServerToolSession = async (service: InferenceService, request: 
       try {
         let session = first
         for (let isFirst = true; ; isFirst = false) {
-          const offset = output.length
-          const end = await playTurn(session, offset, isFirst)
+          const layout = new TurnLayout(output.length)
+          const end = await playTurn(session, layout, isFirst)
           stopTurn = undefined
           if (end.how === 'broken') throw end.error
           if (end.how === 'closed') return shutdownMessage === undefined ? close() : finishShutdown()
@@ -231,12 +259,15 @@ export const openServerToolSession = async (service: InferenceService, request: 
           const decision = loop.afterTurn({ output: result.output, status: result.status, incompleteDetails: result.incompleteDetails, usage: result.usage })
           // What the turn's text was annotated with as it streamed: the pages found before it.
           const citable = [...loop.sources]
-          const ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal, callHooks(offset)) : new Map<PendingCall, OutputItem>()
+          const ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal, callHooks(layout)) : new Map<PendingCall, OutputItem[]>()
           const items = withCitations(loop.clientItems(result.output, ran), citable)
           // Server calls that never ran (a turn with tools disabled, a failed turn) still end their item.
           for (const [index, item] of result.output.entries()) {
-            if (item.type !== 'function_call' || !loop.serverTool((item as { name?: string }).name)) continue
-            if (![...ran.keys()].some((pending) => pending.turnIndex === index)) sink.write({ type: 'response.output_item.done', output_index: offset + index, item: items[index]! })
+            const tool = item.type === 'function_call' ? loop.serverTool((item as { name?: string }).name) : undefined
+            if (!tool || [...ran.keys()].some((pending) => pending.turnIndex === index)) continue
+            const at = layout.at(index)
+            sink.write({ type: 'response.output_item.done', output_index: at, item: items[at - layout.offset]! })
+            if (tool.followingItem) writeFollowing(at, items[at - layout.offset + 1])
           }
           output.push(...items)
           if (result.status === 'failed') return finish('failed', result.error, null)

@@ -45,7 +45,7 @@ export const WebSearchToolSchema = v.pipe(
   v.check((tool) => !(tool.parameters?.allowed_domains && tool.parameters.excluded_domains), 'parameters: allowed_domains and excluded_domains cannot be used together'),
 )
 
-type WebSearchTool = v.InferOutput<typeof WebSearchToolSchema>
+export type WebSearchTool = v.InferOutput<typeof WebSearchToolSchema>
 
 const CallSchema = v.object({ query: v.pipe(v.string(), v.minLength(1)) })
 
@@ -77,8 +77,13 @@ const chooseEngine = (service: InferenceService, tool: WebSearchTool, index: num
   if (parameters.mode !== undefined && !engine.modes.includes(parameters.mode)) {
     throw new InvalidRequestError(`${where}.parameters.mode: must be one of ${engine.modes.join(', ')} for the ${engine.id} search engine`)
   }
+  if (engine.maxResults !== undefined && parameters.max_results !== undefined && parameters.max_results > engine.maxResults) {
+    throw new InvalidRequestError(`${where}.parameters.max_results: the ${engine.id} search engine gives at most ${engine.maxResults} results a search`)
+  }
   const refusal = engine.refusal?.({
     ...(parameters.user_location ? { userLocation: parameters.user_location } : {}),
+    ...(parameters.allowed_domains ? { allowedDomains: parameters.allowed_domains } : {}),
+    ...(parameters.excluded_domains ? { excludedDomains: parameters.excluded_domains } : {}),
   })
   if (refusal) throw new InvalidRequestError(`${where}.parameters.${refusal.field}: ${refusal.reason}`)
   return engine

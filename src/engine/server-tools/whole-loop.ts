@@ -51,7 +51,7 @@ export const answerWithServerTools = async (service: InferenceService, request: 
       const decision = loop.afterTurn({ output: result.output, status: result.status, incompleteDetails: result.incompleteDetails, usage: result.usage })
       // Cited: the pages found before this turn, which is what its text could name (the same rule as a stream's).
       const citable = [...loop.sources]
-      const ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal) : new Map()
+      const ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal) : new Map<never, OutputItem[]>()
       if (request.signal.aborted) throw new ClientClosedError()
       output.push(...withCitations(loop.clientItems(result.output, ran), citable))
       if (decision.next === 'end') break

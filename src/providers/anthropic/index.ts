@@ -16,6 +16,8 @@ export const anthropicAdapter: ProviderAdapter = {
   api: 'anthropic-messages',
   // Anthropic has no seed, log probabilities or logit bias.
   requestExtensions: ['stop'],
+  // Claude's `web_search_20250305` takes everything but a context size (web-search.ts).
+  nativeWebSearch: ['max_uses', 'allowed_domains', 'blocked_domains', 'domain_paths', 'user_location'],
   buildRequest: buildMessagesRequest,
   readResult: readMessagesResult,
   readStream: readMessagesStream,

@@ -24,7 +24,9 @@ import {
   type ToolChoiceParam,
   type ToolParam,
   type ToolResultBlock,
+  type WebSearchToolParam,
 } from './wire'
+import { webSearchTool } from './web-search'
 
 const PROVIDER = 'Anthropic'
 
@@ -343,6 +345,10 @@ const translateInput = (request: ResponsesRequest): { system: TextBlock[]; messa
           if (blocks.length > 0) turnFor('assistant').leading.push(...blocks)
           break
         }
+        case 'web_search_call':
+          // A search already made (by Claude or another model): its pages cannot be given back to Claude as results
+          // (web-search.ts), and what was learned from them is in the answer's text.
+          break
         default:
           throw invalid(path, `item type "${String(type)}" is not supported by ${PROVIDER}`)
       }
@@ -440,7 +446,7 @@ const ANTHROPIC_CACHE_TTLS = new Set(['5m', '1h'])
  * lifetime of every breakpoint that names none, and `mode: "explicit"` places no automatic breakpoint,
  * so only the marked blocks are cached (Anthropic caches nothing it is not told to).
  */
-const applyCacheControl = (request: ResponsesRequest, system: TextBlock[], messages: MessageParam[], tools: ToolParam[] | undefined) => {
+const applyCacheControl = (request: ResponsesRequest, system: TextBlock[], messages: MessageParam[], tools: Array<ToolParam | WebSearchToolParam> | undefined) => {
   const options = isRecord(request.prompt_cache_options) ? request.prompt_cache_options : undefined
   const ttl = options?.ttl
   if (ttl !== undefined && (typeof ttl !== 'string' || !ANTHROPIC_CACHE_TTLS.has(ttl))) {
@@ -483,7 +489,9 @@ export const buildMessagesRequest = (call: UpstreamCall, target: UpstreamTarget)
   const options = readOptions(target.options)
   const { system, messages } = translateInput(request)
 
-  const tools = request.tools && request.tools.length > 0 ? translateTools(request.tools) : undefined
+  const functionTools = request.tools && request.tools.length > 0 ? translateTools(request.tools) : []
+  const allTools: Array<ToolParam | WebSearchToolParam> = call.nativeWebSearch ? [...functionTools, webSearchTool(call.nativeWebSearch)] : functionTools
+  const tools = allTools.length > 0 ? allTools : undefined
   const toolChoice = tools ? translateToolChoice(request.tool_choice, request.parallel_tool_calls) : undefined
 
   const plan = planReasoning(request, options)

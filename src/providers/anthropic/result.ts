@@ -7,9 +7,10 @@ import type { FinishStatus, UpstreamCall, UpstreamResult } from '../contract'
 import type { OutputBuilder } from '../shared/output-builder'
 import { createOutputBuilder } from '../shared/output-builder'
 import { UpstreamFailure } from '../shared/errors'
-import type { ItemEvent } from '../events'
+import type { ItemEvent, RelayedEvent } from '../events'
 import { inputTokensDetails, type Usage } from '../types'
 import { toInBandFailure } from './errors'
+import { createWebSearchReader, type WebSearchReader } from './web-search'
 import { ANTHROPIC_REASONING_FORMAT, isRecord, type WireContentBlock, type WireError, type WireUsage } from './wire'
 
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0)
@@ -61,11 +62,22 @@ export const toFinish = (stopReason: string | null | undefined, stopSequence?: u
   }
 }
 
-/** Feeds one whole content block to the builder. Unknown block kinds (server tools, …) are skipped. */
-export const feedBlock = (builder: OutputBuilder, block: WireContentBlock, index: number): ItemEvent[] => {
+/**
+ * Feeds one whole content block to the builder. With `searches`, web searches and their citations become
+ * `web_search_call` items and `url_citation`s (web-search.ts); other server-tool blocks are skipped.
+ */
+export const feedBlock = (builder: OutputBuilder, block: WireContentBlock, index: number, searches?: WebSearchReader): Array<ItemEvent | { type: 'relayed'; event: RelayedEvent }> => {
   switch (block.type) {
-    case 'text':
-      return typeof block.text === 'string' ? builder.text(block.text) : []
+    case 'text': {
+      if (!searches) return typeof block.text === 'string' ? builder.text(block.text) : []
+      searches.textStart(block)
+      const events = typeof block.text === 'string' ? builder.text(block.text) : []
+      return [...events, ...searches.textStop()]
+    }
+    case 'server_tool_use':
+      return searches?.isSearch(block) ? [...searches.start(block.id as string), ...searches.searching(block.id as string, block.input)] : []
+    case 'web_search_tool_result':
+      return searches ? searches.result(block) : []
     case 'thinking': {
       const events = typeof block.thinking === 'string' ? builder.reasoningText(block.thinking, ANTHROPIC_REASONING_FORMAT) : []
       if (typeof block.signature === 'string' && block.signature !== '') events.push(...builder.reasoningSignature(block.signature, ANTHROPIC_REASONING_FORMAT))
@@ -92,7 +104,8 @@ export const readMessagesResult = (body: unknown, _call: UpstreamCall): Upstream
   if (body.type === 'error') throw toInBandFailure(body.error as WireError | undefined)
   if (!Array.isArray(body.content)) throw malformed()
   const builder = createOutputBuilder()
-  for (const [index, block] of body.content.entries()) if (isRecord(block)) feedBlock(builder, block as WireContentBlock, index)
+  const searches = createWebSearchReader(builder)
+  for (const [index, block] of body.content.entries()) if (isRecord(block)) feedBlock(builder, block as WireContentBlock, index, searches)
   const finish = toFinish(body.stop_reason as string | null | undefined, body.stop_sequence)
   builder.finish(finish.status)
   return {

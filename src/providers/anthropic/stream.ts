@@ -11,6 +11,7 @@ import { UpstreamFailure } from '../shared/errors'
 import { parseSseJson, readSse } from '../shared/sse'
 import { toInBandFailure } from './errors'
 import { feedBlock, toFinish, toUsage } from './result'
+import { createWebSearchReader } from './web-search'
 import { ANTHROPIC_REASONING_FORMAT, isRecord, type WireContentBlock, type WireError, type WireUsage } from './wire'
 
 const USAGE_COUNTS = ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens'] as const
@@ -26,16 +27,30 @@ const mergeUsage = (into: WireUsage, update: unknown) => {
   if (isRecord(update.cache_creation)) into.cache_creation = update.cache_creation as WireUsage['cache_creation']
 }
 
+/** A web search's input: the streamed JSON when there was some, else what the block started with. */
+const searchInput = (open: OpenBlock): unknown => {
+  if (!open.searchJson) return open.input
+  try {
+    return JSON.parse(open.searchJson)
+  } catch {
+    return open.input
+  }
+}
+
 interface OpenBlock {
   type: string
   /** tool_use only: the input given with `content_block_start` and whether JSON deltas followed. */
   input?: unknown
   hasArguments?: boolean
+  /** A web search (`server_tool_use`): its id and the input JSON streamed so far. */
+  searchId?: string
+  searchJson?: string
 }
 
 /** `readStream`: yields Responses events as Anthropic sends them; throws on `error` events and cut streams. */
 export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
   const builder = createOutputBuilder()
+  const searches = createWebSearchReader(builder)
   const usage: WireUsage = {}
   const blocks = new Map<number, OpenBlock>()
   let stopReason: string | null | undefined
@@ -61,6 +76,16 @@ export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, call:
         if (block.type === 'tool_use') {
           blocks.set(index, { type: block.type, input: block.input, hasArguments: false })
           yield* builder.functionCall(index, { callId: String(block.id ?? ''), name: String(block.name ?? '') })
+        } else if (searches.isSearch(block)) {
+          blocks.set(index, { type: block.type, input: block.input, searchId: block.id as string, searchJson: '' })
+          yield* searches.start(block.id as string)
+        } else if (block.type === 'web_search_tool_result') {
+          blocks.set(index, { type: block.type })
+          yield* searches.result(block)
+        } else if (block.type === 'text') {
+          blocks.set(index, { type: block.type })
+          searches.textStart(block)
+          if (typeof block.text === 'string') yield* builder.text(block.text)
         } else {
           blocks.set(index, { type: block.type })
           // Start blocks are usually empty (`text: ""`); a prefilled one is fed whole.
@@ -82,8 +107,15 @@ export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, call:
           case 'signature_delta':
             if (typeof delta.signature === 'string') yield* builder.reasoningSignature(delta.signature, ANTHROPIC_REASONING_FORMAT)
             break
+          case 'citations_delta':
+            searches.citation(delta.citation)
+            break
           case 'input_json_delta': {
             const open = blocks.get(index)
+            if (open?.searchId !== undefined && typeof delta.partial_json === 'string') {
+              open.searchJson += delta.partial_json
+              break
+            }
             // Server-tool blocks (not requested by us) stream JSON too: only client tool calls count.
             if (open?.type !== 'tool_use' || typeof delta.partial_json !== 'string' || delta.partial_json === '') break
             open.hasArguments = true
@@ -102,6 +134,8 @@ export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, call:
         if (open?.type === 'tool_use' && !open.hasArguments) yield* builder.functionCallArguments(index, JSON.stringify(open.input ?? {}))
         // Each thinking block is its own reasoning item: its signature covers that block alone.
         if (open?.type === 'thinking' || open?.type === 'redacted_thinking') yield* builder.endReasoning()
+        if (open?.type === 'text') yield* searches.textStop()
+        if (open?.searchId !== undefined) yield* searches.searching(open.searchId, searchInput(open))
         break
       }
 

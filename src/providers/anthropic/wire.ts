@@ -62,6 +62,17 @@ export type ToolParam = {
   cache_control?: CacheControl
 }
 
+/** Claude's own web search, a server tool Anthropic runs (web-search.ts). */
+export type WebSearchToolParam = {
+  type: 'web_search_20250305'
+  name: 'web_search'
+  max_uses?: number
+  allowed_domains?: string[]
+  blocked_domains?: string[]
+  user_location?: { type: 'approximate'; city?: string; region?: string; country?: string; timezone?: string }
+  cache_control?: CacheControl
+}
+
 export type ToolChoiceParam =
   | { type: 'auto'; disable_parallel_tool_use?: boolean }
   | { type: 'any'; disable_parallel_tool_use?: boolean }
@@ -83,7 +94,7 @@ export interface MessagesRequestBody {
   max_tokens: number
   messages: MessageParam[]
   system?: TextBlock[]
-  tools?: ToolParam[]
+  tools?: Array<ToolParam | WebSearchToolParam>
   tool_choice?: ToolChoiceParam
   thinking?: ThinkingParam
   output_config?: OutputConfigParam

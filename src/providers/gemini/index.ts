@@ -15,6 +15,8 @@ export const geminiAdapter: ProviderAdapter = {
   api: 'gemini',
   // Log probabilities (`responseLogprobs`) and logit bias are not translated.
   requestExtensions: ['stop', 'seed'],
+  // Google Search grounding has no settings: no domain lists, location, context size or use limit (grounding.ts).
+  nativeWebSearch: [],
   buildRequest: buildGeminiRequest,
   readResult: readGeminiResult,
   readStream: readGeminiStream,

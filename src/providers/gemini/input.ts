@@ -224,6 +224,10 @@ export const translateInput = (request: ResponsesRequest, model: string): Gemini
         }
         break
       }
+      case 'web_search_call':
+        // A search already made (by Gemini's grounding or another model): Gemini takes no search results back, and
+        // what was learned from them is in the answer's text.
+        break
       default:
         throw unsupported(path, `item type "${String(item.type)}"`)
     }

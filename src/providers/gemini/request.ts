@@ -123,6 +123,9 @@ export const buildGeminiBody = (call: UpstreamCall): GeminiRequestBody => {
     }
   }
 
+  // The native web search: Google Search grounding, which takes no settings (index.ts declares none).
+  if (call.nativeWebSearch) body.tools = [...(body.tools ?? []), { google_search: {} }]
+
   const config = generationConfig(call)
   if (config) body.generationConfig = config
   return body

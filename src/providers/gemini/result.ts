@@ -4,6 +4,7 @@ import { UpstreamFailure } from '../shared/errors'
 import { createOutputBuilder } from '../shared/output-builder'
 import type { UpstreamCall, UpstreamResult } from '../contract'
 import { toInBandFailure } from './errors'
+import { createGroundingReader } from './grounding'
 import { blockedPrompt, createPartReader, finishOf, usageOf } from './output'
 import type { GeminiResponse } from './wire'
 
@@ -18,7 +19,11 @@ export const readGeminiResult = (body: unknown, _call: UpstreamCall): UpstreamRe
   const builder = createOutputBuilder()
   const reader = createPartReader(builder, response.responseId)
   reader.read(candidate.content?.parts)
+  const grounding = createGroundingReader(builder)
+  grounding.note(candidate.groundingMetadata)
+  grounding.cite()
   reader.end()
+  grounding.searches()
   const finish = finishOf(candidate.finishReason)
   builder.finish(finish.status)
   return {

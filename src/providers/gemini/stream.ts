@@ -10,11 +10,13 @@ import { createOutputBuilder } from '../shared/output-builder'
 import { parseSseJson, readSse } from '../shared/sse'
 import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
 import { toInBandFailure } from './errors'
+import { createGroundingReader } from './grounding'
 import { blockedPrompt, createPartReader, finishOf, usageOf, type PartReader } from './output'
 import type { GeminiResponse, GeminiUsageMetadata } from './wire'
 
 export async function* readGeminiStream(body: AsyncIterable<Uint8Array>, call: UpstreamCall): AsyncIterable<UpstreamStreamEvent> {
   const builder = createOutputBuilder()
+  const grounding = createGroundingReader(builder)
   let reader: PartReader | undefined
   let usage: GeminiUsageMetadata | undefined
   let finishReason: string | undefined
@@ -31,13 +33,16 @@ export async function* readGeminiStream(body: AsyncIterable<Uint8Array>, call: U
     if (!candidate) continue
     reader ??= createPartReader(builder, chunk.responseId)
     yield* reader.read(candidate.content?.parts)
+    grounding.note(candidate.groundingMetadata)
     if (typeof candidate.finishReason === 'string') finishReason = candidate.finishReason
   }
 
   if (finishReason === undefined) {
     throw new UpstreamFailure('provider_unavailable', 'Gemini stream ended without a finish reason (connection dropped)', { upstreamStatus: 200 })
   }
+  yield* grounding.cite()
   if (reader) yield* reader.end()
+  yield* grounding.searches()
   const finish = finishOf(finishReason)
   yield* builder.finish(finish.status)
   yield { type: 'upstream.usage', usage: usageOf(usage) }

@@ -58,7 +58,7 @@ export interface GeminiGenerationConfig {
 export interface GeminiRequestBody {
   systemInstruction?: { parts: Array<{ text: string }> }
   contents: GeminiContent[]
-  tools?: Array<{ functionDeclarations: GeminiFunctionDeclaration[] }>
+  tools?: Array<{ functionDeclarations: GeminiFunctionDeclaration[] } | { google_search: Record<string, never> }>
   toolConfig?: { functionCallingConfig: { mode: 'AUTO' | 'ANY' | 'NONE'; allowedFunctionNames?: string[] } }
   generationConfig?: GeminiGenerationConfig
 }
@@ -74,8 +74,17 @@ export interface GeminiResponsePart {
   [key: string]: unknown
 }
 
+/** What grounding with Google Search found for a candidate (grounding.ts). */
+export interface GeminiGroundingMetadata {
+  webSearchQueries?: unknown[]
+  groundingChunks?: Array<{ web?: { uri?: unknown; title?: unknown } } | null>
+  groundingSupports?: Array<{ segment?: { text?: unknown }; groundingChunkIndices?: unknown[] } | null>
+  [key: string]: unknown
+}
+
 export interface GeminiCandidate {
   content?: { parts?: GeminiResponsePart[]; role?: string }
+  groundingMetadata?: GeminiGroundingMetadata
   finishReason?: string
   finishMessage?: string
   index?: number

@@ -23,6 +23,8 @@ export const openAIResponsesAdapter: ProviderAdapter = {
   api: 'openai-responses',
   // The Responses API has no stop sequences, seed or logit bias: only log probabilities (request.ts).
   requestExtensions: ['logprobs'],
+  // OpenAI's `web_search` tool has domain allow lists (hosts only), context sizes and a location, nothing more.
+  nativeWebSearch: ['allowed_domains', 'search_context_size', 'user_location'],
   buildRequest: buildOpenAIRequest,
   readResult: (body) => readOpenAIResult(body),
   readStream: readOpenAIStream,

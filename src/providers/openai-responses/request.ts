@@ -7,7 +7,7 @@
 
 import { InvalidRequestError } from '../../core/errors'
 import type { UpstreamCall, UpstreamRequest, UpstreamTarget } from '../contract'
-import type { InputItem, ResponsesRequest, Tool } from '../types'
+import type { InputItem, NativeWebSearch, ResponsesRequest, Tool } from '../types'
 import { OPENAI_REASONING_FORMAT } from './wire'
 
 /**
@@ -66,6 +66,9 @@ const OPENAI_TOOL_TYPES = new Set([
 
 /** What `include` must name for OpenAI to return the text's log probabilities (the `logprobs` extension). */
 const LOGPROBS_INCLUDE = 'message.output_text.logprobs'
+
+/** What `include` must name for a `web_search_call` to carry the pages it found (`action.sources`). */
+const WEB_SEARCH_SOURCES_INCLUDE = 'web_search_call.action.sources'
 
 /** Function-tool fields that only the gateway understands. */
 const GATEWAY_TOOL_FIELDS = new Set(['async', 'cache_control'])
@@ -243,6 +246,21 @@ const withImageOutput = (request: ResponsesRequest, body: Json) => {
 }
 
 /**
+ * The native web search as OpenAI's `web_search` tool (openai-node `WebSearchTool`): `filters.allowed_domains`,
+ * `search_context_size`, `user_location`; routing sends no other parameter here (index.ts). The pages a search
+ * found come back only when `include` asks for them, and they are what the client's `web_search_call` shows.
+ */
+const withNativeWebSearch = (search: NativeWebSearch, body: Json) => {
+  const tool: Json = { type: 'web_search' }
+  if (search.allowedDomains) tool.filters = { allowed_domains: [...search.allowedDomains] }
+  if (search.searchContextSize) tool.search_context_size = search.searchContextSize
+  if (search.userLocation) tool.user_location = { ...search.userLocation }
+  body.tools = [...((body.tools as Json[] | undefined) ?? []), tool]
+  const include = Array.isArray(body.include) ? (body.include as string[]) : []
+  if (!include.includes(WEB_SEARCH_SOURCES_INCLUDE)) body.include = [...include, WEB_SEARCH_SOURCES_INCLUDE]
+}
+
+/**
  * `reasoning`: `effort` (none … max, OpenAI's own scale) and `summary` pass through, as do
  * OpenAI's `context` and `mode`. `enabled: false` without an effort asks for `effort: "none"`
  * (OpenAI has no on/off switch); `enabled: true` and `max_tokens` have no OpenAI counterpart
@@ -277,6 +295,7 @@ export const toOpenAIBody = (call: UpstreamCall): Json => {
   }
   if (request.tools && request.tools.length > 0) body.tools = toOpenAITools(request.tools)
   withImageOutput(request, body)
+  if (call.nativeWebSearch) withNativeWebSearch(call.nativeWebSearch, body)
   if (request.reasoning) {
     const reasoning = toOpenAIReasoningConfig(request.reasoning)
     if (reasoning) body.reasoning = reasoning

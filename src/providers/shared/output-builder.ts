@@ -36,6 +36,19 @@ interface OpenFunctionCall {
   outputIndex: number
 }
 
+interface OpenWebSearch {
+  item: { type: 'web_search_call'; id: string; status: string; action?: Record<string, unknown> }
+  outputIndex: number
+}
+
+/** Where an annotation went: what a stream's `response.output_text.annotation.added` names. */
+export interface AnnotationPosition {
+  item_id: string
+  output_index: number
+  content_index: number
+  annotation_index: number
+}
+
 const newId = (prefix: string) => `${prefix}_${randomHex(16)}`
 
 export interface OutputBuilder {
@@ -60,6 +73,19 @@ export interface OutputBuilder {
    * OpenAI's event sequence for it. It ends the text or reasoning before it, so output order is the upstream's.
    */
   image(data: string, mediaType: string): Events
+  /**
+   * Opens a web search the provider runs itself, known upstream by `key`, as a `web_search_call` item (OpenAI's
+   * shape); it ends the text or reasoning before it. Its position, for the stream's `web_search_call.*` events.
+   */
+  webSearchCall(key: string): { events: Events; item_id: string; output_index: number }
+  /** Ends that search: `completed` with what it searched and found (`action`), or `failed`. */
+  webSearchDone(key: string, status: 'completed' | 'failed', action?: Record<string, unknown>): Events
+  /** The text the next `text` delta extends: the open text part's, else '' (it starts a part). */
+  readonly openText: string
+  /** Its length: where the next `text` delta lands in its part. */
+  readonly textOffset: number
+  /** Adds an annotation (a `url_citation`…) to the open text part; where it went, or undefined when none is open. */
+  annotate(annotation: Record<string, unknown>): AnnotationPosition | undefined
   /** Whether anything was emitted yet. */
   readonly hasOutput: boolean
   /** Closes everything that is open. `incomplete` marks the last open message as cut short. */
@@ -71,6 +97,7 @@ export const createOutputBuilder = (): OutputBuilder => {
   let sequential: OpenMessage | OpenReasoning | null = null
   const calls = new Map<string | number, OpenFunctionCall>()
   const openCalls: OpenFunctionCall[] = []
+  const searches = new Map<string, OpenWebSearch>()
 
   const closeMessagePart = (open: OpenMessage): Events => {
     if (open.partIndex < 0) return []
@@ -159,6 +186,15 @@ export const createOutputBuilder = (): OutputBuilder => {
       part: { ...part },
     })
     return { open, events }
+  }
+
+  const endSearch = (key: string, status: 'completed' | 'failed', action?: Record<string, unknown>): Events => {
+    const open = searches.get(key)
+    if (!open) return []
+    searches.delete(key)
+    open.item.status = status
+    if (action) open.item.action = action
+    return [{ type: 'response.output_item.done', output_index: open.outputIndex, item: cloneData(open.item) }]
   }
 
   return {
@@ -307,8 +343,38 @@ export const createOutputBuilder = (): OutputBuilder => {
       return events
     },
 
+    webSearchCall(key) {
+      const events = closeSequential()
+      const item: OpenWebSearch['item'] = { id: newId('ws'), type: 'web_search_call', status: 'in_progress' }
+      const opened = openItem(item)
+      searches.set(key, { item, outputIndex: opened.outputIndex })
+      return { events: [...events, ...opened.events], item_id: item.id, output_index: opened.outputIndex }
+    },
+
+    webSearchDone: endSearch,
+
+    get openText() {
+      if (sequential?.kind !== 'message' || sequential.partIndex < 0) return ''
+      const part = sequential.item.content[sequential.partIndex]!
+      return part.type === 'output_text' ? part.text : ''
+    },
+
+    get textOffset() {
+      return this.openText.length
+    },
+
+    annotate(annotation) {
+      if (sequential?.kind !== 'message' || sequential.partIndex < 0) return undefined
+      const part = sequential.item.content[sequential.partIndex]!
+      if (part.type !== 'output_text') return undefined
+      part.annotations.push(annotation)
+      return { item_id: sequential.item.id, output_index: sequential.outputIndex, content_index: sequential.partIndex, annotation_index: part.annotations.length - 1 }
+    },
+
     finish(status = 'completed') {
       const events = closeSequential(status)
+      // A search the upstream started but never answered did not complete.
+      for (const key of [...searches.keys()]) events.push(...endSearch(key, 'failed'))
       for (const open of openCalls.splice(0)) {
         open.item.status = 'completed'
         events.push(

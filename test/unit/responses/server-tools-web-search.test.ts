@@ -193,7 +193,8 @@ describe('parameters an engine cannot honour', () => {
     await refused({ type: 'service:web_search', parameters: { engine: 'exa', mode: 'turbo' } }, 'body.tools.0.parameters.mode: must be one of instant, fast, auto, deep-lite, deep, deep-reasoning for the exa search engine')
     await refused({ type: 'service:web_search', parameters: { engine: 'exa', user_location: { type: 'approximate', city: 'Brest' } } }, 'body.tools.0.parameters.user_location.city: exa takes only a country')
     await refused({ type: 'service:web_search', parameters: { engine: 'perplexity' } }, 'body.tools.0.parameters.engine: "perplexity" is not configured on this gateway (configured: searxng, exa)')
-    await refused({ type: 'service:web_search', parameters: { engine: 'native' } }, 'body.tools.0.parameters.engine: "native" is not configured on this gateway (configured: searxng, exa)')
+    // The scripted provider runs no search of its own (server-tools-native-search.test.ts has those that do).
+    await refused({ type: 'service:web_search', parameters: { engine: 'native' } }, 'body.tools.0.parameters.engine: not supported by any endpoint of test/model')
     await refused(
       { type: 'service:web_search', parameters: { allowed_domains: ['a.example.org'], excluded_domains: ['b.example.org'] } },
       'body.tools.0: parameters: allowed_domains and excluded_domains cannot be used together',

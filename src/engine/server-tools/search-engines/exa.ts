@@ -10,6 +10,7 @@ import * as v from 'valibot'
 import type { SearchEngine } from '../search-engine'
 import { ServerToolFailure } from '../tool-errors'
 import { requestJson } from './http'
+import { countryOnlyRefusal } from './location'
 
 export interface ExaOptions {
   /** The Exa API key. Never logged, never sent anywhere but `baseURL`. */
@@ -42,15 +43,7 @@ export const exaEngine = (options: ExaOptions): SearchEngine => {
     id: 'exa',
     features: new Set(['allowed_domains', 'excluded_domains', 'max_characters', 'mode', 'search_context_size', 'user_location']),
     modes: ['instant', 'fast', 'auto', 'deep-lite', 'deep', 'deep-reasoning'],
-    refusal(query) {
-      const location = query.userLocation
-      if (!location) return undefined
-      for (const field of ['city', 'region', 'timezone'] as const) {
-        if (location[field] !== undefined) return { field: `user_location.${field}`, reason: 'exa takes only a country' }
-      }
-      if (location.country !== undefined && !/^[A-Za-z]{2}$/.test(location.country)) return { field: 'user_location.country', reason: 'must be a two-letter country code for exa' }
-      return undefined
-    },
+    refusal: (query) => countryOnlyRefusal('exa', query.userLocation),
     pricePerRequest: options.pricePerRequest,
     async search(query, context) {
       const characters = query.maxCharacters ?? (query.searchContextSize ? CONTEXT_CHARACTERS[query.searchContextSize] : undefined)
