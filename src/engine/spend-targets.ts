@@ -11,6 +11,17 @@ export interface SpendTargets {
   key: ApiKeyRecord
   workspace: WorkspaceRecord
   account: AccountRecord
+  /** Budgets of the guardrails governing the key, each held against the key's own spend. */
+  guardrailBudgets?: GuardrailBudget[]
+}
+
+/** A guardrail's `limit_usd` per `reset_interval`, as it applies to one key (docs/decisions.md, Guardrails). */
+export interface GuardrailBudget {
+  guardrailId: string
+  name: string
+  limitNano: number
+  window: 'daily' | 'weekly' | 'monthly'
+  includeByok: boolean
 }
 
 /** The gateway's spend settings. */

@@ -118,6 +118,19 @@ const budgetLimits = (workspace: WorkspaceRecord): Limit[] =>
     }
   })
 
+// OpenRouter enforces a guardrail's budget per key and per member, never shared by everyone it governs: here, per key.
+const guardrailLimits = (targets: SpendTargets): Limit[] =>
+  (targets.guardrailBudgets ?? []).map((budget) => ({
+    index: counterIndex('key', budget.includeByok ? 'all' : 'usage', budget.window),
+    limitNano: budget.limitNano,
+    refusal: (spent, worst) =>
+      new PaymentRequiredError(
+        `Guardrail budget reached: guardrail "${budget.name}" lets this key spend ${formatUsd(budget.limitNano)} ${PERIOD[budget.window]}, ` +
+          `${formatUsd(spent)} of it is spent, and this request could cost up to ${formatUsd(worst)}; ${ADVICE} raise the guardrail's limit_usd`,
+        { reason: 'payment_required', metadata: { error_type: 'payment_required', limit: 'guardrail', guardrail_id: budget.guardrailId } },
+      ),
+  }))
+
 const creditLimit = (account: AccountRecord): Limit => ({
   index: ACCOUNT_USAGE_INDEX,
   limitNano: account.credits.grantedNano,
@@ -133,6 +146,7 @@ const activeLimits = (settings: SpendSettings, targets: SpendTargets): Limit[] =
   const limits = budgetLimits(targets.workspace)
   const key = keyLimit(targets.key)
   if (key) limits.unshift(key)
+  limits.push(...guardrailLimits(targets))
   if (settings.enforceCredits) limits.push(creditLimit(targets.account))
   return limits
 }
@@ -281,7 +295,9 @@ const reserve = async (service: InferenceService, request: InferenceRequest, tra
   // A request that cannot cost anything (a free endpoint) is never refused for money.
   const held = limits.filter((limit) => worst[tracked[limit.index]!.metric] > 0)
   if (held.length === 0) return
-  const changes = held.map((limit) => ({ counter: tracked[limit.index]!.counter, amount: worst[tracked[limit.index]!.metric] }))
+  // Two limits may hold one counter (a key's limit and a guardrail's budget, both daily): it is reserved on once.
+  const indexes = [...new Set(held.map((limit) => limit.index))]
+  const changes = indexes.map((index) => ({ counter: tracked[index]!.counter, amount: worst[tracked[index]!.metric] }))
   const { repository } = request.spend
   const results = await Promise.allSettled(changes.map((change) => repository.add([change])))
   const undo = () =>
@@ -293,13 +309,13 @@ const reserve = async (service: InferenceService, request: InferenceRequest, tra
     await undo()
     throw failed.reason
   }
+  const valueAt = (index: number) => (results[indexes.indexOf(index)] as PromiseFulfilledResult<number[]>).value[0]!
   // Over when this reservation passed the limit, or the limit was reached already.
-  const overIndex = held.findIndex((limit, index) => (results[index] as PromiseFulfilledResult<number[]>).value[0]! > limit.limitNano)
-  if (overIndex >= 0) {
+  const over = held.find((limit) => valueAt(limit.index) > limit.limitNano)
+  if (over) {
     await undo()
-    const limit = held[overIndex]!
-    const amount = changes[overIndex]!.amount
-    throw limit.refusal((results[overIndex] as PromiseFulfilledResult<number[]>).value[0]! - amount, amount)
+    const amount = worst[tracked[over.index]!.metric]
+    throw over.refusal(valueAt(over.index) - amount, amount)
   }
-  held.forEach((limit, index) => (reserved[limit.index] = changes[index]!.amount))
+  indexes.forEach((index, position) => (reserved[index] = changes[position]!.amount))
 }

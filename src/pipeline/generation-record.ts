@@ -165,6 +165,7 @@ export const toGenerationRecord = (
       endpointsPlanned: request.attempts.length,
       region: service.region,
     },
+    ...(request.guardrailEvents && request.guardrailEvents.length > 0 ? { guardrails: request.guardrailEvents.map((event) => ({ ...event, patterns: [...event.patterns] })) } : {}),
   }
 }
 

@@ -129,6 +129,14 @@ export const createWorkspacesRepository = (storage: StorageDriver, defaults: Wor
     return record ? withBudgets(record.data) : null
   },
 
+  /** Points the workspace's traffic at another guardrail of its account (the caller checked that it is one). */
+  async setDefaultGuardrail(id: string, guardrailId: string): Promise<WorkspaceRecord | null> {
+    const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) =>
+      toInput({ ...withBudgets(current.data), defaultGuardrailId: guardrailId, updatedAt: now().toISOString() }),
+    )
+    return record ? withBudgets(record.data) : null
+  },
+
   /** Replaces the workspace's budgets with what `change` makes of them (compare-and-set, retried on a lost race). */
   async updateBudgets(id: string, change: (budgets: WorkspaceBudget[], timestamp: string) => WorkspaceBudget[]): Promise<WorkspaceRecord | null> {
     const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) => {

@@ -19,6 +19,17 @@ import {
   suspendInternRoute,
   updateInternRoute,
 } from './interns'
+import {
+  bulkAssignKeys,
+  bulkUnassignKeys,
+  createGuardrail,
+  deleteGuardrail,
+  getGuardrail,
+  listGuardrailKeyAssignments,
+  listGuardrails,
+  listKeyAssignments,
+  updateGuardrail,
+} from './guardrails'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
 
 /** Every route the gateway serves, relative to its base path. */
@@ -37,6 +48,15 @@ export const routes: readonly AnyRoute[] = [
   getWorkspace,
   updateWorkspace,
   deleteWorkspace,
+  listGuardrails,
+  createGuardrail,
+  getGuardrail,
+  updateGuardrail,
+  deleteGuardrail,
+  listKeyAssignments,
+  listGuardrailKeyAssignments,
+  bulkAssignKeys,
+  bulkUnassignKeys,
   listByok,
   createByok,
   getByok,
