@@ -21,7 +21,7 @@ import { answerWhole } from './whole'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
-import { loadApplicableGuardrails, type AppliedGuardrail } from './guardrails/applicable'
+import { prefetchGuardrails, resolveGuardrails, type AppliedGuardrail } from './guardrails/applicable'
 import { guardInput, guardOutput, guardrailBlockError } from './guardrails/enforce'
 import { endpointPolicyOf } from './guardrails/routing-policy'
 import { refusedServiceMetadata } from './service-metadata'
@@ -82,15 +82,15 @@ export const prepareRequest = async (
   const { caller, repositories, requestId } = context
   const startedAt = performance.now()
   refuseUnrunPlugins(body)
-  // All three keyed by the caller (its workspace, its key), so a networked store answers them in one round trip.
-  const [workspace, byok, assignment] = await Promise.all([
+  // All keyed by the caller (its workspace, its key), so a networked store answers them in one round trip.
+  const [workspace, byok, prefetched] = await Promise.all([
     repositories.workspaces.get(caller.key.workspaceId),
     repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
-    repositories.guardrails.assignmentOf(caller.key.hash),
+    prefetchGuardrails(repositories.guardrails, caller.key.hash, caller.key.workspaceId),
   ])
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
-  const guardrails = await loadApplicableGuardrails(repositories.guardrails, caller.account.id, assignment, workspace.defaultGuardrailId)
+  const guardrails = await resolveGuardrails(repositories.guardrails, caller.account.id, workspace, prefetched)
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
   const models = requestedModels(body.model, body.models, defaultModel)

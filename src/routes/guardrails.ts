@@ -5,7 +5,8 @@
  */
 
 import { ConflictError, InvalidRequestError, NotFoundError } from '../core/errors'
-import { deriveId, randomId } from '../core/crypto'
+import { randomId } from '../core/crypto'
+import { derivedGuardrailId } from '../repositories/workspaces'
 import { defineRoute, json, type RouteContext } from '../pipeline/route'
 import type { Repositories } from '../repositories'
 import { NO_RULES, type GuardrailRecord } from '../repositories/guardrails'
@@ -121,7 +122,7 @@ export const deleteGuardrail = defineRoute({
     const workspace = await workspaceDefaultingTo(repositories, caller.account.id, params.id)
     // A workspace's own default guardrail, deleted, is its unconfigured default again; another guardrail made a
     // workspace's default would leave that workspace naming nothing.
-    if (workspace && (await deriveId(`guardrail:${workspace.id}`)) !== params.id) {
+    if (workspace && (await derivedGuardrailId(workspace.id)) !== params.id) {
       throw new ConflictError(`The guardrail is the default guardrail of workspace "${workspace.slug}"; set another default_guardrail_id on the workspace first`)
     }
     if (!(await repositories.guardrails.delete(params.id))) throw new NotFoundError(NOT_FOUND)

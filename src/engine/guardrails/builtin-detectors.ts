@@ -1,24 +1,36 @@
 /**
- * The builtin content detectors (`content_filter_builtins`). Each is a few RE2 patterns (linear time, like the
- * operators' own) plus, where the format has one, a check the pattern cannot express (Luhn for card numbers,
- * area numbers for SSNs, address parsing for IPv6, entropy for unprefixed secrets). How well each one does
- * is written down in docs/guardrails.md: they are pattern matchers, not a trained PII model.
+ * The builtin content detectors (`content_filter_builtins`). Each is a few patterns plus, where the format has
+ * one, a check a pattern cannot express (Luhn for card numbers, area numbers for SSNs, address parsing for IPv6,
+ * entropy for unprefixed secrets). How well each one does is written down in docs/guardrails.md: they are
+ * pattern matchers, not a trained PII model.
+ *
+ * These patterns are ours, so they run on V8's engine, about ten times faster than re2js on prose. Each is
+ * written so that backtracking stays bounded: every repetition is either capped or cannot match the same text
+ * two ways (its items start with distinct characters or are separated by one), and a match, once found, is
+ * never searched again. The hostile-input test in test/unit/engine/guardrails-builtins.test.ts holds them to it.
+ * Operators' patterns, which nobody audits, go through re2js (content-pattern.ts).
  */
 
 import ipaddr from 'ipaddr.js'
-import { RE2JS } from 're2js'
 import type { ContentFilterBuiltinSlug } from '../../repositories/guardrails'
-import { findSpans, type Span } from './content-pattern'
+import type { Span } from './content-pattern'
 
 type Detector = (text: string) => Span[]
 
-const compile = (pattern: string, flags = 0) => RE2JS.compile(pattern, flags)
+const compile = (pattern: string, flags = '') => new RegExp(pattern, `g${flags}`)
+
+/** Every non-empty match of a global `regex` in `text`, left to right. */
+const findAll = (regex: RegExp, text: string): Span[] => {
+  const spans: Span[] = []
+  for (const match of text.matchAll(regex)) if (match[0].length > 0) spans.push({ start: match.index, end: match.index + match[0].length })
+  return spans
+}
 
 /** Spans of `regex` that `accept` keeps (given the matched text). */
 const matching =
-  (regex: RE2JS, accept: (matched: string) => boolean = () => true): Detector =>
+  (regex: RegExp, accept: (matched: string) => boolean = () => true): Detector =>
   (text) =>
-    findSpans(regex, text).filter((span) => accept(text.slice(span.start, span.end)))
+    findAll(regex, text).filter((span) => accept(text.slice(span.start, span.end)))
 
 /** All detectors' spans, left to right, overlapping ones merged. */
 const anyOf =
@@ -41,7 +53,9 @@ export const mergeSpans = (spans: Span[]): Span[] => {
 const digitsOf = (text: string) => text.replace(/\D/g, '')
 
 // ---- email: local@domain.tld, the shape RFC 5322 addresses take in prose (no quoted local parts). ----
-const EMAIL = compile(String.raw`[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}\b`)
+// A match starts only where a run of address characters starts (the lookbehind), so a long run without an "@"
+// is read once, not once per character.
+const EMAIL = compile(String.raw`(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?){0,8}\.[A-Za-z]{2,24}\b`)
 
 // ---- phone: international (+CC …) or North American ((555) 123-4567, 555-123-4567, 555.123.4567). ----
 const PHONE_INTERNATIONAL = compile(String.raw`\+[1-9][0-9]{0,2}[ .-]?(?:\(?[0-9]{1,4}\)?[ .-]?){1,4}[0-9]{2,4}\b`)
@@ -126,13 +140,13 @@ const NAME_WORD = String.raw`[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?`
 const PERSON_NAME = compile(
   [
     String.raw`\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Sir|Dame)\.? ${NAME_WORD}(?: ${NAME_WORD}){0,2}`,
-    String.raw`(?i:\bmy name is|\bi am called|\bname:|\bsigned,?|\bregards,|\bsincerely,) ?\n?${NAME_WORD}(?: ${NAME_WORD}){0,2}`,
+    String.raw`(?:\b[Mm]y [Nn]ame [Ii]s|\b[Ii] am called|\b[Nn]ame:|\b[Ss]igned,?|\b[Rr]egards,|\b[Ss]incerely,) ?\n?${NAME_WORD}(?: ${NAME_WORD}){0,2}`,
   ].join('|'),
 )
 const NAME_INTRODUCTION = /^(?:(?:my name is|i am called|name:|signed,?|regards,|sincerely,) ?\n?)/i
 // Only the name is personal data: redact it, not the words that introduced it.
 const nameSpans: Detector = (text) =>
-  findSpans(PERSON_NAME, text).map((span) => {
+  findAll(PERSON_NAME, text).map((span) => {
     const introduction = NAME_INTRODUCTION.exec(text.slice(span.start, span.end))
     return introduction ? { start: span.start + introduction[0].length, end: span.end } : span
   })
@@ -143,7 +157,7 @@ const STREET_SUFFIX =
 const ADDRESS = compile(
   [
     String.raw`\b[0-9]{1,6}[A-Za-z]? (?:[A-Z][A-Za-z.'-]* ){1,4}(?:${STREET_SUFFIX})\b\.?(?:,? (?:Apt|Suite|Ste|Unit|#) ?[0-9A-Za-z-]+)?`,
-    String.raw`(?i:\bP\.? ?O\.? Box [0-9]+)`,
+    String.raw`\b[Pp]\.? ?[Oo]\.? [Bb][Oo][Xx] [0-9]+`,
   ].join('|'),
 )
 
@@ -158,7 +172,7 @@ const PROMPT_INJECTION = compile(
     String.raw`\bnew\s+(?:system\s+)?instructions\s*:`,
     String.raw`<\|?im_start\|?>\s*system|<\|system\|>|\[/?INST\]|<<SYS>>`,
   ].join('|'),
-  RE2JS.CASE_INSENSITIVE,
+  'i',
 )
 
 /** What each builtin finds in a text. */
