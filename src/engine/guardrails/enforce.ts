@@ -79,7 +79,8 @@ export interface GuardedContent<T> {
 }
 
 const guard = <T>(guardrails: readonly AppliedGuardrail[], direction: ScanDirection, content: T, map: (content: T, scan: ReturnType<typeof createContentScan>) => T): GuardedContent<T> | null => {
-  const filters = contentFiltersOf(guardrails)
+  // A model's answer is never the user's own text: filters that read only the user's messages skip it.
+  const filters = contentFiltersOf(guardrails).filter((filter) => direction === 'input' || filter.scope !== 'user_only')
   if (filters.length === 0) return null
   const scan = createContentScan(filters, direction)
   const rewritten = map(content, scan)
