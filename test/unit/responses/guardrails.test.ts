@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ModelEntry } from '../../../src/engine/models'
 import { memoryStorage } from '../../../src/storage/memory'
-import type { StorageDriver } from '../../../src/storage/contract'
+import type { JsonObject, StorageDriver } from '../../../src/storage/contract'
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type TestGateway } from '../../../src/testing'
 
 let t: TestGateway
@@ -47,7 +47,7 @@ const ask = async (body: Record<string, unknown>, headers: Record<string, string
   return { status: response.status, body: await response.json() }
 }
 
-const generation = async (id: string) => (await storage.get<Record<string, unknown>>('generations', id))?.data
+const generation = async (id: string) => (await storage.get<JsonObject>('generations', id))?.data
 
 describe('content filters on the input', () => {
   it('block: 403 naming the patterns, never the match, and no upstream call', async () => {

@@ -247,4 +247,20 @@ describe('the workspace default guardrail', () => {
       refused(409, 'The guardrail is the default guardrail of workspace "default"; set another default_guardrail_id on the workspace first'),
     )
   })
+
+  it('goes with its workspace, unless another workspace uses it as its default', async () => {
+    const workspace = (await send('POST', '/workspaces', { name: 'Team', slug: 'team' })).body.data
+    const placed = await create({ name: 'Team policy', workspace_id: workspace.id })
+    await send('PATCH', `/workspaces/${t.defaultWorkspaceId}`, { default_guardrail_id: placed.id })
+    expect(await send('DELETE', `/workspaces/${workspace.id}`)).toEqual(
+      refused(409, 'Workspace "default" uses a guardrail of this workspace as its default_guardrail_id; set another one there first'),
+    )
+    const ownDefault = (await send('GET', `/workspaces/${t.defaultWorkspaceId}`)).body.data.default_guardrail_id
+    expect(ownDefault).toBe(placed.id)
+    // Pointed back at a guardrail of its own, the default workspace no longer holds the other one up.
+    const mine = await create({ name: 'Mine' })
+    await send('PATCH', `/workspaces/${t.defaultWorkspaceId}`, { default_guardrail_id: mine.id })
+    expect((await send('DELETE', `/workspaces/${workspace.id}`)).status).toBe(200)
+    expect((await send('GET', `/guardrails/${placed.id}`)).status).toBe(404)
+  })
 })
