@@ -86,7 +86,12 @@ export const prepareRequest = async (
   const [workspace, byok, prefetched] = await Promise.all([
     repositories.workspaces.get(caller.key.workspaceId),
     repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
-    prefetchGuardrails(repositories.guardrails, caller.key.hash, caller.key.workspaceId),
+    prefetchGuardrails(repositories.guardrails, {
+      accountId: caller.account.id,
+      keyHash: caller.key.hash,
+      userId: caller.key.creatorUserId,
+      workspaceId: caller.key.workspaceId,
+    }),
   ])
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)

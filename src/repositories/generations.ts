@@ -49,7 +49,7 @@ export type GenerationRouting = {
 /** What a guardrail's content filters found in a request (redacted, flagged; a block refuses it). */
 export type GenerationGuardrailEvent = {
   guardrailId: string
-  scope: 'key' | 'workspace'
+  scope: 'key' | 'member' | 'workspace'
   direction: 'input' | 'output'
   action: 'block' | 'redact' | 'flag'
   /** Builtin slugs and pattern labels: never what they matched. */

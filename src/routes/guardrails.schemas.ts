@@ -3,6 +3,7 @@ import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN, SHA256_HEX_PATTERN, UUID_PATTERN } 
 import { integerQuery } from '../core/validation'
 import { compileContentPattern } from '../engine/guardrails/content-pattern'
 import { CONTENT_FILTER_BUILTIN_SLUGS } from '../repositories/guardrails'
+import { UserIdSchema } from './keys.schemas'
 
 export const GUARDRAILS_PAGE_MAX = 100
 export const GUARDRAILS_PAGE_DEFAULT = 50
@@ -147,3 +148,11 @@ const KeyHashesSchema = v.pipe(
 
 export const BulkKeysBodySchema = v.strictObject({ key_hashes: KeyHashesSchema })
 export type BulkKeysBody = v.InferOutput<typeof BulkKeysBodySchema>
+
+export const BulkMembersBodySchema = v.strictObject({
+  member_user_ids: v.pipe(
+    v.array(UserIdSchema),
+    v.minLength(1, 'must name at least one member'),
+    v.maxLength(BULK_KEYS_MAX, `must have at most ${BULK_KEYS_MAX} items`),
+  ),
+})

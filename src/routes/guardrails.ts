@@ -1,7 +1,7 @@
 /**
  * The guardrails area, served as its public counterpart does (`/guardrails`, management keys only; paths,
- * methods and statuses as `@openrouter/sdk` calls them): guardrails and their API key assignments. Member
- * assignments are not served: this gateway has no organization members (docs/decisions.md, Guardrails).
+ * methods and statuses as `@openrouter/sdk` calls them): guardrails and their assignments to API keys and to
+ * members, the users the account's keys act for (docs/decisions.md, Guardrails).
  */
 
 import { ConflictError, InvalidRequestError, NotFoundError } from '../core/errors'
@@ -15,6 +15,7 @@ import type { AccountRecord } from '../repositories/accounts'
 import { findGuardrail, workspaceDefaultingTo } from '../services/guardrails'
 import {
   BulkKeysBodySchema,
+  BulkMembersBodySchema,
   CreateGuardrailBodySchema,
   GuardrailParamsSchema,
   ListAssignmentsQuerySchema,
@@ -22,7 +23,7 @@ import {
   UpdateGuardrailBodySchema,
   type UpdateGuardrailBody,
 } from './guardrails.schemas'
-import { applyGuardrailBody, toGuardrailWire, toKeyAssignmentWire } from './guardrails.wire'
+import { applyGuardrailBody, toGuardrailWire, toKeyAssignmentWire, toMemberAssignmentWire } from './guardrails.wire'
 
 const NOT_FOUND = 'Guardrail not found'
 
@@ -208,5 +209,93 @@ export const listKeyAssignments = defineRoute({
   query: ListAssignmentsQuerySchema,
   async handle({ query, caller, repositories }) {
     return assignmentsPage(repositories, { accountId: caller.account.id }, query.offset, query.limit)
+  },
+})
+
+// ---- member assignments ----
+
+const KEYS_PAGE = 500
+
+/**
+ * The account's members: its owner and every user its keys act for (`creator_user_id`). modelgate has no user
+ * directory, so a member is someone a key exists for; a guardrail for anyone else would govern nothing.
+ */
+const membersOf = async (repositories: Repositories, account: AccountRecord): Promise<Set<string>> => {
+  const members = new Set([account.ownerUserId])
+  for (let offset = 0; ; offset += KEYS_PAGE) {
+    const { keys } = await repositories.apiKeys.listForAccount(account.id, {}, offset, KEYS_PAGE)
+    for (const key of keys) members.add(key.creatorUserId)
+    if (keys.length < KEYS_PAGE) return members
+  }
+}
+
+const requireMembers = async (repositories: Repositories, account: AccountRecord, userIds: string[]) => {
+  const members = await membersOf(repositories, account)
+  userIds.forEach((userId, index) => {
+    if (!members.has(userId)) throw new InvalidRequestError(`body.member_user_ids.${index}: no API key of this account acts for this user`)
+  })
+}
+
+export const bulkAssignMembers = defineRoute({
+  method: 'POST',
+  path: '/guardrails/:id/assignments/members',
+  auth: 'management',
+  params: GuardrailParamsSchema,
+  body: BulkMembersBodySchema,
+  async handle({ params, body, caller, repositories }) {
+    const found = await requireGuardrail(repositories, caller.account, params.id)
+    const userIds = [...new Set(body.member_user_ids)]
+    await requireMembers(repositories, caller.account, userIds)
+    if (!found.isStored) await materialize(repositories, found.record)
+    let assigned = 0
+    for (const userId of userIds) {
+      const isNew = await repositories.guardrails.assignMember({
+        id: randomId(),
+        userId,
+        guardrailId: params.id,
+        accountId: caller.account.id,
+        assignedBy: caller.key.creatorUserId,
+      })
+      if (isNew) assigned++
+    }
+    return json({ assigned_count: assigned })
+  },
+})
+
+export const bulkUnassignMembers = defineRoute({
+  method: 'POST',
+  path: '/guardrails/:id/assignments/members/remove',
+  auth: 'management',
+  params: GuardrailParamsSchema,
+  body: BulkMembersBodySchema,
+  async handle({ params, body, caller, repositories }) {
+    await requireGuardrail(repositories, caller.account, params.id)
+    let unassigned = 0
+    for (const userId of new Set(body.member_user_ids)) if (await repositories.guardrails.unassignMember(caller.account.id, userId, params.id)) unassigned++
+    return json({ unassigned_count: unassigned })
+  },
+})
+
+export const listGuardrailMemberAssignments = defineRoute({
+  method: 'GET',
+  path: '/guardrails/:id/assignments/members',
+  auth: 'management',
+  params: GuardrailParamsSchema,
+  query: ListAssignmentsQuerySchema,
+  async handle({ params, query, caller, repositories }) {
+    await requireGuardrail(repositories, caller.account, params.id)
+    const page = await repositories.guardrails.listMemberAssignments({ accountId: caller.account.id, guardrailId: params.id }, query.offset, query.limit)
+    return json({ data: page.assignments.map(toMemberAssignmentWire), total_count: page.totalCount })
+  },
+})
+
+export const listMemberAssignments = defineRoute({
+  method: 'GET',
+  path: '/guardrails/assignments/members',
+  auth: 'management',
+  query: ListAssignmentsQuerySchema,
+  async handle({ query, caller, repositories }) {
+    const page = await repositories.guardrails.listMemberAssignments({ accountId: caller.account.id }, query.offset, query.limit)
+    return json({ data: page.assignments.map(toMemberAssignmentWire), total_count: page.totalCount })
   },
 })

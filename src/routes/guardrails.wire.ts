@@ -6,7 +6,7 @@
 import { InvalidRequestError } from '../core/errors'
 import { fromNano, toNano } from '../core/money'
 import type { ApiKeyRecord } from '../repositories/api-keys'
-import { ZDR_FAMILIES, type GuardrailKeyAssignment, type GuardrailRecord, type GuardrailRules, type ZdrFamily } from '../repositories/guardrails'
+import { ZDR_FAMILIES, type GuardrailKeyAssignment, type GuardrailMemberAssignment, type GuardrailRecord, type GuardrailRules, type ZdrFamily } from '../repositories/guardrails'
 import type { UpdateGuardrailBody } from './guardrails.schemas'
 
 /** The deprecated `enforce_zdr`: true or false when every family agrees, `null` otherwise. */
@@ -56,6 +56,16 @@ export const toKeyAssignmentWire = (assignment: GuardrailKeyAssignment, key: Api
   guardrail_id: assignment.guardrailId,
   key_name: key?.name ?? '',
   key_label: key?.label ?? '',
+  assigned_by: assignment.assignedBy,
+  created_at: assignment.createdAt,
+})
+
+/** OpenRouter's member assignment; the account stands for the organization. */
+export const toMemberAssignmentWire = (assignment: GuardrailMemberAssignment) => ({
+  id: assignment.id,
+  user_id: assignment.userId,
+  organization_id: assignment.accountId,
+  guardrail_id: assignment.guardrailId,
   assigned_by: assignment.assignedBy,
   created_at: assignment.createdAt,
 })

@@ -21,13 +21,17 @@ import {
 } from './interns'
 import {
   bulkAssignKeys,
+  bulkAssignMembers,
   bulkUnassignKeys,
+  bulkUnassignMembers,
   createGuardrail,
   deleteGuardrail,
   getGuardrail,
   listGuardrailKeyAssignments,
+  listGuardrailMemberAssignments,
   listGuardrails,
   listKeyAssignments,
+  listMemberAssignments,
   updateGuardrail,
 } from './guardrails'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
@@ -57,6 +61,10 @@ export const routes: readonly AnyRoute[] = [
   listGuardrailKeyAssignments,
   bulkAssignKeys,
   bulkUnassignKeys,
+  listMemberAssignments,
+  listGuardrailMemberAssignments,
+  bulkAssignMembers,
+  bulkUnassignMembers,
   listByok,
   createByok,
   getByok,

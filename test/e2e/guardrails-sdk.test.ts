@@ -129,4 +129,22 @@ describe('@openrouter/sdk guardrails', () => {
     const remaining = await collect(await management.guardrails.listKeyAssignments())
     expect(remaining.map((assignment) => assignment.keyHash)).not.toContain(keyData.hash)
   })
+
+  it('assigns members (the users keys act for) and lists and unassigns them, every answer typed', async () => {
+    const { data: guardrail } = await management.guardrails.create({ createGuardrailRequest: { name: 'Members', contentFilterBuiltins: [{ slug: 'ssn', action: 'block' }] } })
+    const { key: rawKey } = await management.apiKeys.create({ requestBody: { name: 'Carol', creatorUserId: 'user_carol' } })
+    const assigned = await management.guardrails.bulkAssignMembers({ id: guardrail.id, bulkAssignMembersRequest: { memberUserIds: ['user_carol'] } })
+    expect(assigned.assignedCount).toBe(1)
+    const forGuardrail = await collect(await management.guardrails.listGuardrailMemberAssignments({ id: guardrail.id }))
+    expect(forGuardrail).toEqual([expect.objectContaining({ userId: 'user_carol', guardrailId: guardrail.id })])
+    expect((await collect(await management.guardrails.listMemberAssignments())).map((assignment) => assignment.userId)).toContain('user_carol')
+
+    await expect(openai(rawKey).chat.completions.create({ model: FAMILIES.openai.model, messages: [{ role: 'user', content: 'My SSN is 123-45-6789' }] })).rejects.toBeInstanceOf(
+      OpenAI.PermissionDeniedError,
+    )
+
+    const unassigned = await management.guardrails.bulkUnassignMembers({ id: guardrail.id, bulkUnassignMembersRequest: { memberUserIds: ['user_carol'] } })
+    expect(unassigned.unassignedCount).toBe(1)
+    expect(await collect(await management.guardrails.listGuardrailMemberAssignments({ id: guardrail.id }))).toEqual([])
+  })
 })

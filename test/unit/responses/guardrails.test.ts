@@ -265,6 +265,18 @@ describe('which guardrails govern a request', () => {
     ])
   })
 
+  it('a member\'s guardrail governs every key that acts for that user', async () => {
+    await start()
+    const created = await (await t.call('POST', '/guardrails', { json: { name: 'Alice policy', content_filter_builtins: [{ slug: 'email', action: 'block' }] } })).json()
+    const aliceKey = await (await t.call('POST', '/keys', { json: { name: 'alice', creator_user_id: 'user_alice' } })).json()
+    await t.call('POST', `/guardrails/${created.data.id}/assignments/members`, { json: { member_user_ids: ['user_alice'] } })
+    const asAlice = await t.responses({ model: 'test/model', input: 'a@example.com' }, { key: aliceKey.key })
+    expect(asAlice.status).toBe(403)
+    expect((await asAlice.json()).error.metadata).toMatchObject({ guardrail_id: created.data.id, guardrail_scope: 'member' })
+    // The test's regular key acts for the account's owner, who has no guardrail.
+    expect((await ask({ input: 'a@example.com' })).status).toBe(200)
+  })
+
   it('a workspace whose default_guardrail_id names another guardrail is governed by that one', async () => {
     await start()
     const created = await (await t.call('POST', '/guardrails', { json: { name: 'Company', content_filter_builtins: [{ slug: 'email', action: 'block' }] } })).json()

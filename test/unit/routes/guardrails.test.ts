@@ -3,7 +3,12 @@
  * zod schemas `@openrouter/sdk` validates them with, and every refusal with its full error body.
  */
 
-import { CreateGuardrailResponse$inboundSchema, ListGuardrailsResponse$inboundSchema, ListKeyAssignmentsResponse$inboundSchema } from '@openrouter/sdk/models'
+import {
+  CreateGuardrailResponse$inboundSchema,
+  ListGuardrailsResponse$inboundSchema,
+  ListKeyAssignmentsResponse$inboundSchema,
+  ListMemberAssignmentsResponse$inboundSchema,
+} from '@openrouter/sdk/models'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createTestGateway, scriptedProvider, type TestGateway } from '../../../src/testing'
 
@@ -211,6 +216,50 @@ describe('key assignments', () => {
     await send('POST', `/guardrails/${created.id}/assignments/keys`, { key_hashes: [key.body.data.hash] })
     await send('DELETE', `/keys/${key.body.data.hash}`)
     expect((await send('GET', '/guardrails/assignments/keys')).body).toEqual({ data: [], total_count: 0 })
+  })
+})
+
+describe('member assignments', () => {
+  it('assigns the users the account\'s keys act for, one guardrail each, and lists them as the SDK reads them', async () => {
+    const first = await create({ name: 'first' })
+    const second = await create({ name: 'second' })
+    await send('POST', '/keys', { name: 'alice key', creator_user_id: 'user_alice' })
+    expect(await send('POST', `/guardrails/${first.id}/assignments/members`, { member_user_ids: ['user_alice'] })).toEqual({ status: 200, body: { assigned_count: 1 } })
+    const listed = await send('GET', `/guardrails/${first.id}/assignments/members`)
+    expect(() => ListMemberAssignmentsResponse$inboundSchema.parse(listed.body)).not.toThrow()
+    expect(listed.body).toEqual({
+      data: [
+        {
+          id: expect.stringMatching(UUID),
+          user_id: 'user_alice',
+          organization_id: t.accountId,
+          guardrail_id: first.id,
+          assigned_by: expect.any(String),
+          created_at: expect.stringMatching(ISO),
+        },
+      ],
+      total_count: 1,
+    })
+    expect((await send('POST', `/guardrails/${second.id}/assignments/members`, { member_user_ids: ['user_alice'] })).body).toEqual({ assigned_count: 1 })
+    expect((await send('GET', `/guardrails/${first.id}/assignments/members`)).body.total_count).toBe(0)
+    expect((await send('GET', '/guardrails/assignments/members')).body.data.map((assignment: { guardrail_id: string }) => assignment.guardrail_id)).toEqual([second.id])
+    expect((await send('POST', `/guardrails/${second.id}/assignments/members/remove`, { member_user_ids: ['user_alice'] })).body).toEqual({ unassigned_count: 1 })
+    expect((await send('GET', '/guardrails/assignments/members')).body).toEqual({ data: [], total_count: 0 })
+  })
+
+  it('refuses a user no key of the account acts for, naming the entry', async () => {
+    const created = await create({ name: 'x' })
+    expect(await send('POST', `/guardrails/${created.id}/assignments/members`, { member_user_ids: ['user_nobody'] })).toEqual(
+      refused(400, 'body.member_user_ids.0: no API key of this account acts for this user'),
+    )
+  })
+
+  it('are deleted with their guardrail', async () => {
+    const created = await create({ name: 'x' })
+    await send('POST', '/keys', { name: 'bob key', creator_user_id: 'user_bob' })
+    await send('POST', `/guardrails/${created.id}/assignments/members`, { member_user_ids: ['user_bob'] })
+    await send('DELETE', `/guardrails/${created.id}`)
+    expect((await send('GET', '/guardrails/assignments/members')).body).toEqual({ data: [], total_count: 0 })
   })
 })
 
