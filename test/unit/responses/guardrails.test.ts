@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { ModelEntry } from '../../../src/engine/models'
 import { memoryStorage } from '../../../src/storage/memory'
 import type { JsonObject, StorageDriver } from '../../../src/storage/contract'
+import { createRecordingLogger } from '../../helpers/logger'
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type TestGateway } from '../../../src/testing'
 
 let t: TestGateway
@@ -18,11 +19,11 @@ afterEach(() => t?.close())
 
 const METADATA = { 'x-service-metadata': 'enabled' }
 
-const start = async (options: { reply?: string; models?: ModelEntry[] } = {}) => {
+const start = async (options: { reply?: string; models?: ModelEntry[]; logger?: ReturnType<typeof createRecordingLogger>['logger'] } = {}) => {
   storage = memoryStorage()
   alpha = scriptedProvider({ reply: options.reply ?? 'Hello from alpha' })
   beta = scriptedProvider({ reply: options.reply ?? 'Hello from beta' })
-  t = await createTestGateway({ storage, providers: { alpha, beta }, ...(options.models ? { models: options.models } : {}) })
+  t = await createTestGateway({ storage, providers: { alpha, beta }, ...(options.models ? { models: options.models } : {}), ...(options.logger ? { logger: options.logger } : {}) })
 }
 
 /** Creates a guardrail with `rules` and assigns the regular key to it; resolves its id. */
@@ -65,6 +66,16 @@ describe('content filters on the input', () => {
     expect(JSON.stringify(body)).not.toMatch(/jane|6789/)
     expect(alpha.calls).toHaveLength(0)
     expect(beta.calls).toHaveLength(0)
+  })
+
+  it('block: the access log line names the guardrail, and nothing of the content', async () => {
+    const log = createRecordingLogger()
+    await start({ logger: log.logger })
+    const id = await guardKey({ content_filter_builtins: [{ slug: 'secrets', action: 'block' }] })
+    expect((await ask({ input: 'use sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv' })).status).toBe(403)
+    const lines = log.entries.filter((entry) => entry.message === 'access').map((entry) => entry.fields)
+    expect(lines).toEqual([expect.objectContaining({ status: 403, finish: 'failed', errorType: 'guardrail_blocked', guardrailId: id })])
+    expect(JSON.stringify(log.entries)).not.toContain('sk-ant-api03')
   })
 
   it('block with metadata opted in: the guardrail stage, field by field, in service_metadata', async () => {
