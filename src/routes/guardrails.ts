@@ -142,6 +142,14 @@ const requireOwnKeys = async (repositories: Repositories, accountId: string, has
   return keys
 }
 
+/** As `requireOwnKeys`, and each one a key that runs models: a management key never does, so a guardrail on it would govern nothing. */
+const requireGovernableKeys = async (repositories: Repositories, accountId: string, hashes: string[]) => {
+  const keys = await requireOwnKeys(repositories, accountId, hashes)
+  keys.forEach((key, index) => {
+    if (key?.kind === 'management') throw new InvalidRequestError(`body.key_hashes.${index}: is a management key, which runs no model requests; a guardrail would govern nothing`)
+  })
+}
+
 export const bulkAssignKeys = defineRoute({
   method: 'POST',
   path: '/guardrails/:id/assignments/keys',
@@ -151,7 +159,7 @@ export const bulkAssignKeys = defineRoute({
   async handle({ params, body, caller, repositories }) {
     const found = await requireGuardrail(repositories, caller.account, params.id)
     const hashes = [...new Set(body.key_hashes)]
-    await requireOwnKeys(repositories, caller.account.id, hashes)
+    await requireGovernableKeys(repositories, caller.account.id, hashes)
     if (!found.isStored) await materialize(repositories, found.record)
     let assigned = 0
     for (const hash of hashes) {

@@ -203,6 +203,10 @@ describe('key assignments', () => {
       refused(400, 'body.key_hashes.1: no API key of this account has this hash'),
     )
     expect(await send('POST', `/guardrails/${created.id}/assignments/keys`, { key_hashes: [] })).toEqual(refused(400, 'body.key_hashes: must name at least one key'))
+    const managementHash = (await send('GET', '/keys')).body.data.find((key: { kind: string }) => key.kind === 'management').hash
+    expect(await send('POST', `/guardrails/${created.id}/assignments/keys`, { key_hashes: [managementHash] })).toEqual(
+      refused(400, 'body.key_hashes.0: is a management key, which runs no model requests; a guardrail would govern nothing'),
+    )
     expect(await send('POST', `/guardrails/${created.id}/assignments/keys`, { key_hashes: ['abc'] })).toEqual(
       refused(400, 'body.key_hashes.0: must be a key hash: 64 lowercase hex characters'),
     )
