@@ -22,7 +22,7 @@ import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
 import { prefetchGuardrails, resolveGuardrails, type AppliedGuardrail } from './guardrails/applicable'
-import { guardInput, guardOutput, guardrailBlockError } from './guardrails/enforce'
+import { guardInput, guardOutput, guardrailBlockError, withPaidUsage } from './guardrails/enforce'
 import { endpointPolicyOf } from './guardrails/routing-policy'
 import { refusedServiceMetadata } from './service-metadata'
 import type { GuardrailBudget } from './spend-targets'
@@ -173,7 +173,7 @@ const guardAnswerOutput = (request: InferenceRequest, answer: WholeAnswer): Whol
   request.guardrailEvents = [...(request.guardrailEvents ?? []), ...guarded.events]
   const metadata = answer.result.serviceMetadata
   const serviceMetadata = metadata ? { ...metadata, pipeline: [...((metadata.pipeline as unknown[] | undefined) ?? []), ...guarded.stages] } : undefined
-  if (guarded.block) throw guardrailBlockError(guarded.block, serviceMetadata)
+  if (guarded.block) throw withPaidUsage(guardrailBlockError(guarded.block, serviceMetadata), answer.result.usage)
   return { ...answer, result: { ...answer.result, output: guarded.content, ...(serviceMetadata ? { serviceMetadata } : {}) } }
 }
 

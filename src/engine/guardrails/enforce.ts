@@ -7,6 +7,7 @@
 import { PermissionDeniedError, type GatewayError } from '../../core/errors'
 import type { ContentFilterAction } from '../../repositories/guardrails'
 import type { OutputItem } from '../../providers/types'
+import type { BilledUsage } from '../billing'
 import type { ResponsesRequestBody } from '../request.schemas'
 import type { AppliedGuardrail, GuardrailScope } from './applicable'
 import { contentFiltersOf, createContentScan, filteringGuardrails, type ContentFinding, type FilterEngine, type ScanDirection } from './content-filters'
@@ -96,6 +97,19 @@ export const guardInput = (guardrails: readonly AppliedGuardrail[], body: Respon
 /** Scans a whole answer's output; `null` when no governing guardrail has content filters. */
 export const guardOutput = (guardrails: readonly AppliedGuardrail[], output: OutputItem[]): GuardedContent<OutputItem[]> | null =>
   guard(guardrails, 'output', output, (content, scan) => mapOutputTexts(content, scan.visit))
+
+// An answer refused for its output was produced and paid for: the refusal carries its usage to the usage ledger.
+const paidUsage = new WeakMap<object, BilledUsage>()
+
+/** The usage an answer refused by a guardrail was billed for; `undefined` for any other error. */
+export const paidUsageOf = (error: unknown): BilledUsage | undefined =>
+  typeof error === 'object' && error !== null ? paidUsage.get(error) : undefined
+
+/** Marks `error` as the refusal of an answer that cost `usage`. */
+export const withPaidUsage = (error: GatewayError, usage: BilledUsage | null): GatewayError => {
+  if (usage) paidUsage.set(error, usage)
+  return error
+}
 
 /**
  * The 403 of a block (spec Errors: `error.metadata.patterns`, and `service_metadata` with the guardrail stage

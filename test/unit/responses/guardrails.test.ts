@@ -9,7 +9,7 @@ import type { ModelEntry } from '../../../src/engine/models'
 import { memoryStorage } from '../../../src/storage/memory'
 import type { JsonObject, StorageDriver } from '../../../src/storage/contract'
 import { createRecordingLogger } from '../../helpers/logger'
-import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type TestGateway } from '../../../src/testing'
+import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type ScriptedReply, type TestGateway } from '../../../src/testing'
 
 let t: TestGateway
 let storage: StorageDriver
@@ -19,7 +19,7 @@ afterEach(() => t?.close())
 
 const METADATA = { 'x-service-metadata': 'enabled' }
 
-const start = async (options: { reply?: string; models?: ModelEntry[]; logger?: ReturnType<typeof createRecordingLogger>['logger'] } = {}) => {
+const start = async (options: { reply?: ScriptedReply; models?: ModelEntry[]; logger?: ReturnType<typeof createRecordingLogger>['logger'] } = {}) => {
   storage = memoryStorage()
   alpha = scriptedProvider({ reply: options.reply ?? 'Hello from alpha' })
   beta = scriptedProvider({ reply: options.reply ?? 'Hello from beta' })
@@ -222,13 +222,24 @@ describe('content filters on the output', () => {
   })
 
   it('blocks a whole answer with 403 (the answer was paid for and is recorded as failed)', async () => {
-    await start({ reply: 'The key is AKIAIOSFODNN7EXAMPLE' })
+    await start({ reply: [{ type: 'text', text: 'The key is AKIAIOSFODNN7EXAMPLE' }, { type: 'usage', inputTokens: 5, outputTokens: 7 }] })
     await guardKey({ content_filter_builtins: [{ slug: 'secrets', action: 'block' }] })
     const { status, body } = await ask({ input: 'What is the key?' })
     expect(status).toBe(403)
     expect(body.error.message).toBe('Response blocked by guardrail "Key policy": the output matched secrets')
     expect(JSON.stringify(body)).not.toContain('AKIA')
     expect(alpha.calls).toHaveLength(1)
+    const records = await storage.list<JsonObject>('generations')
+    expect(records.items.map((item) => item.data)).toEqual([
+      expect.objectContaining({
+        status: 'failed',
+        httpStatus: 403,
+        errorType: 'guardrail_blocked',
+        cost: expect.any(Number),
+        guardrails: [expect.objectContaining({ direction: 'output', action: 'block', patterns: ['secrets'] })],
+      }),
+    ])
+    expect(records.items[0]!.data.cost).toBeGreaterThan(0)
   })
 
   it('streams: the input is guarded, the output is not scanned, the stage rides on the final event', async () => {
