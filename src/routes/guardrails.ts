@@ -1,7 +1,7 @@
 /**
  * The guardrails area, served as its public counterpart does (`/guardrails`, management keys only; paths,
- * methods and statuses as `@openrouter/sdk` calls them): guardrails and their assignments to API keys and to
- * members, the users the account's keys act for (docs/decisions.md, Guardrails).
+ * methods and statuses as `@openrouter/sdk` calls them). Their assignments are in guardrail-assignments.ts
+ * (docs/decisions.md, Guardrails).
  */
 
 import { ConflictError, InvalidRequestError, NotFoundError } from '../core/errors'
@@ -9,29 +9,17 @@ import { randomId } from '../core/crypto'
 import { derivedGuardrailId } from '../repositories/workspaces'
 import { defineRoute, json, type RouteContext } from '../pipeline/route'
 import type { Repositories } from '../repositories'
-import { NO_RULES, type GuardrailRecord } from '../repositories/guardrails'
-import { isUniqueConflict } from '../repositories/mutate'
-import type { AccountRecord } from '../repositories/accounts'
-import { findGuardrail, workspaceDefaultingTo } from '../services/guardrails'
+import { NO_RULES } from '../repositories/guardrails'
+import { GUARDRAIL_NOT_FOUND, materializeGuardrail, requireGuardrail, workspaceDefaultingTo } from '../services/guardrails'
 import {
-  BulkKeysBodySchema,
-  BulkMembersBodySchema,
   CreateGuardrailBodySchema,
   GuardrailParamsSchema,
-  ListAssignmentsQuerySchema,
   ListGuardrailsQuerySchema,
   UpdateGuardrailBodySchema,
   type UpdateGuardrailBody,
 } from './guardrails.schemas'
-import { applyGuardrailBody, toGuardrailWire, toKeyAssignmentWire, toMemberAssignmentWire } from './guardrails.wire'
+import { applyGuardrailBody, toGuardrailWire } from './guardrails.wire'
 
-const NOT_FOUND = 'Guardrail not found'
-
-const requireGuardrail = async (repositories: Repositories, account: AccountRecord, id: string) => {
-  const found = await findGuardrail(repositories, account, id)
-  if (!found) throw new NotFoundError(NOT_FOUND)
-  return found
-}
 
 type Runtime = RouteContext<unknown, unknown, unknown>['runtime']
 
@@ -84,16 +72,6 @@ export const getGuardrail = defineRoute({
   },
 })
 
-/** Stores a workspace's default guardrail the first time it is changed; another request may be doing the same. */
-const materialize = async (repositories: Repositories, record: GuardrailRecord): Promise<void> => {
-  try {
-    const { createdAt: _createdAt, updatedAt: _updatedAt, sortKey: _sortKey, ...fields } = record
-    await repositories.guardrails.create(fields)
-  } catch (error) {
-    if (!isUniqueConflict(error)) throw error
-  }
-}
-
 export const updateGuardrail = defineRoute({
   method: 'PATCH',
   path: '/guardrails/:id',
@@ -105,9 +83,9 @@ export const updateGuardrail = defineRoute({
     const found = await requireGuardrail(repositories, caller.account, params.id)
     // Checked once up front, so the compare-and-set below cannot throw halfway through.
     applyGuardrailBody(found.record, body)
-    if (!found.isStored) await materialize(repositories, found.record)
+    if (!found.isStored) await materializeGuardrail(repositories, found.record)
     const updated = await repositories.guardrails.update(params.id, (current) => applyGuardrailBody(current, body))
-    if (!updated) throw new NotFoundError(NOT_FOUND)
+    if (!updated) throw new NotFoundError(GUARDRAIL_NOT_FOUND)
     return json({ data: toGuardrailWire(updated) })
   },
 })
@@ -126,184 +104,7 @@ export const deleteGuardrail = defineRoute({
     if (workspace && (await derivedGuardrailId(workspace.id)) !== params.id) {
       throw new ConflictError(`The guardrail is the default guardrail of workspace "${workspace.slug}"; set another default_guardrail_id on the workspace first`)
     }
-    if (!(await repositories.guardrails.delete(params.id))) throw new NotFoundError(NOT_FOUND)
+    if (!(await repositories.guardrails.delete(params.id))) throw new NotFoundError(GUARDRAIL_NOT_FOUND)
     return json({ deleted: true })
-  },
-})
-
-// ---- key assignments ----
-
-/** The account's keys named by `hashes`, or a 400 naming the first that is not one. */
-const requireOwnKeys = async (repositories: Repositories, accountId: string, hashes: string[]) => {
-  const keys = await Promise.all(hashes.map((hash) => repositories.apiKeys.get(hash)))
-  keys.forEach((key, index) => {
-    if (!key || key.accountId !== accountId) throw new InvalidRequestError(`body.key_hashes.${index}: no API key of this account has this hash`)
-  })
-  return keys
-}
-
-/** As `requireOwnKeys`, and each one a key that runs models: a management key never does, so a guardrail on it would govern nothing. */
-const requireGovernableKeys = async (repositories: Repositories, accountId: string, hashes: string[]) => {
-  const keys = await requireOwnKeys(repositories, accountId, hashes)
-  keys.forEach((key, index) => {
-    if (key?.kind === 'management') throw new InvalidRequestError(`body.key_hashes.${index}: is a management key, which runs no model requests; a guardrail would govern nothing`)
-  })
-}
-
-export const bulkAssignKeys = defineRoute({
-  method: 'POST',
-  path: '/guardrails/:id/assignments/keys',
-  auth: 'management',
-  params: GuardrailParamsSchema,
-  body: BulkKeysBodySchema,
-  async handle({ params, body, caller, repositories }) {
-    const found = await requireGuardrail(repositories, caller.account, params.id)
-    const hashes = [...new Set(body.key_hashes)]
-    await requireGovernableKeys(repositories, caller.account.id, hashes)
-    if (!found.isStored) await materialize(repositories, found.record)
-    let assigned = 0
-    for (const hash of hashes) {
-      const isNew = await repositories.guardrails.assignKey({
-        id: randomId(),
-        keyHash: hash,
-        guardrailId: params.id,
-        accountId: caller.account.id,
-        assignedBy: caller.key.creatorUserId,
-      })
-      if (isNew) assigned++
-    }
-    return json({ assigned_count: assigned })
-  },
-})
-
-export const bulkUnassignKeys = defineRoute({
-  method: 'POST',
-  path: '/guardrails/:id/assignments/keys/remove',
-  auth: 'management',
-  params: GuardrailParamsSchema,
-  body: BulkKeysBodySchema,
-  async handle({ params, body, caller, repositories }) {
-    await requireGuardrail(repositories, caller.account, params.id)
-    const hashes = [...new Set(body.key_hashes)]
-    await requireOwnKeys(repositories, caller.account.id, hashes)
-    let unassigned = 0
-    for (const hash of hashes) if (await repositories.guardrails.unassignKey(hash, params.id)) unassigned++
-    return json({ unassigned_count: unassigned })
-  },
-})
-
-const assignmentsPage = async (repositories: Repositories, filter: { accountId: string; guardrailId?: string }, offset: number, limit: number) => {
-  const page = await repositories.guardrails.listAssignments(filter, offset, limit)
-  const keys = await Promise.all(page.assignments.map((assignment) => repositories.apiKeys.get(assignment.keyHash)))
-  return json({ data: page.assignments.map((assignment, index) => toKeyAssignmentWire(assignment, keys[index] ?? null)), total_count: page.totalCount })
-}
-
-export const listGuardrailKeyAssignments = defineRoute({
-  method: 'GET',
-  path: '/guardrails/:id/assignments/keys',
-  auth: 'management',
-  params: GuardrailParamsSchema,
-  query: ListAssignmentsQuerySchema,
-  async handle({ params, query, caller, repositories }) {
-    await requireGuardrail(repositories, caller.account, params.id)
-    return assignmentsPage(repositories, { accountId: caller.account.id, guardrailId: params.id }, query.offset, query.limit)
-  },
-})
-
-export const listKeyAssignments = defineRoute({
-  method: 'GET',
-  path: '/guardrails/assignments/keys',
-  auth: 'management',
-  query: ListAssignmentsQuerySchema,
-  async handle({ query, caller, repositories }) {
-    return assignmentsPage(repositories, { accountId: caller.account.id }, query.offset, query.limit)
-  },
-})
-
-// ---- member assignments ----
-
-const KEYS_PAGE = 500
-
-/**
- * The account's members: its owner and every user its keys act for (`creator_user_id`). modelgate has no user
- * directory, so a member is someone a key exists for; a guardrail for anyone else would govern nothing.
- */
-const membersOf = async (repositories: Repositories, account: AccountRecord): Promise<Set<string>> => {
-  const members = new Set([account.ownerUserId])
-  for (let offset = 0; ; offset += KEYS_PAGE) {
-    const { keys } = await repositories.apiKeys.listForAccount(account.id, {}, offset, KEYS_PAGE)
-    for (const key of keys) members.add(key.creatorUserId)
-    if (keys.length < KEYS_PAGE) return members
-  }
-}
-
-const requireMembers = async (repositories: Repositories, account: AccountRecord, userIds: string[]) => {
-  const members = await membersOf(repositories, account)
-  userIds.forEach((userId, index) => {
-    if (!members.has(userId)) throw new InvalidRequestError(`body.member_user_ids.${index}: no API key of this account acts for this user`)
-  })
-}
-
-export const bulkAssignMembers = defineRoute({
-  method: 'POST',
-  path: '/guardrails/:id/assignments/members',
-  auth: 'management',
-  params: GuardrailParamsSchema,
-  body: BulkMembersBodySchema,
-  async handle({ params, body, caller, repositories }) {
-    const found = await requireGuardrail(repositories, caller.account, params.id)
-    const userIds = [...new Set(body.member_user_ids)]
-    await requireMembers(repositories, caller.account, userIds)
-    if (!found.isStored) await materialize(repositories, found.record)
-    let assigned = 0
-    for (const userId of userIds) {
-      const isNew = await repositories.guardrails.assignMember({
-        id: randomId(),
-        userId,
-        guardrailId: params.id,
-        accountId: caller.account.id,
-        assignedBy: caller.key.creatorUserId,
-      })
-      if (isNew) assigned++
-    }
-    return json({ assigned_count: assigned })
-  },
-})
-
-export const bulkUnassignMembers = defineRoute({
-  method: 'POST',
-  path: '/guardrails/:id/assignments/members/remove',
-  auth: 'management',
-  params: GuardrailParamsSchema,
-  body: BulkMembersBodySchema,
-  async handle({ params, body, caller, repositories }) {
-    await requireGuardrail(repositories, caller.account, params.id)
-    let unassigned = 0
-    for (const userId of new Set(body.member_user_ids)) if (await repositories.guardrails.unassignMember(caller.account.id, userId, params.id)) unassigned++
-    return json({ unassigned_count: unassigned })
-  },
-})
-
-export const listGuardrailMemberAssignments = defineRoute({
-  method: 'GET',
-  path: '/guardrails/:id/assignments/members',
-  auth: 'management',
-  params: GuardrailParamsSchema,
-  query: ListAssignmentsQuerySchema,
-  async handle({ params, query, caller, repositories }) {
-    await requireGuardrail(repositories, caller.account, params.id)
-    const page = await repositories.guardrails.listMemberAssignments({ accountId: caller.account.id, guardrailId: params.id }, query.offset, query.limit)
-    return json({ data: page.assignments.map(toMemberAssignmentWire), total_count: page.totalCount })
-  },
-})
-
-export const listMemberAssignments = defineRoute({
-  method: 'GET',
-  path: '/guardrails/assignments/members',
-  auth: 'management',
-  query: ListAssignmentsQuerySchema,
-  async handle({ query, caller, repositories }) {
-    const page = await repositories.guardrails.listMemberAssignments({ accountId: caller.account.id }, query.offset, query.limit)
-    return json({ data: page.assignments.map(toMemberAssignmentWire), total_count: page.totalCount })
   },
 })

@@ -19,21 +19,17 @@ import {
   suspendInternRoute,
   updateInternRoute,
 } from './interns'
+import { createGuardrail, deleteGuardrail, getGuardrail, listGuardrails, updateGuardrail } from './guardrails'
 import {
   bulkAssignKeys,
   bulkAssignMembers,
   bulkUnassignKeys,
   bulkUnassignMembers,
-  createGuardrail,
-  deleteGuardrail,
-  getGuardrail,
   listGuardrailKeyAssignments,
   listGuardrailMemberAssignments,
-  listGuardrails,
   listKeyAssignments,
   listMemberAssignments,
-  updateGuardrail,
-} from './guardrails'
+} from './guardrail-assignments'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
 
 /** Every route the gateway serves, relative to its base path. */

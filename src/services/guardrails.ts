@@ -3,9 +3,11 @@
  * start, unconfigured, and is stored only once it is first changed (as OpenRouter "materializes" it on update).
  */
 
+import { NotFoundError } from '../core/errors'
 import type { AccountRecord } from '../repositories/accounts'
 import type { Repositories } from '../repositories'
 import { NO_RULES, type GuardrailRecord } from '../repositories/guardrails'
+import { isUniqueConflict } from '../repositories/mutate'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 
 const WORKSPACES_PAGE = 100
@@ -44,4 +46,23 @@ export const findGuardrail = async (repositories: Repositories, account: Account
   if (stored) return stored.accountId === account.id ? { record: stored, isStored: true } : null
   const workspace = await workspaceDefaultingTo(repositories, account.id, id)
   return workspace ? { record: unconfiguredDefaultGuardrail(workspace), isStored: false } : null
+}
+
+export const GUARDRAIL_NOT_FOUND = 'Guardrail not found'
+
+/** As `findGuardrail`, or a 404. */
+export const requireGuardrail = async (repositories: Repositories, account: AccountRecord, id: string): Promise<ResolvedGuardrail> => {
+  const found = await findGuardrail(repositories, account, id)
+  if (!found) throw new NotFoundError(GUARDRAIL_NOT_FOUND)
+  return found
+}
+
+/** Stores a workspace's default guardrail the first time it is changed; another request may be doing the same. */
+export const materializeGuardrail = async (repositories: Repositories, record: GuardrailRecord): Promise<void> => {
+  try {
+    // Stored with its own timestamps: `create` sets them, whatever the unconfigured record carried.
+    await repositories.guardrails.create(record)
+  } catch (error) {
+    if (!isUniqueConflict(error)) throw error
+  }
 }

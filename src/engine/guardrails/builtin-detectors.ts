@@ -52,12 +52,12 @@ export const mergeSpans = (spans: Span[]): Span[] => {
 
 const digitsOf = (text: string) => text.replace(/\D/g, '')
 
-// ---- email: local@domain.tld, the shape RFC 5322 addresses take in prose (no quoted local parts). ----
+// `email`: local@domain.tld, the shape RFC 5322 addresses take in prose (no quoted local parts).
 // A match starts only where a run of address characters starts (the lookbehind), so a long run without an "@"
 // is read once, not once per character.
 const EMAIL = compile(String.raw`(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?){0,8}\.[A-Za-z]{2,24}\b`)
 
-// ---- phone: international (+CC …) or North American ((555) 123-4567, 555-123-4567, 555.123.4567). ----
+// `phone`: international (+CC …) or North American ((555) 123-4567, 555-123-4567, 555.123.4567).
 const PHONE_INTERNATIONAL = compile(String.raw`\+[1-9][0-9]{0,2}[ .-]?(?:\(?[0-9]{1,4}\)?[ .-]?){1,4}[0-9]{2,4}\b`)
 const PHONE_NANP = compile(String.raw`(?:\([2-9][0-9]{2}\) ?|\b[2-9][0-9]{2}[ .-])[2-9][0-9]{2}[ .-][0-9]{4}\b`)
 const isPhoneLength = (matched: string) => {
@@ -65,7 +65,7 @@ const isPhoneLength = (matched: string) => {
   return digits >= 8 && digits <= 15
 }
 
-// ---- ssn: AAA-GG-SSSS; area 000, 666 and 9xx, group 00 and serial 0000 are never issued. ----
+// `ssn`: AAA-GG-SSSS; area 000, 666 and 9xx, group 00 and serial 0000 are never issued.
 const SSN = compile(String.raw`\b[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}\b`)
 const isIssuableSsn = (matched: string) => {
   const digits = digitsOf(matched)
@@ -73,7 +73,7 @@ const isIssuableSsn = (matched: string) => {
   return area !== '000' && area !== '666' && area[0] !== '9' && digits.slice(3, 5) !== '00' && digits.slice(5) !== '0000'
 }
 
-// ---- credit-card: 13 to 19 digits, optionally grouped by spaces or dashes, passing the Luhn check. ----
+// `credit-card`: 13 to 19 digits, optionally grouped by spaces or dashes, passing the Luhn check.
 const CARD = compile(String.raw`\b[0-9](?:[ -]?[0-9]){12,18}\b`)
 export const passesLuhn = (digits: string): boolean => {
   let sum = 0
@@ -93,14 +93,14 @@ const isCardNumber = (matched: string) => {
   return digits.length >= 13 && digits.length <= 19 && !/^(\d)\1+$/.test(digits) && passesLuhn(digits)
 }
 
-// ---- ip-address: dotted-quad IPv4, and IPv6 candidates confirmed by a real parser. ----
+// `ip-address`: dotted-quad IPv4, and IPv6 candidates confirmed by a real parser.
 const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])'
 const IPV4 = compile(String.raw`\b${OCTET}(?:\.${OCTET}){3}\b`)
 const IPV6_CANDIDATE = compile(String.raw`(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|${OCTET}(?:\.${OCTET}){3})?`)
 // "::" alone, or a clock time ("10:30:00"), parses or looks like an address without being one.
 const isIpv6 = (matched: string) => matched.length >= 6 && /[0-9A-Fa-f]/.test(matched) && matched.includes(':') && ipaddr.IPv6.isValid(matched) && !/^\d{1,2}:\d{2}(:\d{2})?$/.test(matched)
 
-// ---- secrets: known token formats, then long random-looking strings. ----
+// `secrets`: known token formats, then long random-looking strings.
 const KNOWN_SECRETS = compile(
   [
     String.raw`sk-ant-[A-Za-z0-9_-]{20,}`,
@@ -135,7 +135,7 @@ export const entropyOf = (text: string): number => {
 const looksRandom = (matched: string) =>
   /[a-z]/.test(matched) && /[A-Z]/.test(matched) && /[0-9]/.test(matched) && !/^[A-Za-z]+(?:[/_-][A-Za-z]+)*$/.test(matched) && entropyOf(matched) >= 4.3
 
-// ---- person-name: a title or an introduction followed by capitalised words. ----
+// `person-name`: a title or an introduction followed by capitalised words.
 const NAME_WORD = String.raw`[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?`
 const PERSON_NAME = compile(
   [
@@ -151,7 +151,7 @@ const nameSpans: Detector = (text) =>
     return introduction ? { start: span.start + introduction[0].length, end: span.end } : span
   })
 
-// ---- address: a house number and a street with a common street suffix, or a post office box. ----
+// `address`: a house number and a street with a common street suffix, or a post office box.
 const STREET_SUFFIX =
   'Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|Ter|Parkway|Pkwy|Circle|Cir|Highway|Hwy|Square|Sq|Trail|Trl|Crescent|Close'
 const ADDRESS = compile(
@@ -161,7 +161,7 @@ const ADDRESS = compile(
   ].join('|'),
 )
 
-// ---- regex-prompt-injection: the phrasings of well-known instruction-override attacks. ----
+// `regex-prompt-injection`: the phrasings of well-known instruction-override attacks.
 const PROMPT_INJECTION = compile(
   [
     String.raw`\b(?:ignore|disregard|forget|override|bypass|skip)\s+(?:all\s+|any\s+|the\s+|your\s+|these\s+|those\s+)*(?:previous|prior|above|earlier|preceding|initial|original|system)\s+(?:instructions?|prompts?|rules|directions|guidelines|messages?|context)`,
