@@ -61,12 +61,22 @@ const refuseUnrunPlugins = (body: ResponsesRequestBody): void => {
   throw new InvalidRequestError(`body.plugins.${index}: the "${body.plugins![index]!.id}" plugin is not run by this gateway yet; leave it out or set enabled: false`)
 }
 
-/** The budgets of the guardrails governing a key: those with both `limit_usd` and `reset_interval`. */
+/** The budgets of the guardrails governing a request: those with both `limit_usd` and `reset_interval`. */
 const guardrailBudgetsOf = (guardrails: readonly AppliedGuardrail[]): GuardrailBudget[] =>
-  guardrails.flatMap(({ record }) =>
+  guardrails.flatMap(({ record, scope }) =>
     record.limitNano === null || record.resetInterval === null
       ? []
-      : [{ guardrailId: record.id, name: record.name, limitNano: record.limitNano, window: record.resetInterval, includeByok: record.includeByokInBudgets }],
+      : [
+          {
+            guardrailId: record.id,
+            name: record.name,
+            // A member's budget is the member's, whichever of their keys spends it; any other is each key's own.
+            holder: scope === 'member' ? ('user' as const) : ('key' as const),
+            limitNano: record.limitNano,
+            window: record.resetInterval,
+            includeByok: record.includeByokInBudgets,
+          },
+        ],
   )
 
 /**

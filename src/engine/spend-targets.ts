@@ -15,9 +15,13 @@ export interface SpendTargets {
   guardrailBudgets?: GuardrailBudget[]
 }
 
-/** A guardrail's `limit_usd` per `reset_interval`, as it applies to one key (docs/decisions.md, Guardrails). */
+/**
+ * A guardrail's `limit_usd` per `reset_interval` (docs/decisions.md, Guardrails): held against the calling key's
+ * spend, or, for a guardrail assigned to the key's user (a member), against what all of that user's keys spend.
+ */
 export interface GuardrailBudget {
   guardrailId: string
+  holder: 'key' | 'user'
   name: string
   limitNano: number
   window: 'daily' | 'weekly' | 'monthly'

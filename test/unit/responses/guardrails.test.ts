@@ -392,4 +392,31 @@ describe('budgets', () => {
     })
     expect((await ask({ input: 'hi', max_output_tokens: 100 })).status).toBe(200)
   })
+
+  it('a member\'s budget holds what all of that user\'s keys spend together; a key\'s budget each key alone', async () => {
+    await start({ reply: [{ type: 'text', text: 'ok' }, { type: 'usage', inputTokens: 5, outputTokens: 50 }] })
+    const created = await (await t.call('POST', '/guardrails', { json: { name: 'Dana budget', limit_usd: 0.0003, reset_interval: 'monthly' } })).json()
+    const first = await (await t.call('POST', '/keys', { json: { name: 'dana 1', creator_user_id: 'user_dana' } })).json()
+    const second = await (await t.call('POST', '/keys', { json: { name: 'dana 2', creator_user_id: 'user_dana' } })).json()
+    const asKey = (key: string) => t.responses({ model: 'test/model', input: 'hi', max_output_tokens: 100 }, { key })
+
+    // Assigned to each key, the budget is each key's: both spend $0.000105 and stay within it.
+    await t.call('POST', `/guardrails/${created.data.id}/assignments/keys`, { json: { key_hashes: [first.data.hash, second.data.hash] } })
+    expect((await asKey(first.key)).status).toBe(200)
+    await t.gateway.flushSpend()
+    expect((await asKey(second.key)).status).toBe(200)
+    await t.gateway.flushSpend()
+
+    // Assigned to their user instead, it is shared: once one key spent, the other's worst case no longer fits.
+    await t.call('POST', `/guardrails/${created.data.id}/assignments/keys/remove`, { json: { key_hashes: [first.data.hash, second.data.hash] } })
+    await t.call('POST', `/guardrails/${created.data.id}/assignments/members`, { json: { member_user_ids: ['user_dana'] } })
+    expect((await asKey(first.key)).status).toBe(200)
+    await t.gateway.flushSpend()
+    const refusedAnswer = await asKey(second.key)
+    expect(refusedAnswer.status).toBe(402)
+    expect((await refusedAnswer.json()).error).toMatchObject({
+      message: expect.stringMatching(/^Guardrail budget reached: guardrail "Dana budget" lets this key's user spend \$0\.0003 per month \(UTC\)/),
+      metadata: { limit: 'guardrail', guardrail_id: created.data.id },
+    })
+  })
 })
