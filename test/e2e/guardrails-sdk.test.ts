@@ -4,6 +4,7 @@
  */
 
 import { OpenRouter } from '@openrouter/sdk'
+import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSdkHarness, FAMILIES } from '../helpers/sdk-gateway'
@@ -142,6 +143,12 @@ describe('@openrouter/sdk guardrails', () => {
     await expect(openai(rawKey).chat.completions.create({ model: FAMILIES.openai.model, messages: [{ role: 'user', content: 'My SSN is 123-45-6789' }] })).rejects.toBeInstanceOf(
       OpenAI.PermissionDeniedError,
     )
+
+    // The same block reaches Anthropic's SDK as its own typed error.
+    const anthropic = new Anthropic({ baseURL: url.replace(/\/v1$/, ''), apiKey: rawKey, maxRetries: 0, timeout: 30_000 })
+    await expect(
+      anthropic.messages.create({ model: FAMILIES.anthropic.model, max_tokens: 50, messages: [{ role: 'user', content: 'SSN 123-45-6789' }] }),
+    ).rejects.toBeInstanceOf(Anthropic.PermissionDeniedError)
 
     const unassigned = await management.guardrails.bulkUnassignMembers({ id: guardrail.id, bulkUnassignMembersRequest: { memberUserIds: ['user_carol'] } })
     expect(unassigned.unassignedCount).toBe(1)
