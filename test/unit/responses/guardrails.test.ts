@@ -221,6 +221,15 @@ describe('content filters on the output', () => {
     expect((await generation(body.id))?.guardrails).toEqual([{ guardrailId: id, scope: 'key', direction: 'output', action: 'redact', patterns: ['email'], matches: 1 }])
   })
 
+  it('redacts the answer on /chat/completions and /messages too', async () => {
+    await start({ reply: 'Write to support@example.com' })
+    await guardKey({ content_filter_builtins: [{ slug: 'email', action: 'redact' }] })
+    const chat = await t.call('POST', '/chat/completions', { key: t.regularKey, json: { model: 'test/model', messages: [{ role: 'user', content: 'Who?' }] } })
+    expect((await chat.json()).choices[0].message.content).toBe('Write to [EMAIL]')
+    const messages = await t.call('POST', '/messages', { key: t.regularKey, json: { model: 'test/model', max_tokens: 100, messages: [{ role: 'user', content: 'Who?' }] } })
+    expect((await messages.json()).content).toEqual([{ type: 'text', text: 'Write to [EMAIL]' }])
+  })
+
   it('blocks a whole answer with 403 (the answer was paid for and is recorded as failed)', async () => {
     await start({ reply: [{ type: 'text', text: 'The key is AKIAIOSFODNN7EXAMPLE' }, { type: 'usage', inputTokens: 5, outputTokens: 7 }] })
     await guardKey({ content_filter_builtins: [{ slug: 'secrets', action: 'block' }] })
