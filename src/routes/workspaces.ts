@@ -8,7 +8,7 @@ import { findGuardrail } from '../services/guardrails'
 import { defineRoute, json } from '../pipeline/route'
 import { isUniqueConflict } from '../repositories/mutate'
 import { removeWorkspace } from '../services/workspaces'
-import type { WorkspaceRecord, WorkspaceSettings } from '../repositories/workspaces'
+import { derivedGuardrailId, type WorkspaceRecord, type WorkspaceSettings } from '../repositories/workspaces'
 import type { Repositories } from '../repositories'
 import {
   CreateWorkspaceBodySchema,
@@ -122,7 +122,9 @@ export const updateWorkspace = defineRoute({
   body: UpdateWorkspaceRouteBodySchema,
   async handle({ params, body, caller, repositories }) {
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
-    if (body.default_guardrail_id !== undefined && !(await findGuardrail(repositories, caller.account, body.default_guardrail_id))) {
+    // Its own default guardrail (derived from its id) is always there to go back to, configured or not.
+    const isOwnDefault = body.default_guardrail_id !== undefined && body.default_guardrail_id === (await derivedGuardrailId(workspace.id))
+    if (body.default_guardrail_id !== undefined && !isOwnDefault && !(await findGuardrail(repositories, caller.account, body.default_guardrail_id))) {
       throw new InvalidRequestError('body.default_guardrail_id: no guardrail of this account has this id')
     }
     try {

@@ -289,6 +289,7 @@ describe('the workspace default guardrail', () => {
   })
 
   it('can be another guardrail of the account, set through PATCH /workspaces/{id}', async () => {
+    const ownDefault = await workspaceDefault()
     const other = await create({ name: 'Company policy' })
     expect(await send('PATCH', `/workspaces/${t.defaultWorkspaceId}`, { default_guardrail_id: '00000000-0000-4000-8000-000000000000' })).toEqual(
       refused(400, 'body.default_guardrail_id: no guardrail of this account has this id'),
@@ -299,6 +300,10 @@ describe('the workspace default guardrail', () => {
     expect(await send('DELETE', `/guardrails/${other.id}`)).toEqual(
       refused(409, 'The guardrail is the default guardrail of workspace "default"; set another default_guardrail_id on the workspace first'),
     )
+    // Back to its own default, never configured: still there to go back to.
+    expect((await send('PATCH', `/workspaces/${t.defaultWorkspaceId}`, { default_guardrail_id: ownDefault })).body.data.default_guardrail_id).toBe(ownDefault)
+    expect((await send('GET', `/guardrails/${ownDefault}`)).status).toBe(200)
+    expect((await send('DELETE', `/guardrails/${other.id}`)).status).toBe(200)
   })
 
   it('goes with its workspace, unless another workspace uses it as its default', async () => {
