@@ -7,6 +7,16 @@ import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 import type { ServerToolPlan } from './server-tools/plan'
 import type { SpendTargets } from './spend-targets'
+import type { AppliedGuardrail } from './guardrails/applicable'
+import type { GuardrailEvent } from './guardrails/enforce'
+
+/** A stage of `service_metadata.pipeline` (spec: `type`, `name`, `summary`, and fields of its own kind). */
+export interface PipelineStage {
+  type: string
+  name: string
+  summary: string
+  [field: string]: unknown
+}
 
 /**
  * One upstream attempt as it ended, as the usage ledger stores it (OpenRouter's `provider_responses`): its
@@ -34,6 +44,12 @@ export interface InferenceRequest {
   attemptReports: AttemptReport[]
   /** The server tools the gateway runs for this request; absent when it has none (one turn, as always). */
   serverTools?: ServerToolPlan
+  /** Stages that ran on this request before or after routing, in order, for `service_metadata.pipeline`. */
+  pipeline?: PipelineStage[]
+  /** The guardrails governing the request (docs/decisions.md, Guardrails); absent when none does. */
+  guardrails?: AppliedGuardrail[]
+  /** What their content filters found (redacted, flagged), for the usage ledger. */
+  guardrailEvents?: GuardrailEvent[]
 }
 
 /** Extensions a route translated from its own wire format. */

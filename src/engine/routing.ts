@@ -11,6 +11,7 @@ import type { ByokRecord } from '../repositories/byok-credentials'
 import type { ModelCatalog, ModelEndpoint, ModelEntry } from './models'
 import type { ProviderRegistry, ResolvedProvider } from './providers'
 import type { ProviderPreferences } from './request.schemas'
+import type { EndpointPolicy } from './guardrails/routing-policy'
 
 export interface Attempt {
   model: ModelEntry
@@ -43,6 +44,8 @@ export interface RoutingInput {
    * the request's `user` field: any caller may write anything there.
    */
   callerUserId: string
+  /** The rules of the guardrails governing the caller: endpoints they refuse are never attempted. */
+  policy?: EndpointPolicy
 }
 
 const baseSlug = (slug: string) => slug.split('/', 1)[0]!
@@ -178,6 +181,9 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   const mustHonour = input.mustHonour ?? []
   // Endpoints left out because they cannot honour a parameter the caller set.
   const unhonoured: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
+  const policy = input.policy
+  // Whether a guardrail left out a model or an endpoint: with nothing left, the guardrail is what to name.
+  let isNarrowedByPolicy = false
 
   for (const slug of input.models) {
     const model = catalog.find(slug)
@@ -187,7 +193,17 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       continue
     }
 
+    if (policy && !policy.allowsModel(model)) {
+      isNarrowedByPolicy = true
+      continue
+    }
     let endpoints = model.endpoints.filter((endpoint) => registry.get(endpoint.provider))
+    if (policy) {
+      const allowed = endpoints.filter((endpoint) => policy.allowsEndpoint(model, endpoint))
+      if (allowed.length < endpoints.length) isNarrowedByPolicy = true
+      endpoints = allowed
+    }
+    const requiresZdrHere = requiresZdr || policy?.requiresZdr(model) === true
     if (preferences.only) endpoints = endpoints.filter((endpoint) => preferences.only!.some((wanted) => matchesProvider(endpoint.provider, wanted)))
     if (preferences.ignore) endpoints = endpoints.filter((endpoint) => !preferences.ignore!.some((wanted) => matchesProvider(endpoint.provider, wanted)))
     if (preferences.max_price) endpoints = endpoints.filter((endpoint) => withinMaxPrice(endpoint, preferences.max_price!))
@@ -228,12 +244,13 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
         (credential) => credential.isByokOnly || (credential.isRequired && (credential.allowedModels === null || credential.allowedModels.includes(model.slug))),
       )
       const usable = active
-        .filter((credential) => credentialApplies(credential, model, input) && credentialMeetsZdr(credential, endpoint, requiresZdr))
+        .filter((credential) => credentialApplies(credential, model, input) && credentialMeetsZdr(credential, endpoint, requiresZdrHere))
         .sort((left, right) => left.sortOrder - right.sortOrder || left.createdAt.localeCompare(right.createdAt))
       for (const credential of usable) {
         ;(credential.isFallback ? fallbackKeys : prioritized).push({ model, endpoint, provider, credential })
       }
-      const sharedMayServe = !isSharedRemoved && (!requiresZdr || endpoint.isZeroDataRetention === true)
+      const sharedMayServe = !isSharedRemoved && (!requiresZdrHere || endpoint.isZeroDataRetention === true)
+      if (!sharedMayServe && requiresZdrHere && !requiresZdr && usable.length === 0) isNarrowedByPolicy = true
       if (sharedMayServe && provider.shared !== null) shared.push({ model, endpoint, provider, credential: null })
       else if (sharedMayServe && usable.length === 0) withoutKey.set(provider.descriptor.id, provider)
     }
@@ -247,6 +264,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     const first = attempts[0]!
     attempts = attempts.filter((attempt) => attempt.model === first.model && attempt.endpoint === first.endpoint)
   }
+  if (attempts.length === 0 && isNarrowedByPolicy) throw policy!.refusal(input.models)
   if (attempts.length === 0 && withoutKey.size > 0) throw noKeyError(input.models, [...withoutKey.values()])
   if (attempts.length === 0 && unhonoured.length > 0) throw unhonouredError(input.models, mustHonour, unhonoured)
   if (attempts.length === 0) {

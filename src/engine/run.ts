@@ -21,6 +21,11 @@ import { answerWhole } from './whole'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
+import { prefetchGuardrails, resolveGuardrails, type AppliedGuardrail } from './guardrails/applicable'
+import { guardInput, guardOutput, guardrailBlockError, withPaidUsage } from './guardrails/enforce'
+import { endpointPolicyOf } from './guardrails/routing-policy'
+import { refusedServiceMetadata } from './service-metadata'
+import type { GuardrailBudget } from './spend-targets'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
 export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
@@ -56,6 +61,24 @@ const refuseUnrunPlugins = (body: ResponsesRequestBody): void => {
   throw new InvalidRequestError(`body.plugins.${index}: the "${body.plugins![index]!.id}" plugin is not run by this gateway yet; leave it out or set enabled: false`)
 }
 
+/** The budgets of the guardrails governing a request: those with both `limit_usd` and `reset_interval`. */
+const guardrailBudgetsOf = (guardrails: readonly AppliedGuardrail[]): GuardrailBudget[] =>
+  guardrails.flatMap(({ record, scope }) =>
+    record.limitNano === null || record.resetInterval === null
+      ? []
+      : [
+          {
+            guardrailId: record.id,
+            name: record.name,
+            // A member's budget is the member's, whichever of their keys spends it; any other is each key's own.
+            holder: scope === 'member' ? ('user' as const) : ('key' as const),
+            limitNano: record.limitNano,
+            window: record.resetInterval,
+            includeByok: record.includeByokInBudgets,
+          },
+        ],
+  )
+
 /**
  * Plans the attempts of a request (routing, BYOK keys) from the caller's workspace. `extensions` are the settings
  * a route's own wire format adds to the body (Chat Completions `stop`, …).
@@ -67,41 +90,59 @@ export const prepareRequest = async (
   extensions?: RouteExtensions,
 ): Promise<InferenceRequest> => {
   const { caller, repositories, requestId } = context
+  const startedAt = performance.now()
   refuseUnrunPlugins(body)
-  // Both keyed by the caller's workspace, so a networked store answers them in one round trip, not two.
-  const [workspace, byok] = await Promise.all([
+  // All keyed by the caller (its workspace, its key), so a networked store answers them in one round trip.
+  const [workspace, byok, prefetched] = await Promise.all([
     repositories.workspaces.get(caller.key.workspaceId),
     repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
+    prefetchGuardrails(repositories.guardrails, {
+      accountId: caller.account.id,
+      keyHash: caller.key.hash,
+      userId: caller.key.creatorUserId,
+      workspaceId: caller.key.workspaceId,
+    }),
   ])
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
-  const serverTools = planServerTools(service, body, workspace.disabledServerTools)
+  const guardrails = await resolveGuardrails(repositories.guardrails, caller.account.id, workspace, prefetched)
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
   const models = requestedModels(body.model, body.models, defaultModel)
+  // Content filters run before anything else reads the input: a block costs nothing, a redaction is all that goes on.
+  const guarded = guardInput(guardrails, body)
+  if (guarded?.block) {
+    throw guardrailBlockError(guarded.block, context.isMetadataRequested ? refusedServiceMetadata(service, models[0]!, guarded.stages, startedAt) : undefined)
+  }
+  const guardedBody = guarded ? guarded.content : body
+  const serverTools = planServerTools(service, guardedBody, workspace.disabledServerTools)
   const attempts = planAttempts(service.models, service.providers, {
     models,
-    preferences: withRouteAlias(body),
-    parametersUsed: parametersUsed(body, extensions?.values),
-    modalities: body.modalities,
-    mustHonour: [...mustHonour(body, extensions?.values, extensions?.fieldNames), ...(serverTools?.nativeWebSearch?.requirements ?? [])],
+    preferences: withRouteAlias(guardedBody),
+    parametersUsed: parametersUsed(guardedBody, extensions?.values),
+    modalities: guardedBody.modalities,
+    mustHonour: [...mustHonour(guardedBody, extensions?.values, extensions?.fieldNames), ...(serverTools?.nativeWebSearch?.requirements ?? [])],
     credentials: byok.credentials,
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,
+    policy: endpointPolicyOf(guardrails),
   })
   service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: attempts.length, sessionId: context.sessionId })
+  const guardrailBudgets = guardrailBudgetsOf(guardrails)
   return {
-    body,
+    body: guardedBody,
     attempts,
     requestedModel: models[0]!,
     endUserId: await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user),
     requestId,
     signal: context.signal,
     isMetadataRequested: context.isMetadataRequested,
-    spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account },
+    spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
     ...(extensions ? { extensions: extensions.values } : {}),
     attemptReports: [],
     ...(serverTools ? { serverTools } : {}),
+    ...(guardrails.length > 0 ? { guardrails } : {}),
+    ...(guarded ? { pipeline: [...guarded.stages], guardrailEvents: [...guarded.events] } : {}),
   }
 }
 
@@ -129,16 +170,34 @@ export const openRunSession = async (service: InferenceService, request: Inferen
   return observeSession(session, reservation.observer())
 }
 
+/**
+ * A whole answer with the governing guardrails' content filters run over its output: redacted, flagged, or
+ * refused with 403 (after it was paid for: the model did answer). Streamed output is not scanned (docs/decisions.md,
+ * Guardrails): its text reaches the client as it is written.
+ */
+const guardAnswerOutput = (request: InferenceRequest, answer: WholeAnswer): WholeAnswer => {
+  if (!request.guardrails) return answer
+  const guarded = guardOutput(request.guardrails, answer.result.output)
+  if (!guarded) return answer
+  request.pipeline = [...(request.pipeline ?? []), ...guarded.stages]
+  request.guardrailEvents = [...(request.guardrailEvents ?? []), ...guarded.events]
+  const metadata = answer.result.serviceMetadata
+  const serviceMetadata = metadata ? { ...metadata, pipeline: [...((metadata.pipeline as unknown[] | undefined) ?? []), ...guarded.stages] } : undefined
+  if (guarded.block) throw withPaidUsage(guardrailBlockError(guarded.block, serviceMetadata), answer.result.usage)
+  return { ...answer, result: { ...answer.result, output: guarded.content, ...(serviceMetadata ? { serviceMetadata } : {}) } }
+}
+
 const answerRunWhole = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => {
   const reservation = await reserveSpend(service, request)
+  let answer: WholeAnswer
   try {
-    const answer = await answerTurns(service, request)
+    answer = await answerTurns(service, request)
     reservation.settle(answer.result.usage)
-    return answer
   } catch (error) {
     reservation.settle(null)
     throw error
   }
+  return guardAnswerOutput(request, answer)
 }
 
 /** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */

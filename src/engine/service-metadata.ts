@@ -22,7 +22,7 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
     endpoints: { available, total: available.length },
     generation_time: Math.round(performance.now() - startedAt),
     is_byok: served?.attempt.credential != null,
-    pipeline: [],
+    pipeline: [...(request.pipeline ?? [])],
     region: service.region,
     requested: request.requestedModel,
     strategy: strategyOf(served, request),
@@ -35,3 +35,16 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
 /** The metadata for `response` when the caller asked for it; nothing otherwise. */
 export const metadataIfRequested = (...args: Parameters<typeof serviceMetadata>): { serviceMetadata?: Record<string, unknown> } =>
   args[1].isMetadataRequested ? { serviceMetadata: serviceMetadata(...args) } : {}
+
+/** The metadata of a request refused before routing (a guardrail block): no endpoint was planned or tried. */
+export const refusedServiceMetadata = (service: InferenceService, requestedModel: string, pipeline: readonly object[], startedAt: number) => ({
+  attempt: 0,
+  endpoints: { available: [], total: 0 },
+  generation_time: Math.round(performance.now() - startedAt),
+  is_byok: false,
+  pipeline: [...pipeline],
+  region: service.region,
+  requested: requestedModel,
+  strategy: 'direct',
+  summary: 'refused before routing: no endpoint was tried',
+})

@@ -11,6 +11,21 @@ export interface SpendTargets {
   key: ApiKeyRecord
   workspace: WorkspaceRecord
   account: AccountRecord
+  /** Budgets of the guardrails governing the key, each held against the key's own spend. */
+  guardrailBudgets?: GuardrailBudget[]
+}
+
+/**
+ * A guardrail's `limit_usd` per `reset_interval` (docs/decisions.md, Guardrails): held against the calling key's
+ * spend, or, for a guardrail assigned to the key's user (a member), against what all of that user's keys spend.
+ */
+export interface GuardrailBudget {
+  guardrailId: string
+  holder: 'key' | 'user'
+  name: string
+  limitNano: number
+  window: 'daily' | 'weekly' | 'monthly'
+  includeByok: boolean
 }
 
 /** The gateway's spend settings. */

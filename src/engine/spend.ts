@@ -38,10 +38,21 @@ interface Tracked {
 
 const METRICS: readonly SpendMetric[] = ['usage', 'all']
 
+/** The periods a guardrail budget may reset on: a user's counters exist for those only. */
+const USER_WINDOWS: readonly SpendWindow[] = ['daily', 'weekly', 'monthly']
+
+const userId = (targets: SpendTargets) => `${targets.account.id}:${targets.key.creatorUserId}`
+
+/** Whether the request counts its user's spend: only while a member guardrail's budget holds it (docs/decisions.md, Guardrails). */
+const tracksUser = (targets: SpendTargets) => targets.guardrailBudgets?.some((budget) => budget.holder === 'user') === true
+
 const buildTrackedCounters = (targets: SpendTargets, at: Date): readonly Tracked[] => [
   ...METRICS.flatMap((metric) => SPEND_WINDOWS.map((window) => ({ counter: spendCounter('key', targets.key.hash, metric, window, at), metric }))),
   ...METRICS.flatMap((metric) => SPEND_WINDOWS.map((window) => ({ counter: spendCounter('workspace', targets.workspace.id, metric, window, at), metric }))),
   { counter: spendCounter('account', targets.account.id, 'usage', 'total', at), metric: 'usage' },
+  ...(tracksUser(targets)
+    ? METRICS.flatMap((metric) => USER_WINDOWS.map((window) => ({ counter: spendCounter('user', userId(targets), metric, window, at), metric })))
+    : []),
 ]
 
 const DAY_MS = 86_400_000
@@ -51,7 +62,7 @@ const TRACKED_CACHE_MAX = 1024
 const trackedCache = new Map<string, readonly Tracked[]>()
 
 const trackedCounters = (targets: SpendTargets, at: Date): readonly Tracked[] => {
-  const cacheKey = `${targets.key.hash}|${targets.workspace.id}|${targets.account.id}|${Math.floor(at.getTime() / DAY_MS)}`
+  const cacheKey = `${targets.key.hash}|${targets.workspace.id}|${targets.account.id}|${Math.floor(at.getTime() / DAY_MS)}|${tracksUser(targets)}`
   let tracked = trackedCache.get(cacheKey)
   if (!tracked) {
     tracked = buildTrackedCounters(targets, at)
@@ -64,6 +75,7 @@ const trackedCounters = (targets: SpendTargets, at: Date): readonly Tracked[] =>
 const counterIndex = (scope: 'key' | 'workspace', metric: SpendMetric, window: SpendWindow) =>
   (scope === 'workspace' ? METRICS.length * SPEND_WINDOWS.length : 0) + METRICS.indexOf(metric) * SPEND_WINDOWS.length + SPEND_WINDOWS.indexOf(window)
 const ACCOUNT_USAGE_INDEX = 2 * METRICS.length * SPEND_WINDOWS.length
+const userCounterIndex = (metric: SpendMetric, window: SpendWindow) => ACCOUNT_USAGE_INDEX + 1 + METRICS.indexOf(metric) * USER_WINDOWS.length + USER_WINDOWS.indexOf(window)
 
 const PERIOD: Record<SpendWindow, string> = {
   total: 'in total',
@@ -118,6 +130,22 @@ const budgetLimits = (workspace: WorkspaceRecord): Limit[] =>
     }
   })
 
+// OpenRouter enforces a guardrail's budget per key and per member, never shared by everyone it governs.
+const guardrailLimits = (targets: SpendTargets): Limit[] =>
+  (targets.guardrailBudgets ?? []).map((budget) => ({
+    index: (budget.holder === 'user' ? userCounterIndex : (metric: SpendMetric, window: SpendWindow) => counterIndex('key', metric, window))(
+      budget.includeByok ? 'all' : 'usage',
+      budget.window,
+    ),
+    limitNano: budget.limitNano,
+    refusal: (spent, worst) =>
+      new PaymentRequiredError(
+        `Guardrail budget reached: guardrail "${budget.name}" lets ${budget.holder === 'user' ? "this key's user" : 'this key'} spend ${formatUsd(budget.limitNano)} ${PERIOD[budget.window]}, ` +
+          `${formatUsd(spent)} of it is spent, and this request could cost up to ${formatUsd(worst)}; ${ADVICE} raise the guardrail's limit_usd`,
+        { reason: 'payment_required', metadata: { error_type: 'payment_required', limit: 'guardrail', guardrail_id: budget.guardrailId } },
+      ),
+  }))
+
 const creditLimit = (account: AccountRecord): Limit => ({
   index: ACCOUNT_USAGE_INDEX,
   limitNano: account.credits.grantedNano,
@@ -133,6 +161,7 @@ const activeLimits = (settings: SpendSettings, targets: SpendTargets): Limit[] =
   const limits = budgetLimits(targets.workspace)
   const key = keyLimit(targets.key)
   if (key) limits.unshift(key)
+  limits.push(...guardrailLimits(targets))
   if (settings.enforceCredits) limits.push(creditLimit(targets.account))
   return limits
 }
@@ -281,7 +310,9 @@ const reserve = async (service: InferenceService, request: InferenceRequest, tra
   // A request that cannot cost anything (a free endpoint) is never refused for money.
   const held = limits.filter((limit) => worst[tracked[limit.index]!.metric] > 0)
   if (held.length === 0) return
-  const changes = held.map((limit) => ({ counter: tracked[limit.index]!.counter, amount: worst[tracked[limit.index]!.metric] }))
+  // Two limits may hold one counter (a key's limit and a guardrail's budget, both daily): it is reserved on once.
+  const indexes = [...new Set(held.map((limit) => limit.index))]
+  const changes = indexes.map((index) => ({ counter: tracked[index]!.counter, amount: worst[tracked[index]!.metric] }))
   const { repository } = request.spend
   const results = await Promise.allSettled(changes.map((change) => repository.add([change])))
   const undo = () =>
@@ -293,13 +324,13 @@ const reserve = async (service: InferenceService, request: InferenceRequest, tra
     await undo()
     throw failed.reason
   }
+  const valueAt = (index: number) => (results[indexes.indexOf(index)] as PromiseFulfilledResult<number[]>).value[0]!
   // Over when this reservation passed the limit, or the limit was reached already.
-  const overIndex = held.findIndex((limit, index) => (results[index] as PromiseFulfilledResult<number[]>).value[0]! > limit.limitNano)
-  if (overIndex >= 0) {
+  const over = held.find((limit) => valueAt(limit.index) > limit.limitNano)
+  if (over) {
     await undo()
-    const limit = held[overIndex]!
-    const amount = changes[overIndex]!.amount
-    throw limit.refusal((results[overIndex] as PromiseFulfilledResult<number[]>).value[0]! - amount, amount)
+    const amount = worst[tracked[over.index]!.metric]
+    throw over.refusal(valueAt(over.index) - amount, amount)
   }
-  held.forEach((limit, index) => (reserved[limit.index] = changes[index]!.amount))
+  indexes.forEach((index, position) => (reserved[index] = changes[position]!.amount))
 }

@@ -85,7 +85,9 @@ export const createAccessLog = (logger: Logger, request: { requestId: string; me
       }
     },
     failed(error) {
-      write(isGatewayError(error) ? error.status : 500, { finish: 'failed', errorType: errorTypeOf(error) })
+      // A guardrail's refusal names the guardrail, so an operator can find which rule refused whom.
+      const guardrailId = isGatewayError(error) ? error.metadata?.guardrail_id : undefined
+      write(isGatewayError(error) ? error.status : 500, { finish: 'failed', errorType: errorTypeOf(error), ...(typeof guardrailId === 'string' ? { guardrailId } : {}) })
     },
     responded(status) {
       if (isStreaming && status === 200) return

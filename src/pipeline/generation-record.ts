@@ -10,6 +10,7 @@ import type { JsonObject } from '../storage/contract'
 import { ClientClosedError } from '../engine/attempts'
 import type { BilledUsage } from '../engine/billing'
 import { observeSession, type SessionObserver } from '../engine/observe'
+import { paidUsageOf } from '../engine/guardrails/enforce'
 import type { InferenceRequest } from '../engine/request'
 import { newResponseId } from '../engine/response-identity'
 import type { RunOutcome } from '../engine/run'
@@ -165,6 +166,7 @@ export const toGenerationRecord = (
       endpointsPlanned: request.attempts.length,
       region: service.region,
     },
+    ...(request.guardrailEvents && request.guardrailEvents.length > 0 ? { guardrails: request.guardrailEvents.map((event) => ({ ...event, patterns: [...event.patterns] })) } : {}),
   }
 }
 
@@ -254,16 +256,20 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
     }
   }
 
-  /** A failure before any answer, once an upstream was tried: recorded under an id of its own. */
+  /**
+   * A failure before any answer, once an upstream was tried: recorded under an id of its own, with what it cost
+   * when an answer was paid for and then refused (a guardrail blocked its output).
+   */
   const failed = (error: unknown): Promise<void> => {
     const status = isGatewayError(error) ? error.status : 500
+    const usage = paidUsageOf(error) ?? null
     return write({
       id: newResponseId(),
       status: 'failed',
       httpStatus: status,
       errorType: errorTypeOf(error),
-      model: request.requestedModel,
-      usage: null,
+      model: (usage && request.attemptReports.find((report) => report.status === 200)?.model) || request.requestedModel,
+      usage,
       isUsageEstimated: false,
       finishReason: 'error',
       nativeFinishReason: 'failed',

@@ -46,6 +46,17 @@ export type GenerationRouting = {
   region: string
 }
 
+/** What a guardrail's content filters found in a request (redacted, flagged; a block refuses it). */
+export type GenerationGuardrailEvent = {
+  guardrailId: string
+  scope: 'key' | 'member' | 'workspace'
+  direction: 'input' | 'output'
+  action: 'block' | 'redact' | 'flag'
+  /** Builtin slugs and pattern labels: never what they matched. */
+  patterns: string[]
+  matches: number
+}
+
 export type GenerationRecord = {
   /** The response id the caller received. */
   id: string
@@ -100,6 +111,8 @@ export type GenerationRecord = {
   /** The request's `trace` object, as sent. */
   trace: JsonObject | null
   routing: GenerationRouting
+  /** Content the governing guardrails redacted or flagged; absent when they found nothing. */
+  guardrails?: GenerationGuardrailEvent[]
 }
 
 /** `YYYY-MM-DD` of an ISO timestamp: the UTC day activity groups by. */

@@ -5,6 +5,7 @@ import { createByokRepository } from './byok-credentials'
 import { createGenerationsRepository } from './generations'
 import { createCreditGrantsRepository } from './credit-grants'
 import { createIdempotencyRepository } from './idempotency-keys'
+import { createGuardrailsRepository } from './guardrails'
 import { createInternsRepository } from './interns'
 import { createSpendRepository } from './spend-counters'
 import { createWorkspacesRepository, type WorkspaceDefaults } from './workspaces'
@@ -20,6 +21,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   workspaces: createWorkspacesRepository(storage, workspaceDefaults, now),
   creditGrants: createCreditGrantsRepository(storage, now),
   spend: createSpendRepository(storage),
+  guardrails: createGuardrailsRepository(storage, now),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

@@ -17,7 +17,8 @@ export const SPEND_WINDOWS: readonly SpendWindow[] = ['total', 'daily', 'weekly'
  */
 export type SpendMetric = 'usage' | 'all'
 
-export type SpendScope = 'key' | 'workspace' | 'account'
+/** `user`: the user a key acts for, within its account (id `<account>:<user>`), counted for member guardrail budgets. */
+export type SpendScope = 'key' | 'workspace' | 'account' | 'user'
 
 const DAY_MS = 86_400_000
 

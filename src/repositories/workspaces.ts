@@ -67,6 +67,23 @@ export interface WorkspaceDefaults {
 export const WORKSPACE_SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/
 export const DEFAULT_WORKSPACE_SLUG = 'default'
 
+const DERIVED_IDS_MAX = 4096
+const derivedIds = new Map<string, Promise<string>>()
+
+/**
+ * The id of a workspace's own default guardrail, derived from the workspace id (docs/decisions.md, Accounts and
+ * workspaces), so every process knows it without a read. Cached: the request path asks for it on every request.
+ */
+export const derivedGuardrailId = (workspaceId: string): Promise<string> => {
+  let id = derivedIds.get(workspaceId)
+  if (!id) {
+    if (derivedIds.size >= DERIVED_IDS_MAX) derivedIds.clear()
+    id = deriveId(`guardrail:${workspaceId}`)
+    derivedIds.set(workspaceId, id)
+  }
+  return id
+}
+
 const slugUnique = (accountId: string, slug: string) => `slug:${accountId}:${slug}`
 
 const toInput = (workspace: WorkspaceRecord): RecordInput<WorkspaceRecord> => ({
@@ -101,7 +118,7 @@ export const createWorkspacesRepository = (storage: StorageDriver, defaults: Wor
       slug: settings.slug,
       createdBy: account.ownerUserId,
       // docs/decisions.md, Accounts and workspaces: the guardrail id is derived from the workspace id, so it is stable everywhere.
-      defaultGuardrailId: await deriveId(`guardrail:${id}`),
+      defaultGuardrailId: await derivedGuardrailId(id),
       createdAt: timestamp,
       updatedAt: timestamp,
       sortKey: creationSortKey(timestamp),
@@ -125,6 +142,14 @@ export const createWorkspacesRepository = (storage: StorageDriver, defaults: Wor
   async update(id: string, settings: WorkspaceSettings): Promise<WorkspaceRecord | null> {
     const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) =>
       toInput({ ...withBudgets(current.data), ...withoutUndefined(settings), updatedAt: now().toISOString() }),
+    )
+    return record ? withBudgets(record.data) : null
+  },
+
+  /** Points the workspace's traffic at another guardrail of its account (the caller checked that it is one). */
+  async setDefaultGuardrail(id: string, guardrailId: string): Promise<WorkspaceRecord | null> {
+    const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) =>
+      toInput({ ...withBudgets(current.data), defaultGuardrailId: guardrailId, updatedAt: now().toISOString() }),
     )
     return record ? withBudgets(record.data) : null
   },

@@ -19,6 +19,17 @@ import {
   suspendInternRoute,
   updateInternRoute,
 } from './interns'
+import { createGuardrail, deleteGuardrail, getGuardrail, listGuardrails, updateGuardrail } from './guardrails'
+import {
+  bulkAssignKeys,
+  bulkAssignMembers,
+  bulkUnassignKeys,
+  bulkUnassignMembers,
+  listGuardrailKeyAssignments,
+  listGuardrailMemberAssignments,
+  listKeyAssignments,
+  listMemberAssignments,
+} from './guardrail-assignments'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
 
 /** Every route the gateway serves, relative to its base path. */
@@ -37,6 +48,19 @@ export const routes: readonly AnyRoute[] = [
   getWorkspace,
   updateWorkspace,
   deleteWorkspace,
+  listGuardrails,
+  createGuardrail,
+  getGuardrail,
+  updateGuardrail,
+  deleteGuardrail,
+  listKeyAssignments,
+  listGuardrailKeyAssignments,
+  bulkAssignKeys,
+  bulkUnassignKeys,
+  listMemberAssignments,
+  listGuardrailMemberAssignments,
+  bulkAssignMembers,
+  bulkUnassignMembers,
   listByok,
   createByok,
   getByok,

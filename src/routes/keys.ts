@@ -98,6 +98,8 @@ export const deleteKey = defineRoute({
     const key = await requireOwnKey(repositories, caller.account.id, params.hash)
     await assertNotLastManagementKey(repositories, key)
     if (!(await repositories.apiKeys.delete(key.hash))) throw new NotFoundError('API key not found')
+    // A deleted key holds no guardrail: its assignment would otherwise linger in the assignment lists.
+    await repositories.guardrails.forgetKey(key.hash)
     return json({ deleted: true })
   },
 })

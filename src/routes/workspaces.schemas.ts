@@ -70,3 +70,9 @@ export const UpdateWorkspaceBodySchema = v.object({
   ...settingsEntries,
 })
 export type UpdateWorkspaceBody = v.InferOutput<typeof UpdateWorkspaceBodySchema>
+
+/** What `PATCH /workspaces/{id}` takes: the settings, and which guardrail governs all of the workspace's traffic. */
+export const UpdateWorkspaceRouteBodySchema = v.object({
+  ...UpdateWorkspaceBodySchema.entries,
+  default_guardrail_id: v.optional(v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a guardrail id (a UUID)'))),
+})

@@ -3,16 +3,17 @@
  * routes of the public counterpart (docs/decisions.md, Accounts and workspaces), all for management keys of the owning account.
  */
 
-import { ConflictError, NotFoundError } from '../core/errors'
+import { ConflictError, InvalidRequestError, NotFoundError } from '../core/errors'
+import { findGuardrail } from '../services/guardrails'
 import { defineRoute, json } from '../pipeline/route'
 import { isUniqueConflict } from '../repositories/mutate'
 import { removeWorkspace } from '../services/workspaces'
-import type { WorkspaceRecord, WorkspaceSettings } from '../repositories/workspaces'
+import { derivedGuardrailId, type WorkspaceRecord, type WorkspaceSettings } from '../repositories/workspaces'
 import type { Repositories } from '../repositories'
 import {
   CreateWorkspaceBodySchema,
   ListWorkspacesQuerySchema,
-  UpdateWorkspaceBodySchema,
+  UpdateWorkspaceRouteBodySchema,
   WorkspaceParamsSchema,
   type UpdateWorkspaceBody,
 } from './workspaces.schemas'
@@ -118,11 +119,17 @@ export const updateWorkspace = defineRoute({
   path: '/workspaces/:id',
   auth: 'management',
   params: WorkspaceParamsSchema,
-  body: UpdateWorkspaceBodySchema,
+  body: UpdateWorkspaceRouteBodySchema,
   async handle({ params, body, caller, repositories }) {
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
+    // Its own default guardrail (derived from its id) is always there to go back to, configured or not.
+    const isOwnDefault = body.default_guardrail_id !== undefined && body.default_guardrail_id === (await derivedGuardrailId(workspace.id))
+    if (body.default_guardrail_id !== undefined && !isOwnDefault && !(await findGuardrail(repositories, caller.account, body.default_guardrail_id))) {
+      throw new InvalidRequestError('body.default_guardrail_id: no guardrail of this account has this id')
+    }
     try {
-      const updated = await repositories.workspaces.update(workspace.id, fromWorkspaceWire(body))
+      let updated = await repositories.workspaces.update(workspace.id, fromWorkspaceWire(body))
+      if (updated && body.default_guardrail_id !== undefined) updated = await repositories.workspaces.setDefaultGuardrail(workspace.id, body.default_guardrail_id)
       if (!updated) throw new NotFoundError('Workspace not found')
       return json({ data: toWorkspaceWire(updated) })
     } catch (error) {

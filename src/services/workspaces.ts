@@ -3,9 +3,10 @@
 import { ConflictError } from '../core/errors'
 import type { AccountRecord } from '../repositories/accounts'
 import type { Repositories } from '../repositories'
-import type { WorkspaceRecord } from '../repositories/workspaces'
+import { derivedGuardrailId, type WorkspaceRecord } from '../repositories/workspaces'
 
 const KEYS_PAGE = 500
+const GUARDRAILS_PAGE = 100
 
 /**
  * Regular keys bound to the workspace, disabled ones included (they may be enabled again). Counted
@@ -17,6 +18,19 @@ const countBoundRegularKeys = async (repositories: Repositories, workspace: Work
     const { keys } = await repositories.apiKeys.listForAccount(workspace.accountId, { kind: 'regular' }, offset, KEYS_PAGE)
     count += keys.filter((key) => key.workspaceId === workspace.id).length
     if (keys.length < KEYS_PAGE) return count
+  }
+}
+
+/** Another workspace of the account whose `default_guardrail_id` is a guardrail of `workspace`, if any. */
+const workspaceDependingOn = async (repositories: Repositories, workspace: WorkspaceRecord): Promise<WorkspaceRecord | null> => {
+  for (let offset = 0; ; offset += GUARDRAILS_PAGE) {
+    const { workspaces } = await repositories.workspaces.listForAccount(workspace.accountId, offset, GUARDRAILS_PAGE)
+    for (const other of workspaces) {
+      // A workspace's own derived default belongs to it: only a default pointed elsewhere can depend on this one.
+      if (other.id === workspace.id || other.defaultGuardrailId === (await derivedGuardrailId(other.id))) continue
+      if ((await repositories.guardrails.get(other.defaultGuardrailId))?.workspaceId === workspace.id) return other
+    }
+    if (workspaces.length < GUARDRAILS_PAGE) return null
   }
 }
 
@@ -36,6 +50,11 @@ export const removeWorkspace = async (repositories: Repositories, account: Accou
       `The workspace still has ${keys} API key(s) bound to it, disabled ones included; delete them first (GET /keys?include_disabled=true lists them with their workspace_id)`,
     )
   }
+  const dependent = await workspaceDependingOn(repositories, workspace)
+  // A guardrail of this workspace that another workspace uses as its default would leave that one naming nothing.
+  if (dependent) {
+    throw new ConflictError(`Workspace "${dependent.slug}" uses a guardrail of this workspace as its default_guardrail_id; set another one there first`)
+  }
   if (account.defaultWorkspaceId === workspace.id) {
     // Unset the default first: a crash after this step leaves a plain workspace, never a default to resurrect.
     await repositories.accounts.update(account.id, (current) =>
@@ -48,6 +67,12 @@ export const removeWorkspace = async (repositories: Repositories, account: Accou
     const { credentials } = await repositories.byok.list({ workspaceId: workspace.id }, 0, 100)
     if (credentials.length === 0) break
     for (const credential of credentials) await repositories.byok.delete(credential.id)
+  }
+  // Its guardrails go with it too, each with its key assignments.
+  for (;;) {
+    const page = await repositories.guardrails.listForAccount(account.id, workspace.id, 0, GUARDRAILS_PAGE)
+    if (page.guardrails.length === 0) break
+    for (const guardrail of page.guardrails) await repositories.guardrails.delete(guardrail.id)
   }
   return deleted
 }
