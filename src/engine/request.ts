@@ -6,6 +6,7 @@ import type { RequestExtensionName, RequestExtensions } from '../providers/types
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 import type { ServerToolPlan } from './server-tools/plan'
+import type { PipelineStage } from './plugins/routers/route'
 import type { SpendTargets } from './spend-targets'
 
 /**
@@ -34,6 +35,8 @@ export interface InferenceRequest {
   attemptReports: AttemptReport[]
   /** The server tools the gateway runs for this request; absent when it has none (one turn, as always). */
   serverTools?: ServerToolPlan
+  /** How the models were chosen when a router plugin chose them: `service_metadata.strategy` and its pipeline stages. */
+  routing?: { strategy: string; pipeline: PipelineStage[] }
 }
 
 /** Extensions a route translated from its own wire format. */

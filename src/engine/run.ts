@@ -17,6 +17,8 @@ import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
 import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
+import { routeWithPlugins } from './plugins/routers/route'
+import { ROUTER_PLUGIN_IDS } from './plugins/routers/schemas'
 import { answerWhole } from './whole'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
@@ -46,12 +48,15 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
 }
 
+/** Plugins this gateway runs: the routers (src/engine/plugins/routers/). */
+const RUN_PLUGINS: ReadonlySet<string> = new Set(ROUTER_PLUGIN_IDS)
+
 /**
- * The spec's plugin ids validate, but this gateway runs none of them yet: an enabled one is refused by name rather
- * than accepted without effect (a disabled one asks for nothing).
+ * The spec's plugin ids validate, but this gateway does not run all of them yet: an enabled one it does not run is
+ * refused by name rather than accepted without effect (a disabled one asks for nothing).
  */
 const refuseUnrunPlugins = (body: ResponsesRequestBody): void => {
-  const index = body.plugins?.findIndex((plugin) => plugin.enabled !== false) ?? -1
+  const index = body.plugins?.findIndex((plugin) => plugin.enabled !== false && !RUN_PLUGINS.has(plugin.id)) ?? -1
   if (index < 0) return
   throw new InvalidRequestError(`body.plugins.${index}: the "${body.plugins![index]!.id}" plugin is not run by this gateway yet; leave it out or set enabled: false`)
 }
@@ -78,7 +83,9 @@ export const prepareRequest = async (
   const serverTools = planServerTools(service, body, workspace.disabledServerTools)
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
-  const models = requestedModels(body.model, body.models, defaultModel)
+  // A router model (`service/auto`, …) becomes the concrete models it chose (docs/decisions.md, "Plugins: routers and fusion").
+  const routed = routeWithPlugins(service, body, { workspaceId: caller.key.workspaceId, sessionId: context.sessionId, credentials: byok.credentials })
+  const models = routed ? routed.models : requestedModels(body.model, body.models, defaultModel)
   const attempts = planAttempts(service.models, service.providers, {
     models,
     preferences: withRouteAlias(body),
@@ -93,7 +100,7 @@ export const prepareRequest = async (
   return {
     body,
     attempts,
-    requestedModel: models[0]!,
+    requestedModel: routed?.requested ?? models[0]!,
     endUserId: await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user),
     requestId,
     signal: context.signal,
@@ -102,6 +109,7 @@ export const prepareRequest = async (
     ...(extensions ? { extensions: extensions.values } : {}),
     attemptReports: [],
     ...(serverTools ? { serverTools } : {}),
+    ...(routed ? { routing: { strategy: routed.strategy, pipeline: [routed.stage] } } : {}),
   }
 }
 

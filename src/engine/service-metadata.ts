@@ -5,7 +5,8 @@ import type { InferenceRequest } from './request'
 import type { InferenceService } from './service'
 
 const strategyOf = (served: Served | null, request: InferenceRequest) =>
-  !served || served.attemptNumber > 1 || served.attempt.model.slug !== request.requestedModel ? 'fallback' : 'direct'
+  request.routing?.strategy ??
+  (!served || served.attemptNumber > 1 || served.attempt.model.slug !== request.requestedModel ? 'fallback' : 'direct')
 
 /**
  * `served` is null when no attempt succeeded; `attemptsMade` counts the attempts sent (skipped and
@@ -22,7 +23,7 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
     endpoints: { available, total: available.length },
     generation_time: Math.round(performance.now() - startedAt),
     is_byok: served?.attempt.credential != null,
-    pipeline: [],
+    pipeline: request.routing?.pipeline ?? [],
     region: service.region,
     requested: request.requestedModel,
     strategy: strategyOf(served, request),
