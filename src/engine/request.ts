@@ -36,7 +36,9 @@ export interface InferenceRequest {
   /** The server tools the gateway runs for this request; absent when it has none (one turn, as always). */
   serverTools?: ServerToolPlan
   /** How the models were chosen when a router plugin chose them: `service_metadata.strategy` and its pipeline stages. */
-  routing?: { strategy: string; pipeline: PipelineStage[] }
+  routing?: { strategy: 'auto' | 'pareto' | 'fusion'; pipeline: PipelineStage[] }
+  /** A fusion request's panel: one prepared request per analysis model (src/engine/plugins/fusion/). */
+  fusion?: { panel: InferenceRequest[] }
 }
 
 /** Extensions a route translated from its own wire format. */

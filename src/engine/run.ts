@@ -5,7 +5,7 @@
  */
 
 import type { ClientSignal } from '../core/client-signal'
-import { AuthenticationError, InvalidRequestError } from '../core/errors'
+import { AuthenticationError, InvalidRequestError, isGatewayError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
@@ -18,6 +18,8 @@ import type { ResponseSession, WholeAnswer } from './session-events'
 import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
 import { routeWithPlugins } from './plugins/routers/route'
+import { FUSION_SLUG, planFusion } from './plugins/fusion/plan'
+import { answerFusion, openFusionSession } from './plugins/fusion/run'
 import { ROUTER_PLUGIN_IDS } from './plugins/routers/schemas'
 import { answerWhole } from './whole'
 import { planServerTools } from './server-tools/plan'
@@ -48,8 +50,8 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
 }
 
-/** Plugins this gateway runs: the routers (src/engine/plugins/routers/). */
-const RUN_PLUGINS: ReadonlySet<string> = new Set(ROUTER_PLUGIN_IDS)
+/** Plugins this gateway runs: the routers and fusion (src/engine/plugins/). */
+const RUN_PLUGINS: ReadonlySet<string> = new Set([...ROUTER_PLUGIN_IDS, 'fusion'])
 
 /**
  * The spec's plugin ids validate, but this gateway does not run all of them yet: an enabled one it does not run is
@@ -59,6 +61,16 @@ const refuseUnrunPlugins = (body: ResponsesRequestBody): void => {
   const index = body.plugins?.findIndex((plugin) => plugin.enabled !== false && !RUN_PLUGINS.has(plugin.id)) ?? -1
   if (index < 0) return
   throw new InvalidRequestError(`body.plugins.${index}: the "${body.plugins![index]!.id}" plugin is not run by this gateway yet; leave it out or set enabled: false`)
+}
+
+/** A panel member's plan; its tools are the plugin's, so a bad one is named where the caller wrote it. */
+const planPanelMember = (plan: () => InferenceRequest, pluginIndex: number | null): InferenceRequest => {
+  try {
+    return plan()
+  } catch (error) {
+    if (pluginIndex === null || !isGatewayError(error) || error.status !== 400 || !error.message.startsWith('body.tools.')) throw error
+    throw new InvalidRequestError(error.message.replace('body.tools.', `body.plugins.${pluginIndex}.tools.`))
+  }
 }
 
 /**
@@ -80,37 +92,52 @@ export const prepareRequest = async (
   ])
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
-  const serverTools = planServerTools(service, body, workspace.disabledServerTools)
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
-  // A router model (`service/auto`, …) becomes the concrete models it chose (docs/decisions.md, "Plugins: routers and fusion").
+  // Router models (`service/auto`, …) become the concrete models they chose; fusion adds a panel of analysis models
+  // before the request's own model judges (docs/decisions.md, "Plugins: routers and fusion").
+  const fusion = planFusion(service, body, byok.credentials)
   const routed = routeWithPlugins(service, body, { workspaceId: caller.key.workspaceId, sessionId: context.sessionId, credentials: byok.credentials })
-  const models = routed ? routed.models : requestedModels(body.model, body.models, defaultModel)
-  const attempts = planAttempts(service.models, service.providers, {
-    models,
-    preferences: withRouteAlias(body),
-    parametersUsed: parametersUsed(body, extensions?.values),
-    modalities: body.modalities,
-    mustHonour: mustHonour(body, extensions?.values, extensions?.fieldNames),
-    credentials: byok.credentials,
-    callerKeyHash: caller.key.hash,
-    callerUserId: caller.key.creatorUserId,
-  })
-  service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: attempts.length, sessionId: context.sessionId })
-  return {
-    body,
-    attempts,
-    requestedModel: routed?.requested ?? models[0]!,
-    endUserId: await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user),
-    requestId,
-    signal: context.signal,
-    isMetadataRequested: context.isMetadataRequested,
-    spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account },
-    ...(extensions ? { extensions: extensions.values } : {}),
-    attemptReports: [],
-    ...(serverTools ? { serverTools } : {}),
-    ...(routed ? { routing: { strategy: routed.strategy, pipeline: [routed.stage] } } : {}),
+  const models = fusion?.judge
+    ? [...new Set([fusion.judge, ...(body.models ?? []).filter((slug) => slug !== FUSION_SLUG)])]
+    : routed
+      ? routed.models
+      : requestedModels(body.model, body.models, defaultModel)
+  const endUserId = await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user)
+  const planned = (planBody: ResponsesRequestBody, planModels: string[]): InferenceRequest => {
+    const serverTools = planServerTools(service, planBody, workspace.disabledServerTools)
+    return {
+      body: planBody,
+      attempts: planAttempts(service.models, service.providers, {
+        models: planModels,
+        preferences: withRouteAlias(planBody),
+        parametersUsed: parametersUsed(planBody, extensions?.values),
+        modalities: planBody.modalities,
+        mustHonour: mustHonour(planBody, extensions?.values, extensions?.fieldNames),
+        credentials: byok.credentials,
+        callerKeyHash: caller.key.hash,
+        callerUserId: caller.key.creatorUserId,
+      }),
+      requestedModel: planModels[0]!,
+      endUserId,
+      requestId,
+      signal: context.signal,
+      isMetadataRequested: context.isMetadataRequested,
+      spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account },
+      ...(extensions ? { extensions: extensions.values } : {}),
+      attemptReports: [],
+      ...(serverTools ? { serverTools } : {}),
+    }
   }
+  const request = planned(body, models)
+  service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: request.attempts.length, sessionId: context.sessionId })
+  if (routed) request.requestedModel = routed.requested
+  if (fusion) {
+    if (fusion.judge) request.requestedModel = FUSION_SLUG
+    const panel = fusion.analysisModels.map((model) => ({ ...planPanelMember(() => planned(fusion.panelBody(model), [model]), fusion.pluginIndex), isMetadataRequested: false }))
+    return { ...request, routing: { strategy: 'fusion', pipeline: routed ? [routed.stage] : [] }, fusion: { panel } }
+  }
+  return routed ? { ...request, routing: { strategy: routed.strategy, pipeline: [routed.stage] } } : request
 }
 
 /** A whole answer: one turn, or the server-tool loop's turns. */
@@ -149,8 +176,18 @@ const answerRunWhole = async (service: InferenceService, request: InferenceReque
   }
 }
 
+/** A fusion request: its panel's runs and its judge's, each reserving and settling its own spend. */
+const runFusion = async (service: InferenceService, request: InferenceRequest, fusion: NonNullable<InferenceRequest['fusion']>): Promise<RunOutcome> => {
+  const runners = { open: (run: InferenceRequest) => openRunSession(service, run), answer: (run: InferenceRequest) => answerRunWhole(service, run) }
+  return request.body.stream
+    ? { isStream: true, session: await openFusionSession(service, request, fusion, runners) }
+    : { isStream: false, answer: await answerFusion(service, request, fusion, runners) }
+}
+
 /** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */
 export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> =>
-  request.body.stream
+  request.fusion
+    ? runFusion(service, request, request.fusion)
+    : request.body.stream
     ? { isStream: true, session: await openRunSession(service, request) }
     : { isStream: false, answer: await answerRunWhole(service, request) }

@@ -465,7 +465,6 @@ describe('plugins', () => {
     'file-parser',
     'response-healing',
     'context-compression',
-    'fusion',
   ])('validates %s and refuses it by name, since this gateway does not run it yet; a disabled one is accepted', async (id) => {
     await expectRejected(
       request({ plugins: [{ id: 'web', enabled: false }, { id }] }),
@@ -485,6 +484,11 @@ describe('plugins', () => {
       `body.plugins.1: the "${id}" plugin configures the model "${slug}"; set model to "${slug}" or leave the plugin out`,
     )
     await expectAccepted(request({ plugins: [{ id, enabled: false }] }))
+  })
+
+  it('validates fusion (test/unit/responses/fusion.test.ts runs it); a disabled one is accepted', async () => {
+    await expectRejected(request({ plugins: [{ id: 'web', enabled: false }, { id: 'fusion', analysis_models: [] }] }), 'body.plugins.1.analysis_models: must name at least 1 model')
+    await expectAccepted(request({ plugins: [{ id: 'fusion', enabled: false }] }))
   })
 
   it('rejects an unknown id', async () => {
