@@ -196,6 +196,16 @@ describe('the fusion plugin, streamed', () => {
   })
 })
 
+describe('fusion with a router model', () => {
+  it('has the router’s choice judge', async () => {
+    const lab = await serve()
+    const json = await whole({ model: 'service/auto', plugins: [FUSION, { id: 'auto-router', allowed_models: ['lab/judge'] }] })
+    expect(json.model).toBe('lab/judge')
+    expect(lab.calls.map((call) => call.model).sort()).toEqual(['lab/alpha', 'lab/beta', 'lab/judge'])
+    expect(json.service_metadata).toMatchObject({ strategy: 'fusion', requested: 'service/auto', pipeline: [{ type: 'router', name: 'auto-router' }, { type: 'plugin', name: 'fusion' }] })
+  })
+})
+
 describe('service/fusion', () => {
   it('runs a preset panel of reachable catalog models, the first of them judging', async () => {
     // The catalog's own openai, anthropic and google models, served by scripted providers under those ids.
@@ -234,6 +244,13 @@ describe('fusion fields that could have no effect', () => {
   ])('refuses %j', async (plugin, message) => {
     await serve()
     expect((await refusal({ model: 'lab/judge', plugins: [plugin] })).message).toEqual(message)
+  })
+
+  it('refuses debug.echo_upstream_body, which has no single upstream body to echo', async () => {
+    await serve()
+    expect((await refusal({ model: 'lab/judge', plugins: [FUSION], stream: true, debug: { echo_upstream_body: true } })).message).toBe(
+      'body.debug.echo_upstream_body: is not supported with fusion, whose panel and judge make several upstream calls',
+    )
   })
 
   it('refuses service/fusion among the fallbacks and an unknown analysis model', async () => {

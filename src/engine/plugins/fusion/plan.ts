@@ -96,6 +96,8 @@ export const planFusion = (service: InferenceService, body: ResponsesRequestBody
   const index = isEnabled ? found!.index : null
   const where = index === null ? 'body.model' : `body.plugins.${index}`
   if (index !== null) checkPanelTools(found!.plugin, index)
+  // The echo comes before the response starts, but a fusion response starts before its judge's upstream call exists.
+  if (body.debug?.echo_upstream_body === true) throw new InvalidRequestError('body.debug.echo_upstream_body: is not supported with fusion, whose panel and judge make several upstream calls')
   if (plugin.analysis_models && plugin.preset) {
     throw new InvalidRequestError(`${where}.preset: a preset names the analysis models; give analysis_models or preset, not both`)
   }
