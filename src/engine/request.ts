@@ -6,6 +6,7 @@ import type { RequestExtensionName, RequestExtensions } from '../providers/types
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 import type { ServerToolPlan } from './server-tools/plan'
+import type { SubRuns } from './server-tools/contract'
 import type { PipelineStage } from './plugins/routers/route'
 import type { SpendTargets } from './spend-targets'
 
@@ -39,6 +40,8 @@ export interface InferenceRequest {
   routing?: { strategy: 'auto' | 'pareto' | 'fusion'; pipeline: PipelineStage[] }
   /** A fusion request's panel: one prepared request per analysis model (src/engine/plugins/fusion/). */
   fusion?: { panel: InferenceRequest[] }
+  /** Other models' runs for server tools that consult them (`service:fusion`). */
+  subRuns?: SubRuns
 }
 
 /** Extensions a route translated from its own wire format. */

@@ -20,6 +20,8 @@ import { openSession } from './stream-session'
 import { routeWithPlugins } from './plugins/routers/route'
 import { FUSION_SLUG, planFusion } from './plugins/fusion/plan'
 import { answerFusion, openFusionSession } from './plugins/fusion/run'
+import { FUSION_ITEM_TYPE } from './plugins/fusion/item'
+import { routableModels } from './plugins/routers/candidates'
 import { ROUTER_PLUGIN_IDS } from './plugins/routers/schemas'
 import { answerWhole } from './whole'
 import { planServerTools } from './server-tools/plan'
@@ -130,6 +132,16 @@ export const prepareRequest = async (
     }
   }
   const request = planned(body, models)
+  if (request.serverTools?.byItemType.has(FUSION_ITEM_TYPE)) {
+    // `service:fusion` consults other models from inside the loop: their runs are planned as this request's are, and
+    // opened without a reservation of their own, since the tool reports their cost with the response's.
+    const reachable = new Set(routableModels(service, byok.credentials).map((candidate) => candidate.slug))
+    request.subRuns = {
+      body,
+      isReachable: (model) => reachable.has(model),
+      open: async (subBody, model) => openTurns(service, { ...planned(subBody, [model]), isMetadataRequested: false }),
+    }
+  }
   service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: request.attempts.length, sessionId: context.sessionId })
   if (routed) request.requestedModel = routed.requested
   if (fusion) {

@@ -15,6 +15,7 @@ import { DatetimeToolSchema, datetimeTool } from './datetime'
 import type { StopCondition } from './stop'
 import { WebFetchToolSchema, webFetchTool } from './web-fetch'
 import { WebSearchToolSchema, webSearchTool } from './web-search'
+import { FusionToolSchema, fusionTool } from '../plugins/fusion/tool'
 
 /** What a request's server tools are, and how its loop is bounded. */
 export interface ServerToolPlan {
@@ -41,6 +42,7 @@ const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:datetime': (tool, index) => datetimeTool(parseTool(DatetimeToolSchema, tool, index)),
   'service:web_fetch': (tool, index) => webFetchTool(parseTool(WebFetchToolSchema, tool, index)),
   'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), index, service),
+  'service:fusion': (tool, index, service) => fusionTool(parseTool(FusionToolSchema, tool, index), index, service),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'

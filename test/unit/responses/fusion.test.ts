@@ -272,3 +272,72 @@ describe('fusion fields that could have no effect', () => {
     expect(json.usage.server_tool_use_details).toEqual({ tool_calls_requested: 2, tool_calls_executed: 2, web_search_requests: 0 })
   })
 })
+
+describe('service:fusion as a server tool', () => {
+  const TOOL = { type: 'service:fusion', parameters: { analysis_models: ['lab/alpha', 'lab/beta'], temperature: 0.2 } }
+  const hasToolResult = (call: ScriptedCall) => Array.isArray(call.input) && (call.input as Array<{ type?: string }>).some((item) => item.type === 'function_call_output')
+  /** The judge consults the panel once, then answers; the panel answers as BY_MODEL says. */
+  const consulting = (call: ScriptedCall): ScriptedAnswer => {
+    if (call.model !== 'lab/judge') return BY_MODEL(call)
+    if (!hasToolResult(call)) return [{ type: 'function_call', name: 'service_fusion', arguments: '{"question":"Weigh the evidence"}', callId: 'call_panel' }, usage(40, 6)]
+    return [{ type: 'text', text: 'Weighed: in moderation.' }, usage(100, 20)]
+  }
+
+  it('lets the model consult the panel, reads their answers back, and bills every call', async () => {
+    const lab = await serve(consulting)
+    const json = await whole({ model: 'lab/judge', tools: [TOOL] })
+    expect(json.output).toEqual([
+      {
+        type: 'service:fusion',
+        id: expect.stringMatching(/^fu_/),
+        status: 'completed',
+        responses: [
+          { model: 'lab/alpha', content: 'Panel view from lab/alpha.' },
+          { model: 'lab/beta', content: 'Panel view from lab/beta.' },
+        ],
+      },
+      expect.objectContaining({ type: 'message', content: [expect.objectContaining({ text: 'Weighed: in moderation.' })] }),
+    ])
+    const alpha = lab.calls.find((call) => call.model === 'lab/alpha')!
+    expect(alpha.input).toEqual([
+      { type: 'message', role: 'user', content: 'Is coffee good for you?' },
+      { type: 'message', role: 'user', content: 'Weigh the evidence' },
+    ])
+    expect(alpha.request.temperature).toBe(0.2)
+    expect(alpha.tools).toEqual([])
+    const second = lab.calls.filter((call) => call.model === 'lab/judge')[1]!
+    const result = (second.input as Array<{ type?: string; output?: string }>).find((item) => item.type === 'function_call_output')!
+    expect(result.output).toContain('<answer model="lab/beta">\nPanel view from lab/beta.\n</answer>')
+    // Judge turns: 40 × 3 + 6 × 6 and 100 × 3 + 20 × 6; the panel (20 + 40 µ$) as the tool's cost.
+    expect(json.usage.cost).toBeCloseTo((156 + 420 + 60) / 1e6, 12)
+    expect(json.usage.server_tool_use_details).toEqual({ tool_calls_requested: 1, tool_calls_executed: 1, web_search_requests: 0 })
+    await testGateway!.gateway.flushSpend()
+    const key = (await readJson(await testGateway!.call('GET', `/keys/${testGateway!.regularKeyHash}`))).data
+    expect(key.usage).toBeCloseTo((156 + 420 + 60) / 1e6, 12)
+  })
+
+  it('streams the tool item with its fusion_call events', async () => {
+    await serve(consulting)
+    const events = await readEvents(await testGateway!.responses({ model: 'lab/judge', input: 'Hi', tools: [TOOL], stream: true }))
+    assertValidEventSequence(events)
+    const types = events.map((event) => event.type)
+    expect(types).toContain('response.fusion_call.in_progress')
+    expect(types.indexOf('response.fusion_call.completed')).toBeLessThan(types.lastIndexOf('response.output_item.done'))
+    expect(events.at(-1)!.response.output.map((item: { type: string }) => item.type)).toEqual(['service:fusion', 'message'])
+  })
+
+  it('validates its parameters before anything is sent', async () => {
+    const lab = await serve(consulting)
+    expect((await refusal({ model: 'lab/judge', tools: [{ type: 'service:fusion', parameters: { analysis_models: ['lab/nobody'] } }] })).message).toBe(
+      'body.tools.0.parameters.analysis_models.0: model "lab/nobody" not found',
+    )
+    expect((await refusal({ model: 'lab/judge', tools: [{ type: 'service:fusion', parameters: { model: 'lab/beta' } }] })).message).toMatch(/^body\.tools\.0\.parameters/)
+    expect((await refusal({ model: 'lab/judge', tools: [{ type: 'service:fusion', parameters: { tools: [{ type: 'service:fusion' }] } }] })).message).toBe(
+      'body.tools.0.parameters.tools.0.type: a panel member cannot convene a panel of its own',
+    )
+    expect((await refusal({ model: 'lab/judge', plugins: [{ ...FUSION, tools: [{ type: 'service:fusion' }] }] })).message).toBe(
+      'body.plugins.0.tools.0.type: a panel member cannot convene a panel of its own',
+    )
+    expect(lab.calls).toHaveLength(0)
+  })
+})

@@ -7,11 +7,7 @@
 import { isGatewayError, type GatewayError } from '../../../core/errors'
 import type { OutputItem, OutputMessage } from '../../../providers/types'
 import type { BilledUsage } from '../../billing'
-import type { InferenceRequest } from '../../request'
 import type { ResponseSession, StoppedUsage } from '../../session-events'
-
-/** Opens a streamed request with its spend reserved and settled (`openRunSession` of src/engine/run.ts). */
-export type OpenRun = (request: InferenceRequest) => Promise<ResponseSession>
 
 export type PanelOutcome =
   | { isAnswered: true; model: string; content: string; usage: BilledUsage | null }
@@ -50,11 +46,10 @@ export interface PanelRun {
  * Opens one member's run. A member whose every endpoint failed is an outcome, not a throw; a spend limit (402), the
  * client going away or a bug ends the whole request.
  */
-export const openPanelRun = async (open: OpenRun, request: InferenceRequest): Promise<PanelRun | PanelOutcome> => {
-  const model = request.requestedModel
+export const openPanelRun = async (model: string, open: () => Promise<ResponseSession>): Promise<PanelRun | PanelOutcome> => {
   let session: ResponseSession
   try {
-    session = await open(request)
+    session = await open()
   } catch (error) {
     if (!isGatewayError(error) || error.status === 402) throw error
     return failedBefore(model, error)

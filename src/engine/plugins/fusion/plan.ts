@@ -11,24 +11,11 @@ import type { ResponsesRequestBody } from '../../request.schemas'
 import { SERVER_TOOL_PREFIX, SUPPORTED_SERVER_TOOLS } from '../../server-tools/plan'
 import type { InferenceService } from '../../service'
 import { routableModels } from '../routers/candidates'
+import { DEFAULT_FUSION_PRESET, FUSION_PRESETS } from './presets'
 import { FUSION_MAX_TOOL_CALLS_DEFAULT, type FusionPlugin, type FusionPreset } from './schemas'
 
 /** The model that stands for fusion with its defaults (OpenRouter's `openrouter/fusion`). */
 export const FUSION_SLUG = 'service/fusion'
-
-/**
- * The presets' panels, from the built-in catalog (docs/decisions.md): each provider family's current top model
- * (general-high), their small fast models (general-budget), and models that answer without a reasoning phase
- * (general-fast). Members the gateway cannot reach (no key) are left out; the first reachable one judges when the
- * request names no judge.
- */
-export const FUSION_PRESETS: Readonly<Record<FusionPreset, readonly string[]>> = {
-  'general-high': ['anthropic/claude-opus-4.8', 'openai/gpt-5.5', 'google/gemini-3.1-pro-preview'],
-  'general-budget': ['anthropic/claude-haiku-4.5', 'openai/gpt-5-mini', 'google/gemini-3-flash-preview'],
-  'general-fast': ['openai/gpt-4.1-mini', 'google/gemini-2.5-flash-lite', 'meta-llama/llama-3.3-70b-instruct'],
-}
-
-export const DEFAULT_FUSION_PRESET: FusionPreset = 'general-high'
 
 export interface FusionPlan {
   /** Where the plugin sits in `plugins` (for errors), or null when `service/fusion` runs on its defaults. */
@@ -65,12 +52,16 @@ const presetPanel = (service: InferenceService, preset: FusionPreset, credential
   return panel
 }
 
+/** Server tools a panel member may run: any but fusion itself. */
+const PANEL_TOOLS = SUPPORTED_SERVER_TOOLS.filter((type) => type !== 'service:fusion')
+
 /** The plugin's panel tools must be server tools this gateway runs: the panel has no client to run a function. */
 const checkPanelTools = (plugin: FusionPlugin, index: number) => {
   plugin.tools?.forEach((tool, toolIndex) => {
-    if (!tool.type.startsWith(SERVER_TOOL_PREFIX) || !SUPPORTED_SERVER_TOOLS.includes(tool.type)) {
+    if (tool.type === 'service:fusion') throw new InvalidRequestError(`body.plugins.${index}.tools.${toolIndex}.type: a panel member cannot convene a panel of its own`)
+    if (!tool.type.startsWith(SERVER_TOOL_PREFIX) || !PANEL_TOOLS.includes(tool.type)) {
       throw new InvalidRequestError(
-        `body.plugins.${index}.tools.${toolIndex}.type: the panel runs server tools only; "${tool.type}" is not one this gateway runs (available: ${SUPPORTED_SERVER_TOOLS.join(', ')})`,
+        `body.plugins.${index}.tools.${toolIndex}.type: the panel runs server tools only; "${tool.type}" is not one this gateway runs (available: ${PANEL_TOOLS.join(', ')})`,
       )
     }
   })

@@ -16,14 +16,15 @@ import type { InferenceService } from '../../service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage, WholeAnswer } from '../../session-events'
 import { fusionEvent, fusionItem, newFusionItemId, pendingFusionItem } from './item'
 import { judgeBody } from './judge'
-import { isPanelRun, openPanelRun, type OpenRun, type PanelOutcome, type PanelRun } from './panel'
+import { isPanelRun, openPanelRun, type PanelOutcome, type PanelRun } from './panel'
 import { sumFusionUsage } from './usage'
 
 /** A fusion request's panel: one prepared request per analysis model. */
 export type PreparedFusion = NonNullable<InferenceRequest['fusion']>
 
 export interface FusionRunners {
-  open: OpenRun
+  /** Opens a streamed request with its spend reserved and settled (`openRunSession` of src/engine/run.ts). */
+  open(request: InferenceRequest): Promise<ResponseSession>
   /** A whole answer with its spend reserved and settled (src/engine/run.ts). */
   answer(request: InferenceRequest): Promise<WholeAnswer>
 }
@@ -36,7 +37,7 @@ const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
  * when one hit a spend limit (then the others are stopped: they were never going to be shown).
  */
 const openPanel = async (fusion: PreparedFusion, runners: FusionRunners): Promise<Array<PanelRun | PanelOutcome>> => {
-  const opening = await Promise.allSettled(fusion.panel.map((request) => openPanelRun(runners.open, request)))
+  const opening = await Promise.allSettled(fusion.panel.map((request) => openPanelRun(request.requestedModel, () => runners.open(request))))
   const refused = opening.find((result) => result.status === 'rejected')
   if (refused) {
     for (const result of opening) if (result.status === 'fulfilled' && isPanelRun(result.value)) result.value.stop()

@@ -12,8 +12,8 @@ export const FUSION_MAX_TOOL_CALLS_MAX = 16
 /** OpenRouter's documented default for each panel member's tool loop. */
 export const FUSION_MAX_TOOL_CALLS_DEFAULT = 4
 
-export const FUSION_PRESETS = ['general-high', 'general-budget', 'general-fast'] as const
-export type FusionPreset = (typeof FUSION_PRESETS)[number]
+export const FUSION_PRESET_NAMES = ['general-high', 'general-budget', 'general-fast'] as const
+export type FusionPreset = (typeof FUSION_PRESET_NAMES)[number]
 
 const SlugSchema = v.pipe(
   v.string(),
@@ -38,7 +38,7 @@ export const FusionPluginSchema = v.strictObject({
     ),
   ),
   model: v.optional(SlugSchema),
-  preset: v.optional(v.picklist(FUSION_PRESETS, `must be one of ${FUSION_PRESETS.join(', ')}`)),
+  preset: v.optional(v.picklist(FUSION_PRESET_NAMES, `must be one of ${FUSION_PRESET_NAMES.join(', ')}`)),
   max_tool_calls: v.optional(
     v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(FUSION_MAX_TOOL_CALLS_MAX, `must be at most ${FUSION_MAX_TOOL_CALLS_MAX}`)),
   ),
