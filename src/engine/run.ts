@@ -15,6 +15,7 @@ import type { InferenceRequest, RouteExtensions } from './request'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
+import type { ReservedRun } from './reserved-run'
 import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
 import { routeWithPlugins } from './plugins/routers/route'
@@ -160,40 +161,48 @@ const answerTurns = (service: InferenceService, request: InferenceRequest): Prom
 const openTurns = (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> =>
   request.serverTools ? openServerToolSession(service, request, request.serverTools) : openSession(service, request)
 
+/** Reserves a request's spend (402 when a limit would be passed, before any upstream call). */
+export const reserveRun = async (service: InferenceService, request: InferenceRequest): Promise<ReservedRun> => {
+  const reservation = await reserveSpend(service, request)
+  return {
+    async open(run = request) {
+      let session: ResponseSession
+      try {
+        session = await openTurns(service, run)
+      } catch (error) {
+        reservation.settle(null)
+        throw error
+      }
+      return observeSession(session, reservation.observer())
+    },
+    async answer(run = request) {
+      try {
+        const answer = await answerTurns(service, run)
+        reservation.settle(answer.result.usage)
+        return answer
+      } catch (error) {
+        reservation.settle(null)
+        throw error
+      }
+    },
+    release: () => reservation.settle(null),
+  }
+}
+
 /**
  * Opens a prepared streamed request: its spend reserved first (402 when a limit would be passed, before
  * any upstream call), settled when the session ends or when it fails to open.
  */
-export const openRunSession = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> => {
-  const reservation = await reserveSpend(service, request)
-  let session: ResponseSession
-  try {
-    session = await openTurns(service, request)
-  } catch (error) {
-    reservation.settle(null)
-    throw error
-  }
-  return observeSession(session, reservation.observer())
-}
+export const openRunSession = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> => (await reserveRun(service, request)).open()
 
-const answerRunWhole = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => {
-  const reservation = await reserveSpend(service, request)
-  try {
-    const answer = await answerTurns(service, request)
-    reservation.settle(answer.result.usage)
-    return answer
-  } catch (error) {
-    reservation.settle(null)
-    throw error
-  }
-}
+const answerRunWhole = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => (await reserveRun(service, request)).answer()
 
-/** A fusion request: its panel's runs and its judge's, each reserving and settling its own spend. */
+/** A fusion request: its panel's runs and its judge's, each reserving (all before any is sent) and settling its own spend. */
 const runFusion = async (service: InferenceService, request: InferenceRequest, fusion: NonNullable<InferenceRequest['fusion']>): Promise<RunOutcome> => {
-  const runners = { open: (run: InferenceRequest) => openRunSession(service, run), answer: (run: InferenceRequest) => answerRunWhole(service, run) }
+  const reserve = (run: InferenceRequest) => reserveRun(service, run)
   return request.body.stream
-    ? { isStream: true, session: await openFusionSession(service, request, fusion, runners) }
-    : { isStream: false, answer: await answerFusion(service, request, fusion, runners) }
+    ? { isStream: true, session: await openFusionSession(service, request, fusion, reserve) }
+    : { isStream: false, answer: await answerFusion(service, request, fusion, reserve) }
 }
 
 /** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */

@@ -7,7 +7,7 @@
  */
 
 import { afterEach, describe, expect, it } from 'vitest'
-import { createTestGateway, readEvents, scriptedProvider, type ScriptedAnswer, type ScriptedCall, type ScriptedReply, type ScriptedProvider, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
+import { createTestGateway, gate, readEvents, scriptedProvider, type ScriptedAnswer, type ScriptedCall, type ScriptedReply, type ScriptedProvider, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
 import type { ModelEntry } from '../../../src/engine/models'
 import { readJson } from '../../helpers/gateway'
 import { assertValidEventSequence } from '../../helpers/stream-events'
@@ -138,6 +138,38 @@ describe('the fusion plugin, whole', () => {
     await testGateway!.gateway.flushSpend()
     const key = (await readJson(await testGateway!.call('GET', `/keys/${testGateway!.regularKeyHash}`))).data
     expect(key.usage).toBeCloseTo(TOTAL_COST, 12)
+  })
+})
+
+describe('fusion spend', () => {
+  it('reserves every run before any is sent: a limit the sum would pass refuses with 402 and no upstream call', async () => {
+    const lab = await serve()
+    const created = await readJson(await testGateway!.call('POST', '/keys', { json: { name: 'Limited', limit: 0.0001 } }))
+    // Worst cases for 6 prompt tokens and 10 output tokens: alpha $0.000026, beta $0.000052, judge $0.000078.
+    const response = await testGateway!.responses({ model: 'lab/judge', input: 'Hi', max_output_tokens: 10, plugins: [FUSION] }, { key: created.key })
+    expect(response.status).toBe(402)
+    expect((await response.json()).error.message).toMatch(/^API key limit reached/)
+    expect(lab.calls).toHaveLength(0)
+    await testGateway!.gateway.flushSpend()
+    const key = (await readJson(await testGateway!.call('GET', `/keys/${created.data.hash}`))).data
+    expect(key.usage).toBe(0)
+    // Within the limit alone, the judge runs as usual.
+    expect((await testGateway!.responses({ model: 'lab/judge', input: 'Hi', max_output_tokens: 10 }, { key: created.key })).status).toBe(200)
+  })
+
+  it('stops the panel when the client leaves, and never calls the judge', async () => {
+    const held = gate()
+    const lab = await serve((call) => (call.model === 'lab/beta' ? [{ type: 'text', text: 'Beta ' }, { type: 'wait', until: held }, { type: 'text', text: 'late' }, usage(10, 5)] : BY_MODEL(call)))
+    const response = await testGateway!.responses({ model: 'lab/judge', input: 'Hi', plugins: [FUSION], stream: true })
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    let text = ''
+    while (!text.includes('"delta":"Beta "')) text += decoder.decode((await reader.read()).value, { stream: true })
+    await held.reached
+    await reader.cancel()
+    const beta = lab.calls.find((call) => call.model === 'lab/beta')!
+    await new Promise<void>((resolve) => (beta.signal.aborted ? resolve() : beta.signal.addEventListener('abort', () => resolve(), { once: true })))
+    expect(lab.calls.map((call) => call.model)).not.toContain('lab/judge')
   })
 })
 

@@ -1,7 +1,8 @@
 /**
  * Running a fusion request (docs/decisions.md, "Plugins: routers and fusion"): the panel's runs open in parallel,
  * each an ordinary engine run with its own routing, BYOK keys and spend reservation; once every member ended, the
- * judge's run (again an ordinary one, with the panel's answers in its instructions) is the response. The answer
+ * judge's run (again an ordinary one, with the panel's answers in its instructions) is the response. Every run's spend
+ * is reserved before any is sent. The answer
  * holds the `service:fusion` item first, then the judge's items; its usage adds up every run. A stream shows the
  * panel as `response.fusion_call.*` events, then streams the judge's answer.
  */
@@ -17,27 +18,35 @@ import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, Sessi
 import { fusionEvent, fusionItem, newFusionItemId, pendingFusionItem } from './item'
 import { judgeBody } from './judge'
 import { isPanelRun, openPanelRun, type PanelOutcome, type PanelRun } from './panel'
+import type { ReservedRun, ReserveRun } from '../../reserved-run'
 import { sumFusionUsage } from './usage'
 
 /** A fusion request's panel: one prepared request per analysis model. */
 export type PreparedFusion = NonNullable<InferenceRequest['fusion']>
 
-export interface FusionRunners {
-  /** Opens a streamed request with its spend reserved and settled (`openRunSession` of src/engine/run.ts). */
-  open(request: InferenceRequest): Promise<ResponseSession>
-  /** A whole answer with its spend reserved and settled (src/engine/run.ts). */
-  answer(request: InferenceRequest): Promise<WholeAnswer>
-}
-
 const NO_HOOKS = { onText: () => {}, onReasoning: () => {} }
 const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
 /**
- * Opens every member's run at once. Throws when none could start (the first member's error: each was told no) or
- * when one hit a spend limit (then the others are stopped: they were never going to be shown).
+ * Reserves every run's spend before any is sent: the judge's (on the request as the caller sent it, before the
+ * panel's answers lengthen its instructions) and each member's. One refused (402) gives the others back.
  */
-const openPanel = async (fusion: PreparedFusion, runners: FusionRunners): Promise<Array<PanelRun | PanelOutcome>> => {
-  const opening = await Promise.allSettled(fusion.panel.map((request) => openPanelRun(request.requestedModel, () => runners.open(request))))
+const reserveAll = async (requests: readonly InferenceRequest[], reserve: ReserveRun): Promise<ReservedRun[]> => {
+  const results = await Promise.allSettled(requests.map(reserve))
+  const refused = results.find((result) => result.status === 'rejected')
+  if (refused) {
+    for (const result of results) if (result.status === 'fulfilled') result.value.release()
+    throw refused.reason
+  }
+  return results.map((result) => (result as PromiseFulfilledResult<ReservedRun>).value)
+}
+
+/**
+ * Opens every member's run at once. Throws when none could start (the first member's error: each was told no) or
+ * when the client went away (then the others are stopped).
+ */
+const openPanel = async (panel: readonly InferenceRequest[], members: readonly ReservedRun[]): Promise<Array<PanelRun | PanelOutcome>> => {
+  const opening = await Promise.allSettled(panel.map((request, index) => openPanelRun(request.requestedModel, () => members[index]!.open())))
   const refused = opening.find((result) => result.status === 'rejected')
   if (refused) {
     for (const result of opening) if (result.status === 'fulfilled' && isPanelRun(result.value)) result.value.stop()
@@ -46,6 +55,17 @@ const openPanel = async (fusion: PreparedFusion, runners: FusionRunners): Promis
   const runs = opening.map((result) => (result as PromiseFulfilledResult<PanelRun | PanelOutcome>).value)
   if (runs.every((run) => !isPanelRun(run))) throw (runs[0] as Extract<PanelOutcome, { isAnswered: false }>).cause ?? allFailed(runs as PanelOutcome[])
   return runs
+}
+
+/** The judge's reservation and the panel's opened runs; the judge's is given back when the panel cannot start. */
+const startPanel = async (request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun) => {
+  const [judge, ...members] = await reserveAll([request, ...fusion.panel], reserve)
+  try {
+    return { judge: judge!, runs: await openPanel(fusion.panel, members) }
+  } catch (error) {
+    judge!.release()
+    throw error
+  }
 }
 
 const allFailed = (outcomes: readonly PanelOutcome[]) =>
@@ -73,14 +93,17 @@ const judgeRequest = (request: InferenceRequest, outcomes: readonly PanelOutcome
 })
 
 /** A whole fusion answer. */
-export const answerFusion = async (service: InferenceService, request: InferenceRequest, fusion: PreparedFusion, runners: FusionRunners): Promise<WholeAnswer> => {
+export const answerFusion = async (service: InferenceService, request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun): Promise<WholeAnswer> => {
   const startedAt = performance.now()
-  const runs = await openPanel(fusion, runners)
+  const { judge, runs } = await startPanel(request, fusion, reserve)
   const outcomes = await Promise.all(runs.map((run) => (isPanelRun(run) ? run.play(NO_HOOKS) : run)))
   const panelUsage = outcomes.map((outcome) => outcome.usage)
-  if (outcomes.every((outcome) => !outcome.isAnswered)) throw allFailed(outcomes)
+  if (outcomes.every((outcome) => !outcome.isAnswered)) {
+    judge.release()
+    throw allFailed(outcomes)
+  }
   const panelMs = performance.now() - startedAt
-  const judged = await runners.answer(judgeRequest(request, outcomes))
+  const judged = await judge.answer(judgeRequest(request, outcomes))
   const { result } = judged
   return {
     request: request.body,
@@ -97,9 +120,9 @@ const shifted = <E extends ItemEvent>(event: E): E => {
 }
 
 /** A streamed fusion answer: resolves once every member's run has opened; rejects as `answerFusion` would. */
-export const openFusionSession = async (service: InferenceService, request: InferenceRequest, fusion: PreparedFusion, runners: FusionRunners): Promise<ResponseSession> => {
+export const openFusionSession = async (service: InferenceService, request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun): Promise<ResponseSession> => {
   const openedAt = performance.now()
-  const runs = await openPanel(fusion, runners)
+  const { judge, runs } = await startPanel(request, fusion, reserve)
   const overheadMs = performance.now() - openedAt
 
   const start = (sink: EventSink<SessionEvent>) => {
@@ -109,6 +132,8 @@ export const openFusionSession = async (service: InferenceService, request: Infe
     const judgeModel = request.attempts[0]!.model.slug
     const outcomes: Array<PanelOutcome | undefined> = runs.map((run) => (isPanelRun(run) ? undefined : run))
     let isStopped = false
+    // Once the judge's run is opening, its reservation is settled with it; before, a stop gives it back.
+    let isJudgeOpening = false
     let stopJudge: (() => StoppedUsage | undefined) | undefined
     let keepAlive: ReturnType<typeof setInterval> | undefined
     const relay = (type: string, fields: Record<string, unknown> = {}) => sink.write({ type: 'relayed', event: fusionEvent(type, itemId, 0, fields) })
@@ -198,16 +223,20 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       for (const member of runs) relay('panel.added', { model: member.model })
       for (const outcome of outcomes) if (outcome && !outcome.isAnswered) relayFailure(outcome)
       await Promise.all(runs.map(playPanel))
-      if (isStopped) return
+      if (isStopped) return judge.release()
       const ended = outcomes as PanelOutcome[]
       const item = fusionItem(itemId, ended)
       relay('completed')
       sink.write({ type: 'response.output_item.done', output_index: 0, item })
-      if (ended.every((outcome) => !outcome.isAnswered)) return finishFailed(toResponseFailure(allFailed(ended)), [item])
+      if (ended.every((outcome) => !outcome.isAnswered)) {
+        judge.release()
+        return finishFailed(toResponseFailure(allFailed(ended)), [item])
+      }
       keepAlive = setInterval(() => sink.write(KEEP_ALIVE), service.keepAliveMs)
+      isJudgeOpening = true
       let session: ResponseSession
       try {
-        session = await runners.open(judgeRequest(request, ended))
+        session = await judge.open(judgeRequest(request, ended))
       } catch (error) {
         if (isStopped) return
         clearInterval(keepAlive)
@@ -225,6 +254,7 @@ export const openFusionSession = async (service: InferenceService, request: Infe
 
     run().catch((error: unknown) => {
       // A bug, not an upstream failure: the client must not take what it got for a whole answer.
+      if (!isJudgeOpening) judge.release()
       isStopped = true
       clearInterval(keepAlive)
       service.logger.error('fusion stream failed', { requestId: request.requestId, error })
