@@ -206,6 +206,14 @@ describe('service/auto', () => {
     expect(vision.model).toBe('lab/mini')
   })
 
+  it('remembers no session with routers.stickySessions 0, and refuses bad router options', async () => {
+    await serve({ routers: { stickySessions: 0 } })
+    await whole({ model: 'service/auto', session_id: 's', plugins: [{ id: 'auto-router', cost_tier: 'max' }] })
+    expect((await whole({ model: 'service/auto', session_id: 's', plugins: [{ id: 'auto-router', cost_tier: 'low' }] })).model).toBe('lab/nano')
+    await expect(createTestGateway({ routers: { codingScores: { 'lab/coder': 1.5 } } })).rejects.toThrow(/options\.routers\.codingScores/)
+    await expect(createTestGateway({ routers: { stickySessions: -1 } })).rejects.toThrow(/options\.routers\.stickySessions/)
+  })
+
   it('falls back to the next chosen model when the primary fails, and to the caller’s models after them', async () => {
     const lab = scriptedProvider({ replies: [[{ type: 'http_error', status: 503 }]], reply: (call) => `answer from ${call.model}` })
     testGateway = await createTestGateway({ providers: { lab }, models: CATALOG, retry: { maxAttempts: 5 } })
