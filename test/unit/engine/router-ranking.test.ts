@@ -41,6 +41,18 @@ describe('task classifier', () => {
     expect(classifyTask(body({ input: 'Prove that 2 + 2 = 4' })).taskType).toBe('math')
   })
 
+  it.each([
+    ['Let me know: are you free tomorrow?', 'chat'],
+    ['What is the dress code for the wedding?', 'chat'],
+    ['My class of 2010 reunion: ideas?', 'chat'],
+    ['def parse(text):\n    return text', 'code'],
+    ['const total = items.length', 'code'],
+    ['import { useState } from "react"', 'code'],
+    ['SELECT name FROM users WHERE id = 1', 'code'],
+  ])('reads %j as %s', (input, taskType) => {
+    expect(classifyTask(body({ input })).taskType).toBe(taskType)
+  })
+
   it('reads the latest user message, not earlier turns', () => {
     const input = [
       { role: 'user', content: 'Write a python function' },

@@ -234,6 +234,17 @@ describe('service/auto', () => {
   })
 })
 
+describe('router models on the other inference routes', () => {
+  it('routes a Chat Completions request for service/auto, which names the chosen model', async () => {
+    await serve()
+    const response = await testGateway!.call('POST', '/chat/completions', { key: testGateway!.regularKey, json: { model: 'service/auto', messages: [{ role: 'user', content: 'Hi' }] } })
+    const json = await response.json()
+    expect(response.status, JSON.stringify(json)).toBe(200)
+    expect(json.model).toBe('lab/mini')
+    expect(json.choices[0].message.content).toBe('answer from lab/mini')
+  })
+})
+
 describe('service/auto-beta and service/switchyard', () => {
   it('auto-beta reads only its own plugin', async () => {
     await serve()

@@ -42,9 +42,13 @@ type Item = { type?: string; role?: string; content?: unknown }
 const CODE_PATTERNS: readonly RegExp[] = [
   /```/,
   /\bTraceback \(most recent call last\)/,
-  /\b(?:TypeError|SyntaxError|ReferenceError|NullPointerException|segmentation fault|stack trace)\b/i,
-  /\b(?:function|def|class|import|return|const|let|var|public static|#include|SELECT\s+.+\s+FROM)\b.*[({;:=]/,
-  /\b(?:refactor|debug|compile|unit tests?|regex|typescript|javascript|python|rust|golang|java|c\+\+|sql|bash script|api endpoint|code)\b/i,
+  /\b(?:TypeError|SyntaxError|ReferenceError|NullPointerException|IndexError|KeyError|segmentation fault|stack trace)\b/i,
+  // A declaration or statement as code writes it, not the English word: `def parse(`, `const total =`, `import {`.
+  /\b(?:function|def|class|fn|func)\s+\w+\s*[(:{<]/,
+  /\b(?:const|let|var)\s+\w+\s*=/,
+  /^\s*(?:import\s+[\w{*]|from\s+\w+(?:\.\w+)*\s+import\b|#include\s*[<"])/m,
+  /\bSELECT\s+[\w*,\s]+\s+FROM\s+\w+/i,
+  /\b(?:refactor|debug|compile|unit tests?|regex|typescript|javascript|python|rust|golang|c\+\+|sql query|bash script|source code|function that|write a program)\b/i,
 ]
 
 const MATH_PATTERNS: readonly RegExp[] = [
