@@ -9,6 +9,7 @@
 
 import { UpstreamError, isGatewayError } from '../../../core/errors'
 import type { ItemEvent } from '../../../providers/events'
+import { ClientClosedError } from '../../attempts'
 import { toResponseFailure } from '../../fallback'
 import type { InferenceRequest } from '../../request'
 import { newResponseId, nowSeconds } from '../../response-identity'
@@ -92,24 +93,35 @@ const judgeRequest = (request: InferenceRequest, outcomes: readonly PanelOutcome
   routing: { strategy: 'fusion', pipeline: [...(request.routing?.pipeline ?? []), fusionStage(outcomes, request.attempts[0]!.model.slug)] },
 })
 
+/** Plays every opened run to its end; a client going away stops them all. */
+const playPanel = async (request: InferenceRequest, runs: ReadonlyArray<PanelRun | PanelOutcome>): Promise<PanelOutcome[]> => {
+  const stopAll = () => runs.forEach((run) => isPanelRun(run) && run.stop())
+  request.signal.addEventListener('abort', stopAll, { once: true })
+  try {
+    return await Promise.all(runs.map((run) => (isPanelRun(run) ? run.play(NO_HOOKS) : run)))
+  } finally {
+    request.signal.removeEventListener('abort', stopAll)
+  }
+}
+
 /** A whole fusion answer. */
 export const answerFusion = async (service: InferenceService, request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun): Promise<WholeAnswer> => {
-  const startedAt = performance.now()
   const { judge, runs } = await startPanel(request, fusion, reserve)
-  const outcomes = await Promise.all(runs.map((run) => (isPanelRun(run) ? run.play(NO_HOOKS) : run)))
-  const panelUsage = outcomes.map((outcome) => outcome.usage)
+  const outcomes = await playPanel(request, runs)
+  if (request.signal.aborted) {
+    judge.release()
+    throw new ClientClosedError()
+  }
   if (outcomes.every((outcome) => !outcome.isAnswered)) {
     judge.release()
     throw allFailed(outcomes)
   }
-  const panelMs = performance.now() - startedAt
   const judged = await judge.answer(judgeRequest(request, outcomes))
   const { result } = judged
   return {
     request: request.body,
-    result: { ...result, output: [fusionItem(newFusionItemId(), outcomes), ...result.output], usage: sumFusionUsage([...panelUsage, result.usage]) },
-    // The panel's time is upstream time, as the judge's is.
-    overheadMs: Math.max(0, judged.overheadMs - panelMs),
+    result: { ...result, output: [fusionItem(newFusionItemId(), outcomes), ...result.output], usage: sumFusionUsage([...outcomes.map((outcome) => outcome.usage), result.usage]) },
+    overheadMs: judged.overheadMs,
   }
 }
 
