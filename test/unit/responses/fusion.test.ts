@@ -238,6 +238,26 @@ describe('fusion with a router model', () => {
   })
 })
 
+describe('fusion on /chat/completions', () => {
+  it('answers service/fusion with the judge’s message, whole and streamed', async () => {
+    const reply = (call: ScriptedCall): ScriptedAnswer =>
+      call.request.instructions?.includes('<answer model=') ? [{ type: 'text', text: 'Judged.' }, usage(5, 2)] : [{ type: 'text', text: `view of ${call.model}` }, usage(1, 1)]
+    const providers = { anthropic: scriptedProvider({ reply }), openai: scriptedProvider({ reply }), 'google-ai-studio': scriptedProvider({ reply }) }
+    testGateway = await createTestGateway({ providers })
+    const chat = (stream: boolean) =>
+      testGateway!.call('POST', '/chat/completions', { key: testGateway!.regularKey, json: { model: 'service/fusion', messages: [{ role: 'user', content: 'Hi' }], stream } })
+    const whole = await chat(false)
+    const json = await whole.json()
+    expect(whole.status, JSON.stringify(json)).toBe(200)
+    expect(json.choices[0].message.content).toBe('Judged.')
+    expect(json.model).toBe('anthropic/claude-opus-4.8')
+    const streamed = await (await chat(true)).text()
+    const chunks = streamed.split('\n').filter((line) => line.startsWith('data: {')).map((line) => JSON.parse(line.slice(6)))
+    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Judged.')
+    expect(streamed.trim().endsWith('data: [DONE]')).toBe(true)
+  })
+})
+
 describe('service/fusion', () => {
   it('runs a preset panel of reachable catalog models, the first of them judging', async () => {
     // The catalog's own openai, anthropic and google models, served by scripted providers under those ids.
