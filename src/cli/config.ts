@@ -14,6 +14,7 @@ import {
   InternHistoryOptionsSchema,
   InternProvisioningOptionsSchema,
   OutlierDetectionOptionsSchema,
+  RouterOptionsSchema,
   RetryOptionsSchema,
   TrustedHostHeaderSchema,
   UpstreamGuardOptionsSchema,
@@ -112,6 +113,7 @@ export const RunnerConfigSchema = v.strictObject({
   // Config file only, each as `createGateway`'s option of the same name.
   retry: v.optional(RetryOptionsSchema),
   outlierDetection: v.optional(OutlierDetectionOptionsSchema),
+  routers: v.optional(RouterOptionsSchema),
   internHistory: v.optional(InternHistoryOptionsSchema),
   internProvisioning: v.optional(InternProvisioningOptionsSchema),
   regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
@@ -128,6 +130,7 @@ export const GATEWAY_PASS_THROUGH = [
   'serverTools',
   'retry',
   'outlierDetection',
+  'routers',
   'internHistory',
   'internProvisioning',
   'regionalHostnames',

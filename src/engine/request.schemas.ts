@@ -8,6 +8,8 @@
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
 import { boundedJson, passThroughObject, sparseLooseObject } from '../core/validation'
+import { FusionPluginSchema } from './plugins/fusion/schemas'
+import { ROUTER_PLUGIN_IDS, ROUTER_PLUGIN_SCHEMAS } from './plugins/routers/schemas'
 
 // spec Limits.
 export const METADATA_MAX_PAIRS = 16
@@ -209,18 +211,15 @@ const PLUGIN_IDS = [
   'context-compression', 'pareto-router', 'fusion', 'switchyard-router',
 ] as const
 
+// The routers and fusion validate with their own schemas; the other ids pass their fields through for now.
+const OWN_SCHEMA_IDS: readonly string[] = [...ROUTER_PLUGIN_IDS, 'fusion']
+
 const PluginSchema = v.variant(
   'id',
   [
-    passThroughObject({
-      id: v.picklist(['auto-router', 'auto-beta-router']),
-      allowed_models: v.optional(v.array(v.string())),
-      excluded_models: v.optional(v.array(v.string())),
-      cost_tier: v.optional(v.string()),
-      enabled: v.optional(v.boolean()),
-      pin_model: v.optional(v.boolean()),
-    }),
-    passThroughObject({ id: v.picklist(PLUGIN_IDS.filter((id) => id !== 'auto-router' && id !== 'auto-beta-router')), enabled: v.optional(v.boolean()) }),
+    ...ROUTER_PLUGIN_SCHEMAS,
+    FusionPluginSchema,
+    passThroughObject({ id: v.picklist(PLUGIN_IDS.filter((id) => !OWN_SCHEMA_IDS.includes(id))), enabled: v.optional(v.boolean()) }),
   ],
   `must have an id among ${PLUGIN_IDS.join(', ')}`,
 )

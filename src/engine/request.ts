@@ -6,6 +6,7 @@ import type { RequestExtensionName, RequestExtensions } from '../providers/types
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 import type { ServerToolPlan } from './server-tools/plan'
+import type { SubRuns } from './server-tools/contract'
 import type { SpendTargets } from './spend-targets'
 import type { AppliedGuardrail } from './guardrails/applicable'
 import type { GuardrailEvent } from './guardrails/enforce'
@@ -50,6 +51,12 @@ export interface InferenceRequest {
   guardrails?: AppliedGuardrail[]
   /** What their content filters found (redacted, flagged), for the usage ledger. */
   guardrailEvents?: GuardrailEvent[]
+  /** How the models were chosen when a router plugin chose them (`service_metadata.strategy`); its stage is in `pipeline`. */
+  routing?: { strategy: 'auto' | 'pareto' | 'fusion' }
+  /** A fusion request's panel: one prepared request per analysis model (src/engine/plugins/fusion/). */
+  fusion?: { panel: InferenceRequest[] }
+  /** Other models' runs for server tools that consult them (`service:fusion`). */
+  subRuns?: SubRuns
 }
 
 /** Extensions a route translated from its own wire format. */

@@ -5,7 +5,7 @@
  */
 
 import type { ClientSignal } from '../core/client-signal'
-import { AuthenticationError, InvalidRequestError } from '../core/errors'
+import { AuthenticationError, InvalidRequestError, isGatewayError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
@@ -15,8 +15,15 @@ import type { InferenceRequest, RouteExtensions } from './request'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
+import type { ReservedRun } from './reserved-run'
 import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
+import { routeWithPlugins } from './plugins/routers/route'
+import { FUSION_SLUG, planFusion } from './plugins/fusion/plan'
+import { answerFusion, openFusionSession } from './plugins/fusion/run'
+import { FUSION_ITEM_TYPE } from './plugins/fusion/item'
+import { routableModels } from './plugins/routers/candidates'
+import { ROUTER_PLUGIN_IDS } from './plugins/routers/schemas'
 import { answerWhole } from './whole'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
@@ -51,12 +58,15 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
 }
 
+/** Plugins this gateway runs: the routers and fusion (src/engine/plugins/). */
+const RUN_PLUGINS: ReadonlySet<string> = new Set([...ROUTER_PLUGIN_IDS, 'fusion'])
+
 /**
- * The spec's plugin ids validate, but this gateway runs none of them yet: an enabled one is refused by name rather
- * than accepted without effect (a disabled one asks for nothing).
+ * The spec's plugin ids validate, but this gateway does not run all of them yet: an enabled one it does not run is
+ * refused by name rather than accepted without effect (a disabled one asks for nothing).
  */
 const refuseUnrunPlugins = (body: ResponsesRequestBody): void => {
-  const index = body.plugins?.findIndex((plugin) => plugin.enabled !== false) ?? -1
+  const index = body.plugins?.findIndex((plugin) => plugin.enabled !== false && !RUN_PLUGINS.has(plugin.id)) ?? -1
   if (index < 0) return
   throw new InvalidRequestError(`body.plugins.${index}: the "${body.plugins![index]!.id}" plugin is not run by this gateway yet; leave it out or set enabled: false`)
 }
@@ -78,6 +88,15 @@ const guardrailBudgetsOf = (guardrails: readonly AppliedGuardrail[]): GuardrailB
           },
         ],
   )
+/** A panel member's plan; its tools are the plugin's, so a bad one is named where the caller wrote it. */
+const planPanelMember = (plan: () => InferenceRequest, pluginIndex: number | null): InferenceRequest => {
+  try {
+    return plan()
+  } catch (error) {
+    if (pluginIndex === null || !isGatewayError(error) || error.status !== 400 || !error.message.startsWith('body.tools.')) throw error
+    throw new InvalidRequestError(error.message.replace('body.tools.', `body.plugins.${pluginIndex}.tools.`))
+  }
+}
 
 /**
  * Plans the attempts of a request (routing, BYOK keys) from the caller's workspace. `extensions` are the settings
@@ -108,42 +127,76 @@ export const prepareRequest = async (
   const guardrails = await resolveGuardrails(repositories.guardrails, caller.account.id, workspace, prefetched)
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
-  const models = requestedModels(body.model, body.models, defaultModel)
   // Content filters run before anything else reads the input: a block costs nothing, a redaction is all that goes on.
   const guarded = guardInput(guardrails, body)
   if (guarded?.block) {
-    throw guardrailBlockError(guarded.block, context.isMetadataRequested ? refusedServiceMetadata(service, models[0]!, guarded.stages, startedAt) : undefined)
+    const requested = requestedModels(body.model, body.models, defaultModel)[0]!
+    throw guardrailBlockError(guarded.block, context.isMetadataRequested ? refusedServiceMetadata(service, requested, guarded.stages, startedAt) : undefined)
   }
   const guardedBody = guarded ? guarded.content : body
-  const serverTools = planServerTools(service, guardedBody, workspace.disabledServerTools)
-  const attempts = planAttempts(service.models, service.providers, {
-    models,
-    preferences: withRouteAlias(guardedBody),
-    parametersUsed: parametersUsed(guardedBody, extensions?.values),
-    modalities: guardedBody.modalities,
-    mustHonour: [...mustHonour(guardedBody, extensions?.values, extensions?.fieldNames), ...(serverTools?.nativeWebSearch?.requirements ?? [])],
-    credentials: byok.credentials,
-    callerKeyHash: caller.key.hash,
-    callerUserId: caller.key.creatorUserId,
-    policy: endpointPolicyOf(guardrails),
-  })
-  service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: attempts.length, sessionId: context.sessionId })
+  // Router models (`service/auto`, …) become the concrete models they chose; fusion adds a panel of analysis models
+  // before the request's own model judges (docs/decisions.md, "Plugins: routers and fusion").
+  const fusion = planFusion(service, guardedBody, byok.credentials)
+  const routed = routeWithPlugins(service, guardedBody, { workspaceId: caller.key.workspaceId, sessionId: context.sessionId, credentials: byok.credentials })
+  const models = fusion?.judge
+    ? [...new Set([fusion.judge, ...(guardedBody.models ?? []).filter((slug) => slug !== FUSION_SLUG)])]
+    : routed
+      ? routed.models
+      : requestedModels(guardedBody.model, guardedBody.models, defaultModel)
+  const endUserId = await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user)
+  const policy = endpointPolicyOf(guardrails)
   const guardrailBudgets = guardrailBudgetsOf(guardrails)
-  return {
-    body: guardedBody,
-    attempts,
-    requestedModel: models[0]!,
-    endUserId: await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user),
-    requestId,
-    signal: context.signal,
-    isMetadataRequested: context.isMetadataRequested,
-    spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
-    ...(extensions ? { extensions: extensions.values } : {}),
-    attemptReports: [],
-    ...(serverTools ? { serverTools } : {}),
-    ...(guardrails.length > 0 ? { guardrails } : {}),
-    ...(guarded ? { pipeline: [...guarded.stages], guardrailEvents: [...guarded.events] } : {}),
+  const planned = (planBody: ResponsesRequestBody, planModels: string[]): InferenceRequest => {
+    const serverTools = planServerTools(service, planBody, workspace.disabledServerTools)
+    return {
+      body: planBody,
+      attempts: planAttempts(service.models, service.providers, {
+        models: planModels,
+        preferences: withRouteAlias(planBody),
+        parametersUsed: parametersUsed(planBody, extensions?.values),
+        modalities: planBody.modalities,
+        mustHonour: [...mustHonour(planBody, extensions?.values, extensions?.fieldNames), ...(serverTools?.nativeWebSearch?.requirements ?? [])],
+        credentials: byok.credentials,
+        callerKeyHash: caller.key.hash,
+        callerUserId: caller.key.creatorUserId,
+        policy,
+      }),
+      requestedModel: planModels[0]!,
+      endUserId,
+      requestId,
+      signal: context.signal,
+      isMetadataRequested: context.isMetadataRequested,
+      // Every run of the request (a fusion panel's too) counts against the guardrails' budgets.
+      spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
+      ...(extensions ? { extensions: extensions.values } : {}),
+      attemptReports: [],
+      ...(serverTools ? { serverTools } : {}),
+    }
   }
+  const request = planned(guardedBody, models)
+  if (guardrails.length > 0) request.guardrails = guardrails
+  // Stages in the order they ran: the guardrails' input scans, then the router's choice (more may follow the answer).
+  const stages = [...(guarded?.stages ?? []), ...(routed ? [routed.stage] : [])]
+  if (stages.length > 0) request.pipeline = stages
+  if (guarded) request.guardrailEvents = [...guarded.events]
+  if (request.serverTools?.byItemType.has(FUSION_ITEM_TYPE)) {
+    // `service:fusion` consults other models from inside the loop: their runs are planned as this request's are, and
+    // opened without a reservation of their own, since the tool reports their cost with the response's.
+    const reachable = new Set(routableModels(service, byok.credentials).map((candidate) => candidate.slug))
+    request.subRuns = {
+      body: guardedBody,
+      isReachable: (model) => reachable.has(model),
+      open: async (subBody, model) => openTurns(service, { ...planned(subBody, [model]), isMetadataRequested: false }),
+    }
+  }
+  service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: request.attempts.length, sessionId: context.sessionId })
+  if (routed) request.requestedModel = routed.requested
+  if (fusion) {
+    if (fusion.judge) request.requestedModel = FUSION_SLUG
+    const panel = fusion.analysisModels.map((model) => ({ ...planPanelMember(() => planned(fusion.panelBody(model), [model]), fusion.pluginIndex), isMetadataRequested: false }))
+    return { ...request, routing: { strategy: 'fusion' }, fusion: { panel } }
+  }
+  return routed ? { ...request, routing: { strategy: routed.strategy } } : request
 }
 
 /** A whole answer: one turn, or the server-tool loop's turns. */
@@ -154,21 +207,39 @@ const answerTurns = (service: InferenceService, request: InferenceRequest): Prom
 const openTurns = (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> =>
   request.serverTools ? openServerToolSession(service, request, request.serverTools) : openSession(service, request)
 
+/** Reserves a request's spend (402 when a limit would be passed, before any upstream call). */
+export const reserveRun = async (service: InferenceService, request: InferenceRequest): Promise<ReservedRun> => {
+  const reservation = await reserveSpend(service, request)
+  return {
+    async open(run = request) {
+      let session: ResponseSession
+      try {
+        session = await openTurns(service, run)
+      } catch (error) {
+        reservation.settle(null)
+        throw error
+      }
+      return observeSession(session, reservation.observer())
+    },
+    async answer(run = request) {
+      try {
+        const answer = await answerTurns(service, run)
+        reservation.settle(answer.result.usage)
+        return answer
+      } catch (error) {
+        reservation.settle(null)
+        throw error
+      }
+    },
+    release: () => reservation.settle(null),
+  }
+}
+
 /**
  * Opens a prepared streamed request: its spend reserved first (402 when a limit would be passed, before
  * any upstream call), settled when the session ends or when it fails to open.
  */
-export const openRunSession = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> => {
-  const reservation = await reserveSpend(service, request)
-  let session: ResponseSession
-  try {
-    session = await openTurns(service, request)
-  } catch (error) {
-    reservation.settle(null)
-    throw error
-  }
-  return observeSession(session, reservation.observer())
-}
+export const openRunSession = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> => (await reserveRun(service, request)).open()
 
 /**
  * A whole answer with the governing guardrails' content filters run over its output: redacted, flagged, or
@@ -187,21 +258,21 @@ const guardAnswerOutput = (request: InferenceRequest, answer: WholeAnswer): Whol
   return { ...answer, result: { ...answer.result, output: guarded.content, ...(serviceMetadata ? { serviceMetadata } : {}) } }
 }
 
-const answerRunWhole = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => {
-  const reservation = await reserveSpend(service, request)
-  let answer: WholeAnswer
-  try {
-    answer = await answerTurns(service, request)
-    reservation.settle(answer.result.usage)
-  } catch (error) {
-    reservation.settle(null)
-    throw error
-  }
-  return guardAnswerOutput(request, answer)
+const answerRunWhole = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> =>
+  guardAnswerOutput(request, await (await reserveRun(service, request)).answer())
+
+/** A fusion request: its panel's runs and its judge's, each reserving (all before any is sent) and settling its own spend. */
+const runFusion = async (service: InferenceService, request: InferenceRequest, fusion: NonNullable<InferenceRequest['fusion']>): Promise<RunOutcome> => {
+  const reserve = (run: InferenceRequest) => reserveRun(service, run)
+  return request.body.stream
+    ? { isStream: true, session: await openFusionSession(service, request, fusion, reserve) }
+    : { isStream: false, answer: guardAnswerOutput(request, await answerFusion(service, request, fusion, reserve)) }
 }
 
 /** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */
 export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> =>
-  request.body.stream
+  request.fusion
+    ? runFusion(service, request, request.fusion)
+    : request.body.stream
     ? { isStream: true, session: await openRunSession(service, request) }
     : { isStream: false, answer: await answerRunWhole(service, request) }

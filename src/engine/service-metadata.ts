@@ -5,7 +5,8 @@ import type { InferenceRequest } from './request'
 import type { InferenceService } from './service'
 
 const strategyOf = (served: Served | null, request: InferenceRequest) =>
-  !served || served.attemptNumber > 1 || served.attempt.model.slug !== request.requestedModel ? 'fallback' : 'direct'
+  request.routing?.strategy ??
+  (!served || served.attemptNumber > 1 || served.attempt.model.slug !== request.requestedModel ? 'fallback' : 'direct')
 
 /**
  * `served` is null when no attempt succeeded; `attemptsMade` counts the attempts sent (skipped and

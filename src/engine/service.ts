@@ -17,6 +17,7 @@ import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBu
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from './transport'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
 import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
+import { createRouterSettings, type RouterOptions, type RouterSettings } from './plugins/routers/settings'
 
 export interface UpstreamOptions {
   connectTimeoutMs?: number
@@ -71,6 +72,8 @@ export interface InferenceService {
   readonly logger: Logger
   /** What the server tools the gateway runs may do and reach (web fetch limits, search engines). */
   readonly serverTools: ServerToolSettings
+  /** The router models' coding scores and sticky sessions (src/engine/plugins/routers/). */
+  readonly routers: RouterSettings
 }
 
 const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
@@ -148,6 +151,7 @@ export interface InferenceServiceOptions {
   now?: () => Date
   logger: Logger
   serverTools?: ServerToolOptions
+  routers?: RouterOptions
 }
 
 export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
@@ -172,5 +176,6 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     now,
     logger: options.logger,
     serverTools: createServerToolSettings(options.serverTools, options.upstreamGuard),
+    routers: createRouterSettings(options.routers),
   })
 }

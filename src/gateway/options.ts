@@ -142,6 +142,12 @@ export const RetryOptionsSchema = v.strictObject({
 })
 
 /** Skipping endpoints and BYOK keys that keep failing; `false` turns it off. */
+/** The router models' settings (docs/decisions.md, "Plugins: routers and fusion"). */
+export const RouterOptionsSchema = v.strictObject({
+  codingScores: v.optional(v.record(ModelSlugSchema, v.pipe(v.number(), v.minValue(0), v.maxValue(1)))),
+  stickySessions: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+})
+
 export const OutlierDetectionOptionsSchema = v.union([
   v.literal(false),
   v.strictObject({
@@ -255,6 +261,12 @@ export const GatewayOptionsSchema = v.strictObject({
   upstreamGuard: v.optional(UpstreamGuardOptionsSchema),
   /** Server tools: `webFetch` limits and guard, `webSearch` engines (docs/decisions.md, Server tools). */
   serverTools: v.optional(ServerToolOptionsSchema),
+  /**
+   * The router models (docs/decisions.md, "Plugins: routers and fusion"): `codingScores` (0–1 by model slug) add to or
+   * replace the pareto-router's built-in table; `stickySessions` bounds how many sessions' choices are remembered
+   * (default 10 000; 0 for none).
+   */
+  routers: v.optional(RouterOptionsSchema),
   /**
    * How many upstream attempts a request may make: `maxAttempts` per request (default 3), a retry `budget` per
    * gateway (`false` for none), and the most `Retry-After` seconds passed on to callers.

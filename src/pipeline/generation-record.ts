@@ -161,7 +161,8 @@ export const toGenerationRecord = (
     trace: (request.body.trace as JsonObject | undefined) ?? null,
     routing: {
       requested: request.requestedModel,
-      strategy: served && attempts.indexOf(served) === 0 && outcome.model === request.requestedModel ? 'direct' : 'fallback',
+      // A router or fusion chose the models (src/engine/plugins/); otherwise the requested model served, or a fallback.
+      strategy: request.routing?.strategy ?? (served && attempts.indexOf(served) === 0 && outcome.model === request.requestedModel ? 'direct' : 'fallback'),
       attempts: attempts.length,
       endpointsPlanned: request.attempts.length,
       region: service.region,

@@ -38,7 +38,8 @@ export type GenerationAttempt = {
 /** What `service_metadata` would have said about the routing, kept whether or not the caller asked for it. */
 export type GenerationRouting = {
   requested: string
-  strategy: 'direct' | 'fallback'
+  /** `service_metadata.strategy`: how the serving model was chosen (a router's or fusion's name when one chose it). */
+  strategy: 'direct' | 'fallback' | 'auto' | 'pareto' | 'fusion'
   /** Attempts sent. */
   attempts: number
   /** Endpoints the routing planned. */

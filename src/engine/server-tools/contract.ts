@@ -5,7 +5,9 @@
  */
 
 import type { FunctionCallItem, FunctionCallOutputItem, FunctionTool, InputItem, OutputItem } from '../../providers/types'
+import type { ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
+import type { ResponseSession } from '../session-events'
 
 export { ServerToolFailure, ServerToolRefusal } from './tool-errors'
 
@@ -27,6 +29,18 @@ export interface ServerToolContext {
   requestId: string
   /** Reports progress a stream shows while the call runs (`response.web_search_call.searching`). */
   progress(event: { type: string }): void
+  /** Runs other models on the request's behalf (`service:fusion`'s panel); present when a tool of the request needs it. */
+  subRuns?: SubRuns
+}
+
+/** Other models' runs for the request's caller: same workspace, BYOK keys and provider preferences. */
+export interface SubRuns {
+  /** The caller's request, whose conversation the other models answer. */
+  readonly body: ResponsesRequestBody
+  /** Whether the caller can reach `model` (a key for one of its providers, the operator's or their own). */
+  isReachable(model: string): boolean
+  /** Opens `body`'s streamed run on `model`; its cost is the calling tool's to report (`ServerToolOutcome.cost`). */
+  open(body: ResponsesRequestBody, model: string): Promise<ResponseSession>
 }
 
 /** A page a final answer may cite (`url_citation` annotations). */

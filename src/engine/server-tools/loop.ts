@@ -223,6 +223,7 @@ export class ServerToolLoop {
         signal,
         requestId: this.#request.requestId,
         progress: (event) => hooks.onProgress?.(pending, event),
+        ...(this.#request.subRuns ? { subRuns: this.#request.subRuns } : {}),
       })
     } catch (error) {
       if (signal.aborted) throw error

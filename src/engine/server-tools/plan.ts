@@ -19,6 +19,7 @@ import type { StopCondition } from './stop'
 import { ToolSearchToolSchema, toolSearchTool } from './tool-search'
 import { WebFetchToolSchema, webFetchTool } from './web-fetch'
 import { WebSearchToolSchema, webSearchTool } from './web-search'
+import { FusionToolSchema, fusionTool } from '../plugins/fusion/tool'
 
 /** What a request's server tools are, and how its loop is bounded. */
 export interface ServerToolPlan {
@@ -51,6 +52,7 @@ const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), index, service),
   'service:tool_search': (tool, index, _service, deferred) => toolSearchTool(parseTool(ToolSearchToolSchema, tool, index), deferred),
   'service:experimental__search_models': (tool, index) => searchModelsTool(parseTool(SearchModelsToolSchema, tool, index)),
+  'service:fusion': (tool, index, service) => fusionTool(parseTool(FusionToolSchema, tool, index), index, service),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'

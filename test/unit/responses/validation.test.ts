@@ -460,23 +460,36 @@ describe('provider preferences (strict object)', () => {
 
 describe('plugins', () => {
   it.each([
-    'auto-router',
-    'auto-beta-router',
     'moderation',
     'web',
     'web-fetch',
     'file-parser',
     'response-healing',
     'context-compression',
-    'pareto-router',
-    'fusion',
-    'switchyard-router',
-  ])('validates %s and refuses it by name, since this gateway runs no plugin yet; a disabled one is accepted', async (id) => {
+  ])('validates %s and refuses it by name, since this gateway does not run it yet; a disabled one is accepted', async (id) => {
     await expectRejected(
       request({ plugins: [{ id: 'web', enabled: false }, { id }] }),
       `body.plugins.1: the "${id}" plugin is not run by this gateway yet; leave it out or set enabled: false`,
     )
     await expectAccepted(request({ plugins: [{ id, enabled: false }] }))
+  })
+
+  it.each([
+    ['auto-router', 'service/auto'],
+    ['auto-beta-router', 'service/auto-beta'],
+    ['pareto-router', 'service/pareto-code'],
+    ['switchyard-router', 'service/switchyard'],
+  ])('validates %s and refuses it on a request for another model than its router %s (test/unit/responses/routers.test.ts runs it)', async (id, slug) => {
+    await expectRejected(
+      request({ plugins: [{ id: 'web', enabled: false }, { id }] }),
+      `body.plugins.1: the "${id}" plugin configures the model "${slug}"; set model to "${slug}" or leave the plugin out`,
+    )
+    await expectAccepted(request({ plugins: [{ id, enabled: false }] }))
+  })
+
+  it('validates fusion (test/unit/responses/fusion.test.ts runs it); a disabled one is accepted', async () => {
+    await expectRejected(request({ plugins: [{ id: 'web', enabled: false }, { id: 'fusion', analysis_models: [] }] }), 'body.plugins.1.analysis_models: must name at least 1 model')
+    await expectAccepted(request({ plugins: [{ id: 'fusion', enabled: false }] }))
   })
 
   it('rejects an unknown id', async () => {

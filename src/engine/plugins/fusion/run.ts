@@ -1,0 +1,291 @@
+/**
+ * Running a fusion request (docs/decisions.md, "Plugins: routers and fusion"): the panel's runs open in parallel,
+ * each an ordinary engine run with its own routing, BYOK keys and spend reservation; once every member ended, the
+ * judge's run (again an ordinary one, with the panel's answers in its instructions) is the response. Every run's spend
+ * is reserved before any is sent. The answer
+ * holds the `service:fusion` item first, then the judge's items; its usage adds up every run. A stream shows the
+ * panel as `response.fusion_call.*` events, then streams the judge's answer.
+ */
+
+import { UpstreamError, isGatewayError } from '../../../core/errors'
+import type { ItemEvent } from '../../../providers/events'
+import { ClientClosedError } from '../../attempts'
+import { toResponseFailure } from '../../fallback'
+import type { InferenceRequest } from '../../request'
+import { newResponseId, nowSeconds } from '../../response-identity'
+import type { PipelineStage } from '../../request'
+import type { InferenceService } from '../../service'
+import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage, WholeAnswer } from '../../session-events'
+import { fusionEvent, fusionItem, newFusionItemId, pendingFusionItem } from './item'
+import { judgeBody } from './judge'
+import { isPanelRun, openPanelRun, type PanelOutcome, type PanelRun } from './panel'
+import type { ReservedRun, ReserveRun } from '../../reserved-run'
+import { sumFusionUsage } from './usage'
+
+/** A fusion request's panel: one prepared request per analysis model. */
+export type PreparedFusion = NonNullable<InferenceRequest['fusion']>
+
+const NO_HOOKS = { onText: () => {}, onReasoning: () => {} }
+const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
+
+/**
+ * Reserves every run's spend before any is sent: the judge's (on the request as the caller sent it, before the
+ * panel's answers lengthen its instructions) and each member's. One refused (402) gives the others back.
+ */
+const reserveAll = async (requests: readonly InferenceRequest[], reserve: ReserveRun): Promise<ReservedRun[]> => {
+  const results = await Promise.allSettled(requests.map(reserve))
+  const refused = results.find((result) => result.status === 'rejected')
+  if (refused) {
+    for (const result of results) if (result.status === 'fulfilled') result.value.release()
+    throw refused.reason
+  }
+  return results.map((result) => (result as PromiseFulfilledResult<ReservedRun>).value)
+}
+
+/**
+ * Opens every member's run at once. Throws when none could start (the first member's error: each was told no) or
+ * when the client went away (then the others are stopped).
+ */
+const openPanel = async (panel: readonly InferenceRequest[], members: readonly ReservedRun[]): Promise<Array<PanelRun | PanelOutcome>> => {
+  const opening = await Promise.allSettled(panel.map((request, index) => openPanelRun(request.requestedModel, () => members[index]!.open())))
+  const refused = opening.find((result) => result.status === 'rejected')
+  if (refused) {
+    for (const result of opening) if (result.status === 'fulfilled' && isPanelRun(result.value)) result.value.stop()
+    throw refused.reason
+  }
+  const runs = opening.map((result) => (result as PromiseFulfilledResult<PanelRun | PanelOutcome>).value)
+  if (runs.every((run) => !isPanelRun(run))) throw (runs[0] as Extract<PanelOutcome, { isAnswered: false }>).cause ?? allFailed(runs as PanelOutcome[])
+  return runs
+}
+
+/** The judge's reservation and the panel's opened runs; the judge's is given back when the panel cannot start. */
+const startPanel = async (request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun) => {
+  const [judge, ...members] = await reserveAll([request, ...fusion.panel], reserve)
+  try {
+    return { judge: judge!, runs: await openPanel(fusion.panel, members) }
+  } catch (error) {
+    judge!.release()
+    throw error
+  }
+}
+
+const allFailed = (outcomes: readonly PanelOutcome[]) =>
+  new UpstreamError(
+    `Every analysis model failed: ${outcomes.map((outcome) => `${outcome.model}: ${outcome.isAnswered ? 'answered' : outcome.error}`).join('; ')}`,
+    { metadata: { error_type: 'provider_unavailable' } },
+  )
+
+const fusionStage = (outcomes: readonly PanelOutcome[], judge: string): PipelineStage => {
+  const answered = outcomes.filter((outcome) => outcome.isAnswered).map((outcome) => outcome.model)
+  const failed = outcomes.filter((outcome) => !outcome.isAnswered).map((outcome) => outcome.model)
+  return {
+    type: 'plugin',
+    name: 'fusion',
+    summary: `${answered.length} of ${outcomes.length} analysis models answered; ${judge} judged`,
+    data: { analysis_models: outcomes.map((outcome) => outcome.model), judge_model: judge, ...(failed.length > 0 ? { failed_models: failed } : {}) },
+  }
+}
+
+/** The judge's request: the panel's answers in its instructions, the fusion stage in its metadata. */
+const judgeRequest = (request: InferenceRequest, outcomes: readonly PanelOutcome[]): InferenceRequest => ({
+  ...request,
+  body: judgeBody(request.body, outcomes),
+  routing: { strategy: 'fusion' },
+  pipeline: [...(request.pipeline ?? []), fusionStage(outcomes, request.attempts[0]!.model.slug)],
+})
+
+/** Plays every opened run to its end; a client going away stops them all. */
+const playPanel = async (request: InferenceRequest, runs: ReadonlyArray<PanelRun | PanelOutcome>): Promise<PanelOutcome[]> => {
+  const stopAll = () => runs.forEach((run) => isPanelRun(run) && run.stop())
+  request.signal.addEventListener('abort', stopAll, { once: true })
+  try {
+    return await Promise.all(runs.map((run) => (isPanelRun(run) ? run.play(NO_HOOKS) : run)))
+  } finally {
+    request.signal.removeEventListener('abort', stopAll)
+  }
+}
+
+/** A whole fusion answer. */
+export const answerFusion = async (service: InferenceService, request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun): Promise<WholeAnswer> => {
+  const { judge, runs } = await startPanel(request, fusion, reserve)
+  const outcomes = await playPanel(request, runs)
+  if (request.signal.aborted) {
+    judge.release()
+    throw new ClientClosedError()
+  }
+  if (outcomes.every((outcome) => !outcome.isAnswered)) {
+    judge.release()
+    throw allFailed(outcomes)
+  }
+  const judged = await judge.answer(judgeRequest(request, outcomes))
+  const { result } = judged
+  return {
+    request: request.body,
+    result: { ...result, output: [fusionItem(newFusionItemId(), outcomes), ...result.output], usage: sumFusionUsage([...outcomes.map((outcome) => outcome.usage), result.usage]) },
+    overheadMs: judged.overheadMs,
+  }
+}
+
+/** Shifts an item event of the judge past the fusion item. */
+const shifted = <E extends ItemEvent>(event: E): E => {
+  const { wireJson: _wireJson, ...fields } = event
+  return { ...fields, output_index: event.output_index + 1 } as E
+}
+
+/** A streamed fusion answer: resolves once every member's run has opened; rejects as `answerFusion` would. */
+export const openFusionSession = async (service: InferenceService, request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun): Promise<ResponseSession> => {
+  const openedAt = performance.now()
+  const { judge, runs } = await startPanel(request, fusion, reserve)
+  const overheadMs = performance.now() - openedAt
+
+  const start = (sink: EventSink<SessionEvent>) => {
+    const id = newResponseId()
+    const createdAt = nowSeconds(service)
+    const itemId = newFusionItemId()
+    const judgeModel = request.attempts[0]!.model.slug
+    const outcomes: Array<PanelOutcome | undefined> = runs.map((run) => (isPanelRun(run) ? undefined : run))
+    let isStopped = false
+    // Once the judge's run is opening, its reservation is settled with it; before, a stop gives it back.
+    let isJudgeOpening = false
+    let stopJudge: (() => StoppedUsage | undefined) | undefined
+    let keepAlive: ReturnType<typeof setInterval> | undefined
+    const relay = (type: string, fields: Record<string, unknown> = {}) => sink.write({ type: 'relayed', event: fusionEvent(type, itemId, 0, fields) })
+    // `message`, not OpenRouter's `error`: the openai SDK throws on any stream event with a top-level `error` key.
+    const relayFailure = (outcome: Extract<PanelOutcome, { isAnswered: false }>) =>
+      relay('panel.failed', { model: outcome.model, message: outcome.error, ...(outcome.statusCode === undefined ? {} : { status_code: outcome.statusCode }) })
+    const panelUsage = () => outcomes.map((outcome) => outcome?.usage ?? null)
+
+    const close = () => {
+      isStopped = true
+      clearInterval(keepAlive)
+      sink.close()
+    }
+    const finishFailed = (error: ResponseFailure, output: ResponseResult['output']) => {
+      const usage = sumFusionUsage(panelUsage())
+      sink.write({ type: 'usage', usage })
+      sink.write({ type: 'error', error })
+      sink.write({
+        type: 'finished',
+        result: { id, createdAt, completedAt: nowSeconds(service), model: judgeModel, status: 'failed', output, usage, error, incompleteDetails: null, servedBy: null },
+      })
+      close()
+    }
+
+    const playPanel = (run: PanelRun | PanelOutcome, index: number): Promise<void> => {
+      if (!isPanelRun(run)) return Promise.resolve()
+      return run
+        .play({
+          onText: (delta) => void (isStopped || relay('panel.delta', { model: run.model, delta })),
+          onReasoning: (delta) => void (isStopped || relay('panel.reasoning.delta', { model: run.model, delta })),
+        })
+        .then((outcome) => {
+          outcomes[index] = outcome
+          if (isStopped) return
+          if (outcome.isAnswered) relay('panel.completed', { model: outcome.model, content: outcome.content })
+          else relayFailure(outcome)
+        })
+    }
+
+    /** Passes the judge's events on, after the fusion item; its usage and result become the whole response's. */
+    const playJudge = (session: ResponseSession, item: ResponseResult['output'][number]) =>
+      new Promise<void>((resolve) => {
+        stopJudge = session.start({
+          write(event) {
+            switch (event.type) {
+              case 'started':
+              case 'debug':
+                return true
+              case 'keep_alive':
+              case 'error':
+                return sink.write(event)
+              case 'usage':
+                return sink.write({ type: 'usage', usage: sumFusionUsage([...panelUsage(), event.usage]) })
+              case 'finished': {
+                const { result } = event
+                return sink.write({
+                  type: 'finished',
+                  result: { ...result, id, createdAt, output: [item, ...result.output], usage: sumFusionUsage([...panelUsage(), result.usage]) },
+                })
+              }
+              case 'relayed': {
+                const index = event.event.output_index
+                return sink.write(typeof index === 'number' ? { type: 'relayed', event: { ...event.event, output_index: index + 1 } } : event)
+              }
+              default:
+                return sink.write(shifted(event))
+            }
+          },
+          ready: () => sink.ready(),
+          close: () => {
+            stopJudge = undefined
+            resolve()
+          },
+          fail: (error) => {
+            stopJudge = undefined
+            isStopped = true
+            sink.fail(error)
+            resolve()
+          },
+        })
+      })
+
+    const run = async () => {
+      sink.write({ type: 'started', id, createdAt, model: judgeModel, servedBy: null })
+      sink.write({ type: 'response.output_item.added', output_index: 0, item: pendingFusionItem(itemId) })
+      relay('in_progress')
+      for (const member of runs) relay('panel.added', { model: member.model })
+      for (const outcome of outcomes) if (outcome && !outcome.isAnswered) relayFailure(outcome)
+      await Promise.all(runs.map(playPanel))
+      if (isStopped) return judge.release()
+      const ended = outcomes as PanelOutcome[]
+      const item = fusionItem(itemId, ended)
+      relay('completed')
+      sink.write({ type: 'response.output_item.done', output_index: 0, item })
+      if (ended.every((outcome) => !outcome.isAnswered)) {
+        judge.release()
+        return finishFailed(toResponseFailure(allFailed(ended)), [item])
+      }
+      keepAlive = setInterval(() => sink.write(KEEP_ALIVE), service.keepAliveMs)
+      isJudgeOpening = true
+      let session: ResponseSession
+      try {
+        session = await judge.open(judgeRequest(request, ended))
+      } catch (error) {
+        if (isStopped) return
+        clearInterval(keepAlive)
+        if (!isGatewayError(error)) throw error
+        return finishFailed(toResponseFailure(error), [item])
+      }
+      clearInterval(keepAlive)
+      if (isStopped) {
+        session.start({ write: () => true, ready: () => Promise.resolve(), close: () => {}, fail: () => {} })()
+        return
+      }
+      await playJudge(session, item)
+      if (!isStopped) close()
+    }
+
+    run().catch((error: unknown) => {
+      // A bug, not an upstream failure: the client must not take what it got for a whole answer.
+      if (!isJudgeOpening) judge.release()
+      isStopped = true
+      clearInterval(keepAlive)
+      service.logger.error('fusion stream failed', { requestId: request.requestId, error })
+      sink.fail(error)
+    })
+
+    // The consumer went away: every run still going stops, each settling its own spend; the record gets their sum.
+    return (): StoppedUsage | undefined => {
+      if (isStopped) return undefined
+      isStopped = true
+      clearInterval(keepAlive)
+      const stoppedPanel = runs.flatMap((member) => (isPanelRun(member) ? [member.stop()] : [])).filter((used): used is StoppedUsage => used !== undefined)
+      const panel = [...panelUsage(), ...stoppedPanel.map((used) => (used.usage ? used.bill(used.usage) : null))]
+      const judge = stopJudge?.()
+      if (!judge) return { usage: null, bill: () => sumFusionUsage(panel) }
+      return { usage: judge.usage, bill: (used) => sumFusionUsage([...panel, judge.bill(used)]) }
+    }
+  }
+
+  return { request: request.body, overheadMs, start }
+}
