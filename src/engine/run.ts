@@ -18,6 +18,7 @@ import type { ResponseSession, WholeAnswer } from './session-events'
 import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
 import { answerWhole } from './whole'
+import type { Nesting } from './server-tools/nesting'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
@@ -75,10 +76,25 @@ export const prepareRequest = async (
   ])
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
-  const serverTools = planServerTools(service, body, workspace.disabledServerTools)
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
   const models = requestedModels(body.model, body.models, defaultModel)
+  // Nested model calls (advisor, subagent) route as the caller's request does: their keys, their preferences.
+  const nesting: Nesting = {
+    depth: 0,
+    defaultModel: models[0]!,
+    disabled: workspace.disabledServerTools,
+    route: (model, nestedBody) =>
+      planAttempts(service.models, service.providers, {
+        models: [model],
+        preferences: withRouteAlias(body),
+        parametersUsed: parametersUsed(nestedBody),
+        credentials: byok.credentials,
+        callerKeyHash: caller.key.hash,
+        callerUserId: caller.key.creatorUserId,
+      }),
+  }
+  const serverTools = planServerTools(service, body, workspace.disabledServerTools, nesting)
   const attempts = planAttempts(service.models, service.providers, {
     models,
     preferences: withRouteAlias(body),

@@ -4,8 +4,10 @@
  * the tool's own output item (`service:datetime`, `web_search_call`, …) where the model's call was.
  */
 
-import type { FunctionCallItem, FunctionCallOutputItem, FunctionTool, OutputItem } from '../../providers/types'
+import type { FunctionCallItem, FunctionCallOutputItem, FunctionTool, InputItem, OutputItem } from '../../providers/types'
+import type { BilledUsage } from '../billing'
 import type { InferenceService } from '../service'
+import type { NestedRunner } from './nesting'
 
 export { ServerToolFailure, ServerToolRefusal } from './tool-errors'
 
@@ -27,6 +29,13 @@ export interface ServerToolContext {
   requestId: string
   /** Reports progress a stream shows while the call runs (`response.web_search_call.searching`). */
   progress(event: { type: string }): void
+  /** Runs a model call of the tool's own (advisor, subagent) through the engine, for this request. */
+  nested: NestedRunner
+  /**
+   * The conversation as the model saw it when it made the call: the caller's input, then every turn's items and
+   * the results of earlier server calls (server calls as the function calls the model made).
+   */
+  transcript: readonly InputItem[]
 }
 
 /** A page a final answer may cite (`url_citation` annotations). */
@@ -45,6 +54,11 @@ export interface ServerToolOutcome {
   webSearchRequests?: number
   /** What the run cost in dollars (a search engine's price per request), added to the response's cost. */
   cost?: number
+  /**
+   * The usage of model calls the tool made (an advisor's answer), priced at the endpoints that served them: added
+   * to the response's usage as a turn's is, and to what `stop_server_tools_when` counts.
+   */
+  usage?: BilledUsage
   sources?: CitableSource[]
 }
 

@@ -11,6 +11,7 @@ import type { InferenceRequest } from '../request'
 import type { ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
 import { ServerToolFailure, ServerToolRefusal, type CitableSource, type ServerTool, type ServerToolCall, type ServerToolOutcome } from './contract'
+import type { NestedRunner } from './nesting'
 import type { ServerToolPlan } from './plan'
 import { finishReasonsOf, firingCondition } from './stop'
 import { sumLoopUsage, type LoopUsage } from './usage'
@@ -74,6 +75,7 @@ export class ServerToolLoop {
   readonly #request: InferenceRequest
   readonly #plan: ServerToolPlan
   readonly #service: InferenceService
+  readonly #nested: NestedRunner
   /** Items sent upstream after the caller's input: each turn's output and the results of its server calls. */
   readonly #history: InputItem[] = []
   readonly #turnUsages: BilledUsage[] = []
@@ -90,10 +92,11 @@ export class ServerToolLoop {
   #webSearchRequests = 0
   #isFinal = false
 
-  constructor(service: InferenceService, request: InferenceRequest, plan: ServerToolPlan) {
+  constructor(service: InferenceService, request: InferenceRequest, plan: ServerToolPlan, nested: NestedRunner) {
     this.#service = service
     this.#request = request
     this.#plan = plan
+    this.#nested = nested
   }
 
   get isFinalTurn(): boolean {
@@ -132,6 +135,12 @@ export class ServerToolLoop {
       ...(this.#isFinal ? { tool_choice: 'none' as const } : {}),
     }
     return { ...this.#request, body: turnBody }
+  }
+
+  /** The conversation so far as the model saw it: the request's instructions, its input, every turn since. */
+  #transcript(): InputItem[] {
+    const { instructions } = this.#request.body
+    return [...(instructions ? [{ type: 'message' as const, role: 'system' as const, content: instructions }] : []), ...(this.#input ?? []), ...this.#history]
   }
 
   /** Records a finished turn and decides what comes next. */
@@ -211,6 +220,8 @@ export class ServerToolLoop {
         signal,
         requestId: this.#request.requestId,
         progress: (event) => hooks.onProgress?.(pending, event),
+        nested: this.#nested,
+        transcript: this.#transcript(),
       })
     } catch (error) {
       if (signal.aborted) throw error
@@ -224,6 +235,8 @@ export class ServerToolLoop {
     }
     this.#executed++
     this.#toolCost += outcome.cost ?? 0
+    // A nested model call's tokens and cost count as a turn's: in the response's usage and for the stop conditions.
+    if (outcome.usage) this.#turnUsages.push(outcome.usage)
     this.#webSearchRequests += outcome.webSearchRequests ?? 0
     if (outcome.sources) this.#sources.push(...outcome.sources)
     return { output: outcome.output, item: outcome.item }

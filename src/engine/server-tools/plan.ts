@@ -10,9 +10,12 @@ import { parseInput } from '../../core/validation'
 import type { Tool } from '../../providers/types'
 import { MAX_TOOL_CALLS_MAX, type ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
+import { AdvisorToolSchema, advisorTool } from './advisor'
 import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
+import { deeper, noNesting, type Nesting } from './nesting'
 import type { StopCondition } from './stop'
+import { SubagentToolSchema, subagentTool } from './subagent'
 import { WebFetchToolSchema, webFetchTool } from './web-fetch'
 import { WebSearchToolSchema, webSearchTool } from './web-search'
 
@@ -29,9 +32,11 @@ export interface ServerToolPlan {
   stopWhen: readonly StopCondition[]
   /** Whether the calls of one turn run at the same time (`parallel_tool_calls`, default true). */
   isParallel: boolean
+  /** Where this request stands among nested model calls (advisor, subagent), and how theirs are routed. */
+  nesting: Nesting
 }
 
-type ToolBuilder = (tool: unknown, index: number, service: InferenceService) => ServerTool
+type ToolBuilder = (tool: unknown, index: number, service: InferenceService, nesting: Nesting) => ServerTool
 
 /** Validates one tool object with `schema`, naming a bad field by its place in the body (`body.tools.2.parameters.timezone`). */
 export const parseTool = <S extends v.GenericSchema<unknown, unknown>>(schema: S, tool: unknown, index: number): v.InferOutput<S> =>
@@ -41,6 +46,11 @@ const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:datetime': (tool, index) => datetimeTool(parseTool(DatetimeToolSchema, tool, index)),
   'service:web_fetch': (tool, index) => webFetchTool(parseTool(WebFetchToolSchema, tool, index)),
   'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), index, service),
+  'service:advisor': (tool, index, service, nesting) => advisorTool(parseTool(AdvisorToolSchema, tool, index), index, service, nesting),
+  'service:subagent': (tool, index, service, nesting) =>
+    subagentTool(parseTool(SubagentToolSchema, tool, index), index, service, nesting, (tools) => {
+      planServerTools(service, { tools } as unknown as ResponsesRequestBody, nesting.disabled, deeper(nesting))
+    }),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'
@@ -56,7 +66,12 @@ const isDisabled = (type: string, disabled: readonly string[] | null) =>
  * The request's server-tool plan, or `undefined` when it has no server tools (then it runs as a single
  * turn, exactly as before). Throws `InvalidRequestError` naming the tool or field at fault.
  */
-export const planServerTools = (service: InferenceService, body: ResponsesRequestBody, disabled: readonly string[] | null): ServerToolPlan | undefined => {
+export const planServerTools = (
+  service: InferenceService,
+  body: ResponsesRequestBody,
+  disabled: readonly string[] | null,
+  nesting: Nesting = noNesting,
+): ServerToolPlan | undefined => {
   const tools = (body.tools ?? []) as Tool[]
   if (!tools.some((tool) => tool.type.startsWith(SERVER_TOOL_PREFIX))) return undefined
   const byFunctionName = new Map<string, ServerTool>()
@@ -79,7 +94,7 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
     }
     if (seen.has(tool.type)) throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" is listed more than once`)
     seen.add(tool.type)
-    const serverTool = build(tool, index, service)
+    const serverTool = build(tool, index, service, nesting)
     const { name } = serverTool.definition
     if (clientNames.has(name)) {
       throw new InvalidRequestError(`body.tools: the function name "${name}" is the one ${tool.type} is offered to the model under; rename your function`)
@@ -95,5 +110,6 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
     maxToolCalls: body.stop_server_tools_when ? MAX_TOOL_CALLS_MAX : (body.max_tool_calls ?? MAX_TOOL_CALLS_MAX),
     stopWhen: body.stop_server_tools_when ?? [],
     isParallel: body.parallel_tool_calls !== false,
+    nesting,
   }
 }
