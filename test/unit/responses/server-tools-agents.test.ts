@@ -225,6 +225,11 @@ describe('service:subagent', () => {
     expect(await refusal(subagent({ tools: [{ type: 'service:datetime', parameters: { timezone: 'Mars/Olympus' } }] }))).toMatch(/^body\.tools\.0\.parameters\.tools\.0\.parameters\.timezone: /)
     expect(await refusal(subagent({ max_tool_calls: 2 }))).toBe('body.tools.0.parameters.max_tool_calls: applies only to a subagent given tools')
     expect(await refusal(subagent({ inherit_functions: false, inherited_function_names: [], model: 'nobody/none' }))).toMatch(/^body\.tools\.0\.parameters\.model: model "nobody\/none"/)
+    // The workspace's disabled tools hold inside a subagent too.
+    await testGateway!.call('PATCH', `/workspaces/${testGateway!.defaultWorkspaceId}`, { json: { disabled_server_tools: ['datetime'] } })
+    expect(await refusal(subagent({ tools: [{ type: 'service:datetime' }] }))).toBe(
+      'body.tools.0.parameters.tools.0: server tool "service:datetime" is disabled for this workspace (disabled_server_tools)',
+    )
     expect(executor.calls).toHaveLength(0)
   })
 
