@@ -83,12 +83,14 @@ export const prepareRequest = async (
   const nesting: Nesting = {
     depth: 0,
     defaultModel: models[0]!,
+    defaultImageModel: workspace.defaultImageModel,
     disabled: workspace.disabledServerTools,
     route: (model, nestedBody) =>
       planAttempts(service.models, service.providers, {
         models: [model],
         preferences: withRouteAlias(body),
         parametersUsed: parametersUsed(nestedBody),
+        modalities: nestedBody.modalities,
         credentials: byok.credentials,
         callerKeyHash: caller.key.hash,
         callerUserId: caller.key.creatorUserId,

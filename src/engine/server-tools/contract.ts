@@ -27,6 +27,8 @@ export interface ServerToolContext {
   /** Fires when the client went away (or the gateway is shutting down): stop at once. */
   signal: AbortSignal
   requestId: string
+  /** Whom the call runs for (an operator's executor may keep one sandbox per workspace). */
+  caller: { accountId: string; workspaceId: string }
   /** Reports progress a stream shows while the call runs (`response.web_search_call.searching`). */
   progress(event: { type: string }): void
   /** Runs a model call of the tool's own (advisor, subagent) through the engine, for this request. */

@@ -219,6 +219,7 @@ export class ServerToolLoop {
         service: this.#service,
         signal,
         requestId: this.#request.requestId,
+        caller: { accountId: this.#request.spend.account.id, workspaceId: this.#request.spend.workspace.id },
         progress: (event) => hooks.onProgress?.(pending, event),
         nested: this.#nested,
         transcript: this.#transcript(),

@@ -21,11 +21,13 @@ export interface Nesting {
   readonly depth: number
   /** The model a nested call runs on when its tool names none: the caller's requested model. */
   readonly defaultModel: string
+  /** The model a nested image request runs on when its tool names none: the workspace's `default_image_model`. */
+  readonly defaultImageModel: string
   /** The workspace's `disabled_server_tools`, which hold for nested calls' tools too. */
   readonly disabled: readonly string[] | null
   /**
-   * Plans the attempts of a nested call of `model` with the caller's BYOK credentials and provider preferences.
-   * Throws routing's own errors (404 when no endpoint can serve it).
+   * Plans the attempts of a nested call of `model` with the caller's BYOK credentials and provider preferences
+   * (and the body's `modalities`). Throws routing's own errors (404 when no endpoint can serve it).
    */
   route(model: string, body: ResponsesRequestBody): Attempt[]
 }
@@ -46,6 +48,7 @@ export type NestedRunner = (call: NestedModelCall, signal: AbortSignal) => Promi
 export const noNesting: Nesting = {
   depth: MAX_NESTING_DEPTH,
   defaultModel: '',
+  defaultImageModel: '',
   disabled: null,
   route() {
     throw new Error('nested model calls are not available here')

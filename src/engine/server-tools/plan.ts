@@ -13,6 +13,8 @@ import type { InferenceService } from '../service'
 import { AdvisorToolSchema, advisorTool } from './advisor'
 import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
+import { EXECUTABLE_TOOL_TYPES, ExecutorToolSchemas, executorTool } from './executor'
+import { ImageGenerationToolSchema, imageGenerationTool } from './image-generation'
 import { deeper, noNesting, type Nesting } from './nesting'
 import type { StopCondition } from './stop'
 import { SubagentToolSchema, subagentTool } from './subagent'
@@ -51,6 +53,13 @@ const SERVER_TOOLS: Record<string, ToolBuilder> = {
     subagentTool(parseTool(SubagentToolSchema, tool, index), index, service, nesting, (tools) => {
       planServerTools(service, { tools } as unknown as ResponsesRequestBody, nesting.disabled, deeper(nesting))
     }),
+  'service:image_generation': (tool, index, service, nesting) => imageGenerationTool(parseTool(ImageGenerationToolSchema, tool, index), index, service, nesting),
+  ...Object.fromEntries(
+    EXECUTABLE_TOOL_TYPES.map((type): [string, ToolBuilder] => [
+      type,
+      (tool, index, service) => executorTool(type, parseTool(ExecutorToolSchemas[type], tool, index), index, service.serverTools.executors),
+    ]),
+  ),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'

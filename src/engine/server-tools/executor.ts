@@ -1,0 +1,159 @@
+/**
+ * Server tools whose work happens somewhere the operator owns (a sandbox, a file store): `service:bash`,
+ * `service:shell`, `service:apply_patch`, `service:files`. The gateway runs the loop; the operator's
+ * `ToolExecutor` (`createGateway({ serverTools: { executors } })`) runs each call. Without one the tool is a 400
+ * naming it, never a tool the model calls into nothing (docs/decisions.md, "Server tools").
+ */
+
+import * as v from 'valibot'
+import { InvalidRequestError } from '../../core/errors'
+import { boundedJson } from '../../core/validation'
+import { integer } from '../request.schemas'
+import { historyPair, type ServerTool } from './contract'
+
+/** The tool kinds an operator's executor runs. */
+export const EXECUTABLE_TOOL_TYPES = ['service:bash', 'service:shell', 'service:apply_patch', 'service:files'] as const
+export type ExecutableToolType = (typeof EXECUTABLE_TOOL_TYPES)[number]
+
+/** One call of an executor's tool, as the model made it. */
+export interface ToolExecutorCall {
+  /** The tool kind (`service:bash`). */
+  type: ExecutableToolType
+  /** The model's call id. */
+  callId: string
+  /** The model's arguments, parsed from JSON (their shape is the tool's `parameters` schema; check them). */
+  arguments: Record<string, unknown>
+  /** The tool's `parameters` in the request (`engine`, `environment`, `sleep_after_seconds`…), `{}` when none. */
+  parameters: Record<string, unknown>
+}
+
+/** Who the call runs for, so an executor can keep one sandbox per workspace. */
+export interface ToolExecutorContext {
+  requestId: string
+  accountId: string
+  workspaceId: string
+  /** Fires when the client went away or the gateway shuts down: stop the work. */
+  signal: AbortSignal
+}
+
+/** What a run gives back. */
+export interface ToolExecutorResult {
+  /** What the model reads as the call's result (a command's output and exit code, say). */
+  output: string
+  /** Fields added to the item the client sees (`{ exit_code: 0 }`); `type`, `id` and `status` are the gateway's. */
+  item?: Record<string, unknown>
+  /** What the run cost in dollars, added to the response's cost. */
+  cost?: number
+}
+
+/** An operator's runner of one tool kind. */
+export interface ToolExecutor {
+  /** Runs one call. A throw is a failed call: logged, and the model reads only that the tool failed. */
+  run(call: ToolExecutorCall, context: ToolExecutorContext): Promise<ToolExecutorResult>
+  /** What the model reads about the tool; a default per kind otherwise. */
+  description?: string
+  /** The JSON schema of the call's arguments; a default per kind otherwise. */
+  parameters?: Record<string, unknown>
+}
+
+export type ToolExecutors = Partial<Record<ExecutableToolType, ToolExecutor>>
+
+const str = (description: string) => ({ type: 'string', description })
+
+/** What the model is offered for each kind unless the executor says otherwise. */
+const DEFAULTS: Record<ExecutableToolType, { description: string; parameters: Record<string, unknown> }> = {
+  'service:bash': {
+    description: 'Runs a bash command in a sandbox and returns its output and exit code.',
+    parameters: { type: 'object', properties: { command: str('The bash command to run.') }, required: ['command'], additionalProperties: false },
+  },
+  'service:shell': {
+    description: 'Runs shell commands in a sandbox, one after another, and returns their output and exit codes.',
+    parameters: {
+      type: 'object',
+      properties: { commands: { type: 'array', items: { type: 'string' }, description: 'The commands to run, in order.' }, timeout_ms: { type: 'integer', description: 'Time limit per command.' } },
+      required: ['commands'],
+      additionalProperties: false,
+    },
+  },
+  'service:apply_patch': {
+    description: 'Creates, updates or deletes a file in the workspace. For updates, give a unified diff.',
+    parameters: {
+      type: 'object',
+      properties: { operation: { type: 'string', enum: ['create_file', 'update_file', 'delete_file'] }, path: str('The file path.'), diff: str('The new content (create) or the diff (update).') },
+      required: ['operation', 'path'],
+      additionalProperties: false,
+    },
+  },
+  'service:files': {
+    description: 'Lists, reads, writes or deletes files in the workspace.',
+    parameters: {
+      type: 'object',
+      properties: { action: { type: 'string', enum: ['list', 'read', 'write', 'delete'] }, path: str('The file or directory path.'), content: str('The content to write.') },
+      required: ['action', 'path'],
+      additionalProperties: false,
+    },
+  },
+}
+
+const SandboxParameters = {
+  engine: v.optional(v.pipe(v.string(), v.minLength(1))),
+  environment: v.optional(boundedJson(v.unknown())),
+  sleep_after_seconds: v.optional(integer(0, 86_400)),
+}
+
+/** The parameters each kind takes (OpenRouter's), passed to the executor as they are. */
+export const ExecutorToolSchemas: Record<ExecutableToolType, v.GenericSchema<unknown, { type: string; parameters?: Record<string, unknown> | undefined }>> = {
+  'service:bash': v.strictObject({ type: v.literal('service:bash'), parameters: v.optional(v.strictObject(SandboxParameters)) }),
+  'service:shell': v.strictObject({ type: v.literal('service:shell'), parameters: v.optional(v.strictObject(SandboxParameters)) }),
+  'service:apply_patch': v.strictObject({ type: v.literal('service:apply_patch'), parameters: v.optional(v.strictObject({ engine: SandboxParameters.engine })) }),
+  'service:files': v.strictObject({ type: v.literal('service:files'), parameters: v.optional(v.strictObject({})) }),
+}
+
+const functionName = (type: ExecutableToolType) => type.replace(':', '_')
+
+const argumentsOf = (text: unknown): Record<string, unknown> => {
+  if (typeof text !== 'string') return {}
+  try {
+    const value: unknown = JSON.parse(text)
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
+}
+
+export const executorTool = (type: ExecutableToolType, tool: { parameters?: Record<string, unknown> | undefined }, index: number, executors: ToolExecutors): ServerTool => {
+  const executor = executors[type]
+  if (!executor) {
+    throw new InvalidRequestError(
+      `body.tools.${index}: server tool "${type}" needs a tool executor, and this gateway's operator has configured none for it (serverTools.executors)`,
+    )
+  }
+  const name = functionName(type)
+  const parameters = tool.parameters ?? {}
+  const defaults = DEFAULTS[type]
+  const item = (id: string, status: string, fields: Record<string, unknown>) => ({ ...fields, type, id, status })
+  return {
+    type,
+    itemIdPrefix: 'exe',
+    itemType: type,
+    definition: { type: 'function', name, description: executor.description ?? defaults.description, parameters: executor.parameters ?? defaults.parameters },
+    pendingItem: (id) => item(id, 'in_progress', {}),
+    failedItem: (id, message) => item(id, 'incomplete', { error: message }),
+    toHistory(entry) {
+      const output = typeof entry.output === 'string' ? entry.output : `Error: ${typeof entry.error === 'string' ? entry.error : 'not run'}`
+      return historyPair(entry, name, argumentsOf(entry.arguments), output)
+    },
+    async run(call, context) {
+      const result = await executor.run(
+        { type, callId: call.callId, arguments: call.arguments, parameters },
+        { requestId: context.requestId, accountId: context.caller.accountId, workspaceId: context.caller.workspaceId, signal: context.signal },
+      )
+      if (typeof result?.output !== 'string') throw new Error(`the ${type} executor returned no output string`)
+      return {
+        output: result.output,
+        item: item(call.itemId, 'completed', { ...result.item, arguments: JSON.stringify(call.arguments), output: result.output }),
+        ...(typeof result.cost === 'number' && Number.isFinite(result.cost) && result.cost > 0 ? { cost: result.cost } : {}),
+      }
+    },
+  }
+}
