@@ -4,7 +4,7 @@
  */
 
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../../core/upstream-guard'
-import type { ToolExecutors } from './executor'
+import type { ToolExecutors } from './executor-types'
 import { createSearchEngines, type SearchEngineOptions, type SearchEngines } from './search-engines'
 
 export interface WebFetchOptions {
