@@ -78,6 +78,12 @@ export interface ProviderAdapter {
    * other, so an adapter that declares none (a custom one written before extensions existed) drops nothing.
    */
   readonly requestExtensions?: readonly RequestExtensionName[]
+  /**
+   * The tool types besides `function` this adapter sends upstream (OpenAI's `web_search`, `file_search`, `mcp`…),
+   * for the provider to run or to offer. Routing never hands it a request with any other, so a tool no endpoint
+   * can take is a 400 naming it rather than a tool dropped on the way.
+   */
+  readonly providerTools?: readonly string[]
   /** Builds the upstream HTTP request (URL, headers with credentials, JSON body). */
   buildRequest(call: UpstreamCall, target: UpstreamTarget): UpstreamRequest
   /** Translates a successful non-streaming JSON body. */

@@ -14,7 +14,7 @@
 
 import type { ProviderAdapter } from '../contract'
 import { toOpenAIError } from './errors'
-import { buildOpenAIRequest } from './request'
+import { buildOpenAIRequest, OPENAI_PROVIDER_TOOLS } from './request'
 import { readOpenAIResult } from './result'
 import { readOpenAIStream } from './stream'
 
@@ -23,6 +23,7 @@ export const openAIResponsesAdapter: ProviderAdapter = {
   api: 'openai-responses',
   // The Responses API has no stop sequences, seed or logit bias: only log probabilities (request.ts).
   requestExtensions: ['logprobs'],
+  providerTools: OPENAI_PROVIDER_TOOLS,
   buildRequest: buildOpenAIRequest,
   readResult: (body) => readOpenAIResult(body),
   readStream: readOpenAIStream,
