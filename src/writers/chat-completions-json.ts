@@ -5,8 +5,10 @@ import { completedImages, type OutputFunctionCall, type OutputMessage, type Outp
 import {
   chatCompletionId,
   finishReasonOf,
+  MESSAGE_SEPARATOR,
   providerNameOf,
   reasoningDetailsOf,
+  toChatAnnotation,
   toChatError,
   toChatImage,
   toChatLogprobs,
@@ -26,11 +28,23 @@ const toMessage = (result: ResponseResult, options: ChatWriterOptions) => {
   let reasoning = ''
   const reasoningDetails: ReasoningDetail[] = []
   const toolCalls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = []
+  const annotations: Array<NonNullable<ReturnType<typeof toChatAnnotation>>> = []
   for (const item of result.output) {
     if (item.type === 'message') {
+      // A later message item is a later turn of a server-tool loop: its text starts apart.
+      let separator: string = content ? MESSAGE_SEPARATOR : ''
       for (const part of (item as OutputMessage).content) {
-        if (part.type === 'output_text') content = (content ?? '') + part.text
-        else refusal = (refusal ?? '') + part.refusal
+        if (part.type !== 'output_text') {
+          refusal = (refusal ?? '') + part.refusal
+          continue
+        }
+        const offset = (content ?? '').length + separator.length
+        content = (content ?? '') + separator + part.text
+        separator = ''
+        for (const annotation of part.annotations) {
+          const cited = toChatAnnotation(annotation, offset)
+          if (cited) annotations.push(cited)
+        }
       }
     } else if (item.type === 'function_call') {
       const call = item as OutputFunctionCall
@@ -46,6 +60,7 @@ const toMessage = (result: ResponseResult, options: ChatWriterOptions) => {
     role: 'assistant' as const,
     content,
     refusal,
+    ...(annotations.length > 0 ? { annotations } : {}),
     ...(reasoningDetails.length > 0 ? { reasoning, reasoning_details: reasoningDetails } : {}),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
     ...(images.length > 0 ? { images } : {}),
