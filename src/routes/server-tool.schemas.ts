@@ -5,17 +5,18 @@
 
 import * as v from 'valibot'
 import { boundedJson } from '../core/validation'
+import { withServerToolName } from '../engine/request.schemas'
 
-export const SERVER_TOOL_TYPE_PREFIX = 'service:'
-
-/** Whether a tool object names a gateway server tool. */
-export const isServerToolEntry = (tool: unknown): boolean =>
-  typeof tool === 'object' && tool !== null && typeof (tool as { type?: unknown }).type === 'string' && (tool as { type: string }).type.startsWith(SERVER_TOOL_TYPE_PREFIX)
+/** Whether a tool object names a gateway server tool (`service:…`, or OpenRouter's name for it, `openrouter:…`). */
+export const isServerToolEntry = (tool: unknown): boolean => {
+  const type = typeof tool === 'object' && tool !== null ? (tool as { type?: unknown }).type : undefined
+  return typeof type === 'string' && (type.startsWith('service:') || type.startsWith('openrouter:'))
+}
 
 // Loose: the plan names an unknown field by its place (`body.tools.0.engine: unknown field`), as on /responses.
-export const ServerToolEntrySchema = v.looseObject({
-  type: v.pipe(v.string(), v.startsWith(SERVER_TOOL_TYPE_PREFIX)),
-  parameters: v.optional(boundedJson(v.unknown())),
-})
+export const ServerToolEntrySchema = v.pipe(
+  v.looseObject({ type: v.string(), parameters: v.optional(boundedJson(v.unknown())) }),
+  v.transform(withServerToolName),
+)
 
 export type ServerToolEntry = v.InferOutput<typeof ServerToolEntrySchema>

@@ -75,6 +75,19 @@ describe('server tools on /chat/completions', () => {
   })
 })
 
+describe("OpenRouter's name of a server tool", () => {
+  it('takes openrouter:datetime as service:datetime on /responses and /chat/completions, and answers with service: items', async () => {
+    await serve([...TIME_THEN_ANSWER, ...TIME_THEN_ANSWER])
+    const tools = [{ type: 'openrouter:datetime', parameters: { timezone: 'UTC' } }]
+    const responses = await (await post('/responses', { model: 'test/model', input: 'Time?', tools })).json()
+    expect(responses.output[1]).toMatchObject({ type: 'service:datetime', status: 'completed' })
+    const chat = await (await post('/chat/completions', { model: 'test/model', messages: HI, tools })).json()
+    expect(chat.choices[0].message.content).toBe('Let me check.\n\nIt is 10:04 in Paris.')
+    const bad = await post('/responses', { model: 'test/model', input: 'x', tools: [{ type: 'openrouter:datetime', parameters: { zone: 'UTC' } }] })
+    expect((await bad.json()).error.message).toBe('body.tools.0.parameters.zone: unknown field')
+  })
+})
+
 describe('server tools on /messages', () => {
   it('answers with a text block per turn, whole and streamed, the tool calls unseen', async () => {
     await serve([...TIME_THEN_ANSWER, ...TIME_THEN_ANSWER])
