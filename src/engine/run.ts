@@ -18,6 +18,7 @@ import type { ResponseSession, WholeAnswer } from './session-events'
 import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
 import { answerWhole } from './whole'
+import { providerToolsRunHere } from './server-tools/executor'
 import type { Nesting } from './server-tools/nesting'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
@@ -79,11 +80,13 @@ export const prepareRequest = async (
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
   const models = requestedModels(body.model, body.models, defaultModel)
+  const gatewayRunTools = providerToolsRunHere(service, body.tools, models)
   // Nested model calls (advisor, subagent) route as the caller's request does: their keys, their preferences.
   const nesting: Nesting = {
     depth: 0,
     defaultModel: models[0]!,
     defaultImageModel: workspace.defaultImageModel,
+    gatewayRunTools,
     disabled: workspace.disabledServerTools,
     route: (model, nestedBody) =>
       planAttempts(service.models, service.providers, {
@@ -102,7 +105,8 @@ export const prepareRequest = async (
     preferences: withRouteAlias(body),
     parametersUsed: parametersUsed(body, extensions?.values),
     modalities: body.modalities,
-    mustHonour: mustHonour(body, extensions?.values, extensions?.fieldNames),
+    // Provider tools the gateway runs itself need no endpoint that takes them.
+    mustHonour: mustHonour(gatewayRunTools.size > 0 ? { ...body, tools: body.tools?.filter((tool) => !gatewayRunTools.has(tool.type)) } : body, extensions?.values, extensions?.fieldNames),
     credentials: byok.credentials,
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,

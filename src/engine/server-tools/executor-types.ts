@@ -3,9 +3,20 @@
  * (`modelgate`'s `ToolExecutor`), and apart from the tool itself so the gateway's options can name it.
  */
 
+/** The gateway's own tool kinds that run only through an operator's executor. */
+export const EXECUTOR_SERVER_TOOLS = ['service:bash', 'service:shell', 'service:apply_patch', 'service:files'] as const
+
+/**
+ * Provider tools the gateway runs through an operator's executor when no endpoint of the request's models can run
+ * them (docs/decisions.md, "Server tools"). Computer use is not among them: its results are screenshots.
+ */
+export const EXECUTOR_PROVIDER_TOOLS = ['file_search', 'code_interpreter', 'mcp'] as const
+
 /** The tool kinds an operator's executor runs. */
-export const EXECUTABLE_TOOL_TYPES = ['service:bash', 'service:shell', 'service:apply_patch', 'service:files'] as const
+export const EXECUTABLE_TOOL_TYPES = [...EXECUTOR_SERVER_TOOLS, ...EXECUTOR_PROVIDER_TOOLS] as const
 export type ExecutableToolType = (typeof EXECUTABLE_TOOL_TYPES)[number]
+export type ExecutorProviderTool = (typeof EXECUTOR_PROVIDER_TOOLS)[number]
+export type ExecutorServerTool = (typeof EXECUTOR_SERVER_TOOLS)[number]
 
 /** One call of an executor's tool, as the model made it. */
 export interface ToolExecutorCall {
@@ -15,7 +26,10 @@ export interface ToolExecutorCall {
   callId: string
   /** The model's arguments, parsed from JSON (their shape is the tool's `parameters` schema; check them). */
   arguments: Record<string, unknown>
-  /** The tool's `parameters` in the request (`engine`, `environment`, `sleep_after_seconds`…), `{}` when none. */
+  /**
+   * The tool's `parameters` in the request (`engine`, `environment`, `sleep_after_seconds`…), `{}` when none; for a
+   * provider tool, its fields as sent (`vector_store_ids`, `container`, `server_label`…).
+   */
   parameters: Record<string, unknown>
 }
 

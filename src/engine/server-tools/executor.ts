@@ -7,10 +7,11 @@
 
 import * as v from 'valibot'
 import { InvalidRequestError } from '../../core/errors'
-import { boundedJson } from '../../core/validation'
+import { boundedJson, passThroughObject } from '../../core/validation'
 import { integer } from '../request.schemas'
 import { historyPair, type ServerTool } from './contract'
-import type { ExecutableToolType, ToolExecutors } from './executor-types'
+import type { InferenceService } from '../service'
+import { EXECUTOR_PROVIDER_TOOLS, type ExecutableToolType, type ExecutorProviderTool, type ExecutorServerTool, type ToolExecutors } from './executor-types'
 
 const str = (description: string) => ({ type: 'string', description })
 
@@ -38,6 +39,23 @@ const DEFAULTS: Record<ExecutableToolType, { description: string; parameters: Re
       additionalProperties: false,
     },
   },
+  file_search: {
+    description: 'Searches the configured document stores and returns the passages that match.',
+    parameters: { type: 'object', properties: { query: str('What to look for.') }, required: ['query'], additionalProperties: false },
+  },
+  code_interpreter: {
+    description: 'Runs Python code in a sandbox and returns its output.',
+    parameters: { type: 'object', properties: { code: str('The Python code to run.') }, required: ['code'], additionalProperties: false },
+  },
+  mcp: {
+    description: 'Calls a tool of the configured MCP server and returns its result.',
+    parameters: {
+      type: 'object',
+      properties: { name: str('The MCP tool to call.'), arguments: { type: 'object', description: "The tool's arguments." } },
+      required: ['name'],
+      additionalProperties: false,
+    },
+  },
   'service:files': {
     description: 'Lists, reads, writes or deletes files in the workspace.',
     parameters: {
@@ -56,14 +74,31 @@ const SandboxParameters = {
 }
 
 /** The parameters each kind takes (OpenRouter's), passed to the executor as they are. */
-export const ExecutorToolSchemas: Record<ExecutableToolType, v.GenericSchema<unknown, { type: string; parameters?: Record<string, unknown> | undefined }>> = {
+export const ExecutorToolSchemas: Record<ExecutorServerTool, v.GenericSchema<unknown, { type: string; parameters?: Record<string, unknown> | undefined }>> = {
   'service:bash': v.strictObject({ type: v.literal('service:bash'), parameters: v.optional(v.strictObject(SandboxParameters)) }),
   'service:shell': v.strictObject({ type: v.literal('service:shell'), parameters: v.optional(v.strictObject(SandboxParameters)) }),
   'service:apply_patch': v.strictObject({ type: v.literal('service:apply_patch'), parameters: v.optional(v.strictObject({ engine: SandboxParameters.engine })) }),
   'service:files': v.strictObject({ type: v.literal('service:files'), parameters: v.optional(v.strictObject({})) }),
 }
 
-const functionName = (type: ExecutableToolType) => type.replace(':', '_')
+// A provider tool keeps OpenAI's shape (its required fields, the gaps of the spec's tools union); the executor gets its fields.
+const nonEmpty = v.pipe(v.string(), v.minLength(1))
+const PROVIDER_TOOL_FIELDS: Record<ExecutorProviderTool, v.ObjectEntries> = {
+  file_search: { vector_store_ids: v.pipe(v.array(nonEmpty), v.minLength(1, 'must have at least 1 vector store id')) },
+  code_interpreter: { container: boundedJson(v.union([nonEmpty, v.record(v.string(), v.unknown())], 'must be a container id or object')) },
+  mcp: { server_label: nonEmpty },
+}
+
+/** A provider tool the gateway runs through its executor, as a server tool whose `parameters` are the tool's own fields. */
+export const parseProviderTool = (type: ExecutorProviderTool, parse: (schema: v.GenericSchema) => unknown) => {
+  const { type: _type, ...fields } = parse(passThroughObject({ type: v.literal(type), ...PROVIDER_TOOL_FIELDS[type] })) as Record<string, unknown>
+  return { parameters: fields }
+}
+
+const functionName = (type: ExecutableToolType) => `service_${type.replace(/^service:/, '')}`
+
+// Provider tools keep OpenAI's item names (`file_search_call`); the gateway's own are named by their type.
+const itemTypeOf = (type: ExecutableToolType) => (type.startsWith('service:') ? type : `${type}_call`)
 
 const argumentsOf = (text: unknown): Record<string, unknown> => {
   if (typeof text !== 'string') return {}
@@ -85,11 +120,12 @@ export const executorTool = (type: ExecutableToolType, tool: { parameters?: Reco
   const name = functionName(type)
   const parameters = tool.parameters ?? {}
   const defaults = DEFAULTS[type]
-  const item = (id: string, status: string, fields: Record<string, unknown>) => ({ ...fields, type, id, status })
+  const itemType = itemTypeOf(type)
+  const item = (id: string, status: string, fields: Record<string, unknown>) => ({ ...fields, type: itemType, id, status })
   return {
     type,
     itemIdPrefix: 'exe',
-    itemType: type,
+    itemType,
     definition: { type: 'function', name, description: executor.description ?? defaults.description, parameters: executor.parameters ?? defaults.parameters },
     pendingItem: (id) => item(id, 'in_progress', {}),
     failedItem: (id, message) => item(id, 'incomplete', { error: message }),
@@ -110,4 +146,20 @@ export const executorTool = (type: ExecutableToolType, tool: { parameters?: Reco
       }
     },
   }
+}
+
+/**
+ * The provider tools of a request the gateway runs itself: those with an operator executor that no endpoint of the
+ * requested models can run (an endpoint that can is routed to instead, and the provider runs the tool).
+ */
+export const providerToolsRunHere = (service: InferenceService, tools: ReadonlyArray<{ type: string }> | undefined, models: readonly string[]): Set<string> => {
+  const runHere = new Set<string>()
+  for (const { type } of tools ?? []) {
+    if (!(EXECUTOR_PROVIDER_TOOLS as readonly string[]).includes(type) || !service.serverTools.executors[type as ExecutorProviderTool]) continue
+    const isRunUpstream = models.some((slug) =>
+      (service.models.find(slug)?.endpoints ?? []).some((endpoint) => service.providers.get(endpoint.provider)?.adapter.providerTools?.includes(type) === true),
+    )
+    if (!isRunUpstream) runHere.add(type)
+  }
+  return runHere
 }

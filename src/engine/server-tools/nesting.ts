@@ -23,6 +23,11 @@ export interface Nesting {
   readonly defaultModel: string
   /** The model a nested image request runs on when its tool names none: the workspace's `default_image_model`. */
   readonly defaultImageModel: string
+  /**
+   * Provider tools (`file_search`…) the gateway runs itself through the operator's executor, because no endpoint
+   * of the request's models can run them (docs/decisions.md, "Server tools").
+   */
+  readonly gatewayRunTools: ReadonlySet<string>
   /** The workspace's `disabled_server_tools`, which hold for nested calls' tools too. */
   readonly disabled: readonly string[] | null
   /**
@@ -49,6 +54,7 @@ export const noNesting: Nesting = {
   depth: MAX_NESTING_DEPTH,
   defaultModel: '',
   defaultImageModel: '',
+  gatewayRunTools: new Set(),
   disabled: null,
   route() {
     throw new Error('nested model calls are not available here')

@@ -13,8 +13,8 @@ import type { InferenceService } from '../service'
 import { AdvisorToolSchema, advisorTool } from './advisor'
 import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
-import { ExecutorToolSchemas, executorTool } from './executor'
-import { EXECUTABLE_TOOL_TYPES } from './executor-types'
+import { ExecutorToolSchemas, executorTool, parseProviderTool } from './executor'
+import { EXECUTOR_PROVIDER_TOOLS, EXECUTOR_SERVER_TOOLS } from './executor-types'
 import { ImageGenerationToolSchema, imageGenerationTool } from './image-generation'
 import { deeper, noNesting, type Nesting } from './nesting'
 import type { StopCondition } from './stop'
@@ -56,12 +56,20 @@ const SERVER_TOOLS: Record<string, ToolBuilder> = {
     }),
   'service:image_generation': (tool, index, service, nesting) => imageGenerationTool(parseTool(ImageGenerationToolSchema, tool, index), index, service, nesting),
   ...Object.fromEntries(
-    EXECUTABLE_TOOL_TYPES.map((type): [string, ToolBuilder] => [
+    EXECUTOR_SERVER_TOOLS.map((type): [string, ToolBuilder] => [
       type,
       (tool, index, service) => executorTool(type, parseTool(ExecutorToolSchemas[type], tool, index), index, service.serverTools.executors),
     ]),
   ),
 }
+
+/** Provider tools the gateway runs through an executor when no endpoint can (`Nesting.gatewayRunTools`). */
+const PROVIDER_TOOLS_RUN_HERE: Record<string, ToolBuilder> = Object.fromEntries(
+  EXECUTOR_PROVIDER_TOOLS.map((type): [string, ToolBuilder] => [
+    type,
+    (tool, index, service) => executorTool(type, parseProviderTool(type, (schema) => parseTool(schema, tool, index)), index, service.serverTools.executors),
+  ]),
+)
 
 export const SERVER_TOOL_PREFIX = 'service:'
 
@@ -83,17 +91,18 @@ export const planServerTools = (
   nesting: Nesting = noNesting,
 ): ServerToolPlan | undefined => {
   const tools = (body.tools ?? []) as Tool[]
-  if (!tools.some((tool) => tool.type.startsWith(SERVER_TOOL_PREFIX))) return undefined
+  const isRunHere = (type: string) => type.startsWith(SERVER_TOOL_PREFIX) || nesting.gatewayRunTools.has(type)
+  if (!tools.some((tool) => isRunHere(tool.type))) return undefined
   const byFunctionName = new Map<string, ServerTool>()
   const seen = new Set<string>()
   const clientNames = new Set(tools.flatMap((tool) => (tool.type === 'function' ? [(tool as { name: string }).name] : [])))
   const upstreamTools: Tool[] = []
   for (const [index, tool] of tools.entries()) {
-    if (!tool.type.startsWith(SERVER_TOOL_PREFIX)) {
+    if (!isRunHere(tool.type)) {
       upstreamTools.push(tool)
       continue
     }
-    const build = SERVER_TOOLS[tool.type]
+    const build = SERVER_TOOLS[tool.type] ?? PROVIDER_TOOLS_RUN_HERE[tool.type]
     if (!build) {
       throw new InvalidRequestError(
         `body.tools.${index}: server tool "${tool.type}" is not available on this gateway (available: ${SUPPORTED_SERVER_TOOLS.join(', ')})`,

@@ -8,6 +8,8 @@ import type { ToolExecutor, ToolExecutorCall, ToolExecutorContext } from '../../
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type ScriptedReply, type TestGateway } from '../../../src/testing'
 import { assertValidEventSequence } from '../../helpers/stream-events'
 import { createRecordingLogger } from '../../helpers/logger'
+import { createResponsesHarness } from '../../helpers/responses'
+import { jsonFixture } from '../../helpers/upstream'
 
 let testGateway: TestGateway | undefined
 afterEach(async () => {
@@ -123,5 +125,48 @@ describe('without an executor', () => {
 
   it('refuses an executor option without run when the gateway is created', async () => {
     await expect(serve([], { 'service:bash': {} as ToolExecutor })).rejects.toThrow(/serverTools\.executors\.service:bash.*run\(call, context\)/)
+  })
+})
+
+describe('provider tools run through an executor', () => {
+  const FILE_SEARCH = { type: 'file_search', vector_store_ids: ['vs_docs'], max_num_results: 3 }
+  const searchCall = { type: 'function_call' as const, name: 'service_file_search', arguments: '{"query":"refund policy"}', callId: 'call_fs' }
+
+  it('runs file_search at the gateway when no endpoint can, with the tool fields as parameters and OpenAI\'s item name', async () => {
+    const { calls, executor } = listing()
+    const gateway = await serve([[searchCall], 'Refunds take 14 days.'], { file_search: executor })
+    const response = await gateway.responses({ input: 'Refunds?', tools: [FILE_SEARCH] })
+    expect(response.status).toBe(200)
+    const body = await response.json()
+    expect(body.output[0]).toMatchObject({ type: 'file_search_call', status: 'completed', arguments: '{"query":"refund policy"}' })
+    expect(calls[0]!.call).toEqual({ type: 'file_search', callId: 'call_fs', arguments: { query: 'refund policy' }, parameters: { vector_store_ids: ['vs_docs'], max_num_results: 3 } })
+    expect(model.calls[0]!.tools).toEqual([expect.objectContaining({ type: 'function', name: 'service_file_search' })])
+    // The caller's tool is echoed as sent.
+    expect(body.tools).toEqual([FILE_SEARCH])
+  })
+
+  it('refuses the tool when no endpoint can run it and no executor is configured, and a malformed one with an executor', async () => {
+    const { executor } = listing()
+    const gateway = await serve([], { code_interpreter: executor })
+    const refused = await gateway.responses({ input: 'x', tools: [FILE_SEARCH] })
+    expect(refused.status).toBe(400)
+    expect((await refused.json()).error.message).toBe('body.tools.0 (type "file_search"): not supported by any endpoint of test/model')
+    const malformed = await gateway.responses({ input: 'x', tools: [{ type: 'code_interpreter' }] })
+    expect((await malformed.json()).error.message).toMatch(/^body\.tools\.0\.container: /)
+    expect(model.calls).toHaveLength(0)
+  })
+
+  it('leaves the tool to a provider that runs it, the executor unused', async () => {
+    const { calls, executor } = listing()
+    const harness = await createResponsesHarness({ openai: {} }, { serverTools: { executors: { file_search: executor } } })
+    try {
+      harness.upstreams.openai!.setHandler(() => jsonFixture('openai', 'text.json'))
+      const response = await harness.post({ model: 'openai/gpt-4o', input: 'Refunds?', tools: [FILE_SEARCH] })
+      expect(response.status).toBe(200)
+      expect(harness.upstreams.openai!.requests[0]!.json.tools).toEqual([FILE_SEARCH])
+      expect(calls).toHaveLength(0)
+    } finally {
+      await harness.close()
+    }
   })
 })
