@@ -16,6 +16,7 @@ import {
   type ChatWriterOptions,
   type ReasoningDetail,
 } from './chat-completions-shared'
+import { asGeneratedImage } from './server-tool-images'
 
 const reasoningTextOf = (item: OutputReasoning) => {
   const parts = item.content?.length ? item.content : item.summary
@@ -55,7 +56,7 @@ const toMessage = (result: ResponseResult, options: ChatWriterOptions) => {
       reasoningDetails.push(...reasoningDetailsOf(block, reasoningDetails.length))
     }
   }
-  const images = completedImages(result.output).map(toChatImage)
+  const images = completedImages(result.output.map(asGeneratedImage)).map(toChatImage)
   return {
     role: 'assistant' as const,
     content,

@@ -27,6 +27,7 @@ import {
   type ChatWriterOptions,
   type ReasoningDetail,
 } from './chat-completions-shared'
+import { asGeneratedImage } from './server-tool-images'
 
 const KEEP_ALIVE = ': PROCESSING\n\n'
 const DONE = 'data: [DONE]\n\n'
@@ -160,8 +161,8 @@ export const toChatCompletionsSse =
         case 'response.output_item.done':
           if (event.item.type === 'function_call') return callDone(event.item as OutputFunctionCall)
           if (event.item.type === 'reasoning') return reasoningDone(event.output_index, event.item as OutputReasoning)
-          if (event.item.type === 'image_generation_call') {
-            const [image] = completedImages([event.item as OutputImage])
+          if (event.item.type === 'image_generation_call' || event.item.type === 'service:image_generation') {
+            const [image] = completedImages([asGeneratedImage(event.item) as OutputImage])
             return image ? delta({ images: [toChatImage(image)] }) : undefined
           }
           return undefined

@@ -4,7 +4,7 @@
  */
 
 import { afterEach, describe, expect, it } from 'vitest'
-import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
+import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture, jsonFixture, type UpstreamReply } from '../../helpers/upstream'
 
 const IMAGE = JSON.parse(fixture('gemini', 'image.json').toString('utf8')).candidates[0].content.parts[1].inlineData.data as string
@@ -26,11 +26,13 @@ const geminiJson = (parts: unknown[], usage = { promptTokenCount: 10, candidates
 /** The text model asks for a sunset once, then answers; the image model draws the fixture. */
 const serve = async () => {
   harness = await createResponsesHarness({ 'google-ai-studio': {} })
-  let textTurns = 0
   harness.upstreams['google-ai-studio']!.setHandler((request) => {
     if (request.url.includes('gemini-2.5-flash-image')) return jsonFixture('gemini', 'image.json')
-    textTurns++
-    return textTurns === 1 ? geminiJson([{ functionCall: { name: 'service_image_generation', args: { prompt: 'A sunset tile' } } }]) : geminiJson([{ text: 'Here it is.' }])
+    // Each request of the text model asks for the picture once (its first turn), then answers.
+    const hasResult = JSON.stringify(request.json.contents).includes('functionResponse')
+    const reply = hasResult ? geminiJson([{ text: 'Here it is.' }]) : geminiJson([{ functionCall: { name: 'service_image_generation', args: { prompt: 'A sunset tile' } } }])
+    if (!request.url.includes(':streamGenerateContent')) return reply
+    return { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [`data: ${String(reply.body)}\r\n\r\n`] }
   })
   return harness
 }
@@ -64,6 +66,26 @@ describe('service:image_generation', () => {
     expect(JSON.stringify(result)).toContain('The image was generated (png) and is shown to the user.')
     expect(body.usage.cost).toBeGreaterThan(IMAGE_COST)
     expect(body.usage.output_tokens).toBe(5 + 1300 + 5)
+  })
+
+  it('shows the picture where each wire shows images: Chat Completions images, a Messages image block', async () => {
+    await serve()
+    const post = (path: string, body: Record<string, unknown>) =>
+      harness!.gateway.fetch(
+        new Request(`http://gateway.test/api/v1${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${harness!.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'google/gemini-2.5-flash', tools: [{ type: 'service:image_generation' }], ...body }),
+        }),
+      )
+    const messages = [{ role: 'user', content: 'Draw me a sunset' }]
+    const chat = await (await post('/chat/completions', { messages })).json()
+    expect(chat.choices[0].message).toMatchObject({ content: 'Here it is.', images: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${IMAGE}` } }] })
+    const { events } = await readSseEvents(await post('/chat/completions', { messages, stream: true }))
+    const images = events.slice(0, -1).flatMap((event) => event.data.choices?.flatMap((choice: { delta: { images?: unknown[] } }) => choice.delta.images ?? []) ?? [])
+    expect(images).toEqual([{ type: 'image_url', image_url: { url: `data:image/png;base64,${IMAGE}` } }])
+    const message = await (await post('/messages', { messages, max_tokens: 100 })).json()
+    expect(message.content).toEqual([{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: IMAGE } }, { type: 'text', text: 'Here it is.' }])
   })
 
   it('refuses a model that is unknown or does not draw, naming the field', async () => {
