@@ -122,13 +122,15 @@ export const subagentTool = (
       const task = { ...(taskName ? { task_name: taskName } : {}), task_description: taskDescription }
       const input = [{ type: 'message' as const, role: 'user' as const, content: taskName ? `Task: ${taskName}\n\n${taskDescription}` : taskDescription }]
       const result = await runNestedCall(context, nestedBody(parameters, planned.model, input, toolFields as never), planned.attempts)
-      const usage = result.usage ?? undefined
+      // The worker's own searches count among the response's (`web_search_requests`), as their cost does.
+      const searches = (result.usage as { server_tool_use_details?: { web_search_requests?: number } } | null)?.server_tool_use_details?.web_search_requests ?? 0
+      const spent = { ...(result.usage ? { usage: result.usage } : {}), ...(searches > 0 ? { webSearchRequests: searches } : {}) }
       if (result.status === 'failed') {
         const message = `the worker's task failed: ${result.error?.message ?? 'unknown error'}`
-        return { output: `Error: ${message}`, item: item(call.itemId, 'failed', { call_id: call.callId, ...task, model: result.model, error: message }), ...(usage ? { usage } : {}) }
+        return { output: `Error: ${message}`, item: item(call.itemId, 'failed', { call_id: call.callId, ...task, model: result.model, error: message }), ...spent }
       }
       const outcome = answerText(result)
-      return { output: outcome, item: item(call.itemId, 'completed', { call_id: call.callId, ...task, model: result.model, outcome }), ...(usage ? { usage } : {}) }
+      return { output: outcome, item: item(call.itemId, 'completed', { call_id: call.callId, ...task, model: result.model, outcome }), ...spent }
     },
   }
 }

@@ -5,7 +5,10 @@
  */
 
 import { afterEach, describe, expect, it } from 'vitest'
-import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type ScriptedReply, type TestGateway } from '../../../src/testing'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type ScriptedReply, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
+import { startUpstream } from '../../helpers/upstream'
 import { assertValidEventSequence } from '../../helpers/stream-events'
 
 let testGateway: TestGateway | undefined
@@ -28,10 +31,10 @@ const call = (name: string, args: Record<string, unknown>, callId = `call_${name
 let executor: ScriptedProvider
 let advisor: ScriptedProvider
 
-const serve = async (executorReplies: ScriptedReply[], advisorReplies: ScriptedReply[] = []) => {
+const serve = async (executorReplies: ScriptedReply[], advisorReplies: ScriptedReply[] = [], options: Partial<TestGatewayOptions> = {}) => {
   executor = scriptedProvider({ replies: executorReplies })
   advisor = scriptedProvider({ replies: advisorReplies })
-  testGateway = await createTestGateway({ providers: { scripted: executor, advisor }, models: [advisorEntry] })
+  testGateway = await createTestGateway({ providers: { scripted: executor, advisor }, models: [advisorEntry], ...options })
   return testGateway
 }
 
@@ -231,6 +234,25 @@ describe('service:subagent', () => {
       'body.tools.0.parameters.tools.0: server tool "service:datetime" is disabled for this workspace (disabled_server_tools)',
     )
     expect(executor.calls).toHaveLength(0)
+  })
+
+  it("counts the worker's own searches and their price in the caller's usage", async () => {
+    const body = readFileSync(join(__dirname, '../../fixtures/search/searxng-search.json'), 'utf8')
+    const searxng = await startUpstream(() => ({ headers: { 'content-type': 'application/json' }, body }))
+    try {
+      await serve(
+        DELEGATE_THEN_ANSWER,
+        [[call('service_web_search', { query: 'tides' }, 'call_search')], [{ type: 'text', text: 'High tide at 6.' }, usage(30, 3)]],
+        { serverTools: { webSearch: { searxng: { baseURL: searxng.url, pricePerRequest: 0.002 } } } },
+      )
+      const answer = await whole({ tools: [{ type: 'service:subagent', parameters: { model: ADVISOR_MODEL, tools: [{ type: 'service:web_search' }] } }] })
+      expect(answer.output[0]).toMatchObject({ status: 'completed', outcome: 'High tide at 6.' })
+      expect(answer.usage.server_tool_use_details).toEqual({ tool_calls_requested: 1, tool_calls_executed: 1, web_search_requests: 1 })
+      // The parent's turns (220 in, 14 out at the test price), the worker's turn (30 in, 3 out at ten times it) and one search.
+      expect(answer.usage.cost).toBeCloseTo(220e-6 + 28e-6 + 300e-6 + 60e-6 + 0.002, 12)
+    } finally {
+      await searxng.close()
+    }
   })
 
   it("lets a subagent consult an advisor (depth 2), whose usage reaches the caller's response", async () => {
