@@ -30,7 +30,8 @@ const CallSchema = v.object({
 })
 
 const ITEM_TYPE = 'service:advisor'
-const FUNCTION_NAME = 'service_advisor'
+/** The function an instance is offered under: one per name, so a request may offer several (OpenRouter's named advisors). */
+const functionNameOf = (name: unknown) => (typeof name === 'string' && name !== '' ? `service_advisor_${name.replace(/[^A-Za-z0-9_-]/g, '_')}` : 'service_advisor')
 
 export const advisorTool = (tool: v.InferOutput<typeof AdvisorToolSchema>, index: number, service: InferenceService, nesting: Nesting): ServerTool => {
   if (nesting.depth >= MAX_NESTING_DEPTH) {
@@ -49,7 +50,7 @@ export const advisorTool = (tool: v.InferOutput<typeof AdvisorToolSchema>, index
     itemType: ITEM_TYPE,
     definition: {
       type: 'function',
-      name: FUNCTION_NAME,
+      name: functionNameOf(parameters.name),
       description:
         `Consult ${parameters.name ? `the advisor "${parameters.name}"` : 'an advisor'}, a stronger model, for guidance: before committing to an approach, ` +
         'when stuck, or before declaring a task done; not for trivial steps. ' +
@@ -70,7 +71,7 @@ export const advisorTool = (tool: v.InferOutput<typeof AdvisorToolSchema>, index
     toHistory(entry) {
       const prompt = typeof entry.prompt === 'string' ? entry.prompt : ''
       const output = entry.status === 'completed' && typeof entry.advice === 'string' ? entry.advice : `Error: ${typeof entry.error === 'string' ? entry.error : 'not run'}`
-      return historyPair(entry, FUNCTION_NAME, isModelFixed || typeof entry.model !== 'string' ? { prompt } : { prompt, model: entry.model }, output)
+      return historyPair(entry, functionNameOf(entry.name), isModelFixed || typeof entry.model !== 'string' ? { prompt } : { prompt, model: entry.model }, output)
     },
     async run(call, context) {
       const parsed = v.safeParse(CallSchema, call.arguments)

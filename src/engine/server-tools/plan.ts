@@ -73,6 +73,9 @@ const PROVIDER_TOOLS_RUN_HERE: Record<string, ToolBuilder> = Object.fromEntries(
 
 export const SERVER_TOOL_PREFIX = 'service:'
 
+/** Tools a request may list several times, each under its own `parameters.name` (OpenRouter's named advisors). */
+const NAMED_TOOLS = new Set(['service:advisor', 'service:subagent'])
+
 /** The server-tool types this gateway runs. */
 export const SUPPORTED_SERVER_TOOLS = Object.keys(SERVER_TOOLS)
 
@@ -111,10 +114,14 @@ export const planServerTools = (
     if (isDisabled(tool.type, disabled)) {
       throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" is disabled for this workspace (disabled_server_tools)`)
     }
-    if (seen.has(tool.type)) throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" is listed more than once`)
-    seen.add(tool.type)
+    // Once per type, but for tools offered under a name of their own (named advisors and subagents): once per name.
+    const instanceName = (tool as { parameters?: { name?: unknown } }).parameters?.name
+    const key = NAMED_TOOLS.has(tool.type) && typeof instanceName === 'string' ? `${tool.type}:${instanceName.trim()}` : tool.type
+    if (seen.has(key)) throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" is listed more than once${key === tool.type ? '' : ' with this name'}`)
+    seen.add(key)
     const serverTool = build(tool, index, service, nesting)
     const { name } = serverTool.definition
+    if (byFunctionName.has(name)) throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" would be offered under the function name "${name}" of another; name it apart`)
     if (clientNames.has(name)) {
       throw new InvalidRequestError(`body.tools: the function name "${name}" is the one ${tool.type} is offered to the model under; rename your function`)
     }

@@ -38,7 +38,8 @@ const CallSchema = v.object({
 })
 
 const ITEM_TYPE = 'service:subagent'
-const FUNCTION_NAME = 'service_subagent'
+/** The function an instance is offered under: one per name, so a request may offer several (OpenRouter's named subagents). */
+const functionNameOf = (name: unknown) => (typeof name === 'string' && name !== '' ? `service_subagent_${name.replace(/[^A-Za-z0-9_-]/g, '_')}` : 'service_subagent')
 
 const FUNCTIONS_REFUSED =
   "a subagent's function calls would have to be run by the client in the middle of its task, which this gateway does not do; give the subagent server tools (service:*) only"
@@ -91,7 +92,7 @@ export const subagentTool = (
     itemType: ITEM_TYPE,
     definition: {
       type: 'function',
-      name: FUNCTION_NAME,
+      name: functionNameOf(parameters.name),
       description:
         `Delegate a self-contained task to ${parameters.name ? `the worker "${parameters.name}"` : 'a worker model'} (${planned.model}). ` +
         'The worker does not see this conversation, so describe the task with everything it needs. Returns its outcome.',
@@ -113,7 +114,7 @@ export const subagentTool = (
         task_description: typeof entry.task_description === 'string' ? entry.task_description : '',
       }
       const output = entry.status === 'completed' && typeof entry.outcome === 'string' ? entry.outcome : `Error: ${typeof entry.error === 'string' ? entry.error : 'not run'}`
-      return historyPair(entry, FUNCTION_NAME, args, output)
+      return historyPair(entry, functionNameOf(entry.name), args, output)
     },
     async run(call, context) {
       const parsed = v.safeParse(CallSchema, call.arguments)

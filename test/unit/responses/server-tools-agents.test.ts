@@ -170,6 +170,25 @@ describe('service:advisor', () => {
     expect(input[2]).toEqual({ type: 'function_call_output', call_id: `call_${first.output[0].id}`, output: 'Channels, with a WaitGroup.' })
   })
 
+  it('offers several named advisors, each under its own function, and refuses two of one name', async () => {
+    await serve([[call('service_advisor_planner', { prompt: 'Plan?' })], 'Planned.'], ['Step by step.'])
+    const tools = [
+      { type: 'service:advisor', parameters: { model: ADVISOR_MODEL, name: 'planner' } },
+      { type: 'service:advisor', parameters: { name: 'reviewer' } },
+      { type: 'service:advisor' },
+    ]
+    const body = await whole({ tools })
+    expect(executor.calls[0]!.tools.map((tool) => (tool as { name: string }).name)).toEqual(['service_advisor_planner', 'service_advisor_reviewer', 'service_advisor'])
+    expect(body.output[0]).toMatchObject({ type: 'service:advisor', name: 'planner', model: ADVISOR_MODEL, advice: 'Step by step.' })
+    expect(await refusal({ tools: [tools[0], { type: 'service:advisor', parameters: { name: ' planner ' } }] })).toBe(
+      'body.tools.1: server tool "service:advisor" is listed more than once with this name',
+    )
+    expect(await refusal({ tools: [tools[2], tools[2]] })).toBe('body.tools.1: server tool "service:advisor" is listed more than once')
+    expect(await refusal({ tools: [{ type: 'service:advisor', parameters: { name: 'a b' } }, { type: 'service:advisor', parameters: { name: 'a_b' } }] })).toBe(
+      'body.tools.1: server tool "service:advisor" would be offered under the function name "service_advisor_a_b" of another; name it apart',
+    )
+  })
+
   it('refuses, naming the field: an unknown model, stream: true, an unknown parameter', async () => {
     await serve([])
     expect(await refusal({ tools: [{ type: 'service:advisor', parameters: { model: 'nobody/none' } }] })).toBe(
@@ -189,7 +208,11 @@ const DELEGATE_THEN_ANSWER: ScriptedReply[] = [
 
 describe('service:subagent', () => {
   it('hands the task to the worker and returns its outcome, with the subagent item', async () => {
-    await serve(DELEGATE_THEN_ANSWER, [[{ type: 'text', text: '4' }, usage(20, 1)]])
+    // A named subagent is offered under a function of its name.
+    await serve(
+      [[call('service_subagent_math', { task_name: 'sum', task_description: 'Add 2 and 2.' }, 'call_service_subagent'), usage(100, 10)], [{ type: 'text', text: 'It is 4.' }, usage(120, 4)]],
+      [[{ type: 'text', text: '4' }, usage(20, 1)]],
+    )
     const body = await whole({ tools: [{ type: 'service:subagent', parameters: { model: ADVISOR_MODEL, name: 'math' } }] })
     expect(body.output[0]).toEqual({
       type: 'service:subagent',
