@@ -1,11 +1,12 @@
 /**
  * Server tools on `/chat/completions` through the official `openai` SDK (`chat.completions.create`, whole and
- * streamed) against a gateway on a real node:http server, whose model is a loopback Chat Completions upstream: it
- * calls `service_datetime` first, then answers with the time the gateway gave it.
+ * streamed) and on `/messages` through Anthropic's SDK, against a gateway on a real node:http server whose model is
+ * a loopback Chat Completions upstream: it calls `service_datetime` first, then answers with the time it was given.
  */
 
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -118,5 +119,24 @@ describe('service:datetime through the openai SDK on /chat/completions', () => {
     expect(text).toBe('It is 10:04 in Paris.')
     expect(finishReasons).toEqual(['stop'])
     expect(usage).toMatchObject({ prompt_tokens: 100, completion_tokens: 12 })
+  })
+})
+
+describe('service:datetime through the Anthropic SDK on /messages', () => {
+  const anthropicFor = (client: OpenAI) => new Anthropic({ baseURL: client.baseURL.replace(/\/v1$/, ''), apiKey: testGateway!.regularKey, maxRetries: 0, timeout: 30_000 })
+  // The gateway's own tool kind, which the SDK's types do not know.
+  const body = { model: MODEL, max_tokens: 256, messages: [{ role: 'user' as const, content: 'What time is it in Paris?' }], tools: [{ type: 'service:datetime' }] as never }
+
+  it('messages.create: the answer as text, no tool_use for the client, both turns in the usage', async () => {
+    const message = await anthropicFor(await start()).messages.create(body)
+    expect(message.content).toEqual([{ type: 'text', text: 'It is 10:04 in Paris.' }])
+    expect(message.stop_reason).toBe('end_turn')
+    expect(message.usage).toMatchObject({ input_tokens: 100, output_tokens: 12 })
+  })
+
+  it('messages.stream: finalMessage() holds the answer', async () => {
+    const message = await anthropicFor(await start()).messages.stream(body).finalMessage()
+    expect(message.content).toEqual([{ type: 'text', text: 'It is 10:04 in Paris.' }])
+    expect(message.usage).toMatchObject({ output_tokens: 12 })
   })
 })
