@@ -87,7 +87,8 @@ const textOf = (item: OutputItem): string => {
 
 /** What the nested model answered: its messages' text, in order; a note when it was cut short. */
 export const answerText = (result: ResponseResult): string => {
-  const text = result.output.map(textOf).filter((part) => part !== '').join('\n\n')
+  // A model that answered with reasoning or tool calls only still answers: the caller's model must not read nothing.
+  const text = result.output.map(textOf).filter((part) => part !== '').join('\n\n') || '[The model answered without text.]'
   if (result.status !== 'incomplete') return text
   return `${text}\n\n[The answer was cut short: ${result.incompleteDetails?.reason ?? 'max_output_tokens'}.]`
 }
