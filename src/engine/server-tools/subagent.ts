@@ -10,7 +10,7 @@
 
 import * as v from 'valibot'
 import { InvalidRequestError, isGatewayError } from '../../core/errors'
-import { integer } from '../request.schemas'
+import { integer, withServerToolName } from '../request.schemas'
 import type { InferenceService } from '../service'
 import { ServerToolRefusal, historyPair, type ServerTool } from './contract'
 import { answerText, nestedBody, nestedModelFields, planNestedModel, runNestedCall } from './nested-call'
@@ -69,7 +69,7 @@ export const subagentTool = (
   const parameters = tool.parameters ?? {}
   if (parameters.inherit_functions === true) throw new InvalidRequestError(`${field}.inherit_functions: ${FUNCTIONS_REFUSED}`)
   if ((parameters.inherited_function_names?.length ?? 0) > 0) throw new InvalidRequestError(`${field}.inherited_function_names: ${FUNCTIONS_REFUSED}`)
-  const tools = parameters.tools ?? []
+  const tools = (parameters.tools ?? []).map(withServerToolName)
   for (const [position, nested] of tools.entries()) {
     if (nested.type === 'function') throw new InvalidRequestError(`${field}.tools.${position}: ${FUNCTIONS_REFUSED}`)
     if (!nested.type.startsWith('service:')) {

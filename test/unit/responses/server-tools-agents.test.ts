@@ -231,7 +231,8 @@ describe('service:subagent', () => {
 
   it("runs the worker's own server tools in a loop of its own", async () => {
     await serve(DELEGATE_THEN_ANSWER, [[call('service_datetime', { timezone: 'UTC' }, 'call_inner')], [{ type: 'text', text: 'Done at noon.' }, usage(30, 3)]])
-    const body = await whole({ tools: [{ type: 'service:subagent', parameters: { model: ADVISOR_MODEL, tools: [{ type: 'service:datetime' }], max_tool_calls: 3 } }] })
+    // OpenRouter's name of a tool is taken inside a subagent too.
+    const body = await whole({ tools: [{ type: 'service:subagent', parameters: { model: ADVISOR_MODEL, tools: [{ type: 'openrouter:datetime' }], max_tool_calls: 3 } }] })
     expect(body.output[0]).toMatchObject({ status: 'completed', outcome: 'Done at noon.' })
     expect(advisor.calls).toHaveLength(2)
     expect(advisor.calls[0]!.tools).toEqual([expect.objectContaining({ name: 'service_datetime' })])
