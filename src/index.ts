@@ -47,6 +47,7 @@ export type { ModelEntry, ModelEndpoint, EndpointPricing, Modality } from './eng
 export type { PriceOverride, PriceDocument } from './engine/prices.schemas'
 export type { PriceSourceOptions, PriceReloadResult } from './engine/price-refresh'
 export { BUILT_IN_MODELS } from './engine/models'
+export type { ExecutableToolType, ToolExecutor, ToolExecutorCall, ToolExecutorContext, ToolExecutorResult, ToolExecutors } from './engine/server-tools/executor-types'
 export { BUILT_IN_PROVIDERS, type ProviderApi, type ProviderDescriptor } from './providers/catalog'
 export {
   fetchTransport,

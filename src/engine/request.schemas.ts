@@ -136,10 +136,24 @@ const FunctionToolSchema = passThroughObject({
   defer_loading: v.optional(v.boolean()),
 })
 
+/** The gateway's own server tools' prefix (OpenRouter's `openrouter:`, renamed by the spec). */
+const SERVER_TOOL_PREFIX = 'service:'
+const OPENROUTER_TOOL_PREFIX = 'openrouter:'
+
+/**
+ * `openrouter:<tool>` is the spec's `service:<tool>` as OpenRouter names it, and the only name OpenRouter's SDK
+ * lets a caller send: taken as the same tool, so every later step sees one name.
+ */
+export const withServerToolName = <T extends { type: string }>(tool: T): T =>
+  tool.type.startsWith(OPENROUTER_TOOL_PREFIX) ? { ...tool, type: `${SERVER_TOOL_PREFIX}${tool.type.slice(OPENROUTER_TOOL_PREFIX.length)}` } : tool
+
 // Chosen by `type`, so a bad function tool reports its own field (`body.tools.0.name`).
 const ToolSchema = v.variant(
   'type',
-  [FunctionToolSchema, passThroughObject({ type: v.pipe(v.string(), v.minLength(1), v.check((type) => type !== 'function')) })],
+  [
+    FunctionToolSchema,
+    v.pipe(passThroughObject({ type: v.pipe(v.string(), v.minLength(1), v.check((type) => type !== 'function')) }), v.transform(withServerToolName)),
+  ],
   'must be a tool object with a type',
 )
 

@@ -106,11 +106,16 @@ const honoursNativeWebSearch = (provider: Pick<ResolvedProvider, 'adapter'>, nam
   return name === NATIVE_WEB_SEARCH || (declared as readonly string[]).includes(name.slice(NATIVE_WEB_SEARCH.length + 1))
 }
 
+/** How `mustHonour` names a provider tool: its type behind this prefix (`tool:web_search`). */
+const PROVIDER_TOOL = 'tool:'
+
 /**
- * Whether `endpoint` honours parameter `name`: an extension as `honoursExtension` says, the native web search as
- * its adapter declares, any other when the catalog lists it.
+ * Whether `endpoint` honours parameter `name`: a provider tool when its adapter sends that tool type upstream, an
+ * extension as `honoursExtension` says, the native web search as its adapter declares, any other when the catalog
+ * lists it.
  */
 const honoursParameter = (endpoint: ModelEndpoint, provider: Pick<ResolvedProvider, 'adapter'>, name: string): boolean => {
+  if (name.startsWith(PROVIDER_TOOL)) return provider.adapter.providerTools?.includes(name.slice(PROVIDER_TOOL.length)) === true
   if (isExtensionName(name)) return honoursExtension(endpoint, provider, name)
   if (isNativeWebSearchName(name)) return honoursNativeWebSearch(provider, name)
   return endpoint.supportedParameters?.includes(name) === true
@@ -289,7 +294,7 @@ export const parametersUsed = (request: Record<string, unknown>, extensions?: Re
 }
 
 /**
- * Body fields no endpoint may ignore: `prompt_cache_options` changes what is cached and paid for; `prompt` (a stored
+ * Body fields no endpoint may ignore (and the provider tools, below): `prompt_cache_options` changes what is cached and paid for; `prompt` (a stored
  * prompt template) is the request's own instructions, which only OpenAI can resolve.
  */
 const HONOURED_OR_REFUSED = ['prompt_cache_options', 'prompt']
@@ -304,8 +309,20 @@ export const mustHonour = (
   fieldNames?: Partial<Record<RequestExtensionName, string>>,
 ): Array<{ name: string; field: string }> => [
   ...HONOURED_OR_REFUSED.filter((name) => request[name] !== undefined && request[name] !== null).map((name) => ({ name, field: name })),
+  ...providerToolsUsed(request.tools),
   ...extensionsUsed(extensions).map((name) => ({ name, field: fieldNames?.[name] ?? `body.${name}` })),
 ]
+
+/**
+ * The request's provider tools (any type but `function` and the gateway's own `service:*`): only an endpoint whose
+ * adapter sends that type may serve it, whoever would run it.
+ */
+const providerToolsUsed = (tools: unknown): Array<{ name: string; field: string }> =>
+  (Array.isArray(tools) ? (tools as Array<{ type?: unknown }>) : []).flatMap((tool, index) =>
+    typeof tool.type === 'string' && tool.type !== 'function' && !tool.type.startsWith('service:')
+      ? [{ name: `${PROVIDER_TOOL}${tool.type}`, field: `body.tools.${index} (type "${tool.type}")` }]
+      : [],
+  )
 
 /** Requested models in order: `model` (or the workspace default) then `models`, without repeats. */
 export const requestedModels = (model: string | undefined, models: string[] | undefined, workspaceDefault: string): string[] => {

@@ -25,6 +25,8 @@ import { FUSION_ITEM_TYPE } from './plugins/fusion/item'
 import { routableModels } from './plugins/routers/candidates'
 import { ROUTER_PLUGIN_IDS } from './plugins/routers/schemas'
 import { answerWhole } from './whole'
+import { providerToolsRunHere } from './server-tools/executor'
+import type { Nesting } from './server-tools/nesting'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
@@ -147,7 +149,29 @@ export const prepareRequest = async (
   const policy = endpointPolicyOf(guardrails)
   const guardrailBudgets = guardrailBudgetsOf(guardrails)
   const planned = (planBody: ResponsesRequestBody, planModels: string[]): InferenceRequest => {
-    const serverTools = planServerTools(service, planBody, workspace.disabledServerTools)
+    const gatewayRunTools = providerToolsRunHere(service, planBody.tools, planModels)
+    // Nested model calls (advisor, subagent) route as the caller's request does: their keys, their preferences.
+    const nesting: Nesting = {
+      depth: 0,
+      defaultModel: planModels[0]!,
+      defaultImageModel: workspace.defaultImageModel,
+      gatewayRunTools,
+      disabled: workspace.disabledServerTools,
+      route: (model, nestedBody) =>
+        planAttempts(service.models, service.providers, {
+          models: [model],
+          preferences: withRouteAlias(planBody),
+          parametersUsed: parametersUsed(nestedBody),
+          modalities: nestedBody.modalities,
+          credentials: byok.credentials,
+          callerKeyHash: caller.key.hash,
+          callerUserId: caller.key.creatorUserId,
+          policy,
+        }),
+    }
+    const serverTools = planServerTools(service, planBody, workspace.disabledServerTools, nesting)
+    // Provider tools the gateway runs itself need no endpoint that takes them.
+    const honoured = gatewayRunTools.size > 0 ? { ...planBody, tools: planBody.tools?.filter((tool) => !gatewayRunTools.has(tool.type)) } : planBody
     return {
       body: planBody,
       attempts: planAttempts(service.models, service.providers, {
@@ -155,7 +179,7 @@ export const prepareRequest = async (
         preferences: withRouteAlias(planBody),
         parametersUsed: parametersUsed(planBody, extensions?.values),
         modalities: planBody.modalities,
-        mustHonour: [...mustHonour(planBody, extensions?.values, extensions?.fieldNames), ...(serverTools?.nativeWebSearch?.requirements ?? [])],
+        mustHonour: [...mustHonour(honoured, extensions?.values, extensions?.fieldNames), ...(serverTools?.nativeWebSearch?.requirements ?? [])],
         credentials: byok.credentials,
         callerKeyHash: caller.key.hash,
         callerUserId: caller.key.creatorUserId,

@@ -9,6 +9,7 @@ import { PriceOverridesSchema } from '../engine/prices.schemas'
 import { isPriceSourceUrl } from '../engine/price-refresh'
 import { SEARCH_ENGINE_IDS } from '../engine/server-tools/search-engines'
 import type { UpstreamTransport } from '../engine/transport'
+import { EXECUTABLE_TOOL_TYPES, type ExecutableToolType, type ToolExecutor } from '../engine/server-tools/executor-types'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
 import type { ProviderAdapter } from '../providers/contract'
@@ -119,10 +120,21 @@ export const WebSearchOptionsSchema = v.strictObject({
   perplexity: v.optional(KeyedSearchEngineSchema),
 })
 
+const ToolExecutorSchema = v.custom<ToolExecutor>(
+  (value) => typeof value === 'object' && value !== null && typeof (value as { run?: unknown }).run === 'function',
+  'must have a run(call, context) function',
+)
+
+/** The operator's runners of sandbox and file tools, by tool type. */
+export const ToolExecutorsSchema = v.strictObject(
+  Object.fromEntries(EXECUTABLE_TOOL_TYPES.map((type) => [type, v.optional(ToolExecutorSchema)])) as Record<ExecutableToolType, v.OptionalSchema<typeof ToolExecutorSchema, undefined>>,
+)
+
 /** Server tools the gateway runs (`service:*` tools of `POST /responses`). */
 export const ServerToolOptionsSchema = v.strictObject({
   webFetch: v.optional(WebFetchOptionsSchema),
   webSearch: v.optional(WebSearchOptionsSchema),
+  executors: v.optional(ToolExecutorsSchema),
 })
 
 /** Upstream attempts per request, the retry budget per gateway, the longest `Retry-After` passed on. */

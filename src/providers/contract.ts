@@ -89,6 +89,12 @@ export interface ProviderAdapter {
    * parameters of it the adapter honours. Routing never hands it a native search using any other.
    */
   readonly nativeWebSearch?: readonly NativeWebSearchParameter[]
+  /**
+   * The tool types besides `function` this adapter sends upstream (OpenAI's `web_search`, `file_search`, `mcp`…),
+   * for the provider to run or to offer. Routing never hands it a request with any other, so a tool no endpoint
+   * can take is a 400 naming it rather than a tool dropped on the way.
+   */
+  readonly providerTools?: readonly string[]
   /** Builds the upstream HTTP request (URL, headers with credentials, JSON body). */
   buildRequest(call: UpstreamCall, target: UpstreamTarget): UpstreamRequest
   /** Translates a successful non-streaming JSON body. */

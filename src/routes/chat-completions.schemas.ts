@@ -7,6 +7,7 @@
 
 import * as v from 'valibot'
 import { boundedJson, sparseLooseObject } from '../core/validation'
+import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -118,7 +119,7 @@ const MessageSchema = v.variant(
 )
 
 const FunctionToolSchema = v.object({
-  type: v.literal('function', 'must be "function": only function tools are supported'),
+  type: v.literal('function', 'must be "function" or a server tool ("service:…")'),
   function: v.object({
     name: FunctionNameSchema,
     description: v.optional(v.nullable(v.string())),
@@ -126,6 +127,12 @@ const FunctionToolSchema = v.object({
     strict: v.optional(v.nullable(v.boolean())),
   }),
 })
+
+// Chosen by `type`, so a function tool's own error names its field; server tools go to the engine's plan.
+const ToolSchema = v.lazy((tool: unknown) => (isServerToolEntry(tool) ? (ServerToolEntrySchema as unknown as typeof FunctionToolSchema) : FunctionToolSchema)) as unknown as v.GenericSchema<
+  unknown,
+  v.InferOutput<typeof FunctionToolSchema> | ServerToolEntry
+>
 
 const ToolChoiceSchema = v.union(
   [v.picklist(['auto', 'none', 'required']), v.object({ type: v.literal('function'), function: v.object({ name: FunctionNameSchema }) })],
@@ -186,7 +193,7 @@ export const ChatCompletionsRequestSchema = v.pipe(
     model: v.optional(ModelSlugSchema),
     models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
     messages: v.pipe(v.array(MessageSchema), v.minLength(1, 'must have at least 1 message'), v.maxLength(MESSAGES_MAX, `at most ${MESSAGES_MAX} messages`)),
-    tools: v.optional(v.nullable(v.pipe(v.array(FunctionToolSchema), v.maxLength(TOOLS_MAX, `at most ${TOOLS_MAX} tools`)))),
+    tools: v.optional(v.nullable(v.pipe(v.array(ToolSchema), v.maxLength(TOOLS_MAX, `at most ${TOOLS_MAX} tools`)))),
     tool_choice: v.optional(v.nullable(ToolChoiceSchema)),
     parallel_tool_calls: v.optional(v.nullable(v.boolean())),
     response_format: v.optional(v.nullable(ResponseFormatSchema)),

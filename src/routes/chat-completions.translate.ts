@@ -49,14 +49,19 @@ const toToolChoice = (choice: ChatCompletionsRequest['tool_choice']): ResponsesR
   return typeof choice === 'string' ? choice : { type: 'function', name: choice.function.name }
 }
 
+// Server tools (`service:*`) pass as they are: the engine runs them in its loop, as on /responses.
 const toTools = (tools: ChatCompletionsRequest['tools']): ResponsesRequestBody['tools'] =>
-  tools?.map(({ function: tool }) => ({
-    type: 'function' as const,
-    name: tool.name,
-    ...(tool.description == null ? {} : { description: tool.description }),
-    ...(tool.parameters == null ? {} : { parameters: tool.parameters }),
-    ...(tool.strict == null ? {} : { strict: tool.strict }),
-  }))
+  tools?.map((entry) => {
+    if (entry.type !== 'function') return entry
+    const { function: tool } = entry as Extract<typeof entry, { type: 'function' }>
+    return {
+      type: 'function' as const,
+      name: tool.name,
+      ...(tool.description == null ? {} : { description: tool.description }),
+      ...(tool.parameters == null ? {} : { parameters: tool.parameters }),
+      ...(tool.strict == null ? {} : { strict: tool.strict }),
+    }
+  })
 
 /** Copies the fields whose value is set, leaving out `undefined` and `null` (the defaults on both wires). */
 const defined = <T extends Record<string, unknown>>(fields: T) =>

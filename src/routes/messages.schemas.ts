@@ -7,6 +7,7 @@
 
 import * as v from 'valibot'
 import { boundedJson } from '../core/validation'
+import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -140,16 +141,21 @@ const CustomToolSchema = v.object({
   strict: v.optional(v.nullable(v.boolean())),
 })
 
-// Server tools (web search, code execution, bash…) run at Anthropic; this gateway runs none of them.
+// Anthropic's server tools (web search, code execution, bash…) run at Anthropic; this gateway runs none of them.
 const ServerToolSchema = v.object({
-  type: v.custom<never>(() => false, (issue) => `server tool ${nameOf(issue.input)} is not supported: only custom tools (name, input_schema) are`),
+  type: v.custom<never>(
+    () => false,
+    (issue) => `server tool ${nameOf(issue.input)} is not supported: only custom tools (name, input_schema) and the gateway's server tools ("service:…") are`,
+  ),
 })
 
-// Chosen by `type`, so a custom tool's own error names its field and a server tool's names the type; only custom tools pass.
+// Chosen by `type`, so a custom tool's own error names its field and a server tool's names the type; custom tools and
+// the gateway's own server tools (`service:*`, run by the engine as on /responses) pass.
 const ToolSchema = v.lazy((tool: unknown) => {
+  if (isServerToolEntry(tool)) return ServerToolEntrySchema as unknown as typeof CustomToolSchema
   const type = typeof tool === 'object' && tool !== null ? (tool as { type?: unknown }).type : undefined
   return type === undefined || type === null || type === 'custom' ? CustomToolSchema : (ServerToolSchema as unknown as typeof CustomToolSchema)
-})
+}) as unknown as v.GenericSchema<unknown, v.InferOutput<typeof CustomToolSchema> | ServerToolEntry>
 
 const disableParallel = { disable_parallel_tool_use: v.optional(v.nullable(v.boolean())) }
 

@@ -6,6 +6,7 @@
 
 import { InvalidRequestError } from '../core/errors'
 import type { RouteExtensions } from '../engine/request'
+import { isServerToolEntry, type ServerToolEntry } from './server-tool.schemas'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
 import type { MessagesRequest } from './messages.schemas'
 import { toInputItems } from './messages.content'
@@ -47,15 +48,20 @@ const toToolChoice = (choice: MessagesRequest['tool_choice']): ResponsesRequestB
   }
 }
 
+// The gateway's server tools (`service:*`) pass as they are: the engine runs them in its loop, as on /responses.
 const toTools = (tools: MessagesRequest['tools']): ResponsesRequestBody['tools'] =>
-  tools?.map((tool) => ({
-    type: 'function' as const,
-    name: tool.name,
-    ...(tool.description == null ? {} : { description: tool.description }),
-    parameters: tool.input_schema,
-    ...(tool.strict == null ? {} : { strict: tool.strict }),
-    ...(tool.cache_control ? { cache_control: tool.cache_control } : {}),
-  }))
+  tools?.map((entry) => {
+    if (isServerToolEntry(entry)) return entry as ServerToolEntry
+    const tool = entry as Exclude<typeof entry, ServerToolEntry>
+    return {
+      type: 'function' as const,
+      name: tool.name,
+      ...(tool.description == null ? {} : { description: tool.description }),
+      parameters: tool.input_schema,
+      ...(tool.strict == null ? {} : { strict: tool.strict }),
+      ...(tool.cache_control ? { cache_control: tool.cache_control } : {}),
+    }
+  })
 
 /** A plain string is the instructions; blocks become a system message first, so their cache breakpoints stay. */
 const systemItems = (system: MessagesRequest['system']): { instructions?: string; items: InputItem[] } => {

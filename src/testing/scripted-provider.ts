@@ -40,6 +40,11 @@ export interface ScriptedProviderOptions {
   apiKey?: string | null
   /** The name error messages use (default: the provider id). */
   displayName?: string
+  /**
+   * Provider tool types (OpenAI's `web_search`, `tool_search`, …) this provider takes as they are, as a real
+   * adapter declares them (`ProviderAdapter.providerTools`); none by default, so routing refuses them.
+   */
+  providerTools?: readonly string[]
 }
 
 export const SCRIPTED = Symbol.for('modelgate.testing.scripted')
@@ -55,6 +60,7 @@ export interface ScriptedProvider {
   /** The shared key, or `null` for none. */
   readonly apiKey: string | null
   readonly displayName: string | undefined
+  readonly providerTools: readonly string[] | undefined
   /** For the kit's transport: records the call and plans its answer. */
   readonly [SCRIPTED]: (call: ScriptedCall) => Promise<AnswerPlan>
 }
@@ -91,6 +97,7 @@ export const scriptedProvider = (options: ScriptedProviderOptions = {}): Scripte
     nextCall: () => new Promise((resolve) => waiting.push(resolve)),
     apiKey: options.apiKey === undefined ? DEFAULT_SCRIPTED_KEY : options.apiKey,
     displayName: options.displayName,
+    providerTools: options.providerTools,
     [SCRIPTED]: (call) => {
       calls.push(call)
       for (const resolve of waiting.splice(0)) resolve(call)

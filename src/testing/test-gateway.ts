@@ -33,7 +33,7 @@ export type TestGatewayOptions = Omit<GatewayOptions, 'providers'> & {
 }
 
 const scriptedConfig = (id: string, provider: ScriptedProvider): ProviderConfig => ({
-  adapter: scriptedAdapter,
+  adapter: provider.providerTools ? { ...scriptedAdapter, providerTools: provider.providerTools } : scriptedAdapter,
   baseURL: scriptedBaseURL(id),
   ...(provider.apiKey === null ? {} : { apiKey: provider.apiKey }),
   ...(provider.displayName ? { displayName: provider.displayName } : {}),

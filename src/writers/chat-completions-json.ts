@@ -5,8 +5,10 @@ import { completedImages, type OutputFunctionCall, type OutputMessage, type Outp
 import {
   chatCompletionId,
   finishReasonOf,
+  MESSAGE_SEPARATOR,
   providerNameOf,
   reasoningDetailsOf,
+  toChatAnnotation,
   toChatError,
   toChatImage,
   toChatLogprobs,
@@ -14,6 +16,7 @@ import {
   type ChatWriterOptions,
   type ReasoningDetail,
 } from './chat-completions-shared'
+import { asGeneratedImage } from './server-tool-images'
 
 const reasoningTextOf = (item: OutputReasoning) => {
   const parts = item.content?.length ? item.content : item.summary
@@ -26,11 +29,23 @@ const toMessage = (result: ResponseResult, options: ChatWriterOptions) => {
   let reasoning = ''
   const reasoningDetails: ReasoningDetail[] = []
   const toolCalls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = []
+  const annotations: Array<NonNullable<ReturnType<typeof toChatAnnotation>>> = []
   for (const item of result.output) {
     if (item.type === 'message') {
+      // A later message item is a later turn of a server-tool loop: its text starts apart.
+      let separator: string = content ? MESSAGE_SEPARATOR : ''
       for (const part of (item as OutputMessage).content) {
-        if (part.type === 'output_text') content = (content ?? '') + part.text
-        else refusal = (refusal ?? '') + part.refusal
+        if (part.type !== 'output_text') {
+          refusal = (refusal ?? '') + part.refusal
+          continue
+        }
+        const offset = (content ?? '').length + separator.length
+        content = (content ?? '') + separator + part.text
+        separator = ''
+        for (const annotation of part.annotations) {
+          const cited = toChatAnnotation(annotation, offset)
+          if (cited) annotations.push(cited)
+        }
       }
     } else if (item.type === 'function_call') {
       const call = item as OutputFunctionCall
@@ -41,11 +56,12 @@ const toMessage = (result: ResponseResult, options: ChatWriterOptions) => {
       reasoningDetails.push(...reasoningDetailsOf(block, reasoningDetails.length))
     }
   }
-  const images = completedImages(result.output).map(toChatImage)
+  const images = completedImages(result.output.map(asGeneratedImage)).map(toChatImage)
   return {
     role: 'assistant' as const,
     content,
     refusal,
+    ...(annotations.length > 0 ? { annotations } : {}),
     ...(reasoningDetails.length > 0 ? { reasoning, reasoning_details: reasoningDetails } : {}),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
     ...(images.length > 0 ? { images } : {}),

@@ -112,3 +112,16 @@ export const toChatImage = (image: OutputImage) => ({
   type: 'image_url' as const,
   image_url: { url: `data:${imageMediaType(image)};base64,${image.result ?? ''}` },
 })
+
+/** Between the texts of two message items (turns of a server-tool loop), so they do not run together. */
+export const MESSAGE_SEPARATOR = '\n\n'
+
+/**
+ * A Responses `url_citation` annotation as Chat Completions carries it (OpenAI's and OpenRouter's
+ * `message.annotations`), its indexes moved by `offset`, where its text starts in the message's content.
+ */
+export const toChatAnnotation = (annotation: unknown, offset: number) => {
+  if (typeof annotation !== 'object' || annotation === null || (annotation as { type?: unknown }).type !== 'url_citation') return undefined
+  const { url, title, start_index: start, end_index: end } = annotation as { url: string; title?: string; start_index: number; end_index: number }
+  return { type: 'url_citation' as const, url_citation: { url, title: title ?? '', start_index: start + offset, end_index: end + offset } }
+}

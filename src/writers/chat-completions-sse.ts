@@ -15,9 +15,11 @@ import { completedImages, type OutputFunctionCall, type OutputImage, type Output
 import {
   chatCompletionId,
   finishReasonOf,
+  MESSAGE_SEPARATOR,
   providerNameOf,
   reasoningDetailsOf,
   reasoningFormatOf,
+  toChatAnnotation,
   toChatError,
   toChatImage,
   toChatLogprobs,
@@ -25,6 +27,7 @@ import {
   type ChatWriterOptions,
   type ReasoningDetail,
 } from './chat-completions-shared'
+import { asGeneratedImage } from './server-tool-images'
 
 const KEEP_ALIVE = ': PROCESSING\n\n'
 const DONE = 'data: [DONE]\n\n'
@@ -46,6 +49,11 @@ export const toChatCompletionsSse =
     const reasoningFormats = new Map<number, string>()
     // One `reasoning_details` index per block (a reasoning item's summary, text or encrypted part), in order of appearance.
     const detailIndexes = new Map<string, number>()
+    // Content sent so far, where each text part started in it (for its annotations), and whether a later message
+    // item (a later turn of a server-tool loop) must start apart from the text before it.
+    let contentLength = 0
+    let isSeparatorDue = false
+    const partStarts = new Map<string, number>()
 
     const chunk = (rest: string) => `data: ${head}${rest}}\n\n`
     const delta = (fields: Record<string, unknown>, finishReason: string | null = null, logprobs = '') =>
@@ -113,14 +121,31 @@ export const toChatCompletionsSse =
         case 'response.output_item.added': {
           const { item } = event
           if (item.type === 'reasoning') reasoningFormats.set(event.output_index, reasoningFormatOf(item as OutputReasoning))
+          if (item.type === 'message' && contentLength > 0) isSeparatorDue = true
           if (item.type !== 'function_call') return undefined
           const call = item as OutputFunctionCall
           const index = calls.size
           calls.set(call.id, { index, sentLength: call.arguments.length })
           return delta({ tool_calls: [{ index, id: call.call_id, type: 'function', function: { name: call.name, arguments: call.arguments } }] })
         }
+        case 'response.content_part.added': {
+          if (event.part.type !== 'output_text') return undefined
+          const separator = isSeparatorDue ? MESSAGE_SEPARATOR : ''
+          isSeparatorDue = false
+          contentLength += separator.length
+          partStarts.set(`${event.output_index}:${event.content_index}`, contentLength)
+          return separator ? delta({ content: separator }) : undefined
+        }
         case 'response.output_text.delta':
+          contentLength += event.delta.length
           return textDelta(event.delta, event.logprobs)
+        case 'relayed': {
+          const relayed = event.event
+          if (relayed.type !== 'response.output_text.annotation.added') return undefined
+          const start = partStarts.get(`${String(relayed.output_index)}:${String(relayed.content_index)}`)
+          const cited = start === undefined ? undefined : toChatAnnotation(relayed.annotation, start)
+          return cited ? delta({ annotations: [cited] }) : undefined
+        }
         case 'response.refusal.delta':
           return delta({ refusal: event.delta })
         case 'response.reasoning_summary_text.delta':
@@ -136,8 +161,8 @@ export const toChatCompletionsSse =
         case 'response.output_item.done':
           if (event.item.type === 'function_call') return callDone(event.item as OutputFunctionCall)
           if (event.item.type === 'reasoning') return reasoningDone(event.output_index, event.item as OutputReasoning)
-          if (event.item.type === 'image_generation_call') {
-            const [image] = completedImages([event.item as OutputImage])
+          if (event.item.type === 'image_generation_call' || event.item.type === 'service:image_generation') {
+            const [image] = completedImages([asGeneratedImage(event.item) as OutputImage])
             return image ? delta({ images: [toChatImage(image)] }) : undefined
           }
           return undefined

@@ -8,6 +8,7 @@ import type { BilledUsage } from '../engine/billing'
 import type { ResponseFailure, ResponseResult } from '../engine/session-events'
 import { ANTHROPIC_REASONING_FORMAT } from '../providers/anthropic/wire'
 import { completedImages, imageMediaType, type OutputFunctionCall, type OutputImage, type OutputItem, type OutputMessage, type OutputReasoning } from '../providers/types'
+import { asGeneratedImage } from './server-tool-images'
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal' | 'stop_sequence'
 
@@ -106,7 +107,8 @@ export const blocksOf = (item: OutputItem): ContentBlock[] => {
       return blocks
     }
     case 'image_generation_call':
-      return completedImages([item]).map(imageBlockOf)
+    case 'service:image_generation':
+      return completedImages([asGeneratedImage(item)]).map(imageBlockOf)
     default:
       return []
   }

@@ -13,6 +13,7 @@ import type { BilledUsage } from '../engine/billing'
 import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../engine/session-events'
 import { completedImages, type OutputFunctionCall, type OutputImage, type OutputReasoning } from '../providers/types'
 import { imageBlockOf, messageId, reasoningTextOf, redactedDataOf, stopReasonOf, stopSequenceOf, toMessagesError, toMessagesUsage } from './messages-shared'
+import { asGeneratedImage } from './server-tool-images'
 
 const PING = 'event: ping\ndata: {"type":"ping"}\n\n'
 
@@ -154,7 +155,9 @@ export const toMessagesSse =
         case 'response.output_item.done':
           if (sessionEvent.item.type === 'function_call') return callDone(sessionEvent.output_index, sessionEvent.item as OutputFunctionCall)
           if (sessionEvent.item.type === 'reasoning') return reasoningDone(sessionEvent.output_index, sessionEvent.item as OutputReasoning)
-          if (sessionEvent.item.type === 'image_generation_call') return imageDone(sessionEvent.output_index, sessionEvent.item as OutputImage)
+          if (sessionEvent.item.type === 'image_generation_call' || sessionEvent.item.type === 'service:image_generation') {
+            return imageDone(sessionEvent.output_index, asGeneratedImage(sessionEvent.item) as OutputImage)
+          }
           return stopItem(sessionEvent.output_index)
         case 'usage':
           usage = sessionEvent.usage

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
+import { OpenRouter } from '@openrouter/sdk'
 import OpenAI from 'openai'
 import type { ResponseCreateParamsNonStreaming, ResponseOutputMessage, ResponseStreamEvent } from 'openai/resources/responses/responses'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -154,5 +155,34 @@ describe('service:tool_search through the openai SDK', () => {
     expect(final.output.map((item) => item.type)).toEqual(['message', 'tool_search_call', 'tool_search_output', 'function_call'])
     expect(final.output[2]).toMatchObject({ type: 'tool_search_output', execution: 'server', status: 'completed', tools: [{ name: 'get_weather_forecast' }] })
     expect(final.output[3]).toMatchObject({ type: 'function_call', name: 'get_weather_forecast', arguments: '{"city":"Brest"}' })
+  })
+})
+
+describe('service:datetime through @openrouter/sdk', () => {
+  /** An OpenRouter client for the gateway `start` put up (its zod schemas judge every object and event). */
+  const openRouterFor = (client: OpenAI) => new OpenRouter({ serverURL: client.baseURL, apiKey: testGateway!.regularKey, retryConfig: { strategy: 'none' }, timeoutMs: 30_000 })
+  // The SDK sends only OpenRouter's name of a server tool (its tools union is closed), which the gateway takes as `service:datetime`.
+  const request = { model: 'test/model', input: 'Tell me', tools: [{ type: 'openrouter:datetime' as const, parameters: { timezone: 'Europe/Paris' } }] }
+
+  it('responses.send: the answer and usage pass its schemas; the service:datetime item reads as an unknown item, whole', async () => {
+    const { client, model } = await start(datetimeModel)
+    const result = await openRouterFor(client).responses.send({ responsesRequest: request })
+    if (Symbol.asyncIterator in result) throw new Error('expected a Response object, got a stream')
+    expect(model.calls[0]!.tools).toEqual([expect.objectContaining({ type: 'function', name: 'service_datetime' })])
+    expect(result.output[0]).toMatchObject({ isUnknown: true, raw: { type: 'service:datetime', status: 'completed', timezone: 'Europe/Paris' } })
+    expect(result.output[1]).toMatchObject({ type: 'message', content: [{ type: 'output_text', text: 'It is 10:04 in Paris.' }] })
+    expect(result.usage).toMatchObject({ inputTokens: 100, outputTokens: 12 })
+  })
+
+  it('responses.send with stream: true: every event passes its schema, the answer streams after the tool item', async () => {
+    const { client } = await start(datetimeModel)
+    const result = await openRouterFor(client).responses.send({ responsesRequest: { ...request, stream: true } })
+    if (!(Symbol.asyncIterator in result)) throw new Error('expected a stream, got a Response object')
+    const events: Array<{ type: string; delta?: string; isUnknown?: boolean }> = []
+    for await (const event of result) events.push(event as { type: string; delta?: string })
+    expect(events.filter((event) => event.isUnknown)).toEqual([])
+    expect(events.map((event) => event.type).slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.output_item.done'])
+    expect(events.filter((event) => event.type === 'response.output_text.delta').map((event) => event.delta).join('')).toBe('It is 10:04 in Paris.')
+    expect(events.at(-1)!.type).toBe('response.completed')
   })
 })

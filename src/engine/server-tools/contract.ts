@@ -5,9 +5,11 @@
  */
 
 import type { FunctionCallItem, FunctionCallOutputItem, FunctionTool, InputItem, OutputItem } from '../../providers/types'
+import type { BilledUsage } from '../billing'
 import type { ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
 import type { ResponseSession } from '../session-events'
+import type { NestedRunner } from './nesting'
 
 export { ServerToolFailure, ServerToolRefusal } from './tool-errors'
 
@@ -27,8 +29,17 @@ export interface ServerToolContext {
   /** Fires when the client went away (or the gateway is shutting down): stop at once. */
   signal: AbortSignal
   requestId: string
+  /** Whom the call runs for (an operator's executor may keep one sandbox per workspace). */
+  caller: { accountId: string; workspaceId: string }
   /** Reports progress a stream shows while the call runs (`response.web_search_call.searching`). */
   progress(event: { type: string }): void
+  /** Runs a model call of the tool's own (advisor, subagent) through the engine, for this request. */
+  nested: NestedRunner
+  /**
+   * The conversation as the model saw it when it made the call: the caller's input, then every turn's items and
+   * the results of earlier server calls (server calls as the function calls the model made).
+   */
+  transcript: readonly InputItem[]
   /** Runs other models on the request's behalf (`service:fusion`'s panel); present when a tool of the request needs it. */
   subRuns?: SubRuns
 }
@@ -61,6 +72,11 @@ export interface ServerToolOutcome {
   webSearchRequests?: number
   /** What the run cost in dollars (a search engine's price per request), added to the response's cost. */
   cost?: number
+  /**
+   * The usage of model calls the tool made (an advisor's answer), priced at the endpoints that served them: added
+   * to the response's usage as a turn's is, and to what `stop_server_tools_when` counts.
+   */
+  usage?: BilledUsage
   sources?: CitableSource[]
 }
 

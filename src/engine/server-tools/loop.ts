@@ -11,6 +11,7 @@ import type { InferenceRequest } from '../request'
 import type { ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
 import { ServerToolFailure, ServerToolRefusal, type CitableSource, type ServerTool, type ServerToolCall, type ServerToolOutcome } from './contract'
+import type { NestedRunner } from './nesting'
 import type { ServerToolPlan } from './plan'
 import { finishReasonsOf, firingCondition } from './stop'
 import { sumLoopUsage, type LoopUsage } from './usage'
@@ -82,6 +83,7 @@ export class ServerToolLoop {
   readonly #request: InferenceRequest
   readonly #plan: ServerToolPlan
   readonly #service: InferenceService
+  readonly #nested: NestedRunner
   /** Items sent upstream after the caller's input: each turn's output and the results of its server calls. */
   readonly #history: InputItem[] = []
   readonly #turnUsages: BilledUsage[] = []
@@ -98,10 +100,11 @@ export class ServerToolLoop {
   #webSearchRequests = 0
   #isFinal = false
 
-  constructor(service: InferenceService, request: InferenceRequest, plan: ServerToolPlan) {
+  constructor(service: InferenceService, request: InferenceRequest, plan: ServerToolPlan, nested: NestedRunner) {
     this.#service = service
     this.#request = request
     this.#plan = plan
+    this.#nested = nested
   }
 
   get isFinalTurn(): boolean {
@@ -142,6 +145,12 @@ export class ServerToolLoop {
       ...(this.#isFinal ? { tool_choice: 'none' as const } : {}),
     }
     return { ...this.#request, body: turnBody }
+  }
+
+  /** The conversation so far as the model saw it: the request's instructions, its input, every turn since. */
+  #transcript(): InputItem[] {
+    const { instructions } = this.#request.body
+    return [...(instructions ? [{ type: 'message' as const, role: 'system' as const, content: instructions }] : []), ...(this.#input ?? []), ...this.#history]
   }
 
   /** Records a finished turn and decides what comes next. */
@@ -222,7 +231,10 @@ export class ServerToolLoop {
         service: this.#service,
         signal,
         requestId: this.#request.requestId,
+        caller: { accountId: this.#request.spend.account.id, workspaceId: this.#request.spend.workspace.id },
         progress: (event) => hooks.onProgress?.(pending, event),
+        nested: this.#nested,
+        transcript: this.#transcript(),
         ...(this.#request.subRuns ? { subRuns: this.#request.subRuns } : {}),
       })
     } catch (error) {
@@ -237,6 +249,8 @@ export class ServerToolLoop {
     }
     this.#executed++
     this.#toolCost += outcome.cost ?? 0
+    // A nested model call's tokens and cost count as a turn's: in the response's usage and for the stop conditions.
+    if (outcome.usage) this.#turnUsages.push(outcome.usage)
     this.#webSearchRequests += outcome.webSearchRequests ?? 0
     if (outcome.sources) this.#sources.push(...outcome.sources)
     return { output: outcome.output, items: outcome.followingItem ? [outcome.item, outcome.followingItem] : [outcome.item] }

@@ -10,12 +10,18 @@ import { parseInput } from '../../core/validation'
 import type { FunctionTool, Tool } from '../../providers/types'
 import { MAX_TOOL_CALLS_MAX, type ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
+import { AdvisorToolSchema, advisorTool } from './advisor'
 import type { ServerTool } from './contract'
 import { DatetimeToolSchema, datetimeTool } from './datetime'
 import { DeferredTools, withoutDeferLoading } from './deferred-tools'
+import { ExecutorToolSchemas, executorTool, parseProviderTool } from './executor'
+import { EXECUTOR_PROVIDER_TOOLS, EXECUTOR_SERVER_TOOLS } from './executor-types'
+import { ImageGenerationToolSchema, imageGenerationTool } from './image-generation'
 import { nativeWebSearchPlan, type NativeWebSearchPlan } from './native-web-search'
+import { deeper, noNesting, type Nesting } from './nesting'
 import { SearchModelsToolSchema, searchModelsTool } from './search-models'
 import type { StopCondition } from './stop'
+import { SubagentToolSchema, subagentTool } from './subagent'
 import { ToolSearchToolSchema, toolSearchTool } from './tool-search'
 import { WebFetchToolSchema, webFetchTool } from './web-fetch'
 import { WebSearchToolSchema, webSearchTool } from './web-search'
@@ -38,9 +44,11 @@ export interface ServerToolPlan {
   nativeWebSearch?: NativeWebSearchPlan
   /** The caller's `defer_loading` function tools, offered once `service:tool_search` found them. */
   deferredTools?: DeferredTools
+  /** Where this request stands among nested model calls (advisor, subagent), and how theirs are routed. */
+  nesting: Nesting
 }
 
-type ToolBuilder = (tool: unknown, index: number, service: InferenceService, deferred: DeferredTools) => ServerTool
+type ToolBuilder = (tool: unknown, index: number, service: InferenceService, nesting: Nesting, deferred: DeferredTools) => ServerTool
 
 /** Validates one tool object with `schema`, naming a bad field by its place in the body (`body.tools.2.parameters.timezone`). */
 export const parseTool = <S extends v.GenericSchema<unknown, unknown>>(schema: S, tool: unknown, index: number): v.InferOutput<S> =>
@@ -50,10 +58,30 @@ const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:datetime': (tool, index) => datetimeTool(parseTool(DatetimeToolSchema, tool, index)),
   'service:web_fetch': (tool, index) => webFetchTool(parseTool(WebFetchToolSchema, tool, index)),
   'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), index, service),
-  'service:tool_search': (tool, index, _service, deferred) => toolSearchTool(parseTool(ToolSearchToolSchema, tool, index), deferred),
+  'service:tool_search': (tool, index, _service, _nesting, deferred) => toolSearchTool(parseTool(ToolSearchToolSchema, tool, index), deferred),
   'service:experimental__search_models': (tool, index) => searchModelsTool(parseTool(SearchModelsToolSchema, tool, index)),
   'service:fusion': (tool, index, service) => fusionTool(parseTool(FusionToolSchema, tool, index), index, service),
+  'service:advisor': (tool, index, service, nesting) => advisorTool(parseTool(AdvisorToolSchema, tool, index), index, service, nesting),
+  'service:subagent': (tool, index, service, nesting) =>
+    subagentTool(parseTool(SubagentToolSchema, tool, index), index, service, nesting, (tools) => {
+      planServerTools(service, { tools } as unknown as ResponsesRequestBody, nesting.disabled, deeper(nesting))
+    }),
+  'service:image_generation': (tool, index, service, nesting) => imageGenerationTool(parseTool(ImageGenerationToolSchema, tool, index), index, service, nesting),
+  ...Object.fromEntries(
+    EXECUTOR_SERVER_TOOLS.map((type): [string, ToolBuilder] => [
+      type,
+      (tool, index, service) => executorTool(type, parseTool(ExecutorToolSchemas[type], tool, index), index, service.serverTools.executors),
+    ]),
+  ),
 }
+
+/** Provider tools the gateway runs through an executor when no endpoint can (`Nesting.gatewayRunTools`). */
+const PROVIDER_TOOLS_RUN_HERE: Record<string, ToolBuilder> = Object.fromEntries(
+  EXECUTOR_PROVIDER_TOOLS.map((type): [string, ToolBuilder] => [
+    type,
+    (tool, index, service) => executorTool(type, parseProviderTool(type, (schema) => parseTool(schema, tool, index)), index, service.serverTools.executors),
+  ]),
+)
 
 export const SERVER_TOOL_PREFIX = 'service:'
 
@@ -80,6 +108,8 @@ const deferredToolsOf = (tools: readonly Tool[]): DeferredTools | undefined => {
   }
   return new DeferredTools(tools.filter(isDeferred) as Array<FunctionTool & { name: string }>)
 }
+/** Tools a request may list several times, each under its own `parameters.name` (OpenRouter's named advisors). */
+const NAMED_TOOLS = new Set(['service:advisor', 'service:subagent'])
 
 /** The server-tool types this gateway runs. */
 export const SUPPORTED_SERVER_TOOLS = Object.keys(SERVER_TOOLS)
@@ -92,28 +122,34 @@ const isDisabled = (type: string, disabled: readonly string[] | null) =>
  * The request's server-tool plan, or `undefined` when it has no server tools (then it runs as a single
  * turn, exactly as before). Throws `InvalidRequestError` naming the tool or field at fault.
  */
-export const planServerTools = (service: InferenceService, body: ResponsesRequestBody, disabled: readonly string[] | null): ServerToolPlan | undefined => {
+export const planServerTools = (
+  service: InferenceService,
+  body: ResponsesRequestBody,
+  disabled: readonly string[] | null,
+  nesting: Nesting = noNesting,
+): ServerToolPlan | undefined => {
   const tools = (body.tools ?? []) as Tool[]
   const deferred = deferredToolsOf(tools)
   const choice = body.tool_choice as { type?: unknown; name?: unknown } | string | undefined
   if (deferred && typeof choice === 'object' && choice.type === 'function' && typeof choice.name === 'string' && deferred.has(choice.name)) {
     throw new InvalidRequestError(`body.tool_choice: "${choice.name}" is deferred (defer_loading), so the model cannot call it before service:tool_search finds it`)
   }
-  if (!tools.some((tool) => tool.type.startsWith(SERVER_TOOL_PREFIX))) return undefined
+  const isRunHere = (type: string) => type.startsWith(SERVER_TOOL_PREFIX) || nesting.gatewayRunTools.has(type)
+  if (!tools.some((tool) => isRunHere(tool.type))) return undefined
   const byFunctionName = new Map<string, ServerTool>()
   const seen = new Set<string>()
   const clientNames = new Set(tools.flatMap((tool) => (tool.type === 'function' ? [(tool as { name: string }).name] : [])))
   const upstreamTools: Tool[] = []
   let nativeWebSearch: NativeWebSearchPlan | undefined
   for (const [index, tool] of tools.entries()) {
-    if (!tool.type.startsWith(SERVER_TOOL_PREFIX)) {
+    if (!isRunHere(tool.type)) {
       // With the gateway's tool search, deferred tools wait for it and `defer_loading` is ours to honour; with a
       // provider's own `tool_search`, the provider honours it.
       if (deferred && isDeferred(tool)) continue
       upstreamTools.push(deferred && tool.type === 'function' ? withoutDeferLoading(tool as FunctionTool) : tool)
       continue
     }
-    const build = SERVER_TOOLS[tool.type]
+    const build = SERVER_TOOLS[tool.type] ?? PROVIDER_TOOLS_RUN_HERE[tool.type]
     if (!build) {
       throw new InvalidRequestError(
         `body.tools.${index}: server tool "${tool.type}" is not available on this gateway (available: ${SUPPORTED_SERVER_TOOLS.join(', ')})`,
@@ -122,8 +158,11 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
     if (isDisabled(tool.type, disabled)) {
       throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" is disabled for this workspace (disabled_server_tools)`)
     }
-    if (seen.has(tool.type)) throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" is listed more than once`)
-    seen.add(tool.type)
+    // Once per type, but for tools offered under a name of their own (named advisors and subagents): once per name.
+    const instanceName = (tool as { parameters?: { name?: unknown } }).parameters?.name
+    const key = NAMED_TOOLS.has(tool.type) && typeof instanceName === 'string' ? `${tool.type}:${instanceName.trim()}` : tool.type
+    if (seen.has(key)) throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" is listed more than once${key === tool.type ? '' : ' with this name'}`)
+    seen.add(key)
     if (tool.type === 'service:web_search') {
       const parsed = parseTool(WebSearchToolSchema, tool, index)
       if (parsed.parameters?.engine === 'native') {
@@ -131,8 +170,9 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
         continue
       }
     }
-    const serverTool = build(tool, index, service, deferred ?? new DeferredTools([]))
+    const serverTool = build(tool, index, service, nesting, deferred ?? new DeferredTools([]))
     const { name } = serverTool.definition
+    if (byFunctionName.has(name)) throw new InvalidRequestError(`body.tools.${index}: server tool "${tool.type}" would be offered under the function name "${name}" of another; name it apart`)
     if (clientNames.has(name)) {
       throw new InvalidRequestError(`body.tools: the function name "${name}" is the one ${tool.type} is offered to the model under; rename your function`)
     }
@@ -151,5 +191,6 @@ export const planServerTools = (service: InferenceService, body: ResponsesReques
     isParallel: body.parallel_tool_calls !== false,
     ...(nativeWebSearch ? { nativeWebSearch } : {}),
     ...(deferred ? { deferredTools: deferred } : {}),
+    nesting,
   }
 }

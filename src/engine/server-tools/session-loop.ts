@@ -21,7 +21,7 @@ import { citationsIn, withCitations } from './citations'
 import type { ServerTool } from './contract'
 import { ServerToolLoop, type PendingCall } from './loop'
 import type { ServerToolPlan } from './plan'
-import { toolSignal } from './whole-loop'
+import { nestedRunnerFor, toolSignal } from './whole-loop'
 
 const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
@@ -48,7 +48,8 @@ class TurnLayout {
 export const openServerToolSession = async (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan): Promise<ResponseSession> => {
   // Fires when the client goes away, the consumer stops, or the gateway shuts down: every turn and tool run listens to it.
   const signal = new StreamSignal(request.signal)
-  const loop = new ServerToolLoop(service, { ...request, signal }, plan)
+  const turns = { ...request, signal }
+  const loop = new ServerToolLoop(service, turns, plan, nestedRunnerFor(service, turns, plan))
   const first = await openSession(service, loop.turnRequest())
 
   const start = (sink: EventSink<SessionEvent>) => {

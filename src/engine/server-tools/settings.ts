@@ -4,6 +4,7 @@
  */
 
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../../core/upstream-guard'
+import type { ToolExecutors } from './executor-types'
 import { createSearchEngines, type SearchEngineOptions, type SearchEngines } from './search-engines'
 
 export interface WebFetchOptions {
@@ -25,6 +26,8 @@ export interface ServerToolOptions {
   webFetch?: WebFetchOptions
   /** Search engines for `service:web_search`, by engine id; each configured one may be asked for by name. */
   webSearch?: SearchEngineOptions
+  /** The operator's runners of sandbox and file tools (`service:bash`, …); a tool without one is refused. */
+  executors?: ToolExecutors
 }
 
 export interface WebFetchSettings {
@@ -38,6 +41,7 @@ export interface WebFetchSettings {
 export interface ServerToolSettings {
   webFetch: WebFetchSettings
   webSearch: SearchEngines
+  executors: ToolExecutors
 }
 
 export const createServerToolSettings = (options: ServerToolOptions = {}, upstreamGuard: UpstreamGuardOptions = {}): ServerToolSettings => {
@@ -53,5 +57,6 @@ export const createServerToolSettings = (options: ServerToolOptions = {}, upstre
       guard: createUpstreamGuard({ allowHttp: true, ...fetchOptions.guard, ...(resolve ? { resolve } : {}) }),
     },
     webSearch: createSearchEngines(options.webSearch),
+    executors: { ...options.executors },
   }
 }

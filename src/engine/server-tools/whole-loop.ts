@@ -14,6 +14,8 @@ import type { ResponseResult, WholeAnswer } from '../session-events'
 import { answerWhole } from '../whole'
 import { withCitations } from './citations'
 import { ServerToolLoop } from './loop'
+import { createNestedRunner } from './nested-run'
+import type { NestedRunner } from './nesting'
 import type { ServerToolPlan } from './plan'
 
 /** An `AbortSignal` that fires with the client's, for tools that speak only that; `release` unhooks it. */
@@ -25,9 +27,13 @@ export const toolSignal = (client: ClientSignal) => {
   return { signal: controller.signal, release: () => client.removeEventListener('abort', abort) }
 }
 
+/** How the tools of `request` run their nested model calls (advisor, subagent): whole, with a loop of their own when they have server tools. */
+export const nestedRunnerFor = (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan): NestedRunner =>
+  createNestedRunner(service, request, plan, answerWithServerTools)
+
 /** Resolves with the result; rejects with the client's error when the first turn fails as a single turn would. */
 export const answerWithServerTools = async (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan): Promise<WholeAnswer> => {
-  const loop = new ServerToolLoop(service, request, plan)
+  const loop = new ServerToolLoop(service, request, plan, nestedRunnerFor(service, request, plan))
   const tools = toolSignal(request.signal)
   const output: OutputItem[] = []
   let first: ResponseResult | undefined

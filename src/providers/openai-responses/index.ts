@@ -14,7 +14,7 @@
 
 import type { ProviderAdapter } from '../contract'
 import { toOpenAIError } from './errors'
-import { buildOpenAIRequest } from './request'
+import { buildOpenAIRequest, OPENAI_PROVIDER_TOOLS } from './request'
 import { readOpenAIResult } from './result'
 import { readOpenAIStream } from './stream'
 
@@ -25,6 +25,7 @@ export const openAIResponsesAdapter: ProviderAdapter = {
   requestExtensions: ['logprobs'],
   // OpenAI's `web_search` tool has domain allow lists (hosts only), context sizes and a location, nothing more.
   nativeWebSearch: ['allowed_domains', 'search_context_size', 'user_location'],
+  providerTools: OPENAI_PROVIDER_TOOLS,
   buildRequest: buildOpenAIRequest,
   readResult: (body) => readOpenAIResult(body),
   readStream: readOpenAIStream,

@@ -43,8 +43,8 @@ const FORWARDED_FIELDS = [
 ] as const
 
 /** Tool kinds OpenAI runs or accepts itself (openai-node `Tool` union). Anything else is ours. */
-const OPENAI_TOOL_TYPES = new Set([
-  'function',
+/** The tool types besides `function` that OpenAI's Responses API takes (its tools union). */
+export const OPENAI_PROVIDER_TOOLS = [
   'custom',
   'namespace',
   'tool_search',
@@ -62,7 +62,9 @@ const OPENAI_TOOL_TYPES = new Set([
   'shell',
   'apply_patch',
   'programmatic_tool_calling',
-])
+] as const
+
+const OPENAI_TOOL_TYPES = new Set<string>(['function', ...OPENAI_PROVIDER_TOOLS])
 
 /** What `include` must name for OpenAI to return the text's log probabilities (the `logprobs` extension). */
 const LOGPROBS_INCLUDE = 'message.output_text.logprobs'

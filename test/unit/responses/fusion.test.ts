@@ -286,7 +286,7 @@ describe('fusion fields that could have no effect', () => {
   it.each([
     [{ ...FUSION, preset: 'general-fast' }, 'body.plugins.0.preset: a preset names the analysis models; give analysis_models or preset, not both'],
     [{ ...FUSION, model: 'lab/beta' }, 'body.plugins.0.model: the request\'s model (lab/judge) judges here; set model to "service/fusion" to name another judge, or leave this out'],
-    [{ ...FUSION, tools: [{ type: 'function' }] }, 'body.plugins.0.tools.0.type: the panel runs server tools only; "function" is not one this gateway runs (available: service:datetime, service:web_fetch, service:web_search, service:tool_search, service:experimental__search_models)'],
+    [{ ...FUSION, tools: [{ type: 'function' }] }, 'body.plugins.0.tools.0.type: the panel runs server tools only; "function" is not one this gateway runs (available: service:datetime, service:web_fetch, service:web_search, service:tool_search, service:experimental__search_models, service:advisor, service:subagent, service:image_generation, service:bash, service:shell, service:apply_patch, service:files)'],
     [{ ...FUSION, max_tool_calls: 2 }, "body.plugins.0.max_tool_calls: bounds the panel's tool calls, so it needs tools"],
     [{ ...FUSION, max_tool_calls: 17, tools: [{ type: 'service:datetime' }] }, 'body.plugins.0.max_tool_calls: must be at most 16'],
     [{ ...FUSION, analysis_models: Array.from({ length: 9 }, (_, index) => `lab/m${index}`) }, 'body.plugins.0.analysis_models: at most 8 models'],

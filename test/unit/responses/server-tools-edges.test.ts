@@ -30,8 +30,8 @@ describe('tools refused before any upstream call', () => {
     const model = scriptedProvider({ reply: 'never' })
     testGateway = await createTestGateway({ providers: { scripted: model } })
     await expectRefused(
-      { tools: [DATETIME, { type: 'service:bash' }] },
-      'body.tools.1: server tool "service:bash" is not available on this gateway (available: service:datetime, service:web_fetch, service:web_search, service:tool_search, service:experimental__search_models, service:fusion)',
+      { tools: [DATETIME, { type: 'service:teleport' }] },
+      'body.tools.1: server tool "service:teleport" is not available on this gateway (available: service:datetime, service:web_fetch, service:web_search, service:tool_search, service:experimental__search_models, service:fusion, service:advisor, service:subagent, service:image_generation, service:bash, service:shell, service:apply_patch, service:files)',
     )
     await expectRefused({ tools: [{ type: 'service:datetime', parameters: { timezone: 'Mars/Olympus' } }] }, 'body.tools.0.parameters.timezone: must be an IANA time zone name such as Europe/Paris')
     await expectRefused({ tools: [{ type: 'service:datetime', parameters: { zone: 'UTC' } }] }, 'body.tools.0.parameters.zone: unknown field')

@@ -108,7 +108,8 @@ describe('service:tool_search', () => {
   })
 
   it("leaves defer_loading to a provider's own tool_search, beside other server tools", async () => {
-    const model = await serve(['ok'])
+    const model = scriptedProvider({ replies: ['ok'], providerTools: ['tool_search'] })
+    testGateway = await createTestGateway({ providers: { scripted: model } })
     const tools = [fn('a', 'A'), fn('b', 'B', { defer_loading: true }), { type: 'tool_search' }, { type: 'service:datetime' }]
     const response = await testGateway!.responses({ input: 'hi', tools })
     expect(response.status).toBe(200)

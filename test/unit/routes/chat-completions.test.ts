@@ -369,7 +369,7 @@ describe('POST /chat/completions, refusals', () => {
     ['transforms', { transforms: ['middle-out'] }, 'body.transforms: is not supported: prompt transforms are not run by this gateway yet'],
     ['two token limits that disagree', { max_tokens: 5, max_completion_tokens: 6 }, 'body: max_tokens and max_completion_tokens disagree: send one of them'],
     ['two efforts that disagree', { reasoning: { effort: 'low' }, reasoning_effort: 'high' }, 'body: reasoning.effort and reasoning_effort disagree: send one of them'],
-    ['a non-function tool', { tools: [{ type: 'web_search' }] }, 'body.tools.0.type: must be "function": only function tools are supported'],
+    ['a non-function tool', { tools: [{ type: 'web_search' }] }, 'body.tools.0.type: must be "function" or a server tool ("service:…")'],
     ['a json_schema without a schema', { response_format: { type: 'json_schema', json_schema: { name: 'x' } } }, 'body.response_format.json_schema.schema: is required'],
   ]
 

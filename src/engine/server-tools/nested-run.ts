@@ -1,0 +1,37 @@
+/**
+ * Runs the nested model calls of a request's server tools (nesting.ts): each a request of its own to the engine,
+ * made for the same caller, key and end user, spending under the parent's reservation (the response's usage
+ * includes it, so the ledger and the spend counters settle it with the rest), and left out of the parent's
+ * attempt reports (one generation record per client response, whose cost includes the nested calls).
+ */
+
+import type { InferenceRequest } from '../request'
+import type { InferenceService } from '../service'
+import type { WholeAnswer } from '../session-events'
+import { answerWhole } from '../whole'
+import { deeper, type NestedRunner } from './nesting'
+import { planServerTools, type ServerToolPlan } from './plan'
+
+/** The server-tool loop, given by its caller: it is the module that uses this one. */
+export type LoopAnswer = (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan) => Promise<WholeAnswer>
+
+export const createNestedRunner =
+  (service: InferenceService, parent: InferenceRequest, plan: ServerToolPlan, answerLoop: LoopAnswer): NestedRunner =>
+  async (call, signal) => {
+    // Checked when the parent was planned, so this cannot refuse what the caller sent.
+    const serverTools = planServerTools(service, call.body, plan.nesting.disabled, deeper(plan.nesting))
+    const request: InferenceRequest = {
+      body: call.body,
+      attempts: call.attempts,
+      requestedModel: call.body.model ?? parent.requestedModel,
+      endUserId: parent.endUserId,
+      requestId: parent.requestId,
+      signal,
+      isMetadataRequested: false,
+      spend: parent.spend,
+      attemptReports: [],
+      ...(serverTools ? { serverTools } : {}),
+    }
+    const answer = serverTools ? await answerLoop(service, request, serverTools) : await answerWhole(service, request)
+    return answer.result
+  }
