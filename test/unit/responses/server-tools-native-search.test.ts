@@ -168,6 +168,30 @@ describe('billing a native web search', () => {
   })
 })
 
+describe('billing a native web search by default', () => {
+  // Token prices zeroed so the cost is the searches alone; the catalog's per-search price is left as built.
+  const FREE_TOKENS = { prompt: 0, completion: 0, cachedPrompt: 0, cacheWritePrompt: 0, cacheWrite1hPrompt: 0 }
+
+  it("charges Claude's search at the built-in catalog's $10 per 1,000, whole and streamed", async () => {
+    harness = await createResponsesHarness({ anthropic: {} }, { prices: [{ model: 'anthropic/claude-sonnet-4.5', pricing: FREE_TOKENS }] })
+    harness.upstreams.anthropic!.setHandler((request) => (request.json?.stream ? sseFixture('anthropic', 'web-search.sse') : jsonFixture('anthropic', 'web-search.json')))
+    const request = { model: 'anthropic/claude-sonnet-4.5', input: 'Tides in Brest?', tools: [native()] }
+    const body = await (await harness.post(request)).json()
+    expect(body.usage.server_tool_use_details.web_search_requests).toBe(1)
+    expect(body.usage.cost).toBeCloseTo(0.01, 12)
+    const events = await streamedEvents(request)
+    expect(events.at(-1)!.response.usage.cost).toBeCloseTo(0.01, 12)
+  })
+
+  it("charges each of a Gemini 3 answer's search queries at $14 per 1,000", async () => {
+    harness = await createResponsesHarness({ 'google-ai-studio': {} }, { prices: [{ model: 'google/gemini-3-flash-preview', pricing: FREE_TOKENS }] })
+    harness.upstreams['google-ai-studio']!.setHandler(() => jsonFixture('gemini', 'web-search.json'))
+    const body = await (await harness.post({ model: 'google/gemini-3-flash-preview', input: 'Tides in Brest?', tools: [native()] })).json()
+    expect(body.usage.server_tool_use_details.web_search_requests).toBe(2)
+    expect(body.usage.cost).toBeCloseTo(0.028, 12)
+  })
+})
+
 describe('native web search beside a gateway-run tool', () => {
   it('renumbers the provider’s search events and citations after the earlier turns in a stream', async () => {
     harness = await createResponsesHarness({ anthropic: {} })
