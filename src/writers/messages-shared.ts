@@ -10,7 +10,10 @@ import { ANTHROPIC_REASONING_FORMAT } from '../providers/anthropic/wire'
 import { completedImages, imageMediaType, type OutputFunctionCall, type OutputImage, type OutputItem, type OutputMessage, type OutputReasoning } from '../providers/types'
 import { asGeneratedImage } from './server-tool-images'
 
-export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal' | 'stop_sequence'
+export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal' | 'stop_sequence' | 'pause_turn'
+
+/** The stop reason of an `incomplete` answer: Claude's paused server-tool turn keeps its own name. */
+const INCOMPLETE_STOP_REASONS: Readonly<Record<string, StopReason>> = { content_filter: 'refusal', pause_turn: 'pause_turn' }
 
 // Anthropic's message ids (`msg_…`), on the engine's response id so logs and answers agree.
 export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
@@ -23,7 +26,7 @@ const hasRefusal = (output: OutputItem[]) =>
  * only say "stop" (Chat Completions, Gemini) end the turn as `end_turn` (docs/decisions.md, POST /messages).
  */
 export const stopReasonOf = (result: Pick<ResponseResult, 'status' | 'incompleteDetails' | 'output' | 'stopSequence'>): StopReason => {
-  if (result.status === 'incomplete') return result.incompleteDetails?.reason === 'content_filter' ? 'refusal' : 'max_tokens'
+  if (result.status === 'incomplete') return INCOMPLETE_STOP_REASONS[result.incompleteDetails?.reason ?? ''] ?? 'max_tokens'
   if (result.output.some((item) => item.type === 'function_call')) return 'tool_use'
   if (result.stopSequence !== undefined) return 'stop_sequence'
   return hasRefusal(result.output) ? 'refusal' : 'end_turn'

@@ -43,6 +43,9 @@ describe('@openrouter/sdk', () => {
     expect(byId('google/gemini-2.5-flash-image').pricing).toMatchObject({ imageOutput: '0.0387' })
     expect(byId('google/gemini-2.5-flash-image').pricing.image).toBeUndefined()
     expect(byId('perplexity/sonar').pricing).toMatchObject({ request: '0.012' })
+    // The per-search price of the provider's own web search (`engine: "native"`).
+    expect(byId('anthropic/claude-sonnet-4.5').pricing.webSearch).toBe('0.01')
+    expect(byId('google/gemini-3-flash-preview').pricing.webSearch).toBe('0.014')
 
     // The SDK's pager asks for the next page while pages come back full.
     const ids: string[] = []

@@ -45,8 +45,10 @@ const COMPLETED: Finish = { status: 'completed', incompleteDetails: null }
  * `stop_reason` → finish. `max_tokens` and `model_context_window_exceeded` ran out of room;
  * `refusal` (a safety classifier stopped the answer) is reported as a content filter, the
  * Responses reason for "the provider stopped it", since Anthropic sends no refusal text to show.
- * `end_turn`, `tool_use`, `stop_sequence` (which names the matched sequence in `stop_sequence`) and
- * `pause_turn` are normal ends.
+ * `pause_turn` (Anthropic's server-tool loop, e.g. its web searches, reached its iteration limit mid-answer)
+ * is `incomplete` with Anthropic's own reason, `pause_turn`: the answer is not finished, and the gateway does
+ * not continue it (docs/decisions.md, "Anthropic's pause_turn"). `end_turn`, `tool_use` and `stop_sequence`
+ * (which names the matched sequence in `stop_sequence`) are normal ends.
  */
 export const toFinish = (stopReason: string | null | undefined, stopSequence?: unknown): Finish => {
   switch (stopReason) {
@@ -57,6 +59,8 @@ export const toFinish = (stopReason: string | null | undefined, stopSequence?: u
       return { status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' } }
     case 'refusal':
       return { status: 'incomplete', incompleteDetails: { reason: 'content_filter' } }
+    case 'pause_turn':
+      return { status: 'incomplete', incompleteDetails: { reason: 'pause_turn' } }
     default:
       return COMPLETED
   }

@@ -126,8 +126,9 @@ describe('the slug → provider endpoint mapping', () => {
       cachedPrompt: 3e-7,
       cacheWritePrompt: 0.00000375,
       cacheWrite1hPrompt: 0.000006,
+      webSearch: 0.01,
     })
-    expect(endpointOf('openai/gpt-4.1-mini', 'openai')?.pricing).toEqual({ prompt: 4e-7, completion: 0.0000016, cachedPrompt: 1e-7 })
+    expect(endpointOf('openai/gpt-4.1-mini', 'openai')?.pricing).toEqual({ prompt: 4e-7, completion: 0.0000016, cachedPrompt: 1e-7, webSearch: 0.01 })
     expect(endpointOf('perplexity/sonar', 'perplexity')?.pricing.request).toBe(0.012)
   })
 
@@ -136,6 +137,31 @@ describe('the slug → provider endpoint mapping', () => {
     expect(endpointOf('google/gemini-2.5-flash-image', 'google-ai-studio')?.pricing.image).toBe(0.0387)
     // No documented tokens per image: no per-image price rather than a guessed one.
     expect(endpointOf('google/gemini-3.1-flash-image-preview', 'google-ai-studio')?.pricing.image).toBeUndefined()
+  })
+
+  it('prices the searches a provider runs itself where its adapter can search natively', () => {
+    // The dataset's $10 per 1,000 web searches (OpenAI's web_search tool calls, Anthropic's web_search_20250305).
+    expect(endpointOf('anthropic/claude-haiku-4.5', 'anthropic')?.pricing.webSearch).toBe(0.01)
+    expect(endpointOf('openai/gpt-5', 'openai')?.pricing.webSearch).toBe(0.01)
+    // The table's $14 per 1,000 Google Search queries on Gemini 3; Gemini 2.5 bills per grounded prompt, which billing does not count.
+    expect(endpointOf('google/gemini-3-flash-preview', 'google-ai-studio')?.pricing.webSearch).toBe(0.014)
+    expect(endpointOf('google/gemini-2.5-flash', 'google-ai-studio')?.pricing.webSearch).toBeUndefined()
+    // The dataset prices Perplexity's deep research searches, but its Chat Completions adapter runs no native search.
+    expect(calcPrice(USAGE, 'sonar-deep-research', { providerId: 'perplexity', timestamp: SNAPSHOT_AT })?.model_price).toHaveProperty('web_searches_kcount', 5)
+    const [deepResearch] = buildCatalog(SNAPSHOT_AT, [{ slug: 'perplexity/sonar-deep-research', endpoints: [{ provider: 'perplexity', model: 'sonar-deep-research' }], contextLength: 128_000 }])
+    expect(deepResearch!.endpoints[0]!.pricing.webSearch).toBeUndefined()
+    for (const entry of BUILT_IN_MODELS) {
+      for (const endpoint of entry.endpoints) {
+        if (endpoint.pricing.webSearch === undefined) continue
+        expect(['openai', 'anthropic', 'google-ai-studio'], `${entry.slug} on ${endpoint.provider}`).toContain(endpoint.provider)
+      }
+    }
+  })
+
+  it('refuses a stated search price for a provider that cannot search natively', () => {
+    expect(() =>
+      buildCatalog(SNAPSHOT_AT, [{ slug: 'meta-llama/llama-3.3-70b-instruct', endpoints: [{ provider: 'groq', model: 'llama-3.3-70b-versatile', webSearchPerThousand: 5 }] }]),
+    ).toThrow('meta-llama/llama-3.3-70b-instruct on groq (llama-3.3-70b-versatile): a web search price for a provider that cannot search natively')
   })
 
   it('fills release dates and descriptions where the datasets have them', () => {

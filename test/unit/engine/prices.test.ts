@@ -44,7 +44,7 @@ describe('applyPriceOverrides', () => {
     const after = applyPriceOverrides(BUILT_IN_MODELS, [
       { model: LLAMA, pricing: { completion: 0.000001 } },
       { model: LLAMA, provider: 'deepinfra', pricing: { completion: 0.000002 } },
-      { model: CLAUDE, pricing: { cacheWritePrompt: null, cacheWrite1hPrompt: null, cachedPrompt: null, image: 0.04 } },
+      { model: CLAUDE, pricing: { cacheWritePrompt: null, cacheWrite1hPrompt: null, cachedPrompt: null, webSearch: null, image: 0.04 } },
     ])
     const llama = after.find((entry) => entry.slug === LLAMA)!
     expect(llama.endpoints.map((endpoint) => [endpoint.provider, endpoint.pricing.completion])).toEqual([
@@ -93,7 +93,7 @@ describe('configured price overrides (createGateway prices)', () => {
     const answer = await (await harness.post({ model: CLAUDE, input: 'Capital of France?' })).json()
     expect(answer.usage.cost).toBeCloseTo(costAt(0.000002, 2e-7, 0.000015), 12)
     const { claude } = await getModels(harness.gateway)
-    expect(claude.pricing).toEqual({ prompt: '0.000002', completion: '0.000015', input_cache_read: '0.0000002', input_cache_write: '0.00000375' })
+    expect(claude.pricing).toEqual({ prompt: '0.000002', completion: '0.000015', input_cache_read: '0.0000002', input_cache_write: '0.00000375', web_search: '0.01' })
   })
 
   it('refuse an override naming an unknown model, or an invalid price, at start', () => {

@@ -562,7 +562,9 @@ describe('anthropic readResult', () => {
     expect(finish('max_tokens')).toEqual(['incomplete', { reason: 'max_output_tokens' }, 'incomplete'])
     expect(finish('model_context_window_exceeded')).toEqual(['incomplete', { reason: 'max_output_tokens' }, 'incomplete'])
     expect(finish('refusal')).toEqual(['incomplete', { reason: 'content_filter' }, 'incomplete'])
-    for (const reason of ['end_turn', 'tool_use', 'stop_sequence', 'pause_turn']) expect(finish(reason)).toEqual(['completed', null, 'completed'])
+    // The server-tool loop paused mid-answer: not a finished answer.
+    expect(finish('pause_turn')).toEqual(['incomplete', { reason: 'pause_turn' }, 'incomplete'])
+    for (const reason of ['end_turn', 'tool_use', 'stop_sequence']) expect(finish(reason)).toEqual(['completed', null, 'completed'])
   })
 
   it('throws an UpstreamFailure for malformed bodies and error bodies', () => {

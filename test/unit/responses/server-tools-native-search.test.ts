@@ -168,6 +168,67 @@ describe('billing a native web search', () => {
   })
 })
 
+describe('billing a native web search by default', () => {
+  // Token prices zeroed so the cost is the searches alone; the catalog's per-search price is left as built.
+  const FREE_TOKENS = { prompt: 0, completion: 0, cachedPrompt: 0, cacheWritePrompt: 0, cacheWrite1hPrompt: 0 }
+
+  it("charges Claude's search at the built-in catalog's $10 per 1,000, whole and streamed", async () => {
+    harness = await createResponsesHarness({ anthropic: {} }, { prices: [{ model: 'anthropic/claude-sonnet-4.5', pricing: FREE_TOKENS }] })
+    harness.upstreams.anthropic!.setHandler((request) => (request.json?.stream ? sseFixture('anthropic', 'web-search.sse') : jsonFixture('anthropic', 'web-search.json')))
+    const request = { model: 'anthropic/claude-sonnet-4.5', input: 'Tides in Brest?', tools: [native()] }
+    const body = await (await harness.post(request)).json()
+    expect(body.usage.server_tool_use_details.web_search_requests).toBe(1)
+    expect(body.usage.cost).toBeCloseTo(0.01, 12)
+    const events = await streamedEvents(request)
+    expect(events.at(-1)!.response.usage.cost).toBeCloseTo(0.01, 12)
+  })
+
+  it("charges each of a Gemini 3 answer's search queries at $14 per 1,000", async () => {
+    harness = await createResponsesHarness({ 'google-ai-studio': {} }, { prices: [{ model: 'google/gemini-3-flash-preview', pricing: FREE_TOKENS }] })
+    harness.upstreams['google-ai-studio']!.setHandler(() => jsonFixture('gemini', 'web-search.json'))
+    const body = await (await harness.post({ model: 'google/gemini-3-flash-preview', input: 'Tides in Brest?', tools: [native()] })).json()
+    expect(body.usage.server_tool_use_details.web_search_requests).toBe(2)
+    expect(body.usage.cost).toBeCloseTo(0.028, 12)
+  })
+})
+
+describe("Claude's paused search turn (stop_reason: pause_turn)", () => {
+  const servePaused = async () => {
+    harness = await createResponsesHarness({ anthropic: {} }, { prices: [{ model: 'anthropic/claude-sonnet-4.5', pricing: { prompt: 0, completion: 0, webSearch: 0.01 } }] })
+    harness.upstreams.anthropic!.setHandler((request) =>
+      request.json?.stream ? sseFixture('anthropic', 'web-search-pause-turn.sse') : jsonFixture('anthropic', 'web-search-pause-turn.json'),
+    )
+  }
+  const request = { model: 'anthropic/claude-sonnet-4.5', input: 'Tides in Brest?', tools: [native()] }
+  const SEARCHES = [
+    { type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'brest tide times', sources: [{ type: 'url', url: 'https://tides.example.org/brest' }, { type: 'url', url: 'https://sailing.example.net/guides/brittany-tides' }] } },
+    { type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'brest tidal coefficients', sources: [{ type: 'url', url: 'https://coefficients.example.org/brest' }] } },
+  ]
+  const strip = (items: Array<Record<string, unknown>>) => items.map(({ id: _id, ...item }) => item)
+
+  it('ends the response as incomplete with reason pause_turn, its searches shown and billed', async () => {
+    await servePaused()
+    const body = await (await harness!.post(request)).json()
+    expect(body.status).toBe('incomplete')
+    expect(body.incomplete_details).toEqual({ reason: 'pause_turn' })
+    expect(strip(body.output)).toEqual([{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: "I'll look that up.", annotations: [] }] }, ...SEARCHES])
+    expect(body.usage.server_tool_use_details.web_search_requests).toBe(2)
+    expect(body.usage.cost).toBeCloseTo(0.02, 12)
+    // One upstream call: the gateway does not continue the paused turn.
+    expect(harness!.upstreams.anthropic!.requests).toHaveLength(1)
+  })
+
+  it('streams the same answer, ending with response.incomplete', async () => {
+    await servePaused()
+    const events = await streamedEvents(request)
+    const last = events.at(-1)!
+    expect(last.type).toBe('response.incomplete')
+    expect(last.response.incomplete_details).toEqual({ reason: 'pause_turn' })
+    expect(strip(last.response.output).slice(1)).toEqual(SEARCHES)
+    expect(last.response.usage.cost).toBeCloseTo(0.02, 12)
+  })
+})
+
 describe('native web search beside a gateway-run tool', () => {
   it('renumbers the provider’s search events and citations after the earlier turns in a stream', async () => {
     harness = await createResponsesHarness({ anthropic: {} })

@@ -78,18 +78,21 @@ describe('POST /messages, whole answers', () => {
     ])
   })
 
-  it('says max_tokens when the answer was cut by the token limit, refusal when filtered or refused', async () => {
+  it('says max_tokens when the answer was cut by the token limit, refusal when filtered or refused, pause_turn when paused', async () => {
     await serveReplies({
       replies: [
         [{ type: 'text', text: 'Once upon' }, { type: 'finish', status: 'incomplete', reason: 'max_output_tokens' }],
         [{ type: 'text', text: 'No' }, { type: 'finish', status: 'incomplete', reason: 'content_filter' }],
         [{ type: 'refusal', refusal: 'I cannot help with that.' }],
+        [{ type: 'text', text: 'Searching.' }, { type: 'finish', status: 'incomplete', reason: 'pause_turn' }],
       ],
     })
     expect((await (await create({ messages: HI, max_tokens: 2 })).json()).stop_reason).toBe('max_tokens')
     expect((await (await create({ messages: HI })).json()).stop_reason).toBe('refusal')
     const refused = await (await create({ messages: HI })).json()
     expect(refused).toMatchObject({ stop_reason: 'refusal', content: [{ type: 'text', text: 'I cannot help with that.' }] })
+    // Claude's server-tool loop paused: Anthropic's own reason, so a Messages client can send the turn back to go on.
+    expect((await (await create({ messages: HI })).json()).stop_reason).toBe('pause_turn')
   })
 
   it('answers a failure before content in Anthropic error shape with its status', async () => {

@@ -52,7 +52,8 @@ describe('GET /models', () => {
       description: expect.stringMatching(/^GPT-4\.1 Mini is /),
       context_length: 1_047_576,
       architecture: { modality: 'text+image->text', input_modalities: ['text', 'image'], output_modalities: ['text'], tokenizer: 'GPT', instruct_type: null },
-      pricing: { prompt: '0.0000004', completion: '0.0000016', input_cache_read: '0.0000001' },
+      // web_search: OpenAI's $10 per 1,000 web_search tool calls.
+      pricing: { prompt: '0.0000004', completion: '0.0000016', input_cache_read: '0.0000001', web_search: '0.01' },
       top_provider: { context_length: 1_047_576, max_completion_tokens: 32_768, is_moderated: false },
       per_request_limits: null,
       supported_parameters: ['max_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'structured_outputs', 'logprobs', 'prompt'],
