@@ -5,14 +5,23 @@
  * A counter that would pass its limit undoes the reservation and the request is refused with 402. When
  * the request ends, however it ends, its settlement adds what it really cost minus what it reserved, once,
  * to every counter it touches, limited or not, so usage is exact after settlement and a limit is passed
- * by no more than what requests in flight under-reserved.
+ * by no more than what requests in flight under-reserved. A request touches only the counters something
+ * reads: the key's (GET /key), the account's total (GET /credits), the workspace's in its budgets' periods.
  */
 
 import { PaymentRequiredError, type GatewayError } from '../core/errors'
 import { formatUsd, toNano } from '../core/money'
 import type { AccountRecord } from '../repositories/accounts'
 import type { ApiKeyRecord } from '../repositories/api-keys'
-import { SPEND_WINDOWS, spendCounter, type SpendChange, type SpendCounter, type SpendMetric, type SpendWindow } from '../repositories/spend-counters'
+import {
+  SPEND_WINDOWS,
+  spendCounter,
+  type SpendChange,
+  type SpendCounter,
+  type SpendMetric,
+  type SpendScope,
+  type SpendWindow,
+} from '../repositories/spend-counters'
 import type { BudgetInterval, WorkspaceRecord } from '../repositories/workspaces'
 import type { BilledUsage } from './billing'
 import type { SessionObserver } from './observe'
@@ -30,40 +39,66 @@ export const DEFAULT_OUTPUT_RESERVATION = 32_768
 type Amounts = Record<SpendMetric, number>
 const NOTHING: Amounts = Object.freeze({ usage: 0, all: 0 })
 
-/** Every counter a request adds to, in a fixed order: the key's, the workspace's (each metric × window), the account's. */
+/** One counter a request adds to, and the metric it counts. */
 interface Tracked {
   counter: SpendCounter
   metric: SpendMetric
 }
 
+/** Every counter a request adds to, in a fixed order, and where each (scope, metric, window) sits in it. */
+interface TrackedCounters {
+  list: readonly Tracked[]
+  indexOf: ReadonlyMap<string, number>
+}
+
 const METRICS: readonly SpendMetric[] = ['usage', 'all']
 
-const buildTrackedCounters = (targets: SpendTargets, at: Date): readonly Tracked[] => [
-  ...METRICS.flatMap((metric) => SPEND_WINDOWS.map((window) => ({ counter: spendCounter('key', targets.key.hash, metric, window, at), metric }))),
-  ...METRICS.flatMap((metric) => SPEND_WINDOWS.map((window) => ({ counter: spendCounter('workspace', targets.workspace.id, metric, window, at), metric }))),
-  { counter: spendCounter('account', targets.account.id, 'usage', 'total', at), metric: 'usage' },
-]
+const budgetWindow = (interval: BudgetInterval): SpendWindow => (interval === 'lifetime' ? 'total' : interval)
+
+const slot = (scope: SpendScope, metric: SpendMetric, window: SpendWindow) => `${scope}:${metric}:${window}`
+
+/**
+ * The key's counters in both metrics and every window (GET /key reports them all), the account's total usage
+ * (GET /credits), and the workspace's only in the windows its budgets hold it to: nothing reads a workspace's
+ * spend but its budgets. Both metrics there, so switching `include_byok_in_budgets` keeps what was spent.
+ */
+const buildTrackedCounters = (targets: SpendTargets, budgetWindows: readonly SpendWindow[], at: Date): TrackedCounters => {
+  const list: Tracked[] = []
+  const indexOf = new Map<string, number>()
+  const track = (scope: SpendScope, id: string, metric: SpendMetric, window: SpendWindow) => {
+    indexOf.set(slot(scope, metric, window), list.length)
+    list.push({ counter: spendCounter(scope, id, metric, window, at), metric })
+  }
+  for (const metric of METRICS) for (const window of SPEND_WINDOWS) track('key', targets.key.hash, metric, window)
+  for (const metric of METRICS) for (const window of budgetWindows) track('workspace', targets.workspace.id, metric, window)
+  track('account', targets.account.id, 'usage', 'total')
+  return { list, indexOf }
+}
 
 const DAY_MS = 86_400_000
 const TRACKED_CACHE_MAX = 1024
-// A key's 17 counters change names once a day: built once per key and day, not per request (and the same key
+// A key's counters change names once a day: built once per key, budgets and day, not per request (and the same key
 // strings each time, whose hashes the store's maps then need not compute again). Read-only once built.
-const trackedCache = new Map<string, readonly Tracked[]>()
+const trackedCache = new Map<string, TrackedCounters>()
 
-const trackedCounters = (targets: SpendTargets, at: Date): readonly Tracked[] => {
-  const cacheKey = `${targets.key.hash}|${targets.workspace.id}|${targets.account.id}|${Math.floor(at.getTime() / DAY_MS)}`
+const trackedCounters = (targets: SpendTargets, at: Date): TrackedCounters => {
+  const { budgets } = targets.workspace
+  const budgetWindows = budgets.length === 0 ? [] : SPEND_WINDOWS.filter((window) => budgets.some((budget) => budgetWindow(budget.interval) === window))
+  const cacheKey = `${targets.key.hash}|${targets.workspace.id}|${budgetWindows.join(',')}|${targets.account.id}|${Math.floor(at.getTime() / DAY_MS)}`
   let tracked = trackedCache.get(cacheKey)
   if (!tracked) {
-    tracked = buildTrackedCounters(targets, at)
+    tracked = buildTrackedCounters(targets, budgetWindows, at)
     if (trackedCache.size >= TRACKED_CACHE_MAX) trackedCache.clear()
     trackedCache.set(cacheKey, tracked)
   }
   return tracked
 }
 
-const counterIndex = (scope: 'key' | 'workspace', metric: SpendMetric, window: SpendWindow) =>
-  (scope === 'workspace' ? METRICS.length * SPEND_WINDOWS.length : 0) + METRICS.indexOf(metric) * SPEND_WINDOWS.length + SPEND_WINDOWS.indexOf(window)
-const ACCOUNT_USAGE_INDEX = 2 * METRICS.length * SPEND_WINDOWS.length
+const indexOf = (tracked: TrackedCounters, scope: SpendScope, metric: SpendMetric, window: SpendWindow): number => {
+  const index = tracked.indexOf.get(slot(scope, metric, window))
+  if (index === undefined) throw new Error(`spend: no ${scope} counter for ${metric} ${window}`)
+  return index
+}
 
 const PERIOD: Record<SpendWindow, string> = {
   total: 'in total',
@@ -85,12 +120,12 @@ const refusal = (limit: string, message: string) =>
 
 const ADVICE = 'lower max_output_tokens or'
 
-const keyLimit = (key: ApiKeyRecord): Limit | null => {
+const keyLimit = (tracked: TrackedCounters, key: ApiKeyRecord): Limit | null => {
   if (key.limitNano === null) return null
   const window: SpendWindow = key.limitReset ?? 'total'
   const limitNano = key.limitNano
   return {
-    index: counterIndex('key', key.includeByokInLimit ? 'all' : 'usage', window),
+    index: indexOf(tracked, 'key', key.includeByokInLimit ? 'all' : 'usage', window),
     limitNano,
     refusal: (spent, worst) =>
       refusal(
@@ -101,13 +136,11 @@ const keyLimit = (key: ApiKeyRecord): Limit | null => {
   }
 }
 
-const budgetWindow = (interval: BudgetInterval): SpendWindow => (interval === 'lifetime' ? 'total' : interval)
-
-const budgetLimits = (workspace: WorkspaceRecord): Limit[] =>
+const budgetLimits = (tracked: TrackedCounters, workspace: WorkspaceRecord): Limit[] =>
   workspace.budgets.map((budget) => {
     const window = budgetWindow(budget.interval)
     return {
-      index: counterIndex('workspace', workspace.includeByokInBudgets ? 'all' : 'usage', window),
+      index: indexOf(tracked, 'workspace', workspace.includeByokInBudgets ? 'all' : 'usage', window),
       limitNano: budget.limitNano,
       refusal: (spent, worst) =>
         refusal(
@@ -118,8 +151,8 @@ const budgetLimits = (workspace: WorkspaceRecord): Limit[] =>
     }
   })
 
-const creditLimit = (account: AccountRecord): Limit => ({
-  index: ACCOUNT_USAGE_INDEX,
+const creditLimit = (tracked: TrackedCounters, account: AccountRecord): Limit => ({
+  index: indexOf(tracked, 'account', 'usage', 'total'),
   limitNano: account.credits.grantedNano,
   refusal: (spent, worst) =>
     refusal(
@@ -129,11 +162,11 @@ const creditLimit = (account: AccountRecord): Limit => ({
     ),
 })
 
-const activeLimits = (settings: SpendSettings, targets: SpendTargets): Limit[] => {
-  const limits = budgetLimits(targets.workspace)
-  const key = keyLimit(targets.key)
+const activeLimits = (settings: SpendSettings, targets: SpendTargets, tracked: TrackedCounters): Limit[] => {
+  const limits = budgetLimits(tracked, targets.workspace)
+  const key = keyLimit(tracked, targets.key)
   if (key) limits.unshift(key)
-  if (settings.enforceCredits) limits.push(creditLimit(targets.account))
+  if (settings.enforceCredits) limits.push(creditLimit(tracked, targets.account))
   return limits
 }
 
@@ -244,10 +277,10 @@ const abandonedAmounts = (service: InferenceService, request: InferenceRequest, 
 export const reserveSpend = async (service: InferenceService, request: InferenceRequest): Promise<SpendReservation> => {
   const targets = request.spend
   const tracked = trackedCounters(targets, new Date(service.now()))
-  const reserved = tracked.map(() => 0)
-  const limits = activeLimits(service.spend, targets)
-  if (limits.length > 0) await reserve(service, request, tracked, reserved, limits)
-  const settle = settleOnce(service, request, tracked, reserved)
+  const reserved = tracked.list.map(() => 0)
+  const limits = activeLimits(service.spend, targets, tracked)
+  if (limits.length > 0) await reserve(service, request, tracked.list, reserved, limits)
+  const settle = settleOnce(service, request, tracked.list, reserved)
   return {
     settle: (usage) => settle(billedAmounts(usage)),
     observer() {
