@@ -110,6 +110,8 @@ const dayIndex = (accountId: string, day: string) => `${accountId}|${day}`
 const toInput = (record: GenerationRecord): RecordInput<GenerationRecord> => ({
   id: record.id,
   data: record,
+  // The ledger builds each record for its write alone and never touches it again: no copy is needed.
+  isDataHandedOver: true,
   indexes: { accountId: record.accountId, accountDay: dayIndex(record.accountId, utcDay(record.createdAt)) },
   // ISO 8601 in UTC sorts as time does; ties fall back to the id.
   sortKey: record.createdAt,
@@ -119,7 +121,11 @@ const toInput = (record: GenerationRecord): RecordInput<GenerationRecord> => ({
 const PAGE_SIZE = 500
 
 export const createGenerationsRepository = (storage: StorageDriver) => ({
-  /** Stores a batch in one store call; a record whose id is stored already stays as it was (written once). */
+  /**
+   * Stores a batch in one store call; a record whose id is stored already stays as it was (written once). The
+   * records are handed over to the store (`RecordInput.isDataHandedOver`): the caller built them for this call,
+   * shares none of their objects and never changes them afterwards.
+   */
   async store(records: GenerationRecord[]): Promise<void> {
     await storage.createMany(GENERATIONS, records.map(toInput))
   },
