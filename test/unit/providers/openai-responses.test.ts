@@ -478,6 +478,23 @@ describe('openAIResponsesAdapter', () => {
       expect(other!.wireJson).toBeUndefined()
     })
 
+    it('reads a kept delta from its text, escapes included, and keeps the text', async () => {
+      const delta = (sequence: number, text: string, extra: Record<string, unknown> = {}) =>
+        `event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: sequence, ...extra, item_id: 'msg_1', output_index: 0, content_index: 0, delta: text, logprobs: [] })}\n\n`
+      const texts = ['plain', 'quote " and \\ backslash', 'line\nbreak, tab\t, é ☃ 😀 \u0001', '', '"delta":"not this']
+      const body =
+        texts.map((text, index) => delta(index, text)).join('') +
+        // A nested object before the field: the text cannot tell its own `delta` apart cheaply, so the event is parsed.
+        delta(texts.length, 'after nested', { annotations: [{ delta: 'inner' }] }) +
+        sse({ type: 'response.completed', sequence_number: texts.length + 1, response: { status: 'completed', output: [], usage: null } })
+      const events = itemEvents(await collect(adapter.readStream(chunked(body, 9), makeCall({}, { stream: true }))))
+      expect(events.map((event) => event.wireJson !== undefined)).toEqual([true, true, true, true, true, true])
+      expect(events.map((event) => event.delta)).toEqual([...texts, 'after nested'])
+      // Reading the delta leaves the text to relay as it came.
+      expect(events.map((event) => event.wireJson !== undefined)).toEqual([true, true, true, true, true, true])
+      expect(events.map(fieldsOf).map((event: any) => event.delta)).toEqual([...texts, 'after nested'])
+    })
+
     it('parses events in any other layout as before', async () => {
       const pretty = sse({ type: 'response.output_item.added', sequence_number: 0, output_index: 0, item: { id: 'msg_1', type: 'message', status: 'in_progress', content: [], role: 'assistant' } }).replace(
         'data: {',
