@@ -6,7 +6,9 @@
  * the request ends, however it ends, its settlement adds what it really cost minus what it reserved, once,
  * to every counter it touches, limited or not, so usage is exact after settlement and a limit is passed
  * by no more than what requests in flight under-reserved. A request touches only the counters something
- * reads: the key's (GET /key), the account's total (GET /credits), the workspace's in its budgets' periods.
+ * reads: the key's (GET /key), the account's total (GET /credits), the workspace's in its budgets' periods;
+ * and a request on the gateway's own keys only `usage` counters, one per target and period: BYOK requests
+ * keep their list price apart, in `byok` counters, which limits that include BYOK spend add to `usage`.
  */
 
 import { PaymentRequiredError, type GatewayError } from '../core/errors'
@@ -36,7 +38,11 @@ const BYTES_PER_TOKEN = 3
 /** Output reserved for an endpoint that publishes no output limit, when the request sets none either. */
 export const DEFAULT_OUTPUT_RESERVATION = 32_768
 
-type Amounts = Record<SpendMetric, number>
+/** What a request adds: `usage`, what it is charged; `all`, that plus the list price of a BYOK request. */
+interface Amounts {
+  usage: number
+  all: number
+}
 const NOTHING: Amounts = Object.freeze({ usage: 0, all: 0 })
 
 /** One counter a request adds to, and the metric it counts. */
@@ -51,7 +57,7 @@ interface TrackedCounters {
   indexOf: ReadonlyMap<string, number>
 }
 
-const METRICS: readonly SpendMetric[] = ['usage', 'all']
+const METRICS: readonly SpendMetric[] = ['usage', 'byok']
 
 const budgetWindow = (interval: BudgetInterval): SpendWindow => (interval === 'lifetime' ? 'total' : interval)
 
@@ -109,7 +115,12 @@ const PERIOD: Record<SpendWindow, string> = {
 
 /** A limit one counter is held to, and how a refusal names it. */
 interface Limit {
+  /** The `usage` counter the limit holds, where the request reserves its worst case. */
   index: number
+  /** The `byok` counter of the same target and period, added when the limit counts BYOK spend at the list price. */
+  byokIndex: number | undefined
+  /** Which worst case is reserved: `all` when BYOK spend counts. */
+  counts: keyof Amounts
   limitNano: number
   refusal(spentNano: number, worstNano: number): GatewayError
 }
@@ -120,12 +131,18 @@ const refusal = (limit: string, message: string) =>
 
 const ADVICE = 'lower max_output_tokens or'
 
+const heldCounters = (tracked: TrackedCounters, scope: SpendScope, window: SpendWindow, isByokCounted: boolean): Pick<Limit, 'index' | 'byokIndex' | 'counts'> => ({
+  index: indexOf(tracked, scope, 'usage', window),
+  byokIndex: isByokCounted ? indexOf(tracked, scope, 'byok', window) : undefined,
+  counts: isByokCounted ? 'all' : 'usage',
+})
+
 const keyLimit = (tracked: TrackedCounters, key: ApiKeyRecord): Limit | null => {
   if (key.limitNano === null) return null
   const window: SpendWindow = key.limitReset ?? 'total'
   const limitNano = key.limitNano
   return {
-    index: indexOf(tracked, 'key', key.includeByokInLimit ? 'all' : 'usage', window),
+    ...heldCounters(tracked, 'key', window, key.includeByokInLimit),
     limitNano,
     refusal: (spent, worst) =>
       refusal(
@@ -140,7 +157,7 @@ const budgetLimits = (tracked: TrackedCounters, workspace: WorkspaceRecord): Lim
   workspace.budgets.map((budget) => {
     const window = budgetWindow(budget.interval)
     return {
-      index: indexOf(tracked, 'workspace', workspace.includeByokInBudgets ? 'all' : 'usage', window),
+      ...heldCounters(tracked, 'workspace', window, workspace.includeByokInBudgets),
       limitNano: budget.limitNano,
       refusal: (spent, worst) =>
         refusal(
@@ -152,7 +169,7 @@ const budgetLimits = (tracked: TrackedCounters, workspace: WorkspaceRecord): Lim
   })
 
 const creditLimit = (tracked: TrackedCounters, account: AccountRecord): Limit => ({
-  index: indexOf(tracked, 'account', 'usage', 'total'),
+  ...heldCounters(tracked, 'account', 'total', false),
   limitNano: account.credits.grantedNano,
   refusal: (spent, worst) =>
     refusal(
@@ -230,26 +247,37 @@ export interface SpendReservation {
   observer(): SessionObserver
 }
 
+/** What a settlement adds to one counter: the real cost less what was reserved there. */
+const settledAmount = (amounts: Amounts, metric: SpendMetric, reserved: number) => (metric === 'usage' ? amounts.usage : amounts.all - amounts.usage) - reserved
+
 const settleOnce = (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[]) => {
   let isSettled = false
   return (amounts: Amounts) => {
     if (isSettled) return
     isSettled = true
-    const changes: SpendChange[] = []
+    const usageChanges: SpendChange[] = []
+    const byokChanges: SpendChange[] = []
     tracked.forEach(({ counter, metric }, index) => {
-      const amount = amounts[metric] - reserved[index]!
-      if (amount !== 0) changes.push({ counter, amount })
+      const amount = settledAmount(amounts, metric, reserved[index]!)
+      if (amount !== 0) (metric === 'usage' ? usageChanges : byokChanges).push({ counter, amount })
     })
-    if (changes.length === 0) return
+    if (usageChanges.length === 0 && byokChanges.length === 0) return
     const { pending } = service.spend
-    const writing = request.spend.repository.add(changes).then(
+    const { repository } = request.spend
+    const addUsage = () => (usageChanges.length === 0 ? Promise.resolve([]) : repository.add(usageChanges))
+    // A BYOK request's list price lands in `byok` before its reservation leaves `usage`: a limit that adds the two
+    // may see the request twice for a moment, never not at all (docs/decisions.md, Credits and limits).
+    const writing = (byokChanges.length === 0 ? addUsage() : repository.add(byokChanges).then(addUsage)).then(
       () => {},
       (error: unknown) =>
         // The counters keep the reservation; the amounts let an operator correct them by hand.
         service.logger.error('spend settlement failed', {
           requestId: request.requestId,
           keyHash: request.spend.key.hash.slice(0, 8),
-          changes: changes.map((change) => ({ counter: change.counter.key.replace(request.spend.key.hash, request.spend.key.hash.slice(0, 8)), amountNano: change.amount })),
+          changes: [...byokChanges, ...usageChanges].map((change) => ({
+            counter: change.counter.key.replace(request.spend.key.hash, request.spend.key.hash.slice(0, 8)),
+            amountNano: change.amount,
+          })),
           error,
         }),
     )
@@ -312,9 +340,9 @@ export const reserveSpend = async (service: InferenceService, request: Inference
 const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[]) => {
   const worst = worstCase(service, request)
   // A request that cannot cost anything (a free endpoint) is never refused for money.
-  const held = limits.filter((limit) => worst[tracked[limit.index]!.metric] > 0)
+  const held = limits.filter((limit) => worst[limit.counts] > 0)
   if (held.length === 0) return
-  const changes = held.map((limit) => ({ counter: tracked[limit.index]!.counter, amount: worst[tracked[limit.index]!.metric] }))
+  const changes = held.map((limit) => ({ counter: tracked[limit.index]!.counter, amount: worst[limit.counts] }))
   const { repository } = request.spend
   const results = await Promise.allSettled(changes.map((change) => repository.add([change])))
   const undo = () =>
@@ -326,13 +354,26 @@ const reserve = async (service: InferenceService, request: InferenceRequest, tra
     await undo()
     throw failed.reason
   }
+  const spent = held.map((_, index) => (results[index] as PromiseFulfilledResult<number[]>).value[0]!)
+  // BYOK spend is read after the reservation went in: it only grows, and a settlement adds to it before it gives
+  // back its reservation, so what is read is never less than what was spent when the reservation landed.
+  const byokHeld = held.flatMap((limit, index) => (limit.byokIndex === undefined ? [] : [{ index, counter: tracked[limit.byokIndex]!.counter }]))
+  if (byokHeld.length > 0) {
+    let byok: number[]
+    try {
+      byok = await repository.read(byokHeld.map(({ counter }) => counter))
+    } catch (error) {
+      await undo()
+      throw error
+    }
+    byokHeld.forEach(({ index }, position) => (spent[index]! += byok[position]!))
+  }
   // Over when this reservation passed the limit, or the limit was reached already.
-  const overIndex = held.findIndex((limit, index) => (results[index] as PromiseFulfilledResult<number[]>).value[0]! > limit.limitNano)
+  const overIndex = held.findIndex((limit, index) => spent[index]! > limit.limitNano)
   if (overIndex >= 0) {
     await undo()
-    const limit = held[overIndex]!
     const amount = changes[overIndex]!.amount
-    throw limit.refusal((results[overIndex] as PromiseFulfilledResult<number[]>).value[0]! - amount, amount)
+    throw held[overIndex]!.refusal(spent[overIndex]! - amount, amount)
   }
   held.forEach((limit, index) => (reserved[limit.index] = changes[index]!.amount))
 }

@@ -288,7 +288,7 @@ describe('workspace budgets', () => {
     const time = clock()
     const { t } = await start({ now: time.now })
     // Adding 0 reads a counter (the contract has no plain read).
-    const workspaceSpend = async (metric: 'usage' | 'all', period: string) => {
+    const workspaceSpend = async (metric: 'usage' | 'byok', period: string) => {
       await t.gateway.flushSpend()
       return (await t.gateway.storage.increment(`spend:workspace:${t.defaultWorkspaceId}:${metric}:${period}`, 0, 60_000)).value
     }
@@ -297,9 +297,9 @@ describe('workspace budgets', () => {
     for (const period of ['total', 'd2025-03-12', 'w2025-03-10', 'm2025-03']) expect(await workspaceSpend('usage', period)).toBe(0)
     await t.gateway.admin.setWorkspaceBudget(undefined, 'default', { interval: 'weekly', limitUsd: 1 })
     expect((await t.responses(SMALL)).status).toBe(200)
-    // Both metrics of the budget's period, so switching include_byok_in_budgets keeps what was spent.
+    // The budget's period only; a request on the gateway's own key adds nothing to BYOK spend.
     expect(await workspaceSpend('usage', 'w2025-03-10')).toBe(20_000)
-    expect(await workspaceSpend('all', 'w2025-03-10')).toBe(20_000)
+    expect(await workspaceSpend('byok', 'w2025-03-10')).toBe(0)
     expect(await workspaceSpend('usage', 'm2025-03')).toBe(0)
     // The key's own periods count every request whatever the budgets.
     expect((await keyRecord(t, t.regularKeyHash)).usage_monthly).toBe(0.00004)
