@@ -5,14 +5,25 @@
  * A counter that would pass its limit undoes the reservation and the request is refused with 402. When
  * the request ends, however it ends, its settlement adds what it really cost minus what it reserved, once,
  * to every counter it touches, limited or not, so usage is exact after settlement and a limit is passed
- * by no more than what requests in flight under-reserved.
+ * by no more than what requests in flight under-reserved. A request touches only the counters something
+ * reads: the key's (GET /key), the account's total (GET /credits), the workspace's in its budgets' periods;
+ * and a request on the gateway's own keys only `usage` counters, one per target and period: BYOK requests
+ * keep their list price apart, in `byok` counters, which limits that include BYOK spend add to `usage`.
  */
 
 import { PaymentRequiredError, type GatewayError } from '../core/errors'
 import { formatUsd, toNano } from '../core/money'
 import type { AccountRecord } from '../repositories/accounts'
 import type { ApiKeyRecord } from '../repositories/api-keys'
-import { SPEND_WINDOWS, spendCounter, type SpendChange, type SpendCounter, type SpendMetric, type SpendWindow } from '../repositories/spend-counters'
+import {
+  SPEND_WINDOWS,
+  spendCounter,
+  type SpendChange,
+  type SpendCounter,
+  type SpendMetric,
+  type SpendScope,
+  type SpendWindow,
+} from '../repositories/spend-counters'
 import type { BudgetInterval, WorkspaceRecord } from '../repositories/workspaces'
 import type { BilledUsage } from './billing'
 import type { SessionObserver } from './observe'
@@ -27,16 +38,30 @@ const BYTES_PER_TOKEN = 3
 /** Output reserved for an endpoint that publishes no output limit, when the request sets none either. */
 export const DEFAULT_OUTPUT_RESERVATION = 32_768
 
-type Amounts = Record<SpendMetric, number>
+/** What a request adds: `usage`, what it is charged; `all`, that plus the list price of a BYOK request. */
+interface Amounts {
+  usage: number
+  all: number
+}
 const NOTHING: Amounts = Object.freeze({ usage: 0, all: 0 })
 
-/** Every counter a request adds to, in a fixed order: the key's, the workspace's (each metric × window), the account's. */
+/** One counter a request adds to, and the metric it counts. */
 interface Tracked {
   counter: SpendCounter
   metric: SpendMetric
 }
 
-const METRICS: readonly SpendMetric[] = ['usage', 'all']
+/** Every counter a request adds to, in a fixed order, and where each (scope, metric, window) sits in it. */
+interface TrackedCounters {
+  list: readonly Tracked[]
+  indexOf: ReadonlyMap<string, number>
+}
+
+const METRICS: readonly SpendMetric[] = ['usage', 'byok']
+
+const budgetWindow = (interval: BudgetInterval): SpendWindow => (interval === 'lifetime' ? 'total' : interval)
+
+const slot = (scope: SpendScope, metric: SpendMetric, window: SpendWindow) => `${scope}:${metric}:${window}`
 
 /** The periods a guardrail budget may reset on: a user's counters exist for those only. */
 const USER_WINDOWS: readonly SpendWindow[] = ['daily', 'weekly', 'monthly']
@@ -46,36 +71,50 @@ const userId = (targets: SpendTargets) => `${targets.account.id}:${targets.key.c
 /** Whether the request counts its user's spend: only while a member guardrail's budget holds it (docs/decisions.md, Guardrails). */
 const tracksUser = (targets: SpendTargets) => targets.guardrailBudgets?.some((budget) => budget.holder === 'user') === true
 
-const buildTrackedCounters = (targets: SpendTargets, at: Date): readonly Tracked[] => [
-  ...METRICS.flatMap((metric) => SPEND_WINDOWS.map((window) => ({ counter: spendCounter('key', targets.key.hash, metric, window, at), metric }))),
-  ...METRICS.flatMap((metric) => SPEND_WINDOWS.map((window) => ({ counter: spendCounter('workspace', targets.workspace.id, metric, window, at), metric }))),
-  { counter: spendCounter('account', targets.account.id, 'usage', 'total', at), metric: 'usage' },
-  ...(tracksUser(targets)
-    ? METRICS.flatMap((metric) => USER_WINDOWS.map((window) => ({ counter: spendCounter('user', userId(targets), metric, window, at), metric })))
-    : []),
-]
+/**
+ * The key's counters in both metrics and every window (GET /key reports them all), the account's total usage
+ * (GET /credits), the workspace's only in the windows its budgets hold it to (nothing reads a workspace's
+ * spend but its budgets; both metrics there, so switching `include_byok_in_budgets` keeps what was spent), and the
+ * key's user's while a member guardrail's budget holds it.
+ */
+const buildTrackedCounters = (targets: SpendTargets, budgetWindows: readonly SpendWindow[], at: Date): TrackedCounters => {
+  const list: Tracked[] = []
+  const indexOf = new Map<string, number>()
+  const track = (scope: SpendScope, id: string, metric: SpendMetric, window: SpendWindow) => {
+    indexOf.set(slot(scope, metric, window), list.length)
+    list.push({ counter: spendCounter(scope, id, metric, window, at), metric })
+  }
+  for (const metric of METRICS) for (const window of SPEND_WINDOWS) track('key', targets.key.hash, metric, window)
+  for (const metric of METRICS) for (const window of budgetWindows) track('workspace', targets.workspace.id, metric, window)
+  track('account', targets.account.id, 'usage', 'total')
+  if (tracksUser(targets)) for (const metric of METRICS) for (const window of USER_WINDOWS) track('user', userId(targets), metric, window)
+  return { list, indexOf }
+}
 
 const DAY_MS = 86_400_000
 const TRACKED_CACHE_MAX = 1024
-// A key's 17 counters change names once a day: built once per key and day, not per request (and the same key
+// A key's counters change names once a day: built once per key, budgets and day, not per request (and the same key
 // strings each time, whose hashes the store's maps then need not compute again). Read-only once built.
-const trackedCache = new Map<string, readonly Tracked[]>()
+const trackedCache = new Map<string, TrackedCounters>()
 
-const trackedCounters = (targets: SpendTargets, at: Date): readonly Tracked[] => {
-  const cacheKey = `${targets.key.hash}|${targets.workspace.id}|${targets.account.id}|${Math.floor(at.getTime() / DAY_MS)}|${tracksUser(targets)}`
+const trackedCounters = (targets: SpendTargets, at: Date): TrackedCounters => {
+  const { budgets } = targets.workspace
+  const budgetWindows = budgets.length === 0 ? [] : SPEND_WINDOWS.filter((window) => budgets.some((budget) => budgetWindow(budget.interval) === window))
+  const cacheKey = `${targets.key.hash}|${targets.workspace.id}|${budgetWindows.join(',')}|${targets.account.id}|${Math.floor(at.getTime() / DAY_MS)}|${tracksUser(targets)}`
   let tracked = trackedCache.get(cacheKey)
   if (!tracked) {
-    tracked = buildTrackedCounters(targets, at)
+    tracked = buildTrackedCounters(targets, budgetWindows, at)
     if (trackedCache.size >= TRACKED_CACHE_MAX) trackedCache.clear()
     trackedCache.set(cacheKey, tracked)
   }
   return tracked
 }
 
-const counterIndex = (scope: 'key' | 'workspace', metric: SpendMetric, window: SpendWindow) =>
-  (scope === 'workspace' ? METRICS.length * SPEND_WINDOWS.length : 0) + METRICS.indexOf(metric) * SPEND_WINDOWS.length + SPEND_WINDOWS.indexOf(window)
-const ACCOUNT_USAGE_INDEX = 2 * METRICS.length * SPEND_WINDOWS.length
-const userCounterIndex = (metric: SpendMetric, window: SpendWindow) => ACCOUNT_USAGE_INDEX + 1 + METRICS.indexOf(metric) * USER_WINDOWS.length + USER_WINDOWS.indexOf(window)
+const indexOf = (tracked: TrackedCounters, scope: SpendScope, metric: SpendMetric, window: SpendWindow): number => {
+  const index = tracked.indexOf.get(slot(scope, metric, window))
+  if (index === undefined) throw new Error(`spend: no ${scope} counter for ${metric} ${window}`)
+  return index
+}
 
 const PERIOD: Record<SpendWindow, string> = {
   total: 'in total',
@@ -86,7 +125,12 @@ const PERIOD: Record<SpendWindow, string> = {
 
 /** A limit one counter is held to, and how a refusal names it. */
 interface Limit {
+  /** The `usage` counter the limit holds, where the request reserves its worst case. */
   index: number
+  /** The `byok` counter of the same target and period, added when the limit counts BYOK spend at the list price. */
+  byokIndex: number | undefined
+  /** Which worst case is reserved: `all` when BYOK spend counts. */
+  counts: keyof Amounts
   limitNano: number
   refusal(spentNano: number, worstNano: number): GatewayError
 }
@@ -97,12 +141,18 @@ const refusal = (limit: string, message: string) =>
 
 const ADVICE = 'lower max_output_tokens or'
 
-const keyLimit = (key: ApiKeyRecord): Limit | null => {
+const heldCounters = (tracked: TrackedCounters, scope: SpendScope, window: SpendWindow, isByokCounted: boolean): Pick<Limit, 'index' | 'byokIndex' | 'counts'> => ({
+  index: indexOf(tracked, scope, 'usage', window),
+  byokIndex: isByokCounted ? indexOf(tracked, scope, 'byok', window) : undefined,
+  counts: isByokCounted ? 'all' : 'usage',
+})
+
+const keyLimit = (tracked: TrackedCounters, key: ApiKeyRecord): Limit | null => {
   if (key.limitNano === null) return null
   const window: SpendWindow = key.limitReset ?? 'total'
   const limitNano = key.limitNano
   return {
-    index: counterIndex('key', key.includeByokInLimit ? 'all' : 'usage', window),
+    ...heldCounters(tracked, 'key', window, key.includeByokInLimit),
     limitNano,
     refusal: (spent, worst) =>
       refusal(
@@ -113,13 +163,11 @@ const keyLimit = (key: ApiKeyRecord): Limit | null => {
   }
 }
 
-const budgetWindow = (interval: BudgetInterval): SpendWindow => (interval === 'lifetime' ? 'total' : interval)
-
-const budgetLimits = (workspace: WorkspaceRecord): Limit[] =>
+const budgetLimits = (tracked: TrackedCounters, workspace: WorkspaceRecord): Limit[] =>
   workspace.budgets.map((budget) => {
     const window = budgetWindow(budget.interval)
     return {
-      index: counterIndex('workspace', workspace.includeByokInBudgets ? 'all' : 'usage', window),
+      ...heldCounters(tracked, 'workspace', window, workspace.includeByokInBudgets),
       limitNano: budget.limitNano,
       refusal: (spent, worst) =>
         refusal(
@@ -131,12 +179,9 @@ const budgetLimits = (workspace: WorkspaceRecord): Limit[] =>
   })
 
 // OpenRouter enforces a guardrail's budget per key and per member, never shared by everyone it governs.
-const guardrailLimits = (targets: SpendTargets): Limit[] =>
+const guardrailLimits = (tracked: TrackedCounters, targets: SpendTargets): Limit[] =>
   (targets.guardrailBudgets ?? []).map((budget) => ({
-    index: (budget.holder === 'user' ? userCounterIndex : (metric: SpendMetric, window: SpendWindow) => counterIndex('key', metric, window))(
-      budget.includeByok ? 'all' : 'usage',
-      budget.window,
-    ),
+    ...heldCounters(tracked, budget.holder === 'user' ? 'user' : 'key', budget.window, budget.includeByok),
     limitNano: budget.limitNano,
     refusal: (spent, worst) =>
       new PaymentRequiredError(
@@ -146,8 +191,8 @@ const guardrailLimits = (targets: SpendTargets): Limit[] =>
       ),
   }))
 
-const creditLimit = (account: AccountRecord): Limit => ({
-  index: ACCOUNT_USAGE_INDEX,
+const creditLimit = (tracked: TrackedCounters, account: AccountRecord): Limit => ({
+  ...heldCounters(tracked, 'account', 'total', false),
   limitNano: account.credits.grantedNano,
   refusal: (spent, worst) =>
     refusal(
@@ -157,12 +202,12 @@ const creditLimit = (account: AccountRecord): Limit => ({
     ),
 })
 
-const activeLimits = (settings: SpendSettings, targets: SpendTargets): Limit[] => {
-  const limits = budgetLimits(targets.workspace)
-  const key = keyLimit(targets.key)
+const activeLimits = (settings: SpendSettings, targets: SpendTargets, tracked: TrackedCounters): Limit[] => {
+  const limits = budgetLimits(tracked, targets.workspace)
+  const key = keyLimit(tracked, targets.key)
   if (key) limits.unshift(key)
-  limits.push(...guardrailLimits(targets))
-  if (settings.enforceCredits) limits.push(creditLimit(targets.account))
+  limits.push(...guardrailLimits(tracked, targets))
+  if (settings.enforceCredits) limits.push(creditLimit(tracked, targets.account))
   return limits
 }
 
@@ -226,26 +271,37 @@ export interface SpendReservation {
   observer(): SessionObserver
 }
 
+/** What a settlement adds to one counter: the real cost less what was reserved there. */
+const settledAmount = (amounts: Amounts, metric: SpendMetric, reserved: number) => (metric === 'usage' ? amounts.usage : amounts.all - amounts.usage) - reserved
+
 const settleOnce = (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[]) => {
   let isSettled = false
   return (amounts: Amounts) => {
     if (isSettled) return
     isSettled = true
-    const changes: SpendChange[] = []
+    const usageChanges: SpendChange[] = []
+    const byokChanges: SpendChange[] = []
     tracked.forEach(({ counter, metric }, index) => {
-      const amount = amounts[metric] - reserved[index]!
-      if (amount !== 0) changes.push({ counter, amount })
+      const amount = settledAmount(amounts, metric, reserved[index]!)
+      if (amount !== 0) (metric === 'usage' ? usageChanges : byokChanges).push({ counter, amount })
     })
-    if (changes.length === 0) return
+    if (usageChanges.length === 0 && byokChanges.length === 0) return
     const { pending } = service.spend
-    const writing = request.spend.repository.add(changes).then(
+    const { repository } = request.spend
+    const addUsage = () => (usageChanges.length === 0 ? Promise.resolve([]) : repository.add(usageChanges))
+    // A BYOK request's list price lands in `byok` before its reservation leaves `usage`: a limit that adds the two
+    // may see the request twice for a moment, never not at all (docs/decisions.md, Credits and limits).
+    const writing = (byokChanges.length === 0 ? addUsage() : repository.add(byokChanges).then(addUsage)).then(
       () => {},
       (error: unknown) =>
         // The counters keep the reservation; the amounts let an operator correct them by hand.
         service.logger.error('spend settlement failed', {
           requestId: request.requestId,
           keyHash: request.spend.key.hash.slice(0, 8),
-          changes: changes.map((change) => ({ counter: change.counter.key.replace(request.spend.key.hash, request.spend.key.hash.slice(0, 8)), amountNano: change.amount })),
+          changes: [...byokChanges, ...usageChanges].map((change) => ({
+            counter: change.counter.key.replace(request.spend.key.hash, request.spend.key.hash.slice(0, 8)),
+            amountNano: change.amount,
+          })),
           error,
         }),
     )
@@ -273,10 +329,10 @@ const abandonedAmounts = (service: InferenceService, request: InferenceRequest, 
 export const reserveSpend = async (service: InferenceService, request: InferenceRequest): Promise<SpendReservation> => {
   const targets = request.spend
   const tracked = trackedCounters(targets, new Date(service.now()))
-  const reserved = tracked.map(() => 0)
-  const limits = activeLimits(service.spend, targets)
-  if (limits.length > 0) await reserve(service, request, tracked, reserved, limits)
-  const settle = settleOnce(service, request, tracked, reserved)
+  const reserved = tracked.list.map(() => 0)
+  const limits = activeLimits(service.spend, targets, tracked)
+  if (limits.length > 0) await reserve(service, request, tracked.list, reserved, limits)
+  const settle = settleOnce(service, request, tracked.list, reserved)
   return {
     settle: (usage) => settle(billedAmounts(usage)),
     observer() {
@@ -308,11 +364,13 @@ export const reserveSpend = async (service: InferenceService, request: Inference
 const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[]) => {
   const worst = worstCase(service, request)
   // A request that cannot cost anything (a free endpoint) is never refused for money.
-  const held = limits.filter((limit) => worst[tracked[limit.index]!.metric] > 0)
+  const held = limits.filter((limit) => worst[limit.counts] > 0)
   if (held.length === 0) return
-  // Two limits may hold one counter (a key's limit and a guardrail's budget, both daily): it is reserved on once.
+  // Two limits may hold one counter (a key's limit and a guardrail's budget, both daily): it is reserved on once, at
+  // the larger of their worst cases (one may count BYOK spend, the other not).
   const indexes = [...new Set(held.map((limit) => limit.index))]
-  const changes = indexes.map((index) => ({ counter: tracked[index]!.counter, amount: worst[tracked[index]!.metric] }))
+  const amountAt = (index: number) => Math.max(...held.filter((limit) => limit.index === index).map((limit) => worst[limit.counts]))
+  const changes = indexes.map((index) => ({ counter: tracked[index]!.counter, amount: amountAt(index) }))
   const { repository } = request.spend
   const results = await Promise.allSettled(changes.map((change) => repository.add([change])))
   const undo = () =>
@@ -325,12 +383,26 @@ const reserve = async (service: InferenceService, request: InferenceRequest, tra
     throw failed.reason
   }
   const valueAt = (index: number) => (results[indexes.indexOf(index)] as PromiseFulfilledResult<number[]>).value[0]!
+  const spent = held.map((limit) => valueAt(limit.index))
+  // BYOK spend is read after the reservation went in: it only grows, and a settlement adds to it before it gives
+  // back its reservation, so what is read is never less than what was spent when the reservation landed.
+  const byokHeld = held.flatMap((limit, position) => (limit.byokIndex === undefined ? [] : [{ position, counter: tracked[limit.byokIndex]!.counter }]))
+  if (byokHeld.length > 0) {
+    let byok: number[]
+    try {
+      byok = await repository.read(byokHeld.map(({ counter }) => counter))
+    } catch (error) {
+      await undo()
+      throw error
+    }
+    byokHeld.forEach(({ position }, read) => (spent[position]! += byok[read]!))
+  }
   // Over when this reservation passed the limit, or the limit was reached already.
-  const over = held.find((limit) => valueAt(limit.index) > limit.limitNano)
-  if (over) {
+  const overIndex = held.findIndex((limit, position) => spent[position]! > limit.limitNano)
+  if (overIndex >= 0) {
     await undo()
-    const amount = worst[tracked[over.index]!.metric]
-    throw over.refusal(valueAt(over.index) - amount, amount)
+    const amount = amountAt(held[overIndex]!.index)
+    throw held[overIndex]!.refusal(spent[overIndex]! - amount, amount)
   }
   indexes.forEach((index, position) => (reserved[index] = changes[position]!.amount))
 }

@@ -158,7 +158,8 @@ export const toGenerationRecord = (
     attempts,
     endUser: request.body.user != null || request.body.safety_identifier != null ? request.endUserId : null,
     session: hashes.session,
-    trace: (request.body.trace as JsonObject | undefined) ?? null,
+    // A copy: the record is handed over to the store (src/repositories/generations.ts), the body stays the request's.
+    trace: request.body.trace === undefined ? null : (JSON.parse(JSON.stringify(request.body.trace)) as JsonObject),
     routing: {
       requested: request.requestedModel,
       // A router or fusion chose the models (src/engine/plugins/); otherwise the requested model served, or a fallback.

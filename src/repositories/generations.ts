@@ -121,10 +121,26 @@ export const utcDay = (isoTime: string): string => isoTime.slice(0, 10)
 
 const dayIndex = (accountId: string, day: string) => `${accountId}|${day}`
 
+const DAY_INDEX_CACHE_MAX = 1024
+// Every record of an account's day carries the same index value: one string shared by all of them, not one each,
+// since the memory and file stores keep every record for the whole retention.
+const dayIndexes = new Map<string, string>()
+
+const sharedDayIndex = (accountId: string, createdAt: string): string => {
+  const value = dayIndex(accountId, utcDay(createdAt))
+  const shared = dayIndexes.get(value)
+  if (shared !== undefined) return shared
+  if (dayIndexes.size >= DAY_INDEX_CACHE_MAX) dayIndexes.clear()
+  dayIndexes.set(value, value)
+  return value
+}
+
 const toInput = (record: GenerationRecord): RecordInput<GenerationRecord> => ({
   id: record.id,
   data: record,
-  indexes: { accountId: record.accountId, accountDay: dayIndex(record.accountId, utcDay(record.createdAt)) },
+  // The ledger builds each record for its write alone and never touches it again: no copy is needed.
+  isDataHandedOver: true,
+  indexes: { accountId: record.accountId, accountDay: sharedDayIndex(record.accountId, record.createdAt) },
   // ISO 8601 in UTC sorts as time does; ties fall back to the id.
   sortKey: record.createdAt,
 })
@@ -133,7 +149,11 @@ const toInput = (record: GenerationRecord): RecordInput<GenerationRecord> => ({
 const PAGE_SIZE = 500
 
 export const createGenerationsRepository = (storage: StorageDriver) => ({
-  /** Stores a batch in one store call; a record whose id is stored already stays as it was (written once). */
+  /**
+   * Stores a batch in one store call; a record whose id is stored already stays as it was (written once). The
+   * records are handed over to the store (`RecordInput.isDataHandedOver`): the caller built them for this call,
+   * shares none of their objects and never changes them afterwards.
+   */
   async store(records: GenerationRecord[]): Promise<void> {
     await storage.createMany(GENERATIONS, records.map(toInput))
   },

@@ -12,10 +12,11 @@ export type SpendWindow = 'total' | 'daily' | 'weekly' | 'monthly'
 export const SPEND_WINDOWS: readonly SpendWindow[] = ['total', 'daily', 'weekly', 'monthly']
 
 /**
- * `usage`: what was charged to credits (for a BYOK request, the gateway's fee). `all`: that plus what BYOK
- * requests cost at the list price, the amount limits count when they include BYOK spend.
+ * `usage`: what was charged to credits (for a BYOK request, the gateway's fee). `byok`: what BYOK requests cost at
+ * the list price, which limits that include BYOK spend add to `usage`. A request on the gateway's own keys touches
+ * only `usage` counters.
  */
-export type SpendMetric = 'usage' | 'all'
+export type SpendMetric = 'usage' | 'byok'
 
 /** `user`: the user a key acts for, within its account (id `<account>:<user>`), counted for member guardrail budgets. */
 export type SpendScope = 'key' | 'workspace' | 'account' | 'user'
@@ -70,7 +71,7 @@ export const spendCounter = (scope: SpendScope, id: string, metric: SpendMetric,
 /** Amounts per window, in nano-dollars. */
 export type WindowAmounts = Record<SpendWindow, number>
 
-/** A key's spend in every window, for both metrics. */
+/** A key's spend in every window: `usage`, and `all` (usage plus BYOK spend at the list price). */
 export interface KeySpend {
   usage: WindowAmounts
   all: WindowAmounts
@@ -105,10 +106,10 @@ export const createSpendRepository = (storage: StorageDriver) => {
 
     /** What the key `hash` spent, per window and metric, in the periods holding `at`. */
     async keySpend(hash: string, at: Date): Promise<KeySpend> {
-      const counters = (['usage', 'all'] as const).flatMap((metric) => SPEND_WINDOWS.map((window) => spendCounter('key', hash, metric, window, at)))
+      const counters = (['usage', 'byok'] as const).flatMap((metric) => SPEND_WINDOWS.map((window) => spendCounter('key', hash, metric, window, at)))
       const values = await read(counters)
-      const amounts = (offset: number) => Object.fromEntries(SPEND_WINDOWS.map((window, index) => [window, values[offset + index]!])) as WindowAmounts
-      return { usage: amounts(0), all: amounts(SPEND_WINDOWS.length) }
+      const amounts = (value: (index: number) => number) => Object.fromEntries(SPEND_WINDOWS.map((window, index) => [window, value(index)])) as WindowAmounts
+      return { usage: amounts((index) => values[index]!), all: amounts((index) => values[index]! + values[SPEND_WINDOWS.length + index]!) }
     },
 
     /** Everything the account spent of its credits, ever. */

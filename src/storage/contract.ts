@@ -18,6 +18,13 @@ export interface RecordInput<T extends JsonObject = JsonObject> {
   /** Stored in its JSON form, as `JSON.stringify` writes it (`undefined` properties disappear). */
   data: T
   /**
+   * True when `data` was built for this call alone and the caller never reads or changes it afterwards: a driver
+   * may then keep it instead of a copy (the memory and file stores freeze it, and it is what `get` hands out),
+   * provided it is already in its JSON form: strings, finite numbers, booleans, null, arrays and plain objects
+   * only, no `undefined` property or array hole, no object reached twice. Data that is not is copied as usual.
+   */
+  isDataHandedOver?: boolean
+  /**
    * Equality indexes a listing may filter on (`{ accountId: '...', provider: 'openai' }`).
    * Only these fields can appear in `ListQuery.where`.
    */

@@ -60,14 +60,25 @@ interface Collection {
 /** Expired counters are swept when the map has doubled since the last sweep, so no timer is needed. */
 const MIN_SWEEP_SIZE = 1024
 
-// Stored records are frozen once, when written, so reads can hand them out without a copy (the bench's memory bound:
-// cloning on every read was the memory driver's largest cost on the request path).
+// Stored records are frozen once, so reads can hand them out without a copy (the bench's memory bound: cloning on
+// every read was the memory driver's largest cost on the request path). Children are frozen before their parent,
+// so a frozen record is frozen all through and the check on a read stops at its root.
 const deepFreeze = <T>(value: T): T => {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     for (const child of Object.values(value)) deepFreeze(child)
     Object.freeze(value)
   }
   return value
+}
+
+/**
+ * A record built from its input: a copy is frozen at once; data handed over (`RecordInput.isDataHandedOver`) and
+ * kept stays as it is until something reads it, since its writer never touches it again and most such records
+ * (usage records) are never read at all.
+ */
+const planRecord = <T extends JsonObject>(input: RecordInput<T>, version: number): StoredRecord => {
+  const record = toStoredRecord(input, version)
+  return record.data === input.data ? record : deepFreeze(record)
 }
 
 /** Builds an empty engine whose counters read time from `now`. */
@@ -107,7 +118,7 @@ export const createMemoryEngine = (now: () => number) => {
   return {
     planCreate<T extends JsonObject>(collectionName: string, input: RecordInput<T>): PutMutation {
       assertCollection(collectionName)
-      const record = toStoredRecord(input, 1)
+      const record = planRecord(input, 1)
       const collection = collections.get(collectionName)
       if (collection?.records.has(record.id)) throw new StorageConflictError('unique')
       assertUniquesFree(collection, record)
@@ -121,7 +132,7 @@ export const createMemoryEngine = (now: () => number) => {
     planCreateMany<T extends JsonObject>(collectionName: string, inputs: RecordInput<T>[]): Array<PutMutation | null> {
       assertCollection(collectionName)
       if (!Array.isArray(inputs)) throw new TypeError('modelgate storage: inputs must be an array')
-      const records = inputs.map((input) => toStoredRecord(input, 1))
+      const records = inputs.map((input) => planRecord(input, 1))
       const collection = collections.get(collectionName)
       const claimedIds = new Set<string>()
       const claimedUniques = new Set<string>()
@@ -146,7 +157,7 @@ export const createMemoryEngine = (now: () => number) => {
       assertCollection(collectionName)
       assertId(id)
       assertVersion(expectedVersion)
-      const record = toStoredRecord(input, expectedVersion + 1)
+      const record = planRecord(input, expectedVersion + 1)
       if (record.id !== id) throw new TypeError('modelgate storage: input.id must equal the id being updated')
       const collection = collections.get(collectionName)
       const current = collection?.records.get(id)
@@ -177,7 +188,7 @@ export const createMemoryEngine = (now: () => number) => {
         : { op: 'counter', key, value: amount, expiresAt: at + ttlMs }
     },
 
-    /** Performs a planned (or replayed) mutation. Takes ownership of `mutation.record`. */
+    /** Performs a planned (or replayed) mutation. Takes ownership of `mutation.record`, which reads freeze when they hand it out. */
     apply(mutation: Mutation): void {
       if (mutation.op === 'counter') {
         counters.set(mutation.key, { value: mutation.value, expiresAt: mutation.expiresAt })
@@ -195,7 +206,7 @@ export const createMemoryEngine = (now: () => number) => {
         collection.records.delete(id)
         return
       }
-      collection.records.set(id, deepFreeze(mutation.record))
+      collection.records.set(id, mutation.record)
       for (const key of mutation.record.uniques) collection.uniques.set(key, id)
     },
 
@@ -203,7 +214,7 @@ export const createMemoryEngine = (now: () => number) => {
       assertCollection(collectionName)
       assertId(id)
       const record = collections.get(collectionName)?.records.get(id)
-      return (record as StoredRecord<T> | undefined) ?? null
+      return record ? (deepFreeze(record) as StoredRecord<T>) : null
     },
 
     findByUnique<T extends JsonObject>(collectionName: string, uniqueKey: string): StoredRecord<T> | null {
@@ -214,7 +225,7 @@ export const createMemoryEngine = (now: () => number) => {
       const collection = collections.get(collectionName)
       const id = collection?.uniques.get(uniqueKey)
       const record = id === undefined ? undefined : collection?.records.get(id)
-      return (record as StoredRecord<T> | undefined) ?? null
+      return record ? (deepFreeze(record) as StoredRecord<T>) : null
     },
 
     list<T extends JsonObject>(collectionName: string, query: ListQuery = {}): ListResult<T> {
@@ -226,7 +237,7 @@ export const createMemoryEngine = (now: () => number) => {
       matches.sort(compareRecords)
       const start = query.offset ?? 0
       const end = query.limit === undefined ? undefined : start + query.limit
-      return { items: matches.slice(start, end) as StoredRecord<T>[], totalCount: matches.length }
+      return { items: matches.slice(start, end).map(deepFreeze) as StoredRecord<T>[], totalCount: matches.length }
     },
 
     /** The live state as plain data; shares objects with the engine, so serialize it before the next write. */

@@ -1,5 +1,6 @@
 import { StorageUnavailableError } from '../core/errors'
 import type {
+  CounterChange,
   CounterResult,
   JsonObject,
   ListQuery,
@@ -9,6 +10,7 @@ import type {
   StoredRecord,
 } from './contract'
 import { createMemoryEngine, type MemoryEngine } from './memory-engine'
+import { assertDistinctCounters } from './validate'
 
 export interface MemoryStorageOptions {
   /** Clock for counter expiry in Unix milliseconds (default `Date.now`); tests pass a fake one to move time. */
@@ -83,6 +85,16 @@ export const memoryStorage = (options: MemoryStorageOptions = {}): StorageDriver
       const mutation = openEngine().planIncrement(key, amount, ttlMs)
       engine.apply(mutation)
       return { value: mutation.value, expiresAt: mutation.expiresAt }
+    },
+
+    // One call for a settlement's counters, as the file and SQL drivers take them.
+    async incrementMany(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]> {
+      assertDistinctCounters(changes)
+      const current = openEngine()
+      // Distinct counters: all are planned before any is applied, so an invalid change leaves every counter as it was.
+      const mutations = changes.map((change) => current.planIncrement(change.key, change.amount, change.ttlMs))
+      for (const mutation of mutations) current.apply(mutation)
+      return mutations.map((mutation) => ({ value: mutation.value, expiresAt: mutation.expiresAt }))
     },
 
     async close(): Promise<void> {

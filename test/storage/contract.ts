@@ -208,6 +208,27 @@ export function describeStorageContract(
         expect(Object.keys(stored?.data ?? {})).toEqual(['kept'])
       })
 
+      it('stores handed-over data as it stores any data, in its JSON form', async () => {
+        const plain = { name: 'plain', tags: ['a', 'b'], nested: { count: 2, none: null, flag: false } }
+        const notJson = [
+          { kept: 1, dropped: undefined },
+          { when: new Date(Date.UTC(2025, 0, 2)), nan: Number.NaN, zero: -0 },
+          { list: [1, undefined, () => 1] },
+        ] as unknown as JsonObject[]
+        const inputs = [plain, ...notJson].map((data, index) => ({ id: `h${index}`, data: data as JsonObject, isDataHandedOver: true }))
+        const [created] = await driver.createMany(widgets, [inputs[0]!])
+        for (const input of inputs.slice(1)) await driver.create(widgets, input)
+        expect(created?.data).toEqual(plain)
+        const stored = await Promise.all(inputs.map((input) => driver.get(widgets, input.id)))
+        expect(stored.map((record) => record?.data)).toEqual([
+          { name: 'plain', tags: ['a', 'b'], nested: { count: 2, none: null, flag: false } },
+          { kept: 1 },
+          { when: '2025-01-02T00:00:00.000Z', nan: null, zero: 0 },
+          { list: [1, null, null] },
+        ])
+        expect(Object.is((stored[2]?.data as { zero: number }).zero, 0)).toBe(true)
+      })
+
       it('returns null for an absent record', async () => {
         await driver.create(widgets, widget('w1'))
         expect(await driver.get(widgets, 'missing')).toBeNull()

@@ -22,6 +22,23 @@ describe('memoryStorage', () => {
     await storage.close()
   })
 
+  it('keeps handed-over data without a copy, and freezes it all through before any read hands it out', async () => {
+    const storage = memoryStorage()
+    const data = { name: 'kept', tags: ['a'], nested: { count: 1 } }
+    const copied = { name: 'copied', nested: { count: 2 } }
+    await storage.createMany('widgets', [{ id: 'w1', data, isDataHandedOver: true }])
+    await storage.create('widgets', { id: 'w2', data: copied })
+    const [read, listed, other] = [await storage.get('widgets', 'w1'), (await storage.list('widgets')).items[0], await storage.get('widgets', 'w2')]
+    expect(read?.data).toBe(data)
+    expect(listed).toBe(read)
+    expect(other?.data).not.toBe(copied)
+    for (const value of [read, read!.data, data.tags, data.nested, read!.indexes, read!.uniques, other, other!.data]) expect(Object.isFrozen(value)).toBe(true)
+    expect(() => {
+      data.nested.count = 5
+    }).toThrow(TypeError)
+    await storage.close()
+  })
+
   it('rejects a clock that is not a function', () => {
     expect(() => memoryStorage({ now: 5 as unknown as () => number })).toThrow(TypeError)
   })

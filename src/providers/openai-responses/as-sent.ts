@@ -23,7 +23,33 @@ const NEEDS_LOGPROBS = new Set<string>(['response.output_text.delta', 'response.
 // A `"` inside a JSON string is always escaped, so `,"logprobs":` can only be the start of a key.
 const LOGPROBS_KEY = ',"logprobs":'
 
-const SCALAR_FIELDS = ['item_id', 'output_index', 'content_index', 'summary_index', 'delta', 'text', 'refusal', 'partial_image_b64', 'partial_image_index'] as const
+const SCALAR_FIELDS = ['item_id', 'output_index', 'content_index', 'summary_index', 'text', 'refusal', 'partial_image_b64', 'partial_image_index'] as const
+
+const DELTA_KEY = ',"delta":"'
+const BACKSLASH = 92
+const QUOTE = 34
+
+/**
+ * The top-level string `delta` of an event's JSON text, read without parsing the rest; `undefined` when it cannot
+ * be told apart that cheaply. Only a key whose prefix opens no object or array but the event's own is top-level;
+ * a `"` inside a JSON string is always escaped, so the first unescaped one ends the value.
+ */
+const readDelta = (json: string): string | undefined => {
+  const keyAt = json.indexOf(DELTA_KEY)
+  if (keyAt < 0 || json.lastIndexOf('{', keyAt) !== 0 || json.lastIndexOf('[', keyAt) >= 0) return undefined
+  const start = keyAt + DELTA_KEY.length
+  let hasEscape = false
+  for (let index = start; index < json.length; index++) {
+    const code = json.charCodeAt(index)
+    if (code === BACKSLASH) {
+      hasEscape = true
+      index++
+    } else if (code === QUOTE) {
+      return hasEscape ? (JSON.parse(json.slice(start - 1, index + 1)) as string) : json.slice(start, index)
+    }
+  }
+  return undefined
+}
 // Whoever reads one of these may change what it holds: the text is no longer known to match, so it is dropped.
 const OBJECT_FIELDS = ['part', 'logprobs'] as const
 
@@ -32,6 +58,7 @@ class AsSentEvent {
   readonly type: AsSentType
   #json: string | undefined
   #fields: Record<string, unknown> | undefined
+  #delta: string | undefined
 
   constructor(type: AsSentType, json: string) {
     this.type = type
@@ -41,6 +68,21 @@ class AsSentEvent {
   /** The event's JSON as the upstream wrote it, without `sequence_number`, until a field is changed or handed out. */
   get wireJson(): string | undefined {
     return this.#json
+  }
+
+  /**
+   * Every observer of a stream reads each delta's length (spend and ledger estimates for a stream cut short), so
+   * it is read straight from the text: parsing the whole event for it was the largest cost of a relayed delta.
+   */
+  get delta(): unknown {
+    if (this.#fields) return this.#fields.delta
+    return (this.#delta ??= readDelta(this.#json!)) ?? this.#parsed().delta
+  }
+
+  set delta(value: unknown) {
+    this.#delta = undefined
+    this.#parsed().delta = value
+    this.#json = undefined
   }
 
   toJSON(): Record<string, unknown> {

@@ -11,6 +11,7 @@ import { UpstreamFailure } from '../shared/errors'
 import { parseSseJson } from '../shared/sse'
 import { readSseEvents } from '../shared/sse-events'
 import { readAsSent } from './as-sent'
+import { readCompletedUsage } from './completed-usage'
 import { toInBandFailure } from './errors'
 import { toFinish, toOutputItem, toUsage } from './result'
 import type { OpenAIStreamEvent } from './wire'
@@ -64,6 +65,14 @@ export const readOpenAIStream = (body: AsyncIterable<Uint8Array>, call: Upstream
         if (isFinished) return
         // Named events core does not forward are dropped unread: `response.created` carries the whole response object.
         if (message.event !== undefined && SKIPPED_EVENTS.has(message.event)) return
+        if (message.event === 'response.completed') {
+          const usage = readCompletedUsage(message.data)
+          if (usage !== undefined) {
+            out.push({ type: 'upstream.usage', usage: toUsage(usage) }, { type: 'upstream.finish', status: 'completed', incompleteDetails: null })
+            isFinished = true
+            return
+          }
+        }
         const asSent = readAsSent(message.data)
         if (asSent) {
           out.push(asSent)

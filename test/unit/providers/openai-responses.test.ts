@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { InvalidRequestError, isGatewayError } from '../../../src/core/errors'
 import type { UpstreamCall, UpstreamStreamEvent, UpstreamTarget } from '../../../src/providers/contract'
 import { openAIResponsesAdapter as adapter } from '../../../src/providers/openai-responses'
+import { readCompletedUsage } from '../../../src/providers/openai-responses/completed-usage'
 import { UpstreamFailure } from '../../../src/providers/shared/errors'
 import type { ResponsesRequest } from '../../../src/providers/types'
 import { assertValidEventSequence, chunked, collect } from '../../helpers/stream-events'
@@ -476,6 +477,46 @@ describe('openAIResponsesAdapter', () => {
       expect(other!.wireJson).toBeDefined()
       expect(other!.logprobs).toEqual([])
       expect(other!.wireJson).toBeUndefined()
+    })
+
+    it('reads a kept delta from its text, escapes included, and keeps the text', async () => {
+      const delta = (sequence: number, text: string, extra: Record<string, unknown> = {}) =>
+        `event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: sequence, ...extra, item_id: 'msg_1', output_index: 0, content_index: 0, delta: text, logprobs: [] })}\n\n`
+      const texts = ['plain', 'quote " and \\ backslash', 'line\nbreak, tab\t, é ☃ 😀 \u0001', '', '"delta":"not this']
+      const body =
+        texts.map((text, index) => delta(index, text)).join('') +
+        // A nested object before the field: the text cannot tell its own `delta` apart cheaply, so the event is parsed.
+        delta(texts.length, 'after nested', { annotations: [{ delta: 'inner' }] }) +
+        sse({ type: 'response.completed', sequence_number: texts.length + 1, response: { status: 'completed', output: [], usage: null } })
+      const events = itemEvents(await collect(adapter.readStream(chunked(body, 9), makeCall({}, { stream: true }))))
+      expect(events.map((event) => event.wireJson !== undefined)).toEqual([true, true, true, true, true, true])
+      expect(events.map((event) => event.delta)).toEqual([...texts, 'after nested'])
+      // Reading the delta leaves the text to relay as it came.
+      expect(events.map((event) => event.wireJson !== undefined)).toEqual([true, true, true, true, true, true])
+      expect(events.map(fieldsOf).map((event: any) => event.delta)).toEqual([...texts, 'after nested'])
+    })
+
+    it('reads the usage of response.completed in OpenAI\'s layout and in any other, whatever else the response holds', async () => {
+      const usage = { input_tokens: 12, input_tokens_details: { cached_tokens: 2 }, output_tokens: 7, output_tokens_details: { reasoning_tokens: 3 }, total_tokens: 19 }
+      const decoy = { input_tokens: 999, output_tokens: 999, total_tokens: 1998 }
+      const head = { id: 'resp_1', object: 'response', created_at: 1, status: 'completed' }
+      const responses: Array<[string, Record<string, unknown>]> = [
+        ['compact', { ...head, output: [{ type: 'message', content: [{ type: 'output_text', text: ',"usage":{} } }', annotations: [] }] }], tools: [{ type: 'function', parameters: { properties: { usage: decoy } } }], usage, user: null, metadata: { usage: 'x', note: '{"usage":1}' } }],
+        ['usage last', { ...head, output: [], usage }],
+        ['no usage', { ...head, output: [], usage: null, metadata: {} }],
+        // Not the layout the fast read knows: each is parsed whole, with the same result.
+        ['nested object after usage', { ...head, output: [], usage, reasoning: { usage: decoy } }],
+        ['usage before the items', { ...head, usage, output: [{ type: 'message', usage: decoy }] }],
+        ['another status first', { id: 'resp_1', object: 'response', created_at: 1, status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [], usage }],
+      ]
+      for (const [name, response] of responses) {
+        const body = sse({ type: 'response.completed', sequence_number: 0, response })
+        const isKnownLayout = ['compact', 'usage last', 'no usage'].includes(name)
+        expect(readCompletedUsage(body.slice(body.indexOf('data: ') + 6).trimEnd()), name).toEqual(isKnownLayout ? response.usage : undefined)
+        const events = await collect(adapter.readStream(chunked(body, 11), makeCall({}, { stream: true })))
+        expect(events.at(-2), name).toEqual({ type: 'upstream.usage', usage: adapter.readResult({ ...response, output: [] }, makeCall({})).usage })
+        expect(events.at(-1), name).toEqual({ type: 'upstream.finish', ...(response.status === 'incomplete' ? { status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' } } : { status: 'completed', incompleteDetails: null }) })
+      }
     })
 
     it('parses events in any other layout as before', async () => {

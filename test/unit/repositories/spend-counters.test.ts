@@ -20,8 +20,8 @@ describe('spend periods', () => {
   })
 
   it('keys each counter by scope, id, metric and period, and keeps it past its period', () => {
-    const counter = spendCounter('key', 'abc', 'all', 'weekly', at('2025-03-12T10:00:00Z'))
-    expect(counter.key).toBe('spend:key:abc:all:w2025-03-10')
+    const counter = spendCounter('key', 'abc', 'byok', 'weekly', at('2025-03-12T10:00:00Z'))
+    expect(counter.key).toBe('spend:key:abc:byok:w2025-03-10')
     expect(counter.ttlMs).toBeGreaterThan(7 * 86_400_000)
   })
 })

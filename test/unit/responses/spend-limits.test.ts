@@ -284,6 +284,27 @@ describe('workspace budgets', () => {
     expect(await t.gateway.admin.deleteWorkspaceBudget(undefined, 'default', 'monthly')).toBe(false)
   })
 
+  it('counts a workspace\'s spend only in the periods its budgets hold it to, from when they are set', async () => {
+    const time = clock()
+    const { t } = await start({ now: time.now })
+    // Adding 0 reads a counter (the contract has no plain read).
+    const workspaceSpend = async (metric: 'usage' | 'byok', period: string) => {
+      await t.gateway.flushSpend()
+      return (await t.gateway.storage.increment(`spend:workspace:${t.defaultWorkspaceId}:${metric}:${period}`, 0, 60_000)).value
+    }
+    expect((await t.responses(SMALL)).status).toBe(200)
+    // No budget: nothing reads the workspace's spend, so a request leaves its counters alone.
+    for (const period of ['total', 'd2025-03-12', 'w2025-03-10', 'm2025-03']) expect(await workspaceSpend('usage', period)).toBe(0)
+    await t.gateway.admin.setWorkspaceBudget(undefined, 'default', { interval: 'weekly', limitUsd: 1 })
+    expect((await t.responses(SMALL)).status).toBe(200)
+    // The budget's period only; a request on the gateway's own key adds nothing to BYOK spend.
+    expect(await workspaceSpend('usage', 'w2025-03-10')).toBe(20_000)
+    expect(await workspaceSpend('byok', 'w2025-03-10')).toBe(0)
+    expect(await workspaceSpend('usage', 'm2025-03')).toBe(0)
+    // The key's own periods count every request whatever the budgets.
+    expect((await keyRecord(t, t.regularKeyHash)).usage_monthly).toBe(0.00004)
+  })
+
   it('counts BYOK spend at the list price when the workspace includes it', async () => {
     const { t } = await start({ provider: scriptedProvider({ reply: REPLY, apiKey: null }) })
     expect((await t.call('POST', '/byok', { json: { provider: 'alpha', key: 'byok-alpha-0123456789abcdef' } })).status).toBe(200)
