@@ -61,9 +61,17 @@ export const rewriteChatStream = (
 
 /**
  * Output items are valid input items: the turn's input and output become the conversation's next
- * items, and the oldest go once the conversation is over `limits` (history.ts).
+ * items, and the oldest go once the conversation is over `limits` (history.ts). A turn of another
+ * `sessionId` than the stored one starts the conversation afresh.
  */
-export const appendTurn = (repositories: Repositories, internId: string, input: JsonValue[], output: JsonValue[], limits: HistoryLimits) => {
+export const appendTurn = (
+  repositories: Repositories,
+  internId: string,
+  input: JsonValue[],
+  output: JsonValue[],
+  limits: HistoryLimits,
+  sessionId?: string,
+) => {
   const turn = [
     ...input,
     // Output items keep their shape except transient status, which input items do not need.
@@ -73,5 +81,5 @@ export const appendTurn = (repositories: Repositories, internId: string, input: 
       return rest
     }),
   ]
-  return repositories.interns.conversations.update(internId, (history) => trimHistory([...history, ...turn], history.length, limits))
+  return repositories.interns.conversations.update(internId, (history) => trimHistory([...history, ...turn], history.length, limits), sessionId)
 }

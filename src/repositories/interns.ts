@@ -23,6 +23,14 @@ export type InternStatus =
   | 'destroying'
   | 'destroy_failed'
 
+/** An intern keeps one conversation; `sessionId` names it once a session-aware chat started it. */
+type ConversationData = { items: JsonValue[]; sessionId?: string }
+
+const readConversation = async (storage: StorageDriver, internId: string): Promise<{ items: JsonValue[]; sessionId: string | null }> => {
+  const record = await storage.get<ConversationData>(INTERN_CONVERSATIONS, internId)
+  return { items: (record?.data.items ?? []) as JsonValue[], sessionId: record?.data.sessionId ?? null }
+}
+
 export type InternProgress = { step_label: string; step_number: number; total_steps: number }
 
 export type InternRecord = {
@@ -149,16 +157,22 @@ export const createInternsRepository = (storage: StorageDriver, now: () => Date)
 
   conversations: {
     async get(internId: string): Promise<JsonValue[]> {
-      return ((await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId))?.data.items ?? []) as JsonValue[]
+      return (await readConversation(storage, internId)).items
     },
+    /** The conversation with the session it belongs to (`null` until a session-aware chat names one). */
+    session: (internId: string) => readConversation(storage, internId),
     /**
      * Replaces the conversation with `change(current items)` by compare-and-set, creating it on first
-     * use; a concurrent turn that wrote first is re-read and `change` applied on top of it.
+     * use; a concurrent turn that wrote first is re-read and `change` applied on top of it. With
+     * `sessionId`, a conversation of another session is replaced: `change` starts from no items.
      */
-    async update(internId: string, change: (items: JsonValue[]) => JsonValue[]) {
+    async update(internId: string, change: (items: JsonValue[]) => JsonValue[], sessionId?: string) {
       await retryLostRaces(async () => {
-        const current = await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId)
-        const input = { id: internId, data: { items: change(current?.data.items ?? []) } }
+        const current = await storage.get<ConversationData>(INTERN_CONVERSATIONS, internId)
+        const isSameSession = sessionId === undefined || current?.data.sessionId === sessionId
+        const items = change(isSameSession ? (current?.data.items ?? []) : [])
+        const session = sessionId ?? current?.data.sessionId
+        const input = { id: internId, data: { items, ...(session === undefined ? {} : { sessionId: session }) } }
         if (current) return storage.update(INTERN_CONVERSATIONS, internId, current.version, input)
         try {
           return await storage.create(INTERN_CONVERSATIONS, input)

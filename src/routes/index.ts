@@ -11,6 +11,7 @@ import { createMessage } from './messages'
 import { listModelEndpoints, listModels, listProviders } from './models'
 import {
   chatInternRoute,
+  chatCompletionsInternRoute,
   createInternRoute,
   deleteInternRoute,
   getInternRoute,
@@ -58,4 +59,5 @@ export const routes: readonly AnyRoute[] = [
   provisionInternRoute,
   suspendInternRoute,
   chatInternRoute,
+  chatCompletionsInternRoute,
 ]
