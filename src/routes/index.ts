@@ -20,6 +20,7 @@ import {
   suspendInternRoute,
   updateInternRoute,
 } from './interns'
+import { deleteWorkspaceBudgetRoute, getWorkspaceBudget, listWorkspaceBudgets, setWorkspaceBudgetRoute } from './workspace-budgets'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
 
 /** Every route the gateway serves, relative to its base path. */
@@ -38,6 +39,10 @@ export const routes: readonly AnyRoute[] = [
   getWorkspace,
   updateWorkspace,
   deleteWorkspace,
+  listWorkspaceBudgets,
+  getWorkspaceBudget,
+  setWorkspaceBudgetRoute,
+  deleteWorkspaceBudgetRoute,
   listByok,
   createByok,
   getByok,
