@@ -8,7 +8,7 @@ import { getActivity, getGeneration } from './generations'
 import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
-import { listModelEndpoints, listModels, listProviders } from './models'
+import { countModels, getModel, listImageModels, listModelEndpoints, listModels, listProviders, listUserModels, listZeroDataRetentionEndpoints } from './models'
 import {
   chatInternRoute,
   chatCompletionsInternRoute,
@@ -52,7 +52,12 @@ export const routes: readonly AnyRoute[] = [
   createChatCompletion,
   createMessage,
   listModels,
+  countModels,
+  listUserModels,
+  getModel,
   listModelEndpoints,
+  listZeroDataRetentionEndpoints,
+  listImageModels,
   listProviders,
   getGeneration,
   getActivity,

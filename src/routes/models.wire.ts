@@ -105,7 +105,7 @@ export const toModelWire = (entry: ModelEntry, served: readonly ServedEndpoint[]
 }
 
 /** One endpoint of `GET /models/{author}/{slug}/endpoints`; no live statistics are kept, so those are null. */
-const toEndpointWire = (entry: ModelEntry, { endpoint, provider }: ServedEndpoint) => {
+export const toEndpointWire = (entry: ModelEntry, { endpoint, provider }: ServedEndpoint) => {
   const parameters = toParameterWireNames(endpoint.supportedParameters)
   const toolChoice = parameters.includes('tool_choice')
   return {
@@ -143,6 +143,38 @@ export const toModelEndpointsWire = (entry: ModelEntry, served: readonly ServedE
     endpoints: served.map((one) => toEndpointWire(entry, one)),
   }
 }
+
+/**
+ * The request parameters of an image model as `@openrouter/sdk`'s capability descriptors: the output
+ * `modalities` it can be asked for, and the sampling ranges and output cap the gateway validates, where
+ * an endpoint honours them.
+ */
+const imageParameters = (entry: ModelEntry, served: readonly ServedEndpoint[]) => {
+  const parameters = new Set(modelParameters(served))
+  const maxOutput = Math.max(0, ...served.map(({ endpoint }) => endpoint.maxOutputTokens ?? endpoint.contextLength))
+  return {
+    modalities: { type: 'enum' as const, values: [...outputModalitiesOf(entry)] },
+    ...(parameters.has('temperature') ? { temperature: { type: 'range' as const, min: 0, max: 2 } } : {}),
+    ...(parameters.has('top_p') ? { top_p: { type: 'range' as const, min: 0, max: 1 } } : {}),
+    ...(parameters.has('max_tokens') ? { max_tokens: { type: 'range' as const, min: 1, max: maxOutput } } : {}),
+  }
+}
+
+/**
+ * One `GET /images/models` entry. Images are drawn through `/responses`, `/chat/completions` and
+ * `/messages` with `modalities` (docs/decisions.md, Image output); there is no separate image API to
+ * stream from, so `supports_streaming` is false and `endpoints` links the catalog's endpoint listing.
+ */
+export const toImageModelWire = (entry: ModelEntry, served: readonly ServedEndpoint[], basePath: string) => ({
+  id: entry.slug,
+  name: entry.name,
+  created: entry.created ?? 0,
+  description: descriptionOf(entry, served),
+  architecture: { input_modalities: inputModalitiesOf(entry), output_modalities: outputModalitiesOf(entry) },
+  endpoints: `${basePath}/models/${entry.slug}/endpoints`,
+  supported_parameters: imageParameters(entry, served),
+  supports_streaming: false,
+})
 
 /** One `GET /providers` entry; the policy pages are the operator's to know, so they are null. */
 export const toProviderWire = (provider: RegisteredProvider) => ({
