@@ -34,6 +34,8 @@ export interface InferenceRequest {
   attemptReports: AttemptReport[]
   /** The server tools the gateway runs for this request; absent when it has none (one turn, as always). */
   serverTools?: ServerToolPlan
+  /** A batch of prompts, each within the context length (embeddings), rather than one prompt bounded by it. */
+  isBatchPrompt?: boolean
 }
 
 /** Extensions a route translated from its own wire format. */

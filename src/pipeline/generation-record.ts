@@ -91,7 +91,7 @@ export const finishedOutcome = (result: ResponseResult, timing: Pick<GenerationO
   errorType: result.error?.errorType ?? null,
   model: result.model,
   usage: result.usage,
-  isUsageEstimated: false,
+  isUsageEstimated: result.isUsageEstimated === true,
   ...finishReasonsOf(result),
   ...timing,
 })

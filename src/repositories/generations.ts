@@ -9,7 +9,7 @@ import type { JsonObject, RecordInput, StorageDriver } from '../storage/contract
 export const GENERATIONS = 'generations'
 
 /** Which API the request came through. */
-export type GenerationApi = 'responses' | 'chat_completions' | 'messages' | 'intern_chat'
+export type GenerationApi = 'responses' | 'chat_completions' | 'messages' | 'intern_chat' | 'embeddings'
 
 /** How the answer ended; `cancelled` when the client stopped a stream it had started to receive. */
 export type GenerationStatus = 'completed' | 'incomplete' | 'failed' | 'cancelled'

@@ -31,7 +31,7 @@ const endpointIdOf = (provider: string, endpoint: string) => `${provider}:${endp
 
 /** OpenRouter's generation object (`@openrouter/sdk` GenerationResponseData), plus the ledger's own fields at the end. */
 export const toGenerationWire = (record: GenerationRecord, wireId: string, providers: ProviderRegistry) => ({
-  api_type: 'completions',
+  api_type: record.api === 'embeddings' ? 'embeddings' : 'completions',
   app_id: null,
   cache_discount: null,
   cancelled: record.status === 'cancelled',

@@ -8,6 +8,7 @@ import { getActivity, getGeneration } from './generations'
 import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
+import { createEmbeddings, listEmbeddingModels } from './embeddings'
 import { countModels, getModel, listImageModels, listModelEndpoints, listModels, listProviders, listUserModels, listZeroDataRetentionEndpoints } from './models'
 import {
   chatInternRoute,
@@ -51,6 +52,8 @@ export const routes: readonly AnyRoute[] = [
   createResponse,
   createChatCompletion,
   createMessage,
+  createEmbeddings,
+  listEmbeddingModels,
   listModels,
   countModels,
   listUserModels,

@@ -4,7 +4,7 @@
  * `@openrouter/sdk` response schemas validate them (docs/decisions.md, "Model and provider catalog").
  */
 
-import type { EndpointPricing, Modality, ModelEndpoint, ModelEntry } from '../engine/models'
+import type { EndpointPricing, Modality, ModelEndpoint, ModelEntry, OutputModality } from '../engine/models'
 import type { RegisteredProvider } from '../engine/providers'
 
 /** A catalog endpoint together with the provider that serves it. */
@@ -59,7 +59,7 @@ export const authorOf = (slug: string): string => slug.split('/', 1)[0]!
 export const tokenizerOf = (entry: ModelEntry): string => TOKENIZERS[authorOf(entry.slug)] ?? 'Other'
 
 export const inputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.inputModalities ?? ['text']
-export const outputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.outputModalities ?? ['text']
+export const outputModalitiesOf = (entry: ModelEntry): readonly OutputModality[] => entry.outputModalities ?? ['text']
 
 const toArchitectureWire = (entry: ModelEntry) => ({
   modality: `${inputModalitiesOf(entry).join('+')}->${outputModalitiesOf(entry).join('+')}`,
