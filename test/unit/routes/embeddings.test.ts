@@ -122,7 +122,7 @@ describe('POST /embeddings', () => {
     // Gemini reports no tokens: about one per four characters, priced at $0.15 per million.
     const tokens = Math.ceil(QUESTION[0]!.length / 4) + Math.ceil(QUESTION[1]!.length / 4)
     expect(body.usage).toMatchObject({ prompt_tokens: tokens, total_tokens: tokens, cost: Number((tokens * 1.5e-7).toFixed(12)) })
-    const records = await h.gateway.storage.list<any>('generations', {}, 0, 10)
+    const records = await h.gateway.storage.list<any>('generations')
     expect(records.items.map((record) => [record.data.api, record.data.isUsageEstimated])).toEqual([['embeddings', true]])
   })
 
