@@ -131,3 +131,9 @@ export const InternChatCompletionsBodySchema = v.strictObject(
   'is not a field of an intern chat request',
 )
 export type InternChatCompletionsBody = v.InferOutput<typeof InternChatCompletionsBodySchema>
+
+/** OpenRouter's optional delete body; an empty body reads as `{}`. */
+export const DeleteInternBodySchema = v.strictObject(
+  { acknowledge_workspace_loss: v.optional(v.boolean('must be a boolean')) },
+  'is not a field of an intern deletion',
+)

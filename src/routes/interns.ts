@@ -42,6 +42,7 @@ import { readIdempotencyKey } from '../pipeline/idempotency'
 import { createGenerationRecorder } from '../pipeline/generation-record'
 import {
   ChatBodySchema,
+  DeleteInternBodySchema,
   InternChatCompletionsBodySchema,
   CreateInternBodySchema,
   INTERN_BODY_LIMIT,
@@ -210,7 +211,22 @@ const lifecycleRoute = (
 
 export const provisionInternRoute = lifecycleRoute('POST', '/interns/:internId/provision', startProvisioning, { provisioning: true }, 202)
 export const suspendInternRoute = lifecycleRoute('POST', '/interns/:internId/suspend', suspendIntern, { suspended: true }, 200)
-export const deleteInternRoute = lifecycleRoute('DELETE', '/interns/:internId', destroyIntern, { deleting: true }, 202)
+/**
+ * OpenRouter's SDK always sends `{acknowledge_workspace_loss}` here. modelgate's runtimes keep no workspace
+ * archive, so no teardown waits on one and both values delete alike (docs/decisions.md, Interns).
+ */
+export const deleteInternRoute = defineRoute({
+  ...common,
+  method: 'DELETE',
+  path: '/interns/:internId',
+  params: InternParamsSchema,
+  body: DeleteInternBodySchema,
+  async handle(context) {
+    const { intern, workspace } = await visibleIntern(context.repositories, context.caller, context.params.internId)
+    await destroyIntern(environmentOf(context), intern, workspace)
+    return json({ deleting: true }, 202)
+  },
+})
 
 type ChatRouteContext = Omit<RouteContext<unknown, unknown, unknown, 'inference'>, 'body' | 'params' | 'query'>
 
