@@ -6,6 +6,7 @@ import { createGenerationsRepository } from './generations'
 import { createCreditGrantsRepository } from './credit-grants'
 import { createIdempotencyRepository } from './idempotency-keys'
 import { createInternsRepository } from './interns'
+import { createPresetsRepository } from './presets'
 import { createSpendRepository } from './spend-counters'
 import { createWorkspacesRepository, type WorkspaceDefaults } from './workspaces'
 
@@ -20,6 +21,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   workspaces: createWorkspacesRepository(storage, workspaceDefaults, now),
   creditGrants: createCreditGrantsRepository(storage, now),
   spend: createSpendRepository(storage),
+  presets: createPresetsRepository(storage, now),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

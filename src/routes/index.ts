@@ -9,6 +9,15 @@ import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
 import { createEmbeddings, listEmbeddingModels } from './embeddings'
+import {
+  createPresetFromChatCompletions,
+  createPresetFromMessages,
+  createPresetFromResponses,
+  getPreset,
+  getPresetVersion,
+  listPresets,
+  listPresetVersions,
+} from './presets'
 import { countModels, getModel, listImageModels, listModelEndpoints, listModels, listProviders, listUserModels, listZeroDataRetentionEndpoints } from './models'
 import {
   chatInternRoute,
@@ -54,6 +63,13 @@ export const routes: readonly AnyRoute[] = [
   createMessage,
   createEmbeddings,
   listEmbeddingModels,
+  listPresets,
+  getPreset,
+  createPresetFromResponses,
+  createPresetFromChatCompletions,
+  createPresetFromMessages,
+  listPresetVersions,
+  getPresetVersion,
   listModels,
   countModels,
   listUserModels,

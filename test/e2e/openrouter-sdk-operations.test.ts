@@ -227,7 +227,36 @@ describe('interns', () => {
 })
 
 describe('presets', () => {
-  it.todo('presets.createPresetsResponses, createPresetsChatCompletions, createPresetsMessages, get, list, listVersions')
+  it('createPresetsResponses, createPresetsChatCompletions, createPresetsMessages, get, list, listVersions, getVersion, and a request through one', async () => {
+    const fromResponses = await regular.presets.createPresetsResponses({
+      slug: 'ops-brief',
+      responsesRequest: { model: MODEL, input: QUESTION, instructions: 'Answer in one sentence.', temperature: 0.3 },
+    })
+    expect(fromResponses.data).toMatchObject({ slug: 'ops-brief', status: 'active', designatedVersion: { version: 1, config: { model: MODEL, temperature: 0.3 }, systemPrompt: 'Answer in one sentence.' } })
+    const fromChat = await regular.presets.createPresetsChatCompletions({
+      slug: 'ops-brief',
+      chatRequest: { model: MODEL, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: QUESTION }], maxTokens: 64 },
+    })
+    expect(fromChat.data.designatedVersion).toMatchObject({ version: 2, config: { model: MODEL, max_output_tokens: 64 }, systemPrompt: 'Be brief.' })
+    const fromMessages = await regular.presets.createPresetsMessages({
+      slug: 'ops-claude',
+      messagesRequest: { model: FAMILIES.anthropic.model, maxTokens: 256, system: 'Be kind.', messages: [{ role: 'user', content: QUESTION }] },
+    })
+    expect(fromMessages.data.designatedVersion).toMatchObject({ version: 1, config: { model: FAMILIES.anthropic.model, max_output_tokens: 256 }, systemPrompt: 'Be kind.' })
+
+    expect((await regular.presets.get({ slug: 'ops-brief' })).data.designatedVersion?.version).toBe(2)
+    const listed = await collect(await regular.presets.list())
+    expect(listed.flatMap((page) => page.result.data.map((preset) => preset.slug))).toEqual(['ops-claude', 'ops-brief'])
+    const versions = await collect(await regular.presets.listVersions({ slug: 'ops-brief' }))
+    expect(versions.flatMap((page) => page.result.data.map((version) => version?.version))).toEqual([1, 2])
+    expect((await regular.presets.getVersion({ slug: 'ops-brief', version: '1' })).data?.systemPrompt).toBe('Answer in one sentence.')
+
+    // A request through the preset: its instructions and model reach the upstream.
+    const answer = await regular.responses.send({ responsesRequest: { model: '@preset/ops-brief', input: QUESTION, stream: false } })
+    if (Symbol.asyncIterator in answer) throw new Error('expected a Response object, got a stream')
+    expect(answer.model).toBe(MODEL)
+    expect(harness.lastRequest('openai').json).toMatchObject({ instructions: 'Be brief.', max_output_tokens: 64 })
+  })
 })
 
 // Guardrails: operations being built by another helper; their calls join this file when the routes exist.
