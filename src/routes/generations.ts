@@ -113,6 +113,27 @@ export const getGeneration = defineRoute({
   },
 })
 
+/**
+ * `GET /generation/content`: what a generation said, kept only for workspaces with private logging on
+ * (docs/decisions.md, Generation content). Visible as the generation is, within the ledger's retention.
+ */
+export const getGenerationContent = defineRoute({
+  method: 'GET',
+  path: '/generation/content',
+  auth: 'any',
+  query: GetGenerationQuerySchema,
+  async handle({ query, caller, repositories, runtime }) {
+    const id = responseIdOf(query.id)
+    const record = await repositories.generations.get(id)
+    if (!record || !isVisibleTo(record, caller) || record.createdAt < runtime.ledger.retainedSince()) {
+      throw new NotFoundError('Generation not found')
+    }
+    const content = await repositories.generations.getContent(id)
+    if (!content) throw new NotFoundError("No content was kept for this generation: its workspace's private logging (is_observability_io_logging_enabled) was off")
+    return json({ data: { input: content.input, output: content.output, error: content.error } })
+  },
+})
+
 interface ActivityRow {
   date: string
   model: string

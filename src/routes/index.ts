@@ -4,7 +4,7 @@ import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
 import { getCurrentKey } from './current-key'
 import { getCredits } from './credits'
 import { liveness, readiness } from './health'
-import { getActivity, getGeneration } from './generations'
+import { getActivity, getGeneration, getGenerationContent } from './generations'
 import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
@@ -79,6 +79,7 @@ export const routes: readonly AnyRoute[] = [
   listImageModels,
   listProviders,
   getGeneration,
+  getGenerationContent,
   getActivity,
   listInternsRoute,
   createInternRoute,

@@ -119,6 +119,21 @@ describe('credits, generations, analytics', () => {
     const activity = await management.analytics.getUserActivity()
     expect(activity.data.some((row) => row.model === MODEL && row.requests > 0)).toBe(true)
   })
+
+  it('generations.listGenerationContent reads what a generation said once private logging is on', async () => {
+    const workspace = (await collect(await management.workspaces.list())).flatMap((page) => page.result.data).find((item) => item.slug === 'default')!
+    await management.workspaces.update({ id: workspace.id, updateWorkspaceRequest: { isObservabilityIoLoggingEnabled: true } })
+    try {
+      const answer = await regular.responses.send({ responsesRequest: { model: MODEL, instructions: 'Answer briefly.', input: QUESTION, stream: false } })
+      if (Symbol.asyncIterator in answer) throw new Error('expected a Response object, got a stream')
+      const { data } = await regular.generations.listGenerationContent({ id: answer.id })
+      expect(data.input).toEqual({ messages: [{ role: 'system', content: 'Answer briefly.' }, { role: 'user', content: QUESTION }] })
+      expect(data.output.completion).toContain(FAMILIES.openai.textPhrase)
+      expect(data.error).toBeNull()
+    } finally {
+      await management.workspaces.update({ id: workspace.id, updateWorkspaceRequest: { isObservabilityIoLoggingEnabled: false } })
+    }
+  })
 })
 
 describe('embeddings', () => {
