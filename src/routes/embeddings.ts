@@ -4,7 +4,8 @@
  * generation of api `embeddings`; the writer encodes the vectors (docs/decisions.md, Embeddings).
  */
 
-import { json, jsonTextReply } from '../core/reply'
+import { cachedJsonReply } from '../core/cached-json'
+import { json } from '../core/reply'
 import { prepareEmbeddings, runEmbeddings, type EmbeddingsAnswer, type EmbeddingsRequestBody } from '../engine/embeddings'
 import { createGenerationRecorder } from '../pipeline/generation-record'
 import { defineRoute } from '../pipeline/route'
@@ -51,7 +52,7 @@ export const listEmbeddingModels = defineRoute({
   async handle({ request, query, runtime }) {
     const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -EMBEDDING_MODELS_PATH.length)
     const listQuery = { offset: query.offset, ...(query.limit === undefined ? {} : { limit: query.limit }), output_modalities: ['embeddings'] } as ListModelsQuery
-    const answer = await catalogAnswers(runtime.inference).list(listQuery, basePath)
-    return jsonTextReply(answer.text, 200, { etag: answer.etag, 'cache-control': 'public, max-age=60' })
+    // The catalog's own cache and ETag, as `GET /models` answers.
+    return cachedJsonReply(request, await catalogAnswers(runtime.inference).list(listQuery, basePath), 'public, max-age=60')
   },
 })

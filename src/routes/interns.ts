@@ -326,7 +326,8 @@ export const chatCompletionsInternRoute = defineRoute({
     const history = (isKnown ? stored.items : []) as InputItem[]
     const input = toInternChatInput(body.messages, { requested: body.session_id, history: stored.items, isKnown })
     const reply = toResponse(await runInternTurn(context, intern, workspace, { history, input, sessionId, approvalMode: body.approval_mode }))
-    if (reply.status !== 200 || !reply.body) return responseReply(reply)
+    // An error, or a runtime that answered whole rather than with events: passed on as it is.
+    if (reply.status !== 200 || !reply.body || !reply.headers.get('content-type')?.startsWith('text/event-stream')) return responseReply(reply)
     const headers = new Headers(reply.headers)
     return responseReply(new Response(toInternChatChunks(reply.body, sessionId, now), { status: 200, headers }))
   },

@@ -4,6 +4,7 @@
  * calling key. Requests use them with `preset` or `@preset/<slug>` (presets.config.ts; docs/decisions.md, Presets).
  */
 
+import type * as v from 'valibot'
 import { NotFoundError } from '../core/errors'
 import { ResponsesRequestSchema, type ResponsesRequestBody } from '../engine/request.schemas'
 import type { RouteExtensions } from '../engine/request'
@@ -18,7 +19,6 @@ import { MessagesRequestSchema } from './messages.schemas'
 import { toEngineRequest as messagesToEngine, toExtensions as messagesExtensions } from './messages.translate'
 import { toPresetContent } from './presets.config'
 import { ListPresetsQuerySchema, PresetParamsSchema, PresetVersionParamsSchema } from './presets.schemas'
-import type { ModelCatalog } from '../engine/models'
 
 export const toPresetVersionWire = (version: PresetVersionRecord) => ({
   id: version.id,
@@ -64,7 +64,7 @@ type SaveInput = { body: ResponsesRequestBody; systemPrompt: string | null; exte
 const saveRoute = <S extends typeof ResponsesRequestSchema | typeof ChatCompletionsRequestSchema | typeof MessagesRequestSchema>(
   path: string,
   schema: S,
-  toSave: (body: import('valibot').InferOutput<S>) => SaveInput,
+  toSave: (body: v.InferOutput<S>) => SaveInput,
 ) =>
   defineRoute({
     method: 'POST',
@@ -74,8 +74,12 @@ const saveRoute = <S extends typeof ResponsesRequestSchema | typeof ChatCompleti
     params: PresetParamsSchema,
     body: schema,
     async handle({ params, body, caller, repositories, runtime }) {
-      const input = toSave(body as import('valibot').InferOutput<S>)
-      const content = toPresetContent(input.body, input.systemPrompt, { models: runtime.inference.models as ModelCatalog, extensions: input.extensions, ...(input.fieldNames ? { fieldNames: input.fieldNames } : {}) })
+      const input = toSave(body as v.InferOutput<S>)
+      const content = toPresetContent(input.body, input.systemPrompt, {
+        models: runtime.inference.models,
+        extensions: input.extensions,
+        ...(input.fieldNames ? { fieldNames: input.fieldNames } : {}),
+      })
       const owner = { accountId: caller.account.id, workspaceId: caller.key.workspaceId, creatorUserId: caller.key.creatorUserId }
       const saved = await repositories.presets.saveVersion(owner, params.slug, { ...content, creatorId: caller.key.creatorUserId })
       return json({ data: withDesignatedVersion(saved.preset, saved.version) })
