@@ -149,6 +149,8 @@ export const toInternChatChunks = (body: ReadableStream<Uint8Array>, sessionId: 
 
   const translateBlock = (block: string): string => {
     if (isFinished) return ''
+    // Keep-alive comments pass on: a silent turn still shows the connection is alive.
+    if (block.startsWith(':')) return `${block}\n\n`
     const data = block
       .split('\n')
       .filter((line) => line.startsWith('data:'))
