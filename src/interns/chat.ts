@@ -7,6 +7,7 @@
 
 import type { JsonValue } from '../storage/contract'
 import type { Repositories } from '../repositories'
+import type { ConversationSession } from '../repositories/interns'
 import { trimHistory, type HistoryLimits } from './history'
 import { UPSTREAM_PROVIDE_INPUT_TOOL } from './in-process'
 import { PROVIDE_INPUT_TOOL } from './runtime'
@@ -62,7 +63,7 @@ export const rewriteChatStream = (
 /**
  * Output items are valid input items: the turn's input and output become the conversation's next
  * items, and the oldest go once the conversation is over `limits` (history.ts). A turn of another
- * `sessionId` than the stored one starts the conversation afresh.
+ * `session` than the stored one starts the conversation afresh, and the session keeps its run's approval mode.
  */
 export const appendTurn = (
   repositories: Repositories,
@@ -70,7 +71,7 @@ export const appendTurn = (
   input: JsonValue[],
   output: JsonValue[],
   limits: HistoryLimits,
-  sessionId?: string,
+  session?: ConversationSession,
 ) => {
   const turn = [
     ...input,
@@ -81,5 +82,5 @@ export const appendTurn = (
       return rest
     }),
   ]
-  return repositories.interns.conversations.update(internId, (history) => trimHistory([...history, ...turn], history.length, limits), sessionId)
+  return repositories.interns.conversations.update(internId, (history) => trimHistory([...history, ...turn], history.length, limits), session)
 }

@@ -238,12 +238,12 @@ const runInternTurn = async (
   context: ChatRouteContext,
   intern: InternRecord,
   workspace: WorkspaceRecord,
-  turnInput: { history: InputItem[]; input: InputItem[]; sessionId?: string; approvalMode?: InternApprovalMode },
+  turnInput: { history: InputItem[]; input: InputItem[]; session?: { id: string; approvalMode: InternApprovalMode } },
 ) => {
   const { caller, repositories, runtime, requestId, signal, access } = context
-  const { history, input, sessionId } = turnInput
+  const { history, input, session } = turnInput
   const service = runtime.inference
-  const storeTurn = (output: JsonValue[]) => appendTurn(repositories, intern.id, input as unknown as JsonValue[], output, runtime.interns.history, sessionId)
+  const storeTurn = (output: JsonValue[]) => appendTurn(repositories, intern.id, input as unknown as JsonValue[], output, runtime.interns.history, session)
   const prepare = (turn: Record<string, unknown>, turnSignal: AbortSignal) => {
     const turnContext: RunContext = { caller, repositories, requestId, signal: turnSignal, isMetadataRequested: false }
     return prepareRequest(service, turnContext, parseInput(ResponsesRequestSchema, turn, 'body'))
@@ -265,7 +265,7 @@ const runInternTurn = async (
   access?.requested(view.model)
   const answer = runtime.interns.runtime.chat(view, history, input, {
     signal,
-    ...(turnInput.approvalMode === undefined ? {} : { approvalMode: turnInput.approvalMode }),
+    ...(session ? { approvalMode: session.approvalMode } : {}),
     respond: async (turn, turnSignal) => toResponse(await replyTo(runRecorded(turn, turnSignal))),
     openSession: async (turn, turnSignal) => {
       const outcome = await runRecorded({ ...turn, stream: true }, turnSignal)
@@ -286,6 +286,19 @@ const runningIntern = async (repositories: Repositories, caller: Caller, internI
   const { intern, workspace } = await visibleIntern(repositories, caller, internId)
   if (intern.status !== 'running') throw conflict('not_running', `The intern is ${intern.status}; provision it before chatting`)
   return { intern, workspace }
+}
+
+/**
+ * The mode of the run a request drives: a prompt starts a run in the mode it names (self-drive when none: the
+ * mode is not remembered between prompts); a tool reply continues the run under the mode it started with.
+ */
+const approvalModeOf = (body: { approval_mode?: InternApprovalMode | undefined }, input: InputItem[], runMode: InternApprovalMode | null): InternApprovalMode => {
+  if (input[0]?.type !== 'function_call_output') return body.approval_mode ?? 'self-drive'
+  const mode = runMode ?? 'self-drive'
+  if (body.approval_mode !== undefined && body.approval_mode !== mode) {
+    throw new InvalidRequestError(`body.approval_mode: a tool reply continues the run under the mode it started with (${mode})`, { reason: 'invalid_body' })
+  }
+  return mode
 }
 
 const chatRoute = { ...common, auth: 'inference', method: 'POST', params: InternParamsSchema, isAccessLogged: true } as const
@@ -325,7 +338,8 @@ export const chatCompletionsInternRoute = defineRoute({
     const isKnown = body.session_id !== undefined && stored.sessionId === body.session_id
     const history = (isKnown ? stored.items : []) as InputItem[]
     const input = toInternChatInput(body.messages, { requested: body.session_id, history: stored.items, isKnown })
-    const reply = toResponse(await runInternTurn(context, intern, workspace, { history, input, sessionId, approvalMode: body.approval_mode }))
+    const approvalMode = approvalModeOf(body, input, isKnown ? stored.approvalMode : null)
+    const reply = toResponse(await runInternTurn(context, intern, workspace, { history, input, session: { id: sessionId, approvalMode } }))
     // An error, or a runtime that answered whole rather than with events: passed on as it is.
     if (reply.status !== 200 || !reply.body || !reply.headers.get('content-type')?.startsWith('text/event-stream')) return responseReply(reply)
     const headers = new Headers(reply.headers)

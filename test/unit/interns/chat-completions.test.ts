@@ -147,6 +147,23 @@ describe('POST /interns/{internId}/chat/completions', () => {
     expect(selfDrive).not.toContain('Approval mode is manual')
   })
 
+  it('a tool reply continues the run under the approval mode it started with', async () => {
+    const intern = await runningIntern()
+    harness!.upstreams.alpha!.setHandler(askPermission)
+    const asked = await chatChunks(intern.id, { approval_mode: 'manual', messages: [{ role: 'user', content: 'Book a flight' }] })
+    const sessionId = asked.at(-1).session_id
+    const reply = (mode?: string) => ({ session_id: sessionId, ...(mode ? { approval_mode: mode } : {}), messages: [{ role: 'tool', tool_call_id: CALL_ID, content: 'allow_once' }] })
+    const refused = await call('POST', `/interns/${intern.id}/chat/completions`, { stream: true, ...reply('self-drive') })
+    expect(await refused.json()).toEqual({
+      error: { code: 400, message: 'body.approval_mode: a tool reply continues the run under the mode it started with (manual)', metadata: { reason: 'invalid_body', retryable: false } },
+    })
+    harness!.upstreams.alpha!.setHandler(answer('Booked.'))
+    await chatChunks(intern.id, reply())
+    const [first, second] = harness!.upstreams.alpha!.requests.map((request) => request.json.messages[0].content as string)
+    expect(first).toContain('Approval mode is manual')
+    expect(second).toContain('Approval mode is manual')
+  })
+
   it('refuses what it would not honour with 400 naming the field', async () => {
     const intern = await runningIntern()
     const cases: [Record<string, unknown>, string][] = [
