@@ -76,6 +76,8 @@ const PRESET_MODEL = /^(?:(?<model>.+)@preset\/(?<slug>[^/]+)|@preset\/(?<only>[
 
 /** The preset a request names (the `preset` field, `@preset/<slug>` or `<model>@preset/<slug>`), and its own model. */
 const presetReference = (body: ResponsesRequestBody): { slug: string; model: string | undefined } | null => {
+  // Every inference request passes here: most name no preset, and a substring test settles that.
+  if (body.preset === undefined && !body.model?.includes('@preset/')) return null
   const match = body.model ? PRESET_MODEL.exec(body.model) : null
   if (body.preset !== undefined && match) throw new InvalidRequestError('body.preset: name the preset once, in preset or in model, not in both')
   if (body.preset !== undefined) return { slug: body.preset, model: body.model }
