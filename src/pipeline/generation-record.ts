@@ -31,6 +31,8 @@ export interface GenerationContext {
   arrivedAt: Date
   /** The same instant on `performance.now()`, for durations. */
   startedAt: number
+  /** The preset the request used, if any. */
+  presetId?: string
 }
 
 /** How the answer ended, in the terms of a record. */
@@ -159,6 +161,7 @@ export const toGenerationRecord = (
     endUser: request.body.user != null || request.body.safety_identifier != null ? request.endUserId : null,
     session: hashes.session,
     trace: (request.body.trace as JsonObject | undefined) ?? null,
+    presetId: context.presetId ?? null,
     routing: {
       requested: request.requestedModel,
       strategy: served && attempts.indexOf(served) === 0 && outcome.model === request.requestedModel ? 'direct' : 'fallback',

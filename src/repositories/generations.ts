@@ -120,6 +120,8 @@ export type GenerationRecord = {
   session: string | null
   /** The request's `trace` object, as sent. */
   trace: JsonObject | null
+  /** The preset the request used (its id); absent on records written before presets. */
+  presetId?: string | null
   routing: GenerationRouting
 }
 

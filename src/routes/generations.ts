@@ -58,7 +58,7 @@ export const toGenerationWire = (record: GenerationRecord, wireId: string, provi
   num_media_prompt: null,
   num_search_results: null,
   origin: '',
-  preset_id: null,
+  preset_id: record.presetId ?? null,
   provider_name: record.provider === null ? null : providerNameOf(providers, record.provider),
   provider_responses: record.attempts.map((attempt) => ({
     endpoint_id: endpointIdOf(attempt.provider, attempt.endpoint),

@@ -45,9 +45,11 @@ export const answerInference = (
   }
   const arrival = { arrivedAt: route.now(), startedAt: performance.now() }
   // A preset the request names fills in what the request leaves out (docs/decisions.md, Presets).
-  const running = withPreset(route.repositories, route.caller, body).then((resolved) => prepareRequest(service, context, resolved, extensions)).then((prepared) => {
+  const running = withPreset(route.repositories, route.caller, body).then(async ({ body: resolved, presetId }) => {
+    const prepared = await prepareRequest(service, context, resolved, extensions)
     access?.requested(prepared.requestedModel)
-    const recorder = createGenerationRecorder(runtime.ledger, service, { api, caller: route.caller, requestId: route.requestId, sessionId: context.sessionId, ...arrival }, prepared)
+    const generation = { api, caller: route.caller, requestId: route.requestId, sessionId: context.sessionId, ...arrival, ...(presetId ? { presetId } : {}) }
+    const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared)
     return recorder.run(runRequest(service, prepared))
   })
   return replyInFormat(

@@ -90,9 +90,9 @@ const presetReference = (body: ResponsesRequestBody): { slug: string; model: str
  * request's own fields win (a shallow merge); its system prompt is the `instructions` of a request that has none.
  * A request without a preset is returned as it is.
  */
-export const withPreset = async (repositories: Repositories, caller: Caller, body: ResponsesRequestBody): Promise<ResponsesRequestBody> => {
+export const withPreset = async (repositories: Repositories, caller: Caller, body: ResponsesRequestBody): Promise<{ body: ResponsesRequestBody; presetId?: string }> => {
   const reference = presetReference(body)
-  if (!reference) return body
+  if (!reference) return { body }
   const preset = await repositories.presets.findBySlug(caller.key.workspaceId, reference.slug)
   const version = preset && preset.status === 'active' ? await repositories.presets.designatedVersion(preset) : null
   if (!version) throw new NotFoundError(`Preset "${reference.slug}" not found`)
@@ -102,5 +102,5 @@ export const withPreset = async (repositories: Repositories, caller: Caller, bod
     if (merged[field] === undefined && version.config[field] !== undefined) merged[field] = version.config[field]
   }
   if ((merged.instructions === undefined || merged.instructions === null) && version.systemPrompt !== null) merged.instructions = version.systemPrompt
-  return merged as ResponsesRequestBody
+  return { body: merged as ResponsesRequestBody, presetId: preset!.id }
 }

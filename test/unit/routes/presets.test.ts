@@ -127,6 +127,13 @@ describe('requests that use a preset', () => {
     expect(messages.status).toBe(200)
     expect(provider.lastCall).toMatchObject({ model: 'second-model', request: { instructions: 'Be playful.', max_output_tokens: 9, temperature: 0.1 } })
 
+    // The ledger names the preset a generation used (OpenRouter's `preset_id`).
+    const viaPreset = await readJson(await t.responses({ model: '@preset/brief', input: 'Hi' }))
+    const presetId = (await readJson(await call('GET', '/presets/brief'))).data.id
+    expect((await readJson(await call('GET', `/generation?id=${viaPreset.id}`))).data.preset_id).toBe(presetId)
+    const plain = await readJson(await t.responses({ model: 'test/model', input: 'Hi' }))
+    expect((await readJson(await call('GET', `/generation?id=${plain.id}`))).data.preset_id).toBeNull()
+
     // A preset the workspace does not have, or two names for one.
     expect(await readJson(await t.responses({ model: '@preset/nope', input: 'Hi' }))).toEqual({ error: { code: 404, message: 'Preset "nope" not found' } })
     expect((await readJson(await t.responses({ model: '@preset/brief', preset: 'brief', input: 'Hi' }))).error.message).toBe(
