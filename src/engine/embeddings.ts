@@ -125,9 +125,8 @@ export const runEmbeddings = async (service: InferenceService, prepared: Prepare
   }
 }
 
-const answerEmbeddings = async (service: InferenceService, { request, call }: PreparedEmbeddings): Promise<EmbeddingsAnswer> => {
-  const startedAt = performance.now()
-  const createdAt = nowSeconds(service)
+/** One exchange for a batch the serving adapter takes whole: the fallback loop's answer, or the client's error. */
+const embedBatch = async (service: InferenceService, request: InferenceRequest, call: PreparedEmbeddings['call']) => {
   const outcome = await firstServedAttempt(
     service,
     request,
@@ -143,14 +142,66 @@ const answerEmbeddings = async (service: InferenceService, { request, call }: Pr
     (attempt, target) => attempt.provider.adapter.embeddings!.buildRequest({ ...call, upstreamModel: attempt.endpoint.model }, target),
   )
   if (!outcome.isServed) throw clientError(outcome.failure, outcome.attempt, service)
-  const { served } = outcome
   const { result, upstreamMs } = outcome.value
-  const isUsageEstimated = result.inputTokens === undefined
   const usage = emptyUsage()
   usage.input_tokens = result.inputTokens ?? estimateInputTokens(call.input as EmbeddingsRequestBody['input'])
   usage.total_tokens = usage.input_tokens
-  const billed = billAttempt(usage, served.attempt, service.byokFeeRate, [])
-  const servedBy = toServedBy(served)
+  return {
+    embeddings: result.embeddings,
+    isUsageEstimated: result.inputTokens === undefined,
+    usage: billAttempt(usage, outcome.served.attempt, service.byokFeeRate, []),
+    served: outcome.served,
+    upstreamMs,
+  }
+}
+
+const round = (amount: number) => Math.round(amount * 1e12) / 1e12
+
+/** Two batches' priced usage as one. */
+const addUsage = (total: BilledUsage, more: BilledUsage): BilledUsage => {
+  const upstream = [total.cost_details.upstream_inference_cost, more.cost_details.upstream_inference_cost].filter((cost): cost is number => cost !== null)
+  return {
+    ...total,
+    input_tokens: total.input_tokens + more.input_tokens,
+    total_tokens: total.total_tokens + more.total_tokens,
+    cost: round(total.cost + more.cost),
+    is_byok: total.is_byok || more.is_byok,
+    cost_details: {
+      upstream_inference_cost: upstream.length === 0 ? null : round(upstream.reduce((sum, cost) => sum + cost, 0)),
+      upstream_inference_input_cost: round(total.cost_details.upstream_inference_input_cost + more.cost_details.upstream_inference_input_cost),
+      upstream_inference_output_cost: round(total.cost_details.upstream_inference_output_cost + more.cost_details.upstream_inference_output_cost),
+    },
+  }
+}
+
+/**
+ * The input in batches every planned adapter takes (Gemini's at most 100 items per call), one after the other,
+ * each with its own fallback loop; the vectors come back in input order and the usage adds up.
+ */
+const batchesOf = (request: InferenceRequest, input: EmbeddingsCall['input']): Array<EmbeddingsCall['input']> => {
+  const size = Math.min(...request.attempts.map((attempt) => attempt.provider.adapter.embeddings?.maxInputsPerCall ?? Infinity))
+  if (!Number.isFinite(size) || input.length <= size) return [input]
+  const batches: Array<EmbeddingsCall['input']> = []
+  for (let offset = 0; offset < input.length; offset += size) batches.push(input.slice(offset, offset + size) as EmbeddingsCall['input'])
+  return batches
+}
+
+const answerEmbeddings = async (service: InferenceService, { request, call }: PreparedEmbeddings): Promise<EmbeddingsAnswer> => {
+  const startedAt = performance.now()
+  const createdAt = nowSeconds(service)
+  const embeddings: number[][] = []
+  let usage: BilledUsage | undefined
+  let isUsageEstimated = false
+  let upstreamMs = 0
+  let last: Awaited<ReturnType<typeof embedBatch>> | undefined
+  for (const input of batchesOf(request, call.input)) {
+    last = await embedBatch(service, request, { ...call, input })
+    embeddings.push(...last.embeddings)
+    usage = usage ? addUsage(usage, last.usage) : last.usage
+    isUsageEstimated ||= last.isUsageEstimated
+    upstreamMs += last.upstreamMs
+  }
+  const servedBy = toServedBy(last!.served)
   return {
     answer: {
       request: request.body,
@@ -158,10 +209,10 @@ const answerEmbeddings = async (service: InferenceService, { request, call }: Pr
         id: newResponseId(),
         createdAt,
         completedAt: nowSeconds(service),
-        model: served.attempt.model.slug,
+        model: last!.served.attempt.model.slug,
         status: 'completed',
         output: [],
-        usage: billed,
+        usage: usage!,
         ...(isUsageEstimated ? { isUsageEstimated } : {}),
         error: null,
         incompleteDetails: null,
@@ -169,8 +220,8 @@ const answerEmbeddings = async (service: InferenceService, { request, call }: Pr
       },
       overheadMs: performance.now() - startedAt - upstreamMs,
     },
-    embeddings: result.embeddings,
-    usage: billed,
+    embeddings,
+    usage: usage!,
     servedBy,
   }
 }

@@ -94,6 +94,8 @@ export interface EmbeddingsResult {
 
 /** Embeddings over a provider's own wire format; adapters without it serve no embedding model. */
 export interface EmbeddingsAdapter {
+  /** The most input items one upstream call takes; core sends larger inputs in batches. Unbounded when absent. */
+  readonly maxInputsPerCall?: number
   buildRequest(call: EmbeddingsCall, target: UpstreamTarget): UpstreamRequest
   /** Translates a successful JSON body; throws an `UpstreamFailure` for a malformed one. */
   readResult(body: unknown, call: EmbeddingsCall): EmbeddingsResult

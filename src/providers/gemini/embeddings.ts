@@ -72,4 +72,7 @@ export const readGeminiEmbeddingsResult: EmbeddingsAdapter['readResult'] = (body
   return { embeddings: parsed.output.embeddings.map((embedding) => embedding.values), ...(typeof tokens === 'number' ? { inputTokens: tokens } : {}) }
 }
 
-export const geminiEmbeddings: EmbeddingsAdapter = { buildRequest: buildGeminiEmbeddingsRequest, readResult: readGeminiEmbeddingsResult }
+/** Gemini refuses more than 100 requests in one batch ("at most 100 requests can be in one batch"). */
+const GEMINI_BATCH_MAX = 100
+
+export const geminiEmbeddings: EmbeddingsAdapter = { maxInputsPerCall: GEMINI_BATCH_MAX, buildRequest: buildGeminiEmbeddingsRequest, readResult: readGeminiEmbeddingsResult }

@@ -126,6 +126,23 @@ describe('POST /embeddings', () => {
     expect(records.items.map((record) => [record.data.api, record.data.isUsageEstimated])).toEqual([['embeddings', true]])
   })
 
+  it('sends Gemini more than 100 inputs in batches of 100, vectors back in input order and usage summed', async () => {
+    const h = await start()
+    h.upstreams['google-ai-studio']!.setHandler((request) => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ embeddings: request.json.requests.map((item: any) => ({ values: [Number(item.content.parts[0].text.slice(5)), 0.5] })) }),
+    }))
+    const input = Array.from({ length: 150 }, (_, index) => `text ${index}`)
+    const body = await readJson(await embed({ model: 'google/gemini-embedding-001', input }))
+    expect(h.upstreams['google-ai-studio']!.requests.map((request) => request.json.requests.length)).toEqual([100, 50])
+    expect(body.data.map((item: any) => [item.index, item.embedding[0]])).toEqual(input.map((_, index) => [index, index]))
+    // Two tokens ("text n" is 6 to 8 characters) per input, counted by the gateway since Gemini reports none.
+    expect(body.usage.prompt_tokens).toBe(input.reduce((sum, text) => sum + Math.ceil(text.length / 4), 0))
+    const generation = (await readJson(await call('GET', `/generation?id=${body.id}`))).data
+    expect(generation.provider_responses.map((attempt: any) => attempt.status)).toEqual([200, 200])
+  })
+
   it('tries the workspace BYOK key first and falls back to the shared key', async () => {
     const h = await start()
     await h.addByok({ provider: 'openai', key: 'sk-byok-openai-0123456789abcdef' })
