@@ -43,7 +43,7 @@ export type {
 } from './storage/contract'
 export { memoryStorage } from './storage/memory'
 export type { ProviderConfig } from './engine/providers'
-export type { ModelEntry, ModelEndpoint, EndpointPricing, Modality } from './engine/models'
+export type { ModelEntry, ModelEndpoint, EndpointPricing, Modality, OutputModality } from './engine/models'
 export type { PriceOverride, PriceDocument } from './engine/prices.schemas'
 export type { PriceSourceOptions, PriceReloadResult } from './engine/price-refresh'
 export { BUILT_IN_MODELS } from './engine/models'

@@ -57,9 +57,10 @@ const fromStated = (stated: StatedPricing): EndpointPricing => ({
   ...(stated.cachedPrompt === undefined ? {} : { cachedPrompt: perToken(stated.cachedPrompt) }),
 })
 
-const fromDataset = (prices: DatasetPrices, tokensPerImage: number | undefined, where: string): EndpointPricing => {
+const fromDataset = (prices: DatasetPrices, tokensPerImage: number | undefined, where: string, isEmbeddings: boolean): EndpointPricing => {
   const input = baseOf(prices.input_mtok)
-  const output = baseOf(prices.output_mtok)
+  // An embedding model writes no tokens: the dataset may give it an input price only.
+  const output = baseOf(prices.output_mtok) ?? (isEmbeddings ? 0 : undefined)
   if (input === undefined || output === undefined) throw new Error(`${where}: the dataset has no input and output token prices`)
   const cacheRead = baseOf(prices.cache_read_mtok)
   const cacheWrite = baseOf(prices.cache_write_mtok)
@@ -128,7 +129,9 @@ const buildEndpoint = (table: TableModel, endpoint: TableEndpoint, at: Date): { 
   if (found?.model.deprecated) throw new Error(`${where}: the dataset marks this model deprecated; drop the endpoint`)
   if (!found && !endpoint.statedPricing) throw new Error(`${where}: the dataset does not price this model id; fix the id or state its prices`)
   const reference = referenceEntry(endpoint)
-  const tokenPricing = endpoint.statedPricing ? fromStated(endpoint.statedPricing) : fromDataset(found!.prices, table.tokensPerImage, where)
+  const tokenPricing = endpoint.statedPricing
+    ? fromStated(endpoint.statedPricing)
+    : fromDataset(found!.prices, table.tokensPerImage, where, table.output?.includes('embeddings') === true)
   const webSearch = webSearchPrice(endpoint, endpoint.statedPricing ? undefined : found?.prices, where)
   const pricing = webSearch === undefined ? tokenPricing : { ...tokenPricing, webSearch }
   const contextLength = endpoint.contextLength ?? table.contextLength ?? reference?.limit?.context ?? found?.model.context_window

@@ -46,8 +46,8 @@ export interface TableModel {
   parameters?: readonly string[]
   /** Inputs; models.dev's where it knows the model, else the provider family's. */
   input?: readonly TableModality[]
-  /** Outputs; `['text']` when absent. */
-  output?: readonly TableModality[]
+  /** Outputs; `['text']` when absent; `['embeddings']` for an embedding model (output tokens then cost nothing). */
+  output?: readonly (TableModality | 'embeddings')[]
   /** Output tokens one generated image costs, to derive a per-image price from the dataset's image-token price. */
   tokensPerImage?: number
   maxOutputTokens?: number
@@ -109,6 +109,12 @@ export const PARAMETERS = {
   xai: ['max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'reasoning', 'text', 'frequency_penalty', 'presence_penalty', 'seed'],
   deepseekReasoner: ['max_output_tokens', 'tools', 'reasoning'],
   search: ['max_output_tokens', 'temperature', 'top_p', 'text', 'frequency_penalty', 'presence_penalty'],
+  // Embedding models (`POST /embeddings`): `dimensions` shortens the vectors, `input_type` names the task
+  // (Gemini's `taskType`), `token_input` takes input as token ids; each only where the upstream does.
+  openaiEmbeddings: ['dimensions', 'token_input'],
+  openaiLegacyEmbeddings: ['token_input'],
+  geminiEmbeddings: ['dimensions', 'input_type'],
+  embeddings: [],
 } as const satisfies Record<string, readonly string[]>
 
 /** Parameters by the provider of a model's first endpoint, when the model states none. */
@@ -344,6 +350,13 @@ export const CATALOG_TABLE: readonly TableModel[] = [
   { slug: 'z-ai/glm-5.2', name: 'GLM-5.2', endpoints: [{ provider: 'z-ai', model: 'glm-5.2' }, fireworks('glm-5p2')], parameters: PARAMETERS.openReasoning, input: ['text'] },
   { slug: 'z-ai/glm-5.3', name: 'GLM-5.3', endpoints: [{ provider: 'z-ai', model: 'glm-5.3' }], parameters: PARAMETERS.openReasoning, input: ['text'] },
   { slug: 'z-ai/glm-5.3-flash', name: 'GLM-5.3 Flash', endpoints: [{ provider: 'z-ai', model: 'glm-5.3-flash' }], parameters: PARAMETERS.openReasoning, input: ['text'] },
+
+  // Embedding models: input tokens are all they cost. The dataset prices them; Google's context window is 2,048 tokens.
+  openai('text-embedding-3-small', { name: 'Text Embedding 3 Small', output: ['embeddings'], input: ['text'], parameters: PARAMETERS.openaiEmbeddings }),
+  openai('text-embedding-3-large', { name: 'Text Embedding 3 Large', output: ['embeddings'], input: ['text'], parameters: PARAMETERS.openaiEmbeddings }),
+  openai('text-embedding-ada-002', { name: 'Text Embedding Ada 002', output: ['embeddings'], input: ['text'], parameters: PARAMETERS.openaiLegacyEmbeddings }),
+  gemini('gemini-embedding-001', { name: 'Gemini Embedding 001', output: ['embeddings'], input: ['text'], parameters: PARAMETERS.geminiEmbeddings, contextLength: 2_048 }),
+  { slug: 'mistralai/mistral-embed-2312', name: 'Mistral Embed', endpoints: [{ provider: 'mistral', model: 'mistral-embed' }], output: ['embeddings'], input: ['text'], parameters: PARAMETERS.embeddings },
 
   // Perplexity's search models: a price per request on top of tokens.
   { slug: 'perplexity/sonar', endpoints: [{ provider: 'perplexity', model: 'sonar' }], input: ['text'] },

@@ -136,15 +136,27 @@ export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: read
   })
 }
 
-/** Sends one attempt and returns the open upstream response, or throws its failure. */
-export const openAttempt = async (attempt: Attempt, call: UpstreamCall, service: InferenceService, request: AttemptRequest): Promise<OpenedAttempt> => {
+/** Builds an attempt's upstream request for an operation other than a generation (embeddings). */
+export type AttemptBuilder = (attempt: Attempt, target: UpstreamTarget) => UpstreamRequest
+
+/**
+ * Sends one attempt and returns the open upstream response, or throws its failure. `build` replaces the
+ * adapter's generation request (`buildRequest(call, …)`) for another operation of the same provider.
+ */
+export const openAttempt = async (
+  attempt: Attempt,
+  call: UpstreamCall,
+  service: InferenceService,
+  request: AttemptRequest,
+  build?: AttemptBuilder,
+): Promise<OpenedAttempt> => {
   const { signal } = request
   if (signal.aborted) throw new ClientClosedError()
   // Only a BYOK key needs a decryption; the shared credential is at hand.
   const target = attempt.credential ? await byokTargetFor(attempt, attempt.credential, service, request.requestId) : attempt.provider.shared!
   let upstreamRequest: UpstreamRequest
   try {
-    upstreamRequest = attempt.provider.adapter.buildRequest(call, target)
+    upstreamRequest = build ? build(attempt, target) : attempt.provider.adapter.buildRequest(call, target)
   } catch (error) {
     throw toAttemptFailure(error, attempt, credentialSecrets(target.apiKey))
   }

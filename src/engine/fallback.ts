@@ -8,7 +8,7 @@ import type { UpstreamCall } from '../providers/contract'
 import { isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
 import type { ResponsesRequest } from '../providers/types'
 import { outcomeOf, outlierKeys } from './attempt-health'
-import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptRequest, type OpenedAttempt } from './attempts'
+import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptBuilder, type AttemptRequest, type OpenedAttempt } from './attempts'
 import type { AttemptOutcome } from './outlier-detection'
 import type { InferenceRequest } from './request'
 import { boundedRetryAfter } from './retry-after'
@@ -102,6 +102,8 @@ export const firstServedAttempt = async <T>(
   stream: boolean,
   // `startedAt` lets `use` stop the upstream's clock where the gateway's own work begins.
   use: (opened: OpenedAttempt, call: UpstreamCall, attempt: Attempt, startedAt: number) => Promise<T>,
+  // Another operation than a generation (embeddings) builds its own upstream request.
+  build?: AttemptBuilder,
 ): Promise<ServedOutcome<T>> => {
   const { retry, outliers } = service
   retry.budget.deposit()
@@ -134,7 +136,7 @@ export const firstServedAttempt = async <T>(
         latencyMs: Math.round(performance.now() - attemptStarted),
       })
     try {
-      opened = await openAttempt(attempt, call, service, attemptRequest)
+      opened = await openAttempt(attempt, call, service, attemptRequest, build)
       const value = await use(opened, call, attempt, attemptStarted)
       outcome = 'answered'
       report(200)

@@ -45,6 +45,9 @@ export interface ModelEndpoint {
 /** What a model reads or writes, in OpenRouter's modality names. */
 export type Modality = 'text' | 'image' | 'file' | 'audio' | 'video'
 
+/** What a model produces: a modality, or `embeddings` (vectors, served by `POST /embeddings` only). */
+export type OutputModality = Modality | 'embeddings'
+
 export interface ModelEntry {
   slug: string
   name: string
@@ -55,6 +58,6 @@ export interface ModelEntry {
   created?: number
   /** What the model accepts; `['text']` when absent. */
   inputModalities?: readonly Modality[]
-  /** What the model produces; `['text']` when absent. */
-  outputModalities?: readonly Modality[]
+  /** What the model produces; `['text']` when absent. `['embeddings']` marks an embedding model. */
+  outputModalities?: readonly OutputModality[]
 }

@@ -20,7 +20,11 @@ const P7: readonly string[] = ["max_output_tokens","temperature","top_p","tools"
 const P8: readonly string[] = ["max_output_tokens","tools","reasoning"]
 const P9: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty","stop"]
 const P10: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","reasoning","text","frequency_penalty","presence_penalty","seed"]
-const P11: readonly string[] = ["max_output_tokens","temperature","top_p","text","frequency_penalty","presence_penalty"]
+const P11: readonly string[] = ["dimensions","token_input"]
+const P12: readonly string[] = ["token_input"]
+const P13: readonly string[] = ["dimensions","input_type"]
+const P14: readonly string[] = []
+const P15: readonly string[] = ["max_output_tokens","temperature","top_p","text","frequency_penalty","presence_penalty"]
 
 /** The built-in catalog, in routing order within each model. */
 export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
@@ -914,12 +918,55 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     ],
   },
   {
+    slug: "openai/text-embedding-3-small",
+    name: "Text Embedding 3 Small",
+    description: "Text Embedding 3 is a model that offers a balance between cost and performance.",
+    outputModalities: ["embeddings"],
+    endpoints: [
+      { provider: "openai", model: "text-embedding-3-small", contextLength: 8192, pricing: {"prompt":2e-8,"completion":0}, supportedParameters: P11 },
+    ],
+  },
+  {
+    slug: "openai/text-embedding-3-large",
+    name: "Text Embedding 3 Large",
+    description: "Text Embedding 3 is a model that offers a balance between cost and performance.",
+    outputModalities: ["embeddings"],
+    endpoints: [
+      { provider: "openai", model: "text-embedding-3-large", contextLength: 8192, pricing: {"prompt":1.3e-7,"completion":0}, supportedParameters: P11 },
+    ],
+  },
+  {
+    slug: "openai/text-embedding-ada-002",
+    name: "Text Embedding Ada 002",
+    description: "Text Embedding Ada is a model that offers a balance between cost and performance.",
+    outputModalities: ["embeddings"],
+    endpoints: [
+      { provider: "openai", model: "text-embedding-ada-002", contextLength: 8192, pricing: {"prompt":1e-7,"completion":0}, supportedParameters: P12 },
+    ],
+  },
+  {
+    slug: "google/gemini-embedding-001",
+    name: "Gemini Embedding 001",
+    outputModalities: ["embeddings"],
+    endpoints: [
+      { provider: "google-ai-studio", model: "gemini-embedding-001", contextLength: 2048, pricing: {"prompt":1.5e-7,"completion":0}, supportedParameters: P13 },
+    ],
+  },
+  {
+    slug: "mistralai/mistral-embed-2312",
+    name: "Mistral Embed",
+    outputModalities: ["embeddings"],
+    endpoints: [
+      { provider: "mistral", model: "mistral-embed", contextLength: 8192, pricing: {"prompt":1e-7,"completion":1e-7}, supportedParameters: P14 },
+    ],
+  },
+  {
     slug: "perplexity/sonar",
     name: "Sonar",
     description: "Sonar is lightweight, affordable, fast, and simple to use — now featuring citations and the ability to customize sources. It is designed for companies seeking to integrate lightweight question-and-answer features optimized for speed.",
     created: 1704067200,
     endpoints: [
-      { provider: "perplexity", model: "sonar", contextLength: 128000, maxOutputTokens: 4096, pricing: {"prompt":0.000001,"completion":0.000001,"request":0.012}, supportedParameters: P11 },
+      { provider: "perplexity", model: "sonar", contextLength: 128000, maxOutputTokens: 4096, pricing: {"prompt":0.000001,"completion":0.000001,"request":0.012}, supportedParameters: P15 },
     ],
   },
   {
@@ -928,7 +975,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Note: Sonar Pro pricing includes Perplexity search pricing. See details here",
     created: 1704067200,
     endpoints: [
-      { provider: "perplexity", model: "sonar-pro", contextLength: 200000, maxOutputTokens: 8192, pricing: {"prompt":0.000003,"completion":0.000015,"request":0.014}, supportedParameters: P11 },
+      { provider: "perplexity", model: "sonar-pro", contextLength: 200000, maxOutputTokens: 8192, pricing: {"prompt":0.000003,"completion":0.000015,"request":0.014}, supportedParameters: P15 },
     ],
   },
   {
@@ -937,7 +984,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Sonar Pro pricing includes Perplexity search pricing.",
     created: 1704067200,
     endpoints: [
-      { provider: "perplexity", model: "sonar-reasoning-pro", contextLength: 128000, maxOutputTokens: 4096, pricing: {"prompt":0.000002,"completion":0.000008,"request":0.014}, supportedParameters: P11 },
+      { provider: "perplexity", model: "sonar-reasoning-pro", contextLength: 128000, maxOutputTokens: 4096, pricing: {"prompt":0.000002,"completion":0.000008,"request":0.014}, supportedParameters: P15 },
     ],
   },
 ]

@@ -8,7 +8,7 @@ import type { EndpointPricing, ModelEntry } from './model-entry'
 import { SNAPSHOT_MODELS } from './models.snapshot'
 import type { PriceOverride } from './prices.schemas'
 
-export type { EndpointPricing, Modality, ModelEndpoint, ModelEntry } from './model-entry'
+export type { EndpointPricing, Modality, ModelEndpoint, ModelEntry, OutputModality } from './model-entry'
 
 /** The text model of new workspaces unless `workspaceDefaults.textModel` says otherwise. */
 export const DEFAULT_TEXT_MODEL = 'openai/gpt-4.1-mini'

@@ -26,6 +26,20 @@ export const ModelSlugSchema = v.pipe(
   v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
 )
 
+/** A preset's slug (OpenRouter: URL-safe): lowercase letters, digits, `-` and `_`. */
+export const PRESET_SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$/
+export const PresetSlugSchema = v.pipe(v.string(), v.regex(PRESET_SLUG_PATTERN, 'must be a preset slug: 1 to 64 lowercase letters, digits, - or _'))
+
+// `@preset/<slug>` already has a model slug's shape; `<model>@preset/<slug>` has two slashes.
+const MODEL_WITH_PRESET_PATTERN = /^[A-Za-z0-9~._:@+-]+\/[A-Za-z0-9~._:+-]+@preset\/[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$/
+
+/** A request's `model`: a model slug, or a preset (`@preset/<slug>`, `<model>@preset/<slug>`; docs/decisions.md, Presets). */
+export const RequestModelSchema = v.pipe(
+  v.string(),
+  v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
+  v.check((model) => MODEL_SLUG_PATTERN.test(model) || MODEL_WITH_PRESET_PATTERN.test(model), 'must be a model slug <author>/<name>'),
+)
+
 export const nullableNumber = (minimum: number, maximum: number) =>
   v.optional(v.nullable(v.pipe(v.number(), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))))
 
@@ -286,8 +300,9 @@ export const ResponsesRequestSchema = v.pipe(
     input: v.lazy((input) =>
       typeof input === 'string' ? v.string() : v.array(InputItemSchema, 'must be a string or an array of input items'),
     ),
-    model: v.optional(ModelSlugSchema),
+    model: v.optional(RequestModelSchema),
     models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
+    preset: v.optional(PresetSlugSchema),
     instructions: v.optional(v.nullable(v.string())),
     stream: v.optional(v.boolean(), false),
     // spec: store is the constant false; `true` is rejected because nothing is stored.

@@ -57,6 +57,8 @@ export interface InferenceRequest {
   fusion?: { panel: InferenceRequest[] }
   /** Other models' runs for server tools that consult them (`service:fusion`). */
   subRuns?: SubRuns
+  /** A batch of prompts, each within the context length (embeddings), rather than one prompt bounded by it. */
+  isBatchPrompt?: boolean
 }
 
 /** Extensions a route translated from its own wire format. */

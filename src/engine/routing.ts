@@ -29,6 +29,8 @@ export interface RoutingInput {
   parametersUsed: string[]
   /** The request's `modalities`: only models that produce every one of them are routed to. */
   modalities?: readonly string[] | undefined
+  /** `embeddings` plans `POST /embeddings`: embedding models only, through adapters that serve embeddings. Absent: a generation. */
+  purpose?: 'embeddings'
   /**
    * Parameters the caller set that no endpoint may ignore, each with where the caller wrote it (`body.stop`):
    * request extensions, and body fields whose loss would change what the caller gets or pays for
@@ -161,6 +163,17 @@ const noKeyError = (models: string[], providers: ResolvedProvider[]) => {
 
 const outputsOf = (model: ModelEntry): readonly string[] => model.outputModalities ?? ['text']
 
+/** An embedding model writes vectors, not text: only `POST /embeddings` runs it. */
+export const isEmbeddingModel = (model: ModelEntry): boolean => outputsOf(model).includes('embeddings')
+
+/** A model of the wrong kind for the request: an embedding model asked to generate, or the other way round. */
+const wrongKindError = (slug: string, purpose: RoutingInput['purpose']) =>
+  new InvalidRequestError(
+    purpose === 'embeddings'
+      ? `model: "${slug}" is not an embedding model (GET /embeddings/models lists them)`
+      : `model: "${slug}" is an embedding model; send it to POST /embeddings`,
+  )
+
 /** Whether `model` produces every modality asked for (OpenRouter routes only to such models). */
 const producesAll = (model: ModelEntry, modalities: readonly string[] | undefined) =>
   !modalities || modalities.every((modality) => outputsOf(model).includes(modality))
@@ -193,6 +206,12 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   for (const slug of input.models) {
     const model = catalog.find(slug)
     if (!model) throw new NotFoundError(`Model "${slug}" not found`, { metadata: { error_type: 'not_found' } })
+    if ((input.purpose === 'embeddings') !== isEmbeddingModel(model)) {
+      // A generation's fallback list may hold one by mistake: skipped like a model that cannot draw, refused when it is all there is.
+      if (input.purpose === 'embeddings' || input.models.length === 1) throw wrongKindError(slug, input.purpose)
+      incapable.push(model)
+      continue
+    }
     if (!producesAll(model, input.modalities)) {
       incapable.push(model)
       continue
@@ -203,6 +222,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       continue
     }
     let endpoints = model.endpoints.filter((endpoint) => registry.get(endpoint.provider))
+    if (input.purpose === 'embeddings') endpoints = endpoints.filter((endpoint) => registry.get(endpoint.provider)!.adapter.embeddings !== undefined)
     if (policy) {
       const allowed = endpoints.filter((endpoint) => policy.allowsEndpoint(model, endpoint))
       if (allowed.length < endpoints.length) isNarrowedByPolicy = true
@@ -263,6 +283,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   }
 
   if (incapable.length === input.models.length && input.modalities) throw modalitiesError(incapable, input.modalities)
+  if (incapable.length === input.models.length) throw wrongKindError(input.models[0]!, input.purpose)
   let attempts = sort?.partition === 'none' ? perModel.flat().sort((left, right) => listPrice(left.endpoint) - listPrice(right.endpoint)) : perModel.flat()
   if (preferences.allow_fallbacks === false && !preferences.order && attempts.length > 0) {
     // Only the primary endpoint: its provider, through any of the caller's keys for it, then shared.

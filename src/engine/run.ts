@@ -30,11 +30,10 @@ import type { Nesting } from './server-tools/nesting'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
-import { prefetchGuardrails, resolveGuardrails, type AppliedGuardrail } from './guardrails/applicable'
+import { guardrailBudgetsOf, prefetchGuardrails, resolveGuardrails } from './guardrails/applicable'
 import { guardInput, guardOutput, guardrailBlockError, withPaidUsage } from './guardrails/enforce'
 import { endpointPolicyOf } from './guardrails/routing-policy'
 import { refusedServiceMetadata } from './service-metadata'
-import type { GuardrailBudget } from './spend-targets'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
 export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
@@ -73,23 +72,6 @@ const refuseUnrunPlugins = (body: ResponsesRequestBody): void => {
   throw new InvalidRequestError(`body.plugins.${index}: the "${body.plugins![index]!.id}" plugin is not run by this gateway yet; leave it out or set enabled: false`)
 }
 
-/** The budgets of the guardrails governing a request: those with both `limit_usd` and `reset_interval`. */
-const guardrailBudgetsOf = (guardrails: readonly AppliedGuardrail[]): GuardrailBudget[] =>
-  guardrails.flatMap(({ record, scope }) =>
-    record.limitNano === null || record.resetInterval === null
-      ? []
-      : [
-          {
-            guardrailId: record.id,
-            name: record.name,
-            // A member's budget is the member's, whichever of their keys spends it; any other is each key's own.
-            holder: scope === 'member' ? ('user' as const) : ('key' as const),
-            limitNano: record.limitNano,
-            window: record.resetInterval,
-            includeByok: record.includeByokInBudgets,
-          },
-        ],
-  )
 /** A panel member's plan; its tools are the plugin's, so a bad one is named where the caller wrote it. */
 const planPanelMember = (plan: () => InferenceRequest, pluginIndex: number | null): InferenceRequest => {
   try {

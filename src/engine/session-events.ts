@@ -39,6 +39,8 @@ export interface ResponseResult {
   output: OutputItem[]
   /** Priced with the serving endpoint's prices; null when nothing was served. */
   usage: BilledUsage | null
+  /** Set when the upstream reported no usage and the gateway counted it itself (embeddings from some providers). */
+  isUsageEstimated?: boolean
   error: ResponseFailure | null
   incompleteDetails: { reason: string } | null
   /** The requested stop sequence that ended the answer, when the upstream said which. */

@@ -230,9 +230,10 @@ const listPriceNano = (attempt: Attempt, promptTokens: number, outputTokens: num
 }
 
 /** The worst case of one attempt: the whole prompt estimate (up to the context) and the most output it may write. */
-const worstListNano = (attempt: Attempt, promptTokens: number, maxOutputTokens: number | null | undefined): number => {
+const worstListNano = (attempt: Attempt, promptTokens: number, maxOutputTokens: number | null | undefined, isBatchPrompt = false): number => {
   const { contextLength, maxOutputTokens: endpointMax } = attempt.endpoint
-  const prompt = Math.min(promptTokens, contextLength)
+  // A batch (embeddings) has a context per item, so the whole estimate may pass one context length.
+  const prompt = isBatchPrompt ? promptTokens : Math.min(promptTokens, contextLength)
   const output = Math.min(maxOutputTokens ?? endpointMax ?? DEFAULT_OUTPUT_RESERVATION, endpointMax ?? Infinity, Math.max(0, contextLength - prompt))
   return listPriceNano(attempt, prompt, output, true)
 }
@@ -249,7 +250,7 @@ const worstCase = (service: InferenceService, request: InferenceRequest): Amount
   const promptTokens = estimatePromptTokens(request)
   const worst = { usage: 0, all: 0 }
   for (const attempt of request.attempts) {
-    const amounts = amountsFor(attempt, worstListNano(attempt, promptTokens, request.body.max_output_tokens), service.byokFeeRate)
+    const amounts = amountsFor(attempt, worstListNano(attempt, promptTokens, request.body.max_output_tokens, request.isBatchPrompt), service.byokFeeRate)
     worst.usage = Math.max(worst.usage, amounts.usage)
     worst.all = Math.max(worst.all, amounts.all)
   }

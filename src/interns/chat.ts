@@ -7,6 +7,7 @@
 
 import type { JsonValue } from '../storage/contract'
 import type { Repositories } from '../repositories'
+import type { ConversationSession } from '../repositories/interns'
 import { trimHistory, type HistoryLimits } from './history'
 import { UPSTREAM_PROVIDE_INPUT_TOOL } from './in-process'
 import { PROVIDE_INPUT_TOOL } from './runtime'
@@ -61,9 +62,17 @@ export const rewriteChatStream = (
 
 /**
  * Output items are valid input items: the turn's input and output become the conversation's next
- * items, and the oldest go once the conversation is over `limits` (history.ts).
+ * items, and the oldest go once the conversation is over `limits` (history.ts). A turn of another
+ * `session` than the stored one starts the conversation afresh, and the session keeps its run's approval mode.
  */
-export const appendTurn = (repositories: Repositories, internId: string, input: JsonValue[], output: JsonValue[], limits: HistoryLimits) => {
+export const appendTurn = (
+  repositories: Repositories,
+  internId: string,
+  input: JsonValue[],
+  output: JsonValue[],
+  limits: HistoryLimits,
+  session?: ConversationSession,
+) => {
   const turn = [
     ...input,
     // Output items keep their shape except transient status, which input items do not need.
@@ -73,5 +82,5 @@ export const appendTurn = (repositories: Repositories, internId: string, input: 
       return rest
     }),
   ]
-  return repositories.interns.conversations.update(internId, (history) => trimHistory([...history, ...turn], history.length, limits))
+  return repositories.interns.conversations.update(internId, (history) => trimHistory([...history, ...turn], history.length, limits), session)
 }

@@ -34,6 +34,10 @@ const provideInputTool = {
 const toUpstream = (items: InputItem[]): InputItem[] =>
   items.map((item) => (item.type === 'function_call' && item.name === PROVIDE_INPUT_TOOL ? { ...item, name: UPSTREAM_PROVIDE_INPUT_TOOL } : item))
 
+/** `approval_mode: manual`: the built-in intern's only way to act is to answer, so it asks before committing to anything. */
+const MANUAL_APPROVAL =
+  'Approval mode is manual: before you take or commit to any action on your user\'s behalf, ask their permission with the tool for that (kind "permission") and wait for the answer.'
+
 export interface InProcessRuntimeOptions {
   /** Domain under which interns get their hostnames (default `interns.local`). */
   hostnameDomain?: string
@@ -56,6 +60,7 @@ export const inProcessRuntime = (options: InProcessRuntimeOptions = {}): InternR
         instructions: [
           intern.instructions ?? 'You are a helpful intern.',
           'When you need permission or an answer from your user, ask them with the tool for that instead of guessing.',
+          ...(context.approvalMode === 'manual' ? [MANUAL_APPROVAL] : []),
         ].join('\n\n'),
         input: toUpstream([...history, ...input]),
         tools: [provideInputTool],

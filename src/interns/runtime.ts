@@ -28,7 +28,15 @@ export interface ProvisioningStep {
   total: number
 }
 
+/**
+ * How the run a prompt starts handles actions that need consent (OpenRouter's `approval_mode`):
+ * `self-drive` consents on the user's behalf, `manual` asks first with `service.provide_input`.
+ */
+export type InternApprovalMode = 'self-drive' | 'manual'
+
 export interface ChatContext {
+  /** Set when the caller chose one; absent means `self-drive`. It applies to this prompt only. */
+  approvalMode?: InternApprovalMode
   /**
    * Runs one model turn through the gateway's own response pipeline, as the intern's owner: same
    * routing, keys (BYOK) and billing as `POST /responses`. Returns the SSE `Response`.

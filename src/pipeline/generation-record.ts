@@ -17,9 +17,10 @@ import type { RunOutcome } from '../engine/run'
 import type { InferenceService } from '../engine/service'
 import type { ResponseResult, SessionEvent, StoppedUsage } from '../engine/session-events'
 import { emptyUsage, type Usage } from '../providers/types'
-import type { GenerationApi, GenerationRecord, GenerationStatus } from '../repositories/generations'
+import type { GenerationApi, GenerationContentRecord, GenerationRecord, GenerationStatus } from '../repositories/generations'
 import type { Caller } from './auth'
 import type { Ledger } from './ledger'
+import { answeredContent, failedContent, shouldKeepContent } from './generation-content'
 
 /** What a request brings to its record beyond the prepared request and its answer. */
 export interface GenerationContext {
@@ -31,6 +32,8 @@ export interface GenerationContext {
   arrivedAt: Date
   /** The same instant on `performance.now()`, for durations. */
   startedAt: number
+  /** The preset the request used, if any. */
+  presetId?: string
 }
 
 /** How the answer ended, in the terms of a record. */
@@ -92,7 +95,7 @@ export const finishedOutcome = (result: ResponseResult, timing: Pick<GenerationO
   errorType: result.error?.errorType ?? null,
   model: result.model,
   usage: result.usage,
-  isUsageEstimated: false,
+  isUsageEstimated: result.isUsageEstimated === true,
   ...finishReasonsOf(result),
   ...timing,
 })
@@ -160,6 +163,7 @@ export const toGenerationRecord = (
     session: hashes.session,
     // A copy: the record is handed over to the store (src/repositories/generations.ts), the body stays the request's.
     trace: request.body.trace === undefined ? null : (JSON.parse(JSON.stringify(request.body.trace)) as JsonObject),
+    presetId: context.presetId ?? null,
     routing: {
       requested: request.requestedModel,
       // A router or fusion chose the models (src/engine/plugins/); otherwise the requested model served, or a fallback.
@@ -206,6 +210,13 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
   const session =
     context.sessionId === undefined ? Promise.resolve(null) : sessionHashFor(service.endUserSecret, context.caller.account.id, context.sessionId)
   const write = async (outcome: GenerationOutcome) => ledger.write(toGenerationRecord(service, context, request, outcome, { session: await session }))
+  const isContentKept = shouldKeepContent(request, context.api)
+  // Content is the caller's record, not the answer: a store that cannot take it is logged, never fails the request.
+  const keepContent = async (content: () => GenerationContentRecord) => {
+    if (!isContentKept) return
+    await ledger.writeContent(content()).catch((error: unknown) => service.logger.error('generation content lost', { requestId: context.requestId, error }))
+  }
+  const createdAt = context.arrivedAt.toISOString()
 
   const observer = (): SessionObserver => {
     let id: string | undefined
@@ -247,9 +258,10 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
           firstContentMs ??= elapsedSince(context.startedAt)
         }
       },
-      beforeFinished(result) {
+      async beforeFinished(result) {
         isWritten = true
-        return write(finishedOutcome(result, streamTiming()))
+        await write(finishedOutcome(result, streamTiming()))
+        await keepContent(() => answeredContent(request, result, createdAt))
       },
       onEnd(end) {
         if (end.how === 'stopped') writeInBackground(endedEarly('cancelled', end.used))
@@ -262,11 +274,12 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
    * A failure before any answer, once an upstream was tried: recorded under an id of its own, with what it cost
    * when an answer was paid for and then refused (a guardrail blocked its output).
    */
-  const failed = (error: unknown): Promise<void> => {
+  const failed = async (error: unknown): Promise<void> => {
     const status = isGatewayError(error) ? error.status : 500
     const usage = paidUsageOf(error) ?? null
-    return write({
-      id: newResponseId(),
+    const id = newResponseId()
+    await write({
+      id,
       status: 'failed',
       httpStatus: status,
       errorType: errorTypeOf(error),
@@ -279,6 +292,7 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
       timeToFirstTokenMs: null,
       generationTimeMs: null,
     })
+    await keepContent(() => failedContent(request, id, error, createdAt))
   }
 
   return {
@@ -300,6 +314,7 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
       const { result } = outcome.answer
       const servedLatency = request.attemptReports.find((report) => report.status === 200)?.latencyMs ?? null
       await write(finishedOutcome(result, { latencyMs: elapsedSince(context.startedAt), timeToFirstTokenMs: null, generationTimeMs: servedLatency }))
+      await keepContent(() => answeredContent(request, result, createdAt))
       return outcome
     },
   }

@@ -6,7 +6,7 @@
 
 import { createGroupCommit } from '../core/group-commit'
 import type { Logger } from '../core/logger'
-import type { GenerationRecord, GenerationsRepository } from '../repositories/generations'
+import type { GenerationContentRecord, GenerationRecord, GenerationsRepository } from '../repositories/generations'
 
 export const DEFAULT_RETENTION_DAYS = 30
 export const DEFAULT_LEDGER_SWEEP_INTERVAL_MS = 10 * 60_000
@@ -33,6 +33,8 @@ export interface Ledger {
   readonly retentionDays: number
   /** Stores a record together with others finishing now; resolves once it is stored (once, whatever the retries). */
   write(record: GenerationRecord): Promise<void>
+  /** Stores what a generation said, for a workspace with private logging on (after its record). */
+  writeContent(content: GenerationContentRecord): Promise<void>
   /** The oldest creation time (ISO 8601) still kept: older records are never shown and are swept. */
   retainedSince(): string
   /** Deletes expired records, at most a bounded number per call; resolves with how many went. */
@@ -93,6 +95,7 @@ export const createLedger = (repository: GenerationsRepository, settings: Ledger
   return {
     retentionDays: settings.retentionDays,
     write: (record) => commit.add(record),
+    writeContent: (content) => repository.storeContent(content),
     retainedSince,
     sweep,
     async close() {

@@ -75,6 +75,38 @@ export interface UpstreamResult {
   upstreamId?: string
 }
 
+/** One upstream embeddings call, as core hands it to an adapter's `embeddings`. */
+export interface EmbeddingsCall {
+  /** Texts to embed, or (where the endpoint takes them) token id arrays; one vector comes back per item. */
+  input: readonly string[] | readonly (readonly number[])[]
+  /** The provider's own model id for this endpoint. */
+  upstreamModel: string
+  /** The vectors' length, when the caller shortened them. */
+  dimensions?: number
+  /** What the vectors are for (`search_query`, `search_document`, or the provider's own task name). */
+  inputType?: string
+  /** A keyed hash standing in for `user`; the raw value never goes upstream. */
+  endUserId?: string
+}
+
+/** A translated embeddings answer. */
+export interface EmbeddingsResult {
+  /** One vector per input item, in input order. */
+  embeddings: number[][]
+  /** Input tokens as the upstream counted them; absent when it reports none (core then estimates). */
+  inputTokens?: number
+  upstreamId?: string
+}
+
+/** Embeddings over a provider's own wire format; adapters without it serve no embedding model. */
+export interface EmbeddingsAdapter {
+  /** The most input items one upstream call takes; core sends larger inputs in batches. Unbounded when absent. */
+  readonly maxInputsPerCall?: number
+  buildRequest(call: EmbeddingsCall, target: UpstreamTarget): UpstreamRequest
+  /** Translates a successful JSON body; throws an `UpstreamFailure` for a malformed one. */
+  readResult(body: unknown, call: EmbeddingsCall): EmbeddingsResult
+}
+
 export interface ProviderAdapter {
   readonly contractVersion: 1
   /** The wire format's name: a `ProviderApi` for the built-in adapters, any name for one of your own. */
@@ -109,6 +141,8 @@ export interface ProviderAdapter {
    * `metadata.error_type`, surviving empty or non-JSON bodies. Never copies credentials.
    */
   toError(status: number, bodyText: string, context?: UpstreamErrorContext): GatewayError
+  /** Embeddings (`POST /embeddings`), for adapters whose upstreams serve them; errors go through `toError`. */
+  readonly embeddings?: EmbeddingsAdapter
 }
 
 /** What core knows about a failed exchange besides its status and body. */

@@ -4,12 +4,33 @@
  * the retention sweep: the sort key is the creation time.
  */
 
-import type { JsonObject, RecordInput, StorageDriver } from '../storage/contract'
+import type { JsonObject, JsonValue, RecordInput, StorageDriver } from '../storage/contract'
 
 export const GENERATIONS = 'generations'
+export const GENERATION_CONTENTS = 'generation_contents'
+
+/**
+ * What a generation said, kept only where the workspace turned private logging on (docs/decisions.md,
+ * Generation content), under the generation's id, and swept with it.
+ */
+export type GenerationContentRecord = {
+  id: string
+  createdAt: string
+  /** The conversation as sent: the system prompt first, then the input items. */
+  input: { messages: JsonValue[] }
+  output: { completion: string | null; reasoning: string | null }
+  /** OpenRouter's stored failure, for a generation that failed. */
+  error: {
+    message: string | null
+    status: number | null
+    provider_name: string | null
+    raw: null
+    previous_errors: Array<{ code: number; message: string; provider_name: string | null; raw: null }>
+  } | null
+}
 
 /** Which API the request came through. */
-export type GenerationApi = 'responses' | 'chat_completions' | 'messages' | 'intern_chat'
+export type GenerationApi = 'responses' | 'chat_completions' | 'messages' | 'intern_chat' | 'embeddings'
 
 /** How the answer ended; `cancelled` when the client stopped a stream it had started to receive. */
 export type GenerationStatus = 'completed' | 'incomplete' | 'failed' | 'cancelled'
@@ -111,6 +132,8 @@ export type GenerationRecord = {
   session: string | null
   /** The request's `trace` object, as sent. */
   trace: JsonObject | null
+  /** The preset the request used (its id); absent on records written before presets. */
+  presetId?: string | null
   routing: GenerationRouting
   /** Content the governing guardrails redacted or flagged; absent when they found nothing. */
   guardrails?: GenerationGuardrailEvent[]
@@ -162,6 +185,15 @@ export const createGenerationsRepository = (storage: StorageDriver) => ({
     return (await storage.get<GenerationRecord>(GENERATIONS, id))?.data ?? null
   },
 
+  /** Keeps a generation's content; a second write of one id keeps the first. */
+  async storeContent(content: GenerationContentRecord): Promise<void> {
+    await storage.createMany(GENERATION_CONTENTS, [{ id: content.id, data: content, sortKey: content.createdAt }])
+  },
+
+  async getContent(id: string): Promise<GenerationContentRecord | null> {
+    return (await storage.get<GenerationContentRecord>(GENERATION_CONTENTS, id))?.data ?? null
+  },
+
   /** Every record of an account, of one UTC day or of all, oldest first. */
   async *list(accountId: string, day?: string): AsyncGenerator<GenerationRecord> {
     const where: Record<string, string> = day === undefined ? { accountId } : { accountDay: dayIndex(accountId, day) }
@@ -180,6 +212,8 @@ export const createGenerationsRepository = (storage: StorageDriver) => ({
     const page = await storage.list<GenerationRecord>(GENERATIONS, { limit })
     const expired = page.items.filter((item) => item.sortKey < before)
     // Another process sweeping the same records deletes some first; `delete` then answers false, which is fine.
+    // The content goes first: a sweep cut short between the two never leaves content without its record.
+    await Promise.all(expired.map((item) => storage.delete(GENERATION_CONTENTS, item.id)))
     const outcomes = await Promise.all(expired.map((item) => storage.delete(GENERATIONS, item.id)))
     return { deleted: outcomes.filter(Boolean).length, hasMore: expired.length === limit && expired.length > 0 }
   },

@@ -7,6 +7,7 @@ import { createCreditGrantsRepository } from './credit-grants'
 import { createIdempotencyRepository } from './idempotency-keys'
 import { createGuardrailsRepository } from './guardrails'
 import { createInternsRepository } from './interns'
+import { createPresetsRepository } from './presets'
 import { createSpendRepository } from './spend-counters'
 import { createWorkspacesRepository, type WorkspaceDefaults } from './workspaces'
 
@@ -22,6 +23,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   creditGrants: createCreditGrantsRepository(storage, now),
   spend: createSpendRepository(storage),
   guardrails: createGuardrailsRepository(storage, now),
+  presets: createPresetsRepository(storage, now),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

@@ -23,6 +23,28 @@ export type InternStatus =
   | 'destroying'
   | 'destroy_failed'
 
+/** How the run of a session-aware prompt handles consent (OpenRouter's `approval_mode`). */
+export type ConversationApprovalMode = 'self-drive' | 'manual'
+
+/**
+ * An intern keeps one conversation; `sessionId` names it once a session-aware chat started it, and
+ * `approvalMode` is the mode its latest run started with (a tool reply continues under it).
+ */
+type ConversationData = { items: JsonValue[]; sessionId?: string; approvalMode?: ConversationApprovalMode }
+
+export interface ConversationSession {
+  id: string
+  approvalMode: ConversationApprovalMode
+}
+
+const readConversation = async (
+  storage: StorageDriver,
+  internId: string,
+): Promise<{ items: JsonValue[]; sessionId: string | null; approvalMode: ConversationApprovalMode | null }> => {
+  const record = await storage.get<ConversationData>(INTERN_CONVERSATIONS, internId)
+  return { items: (record?.data.items ?? []) as JsonValue[], sessionId: record?.data.sessionId ?? null, approvalMode: record?.data.approvalMode ?? null }
+}
+
 export type InternProgress = { step_label: string; step_number: number; total_steps: number }
 
 export type InternRecord = {
@@ -149,16 +171,26 @@ export const createInternsRepository = (storage: StorageDriver, now: () => Date)
 
   conversations: {
     async get(internId: string): Promise<JsonValue[]> {
-      return ((await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId))?.data.items ?? []) as JsonValue[]
+      return (await readConversation(storage, internId)).items
     },
+    /** The conversation with the session it belongs to (`null` until a session-aware chat names one). */
+    session: (internId: string) => readConversation(storage, internId),
     /**
      * Replaces the conversation with `change(current items)` by compare-and-set, creating it on first
-     * use; a concurrent turn that wrote first is re-read and `change` applied on top of it.
+     * use; a concurrent turn that wrote first is re-read and `change` applied on top of it. With
+     * `session`, a conversation of another session is replaced: `change` starts from no items.
      */
-    async update(internId: string, change: (items: JsonValue[]) => JsonValue[]) {
+    async update(internId: string, change: (items: JsonValue[]) => JsonValue[], session?: ConversationSession) {
       await retryLostRaces(async () => {
-        const current = await storage.get<{ items: JsonValue[] }>(INTERN_CONVERSATIONS, internId)
-        const input = { id: internId, data: { items: change(current?.data.items ?? []) } }
+        const current = await storage.get<ConversationData>(INTERN_CONVERSATIONS, internId)
+        const isSameSession = session === undefined || current?.data.sessionId === session.id
+        const items = change(isSameSession ? (current?.data.items ?? []) : [])
+        const sessionId = session?.id ?? current?.data.sessionId
+        const approvalMode = session?.approvalMode ?? current?.data.approvalMode
+        const input = {
+          id: internId,
+          data: { items, ...(sessionId === undefined ? {} : { sessionId }), ...(approvalMode === undefined ? {} : { approvalMode }) },
+        }
         if (current) return storage.update(INTERN_CONVERSATIONS, internId, current.version, input)
         try {
           return await storage.create(INTERN_CONVERSATIONS, input)

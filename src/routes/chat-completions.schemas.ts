@@ -16,6 +16,8 @@ import {
   MetadataSchema,
   ModalitiesSchema,
   ModelSlugSchema,
+  PresetSlugSchema,
+  RequestModelSchema,
   MODELS_MAX,
   ProviderPreferencesSchema,
   SchemaNameSchema,
@@ -190,8 +192,9 @@ const emptyList = (reason: string) =>
 
 export const ChatCompletionsRequestSchema = v.pipe(
   sparseLooseObject({
-    model: v.optional(ModelSlugSchema),
+    model: v.optional(RequestModelSchema),
     models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
+    preset: v.optional(PresetSlugSchema),
     messages: v.pipe(v.array(MessageSchema), v.minLength(1, 'must have at least 1 message'), v.maxLength(MESSAGES_MAX, `at most ${MESSAGES_MAX} messages`)),
     tools: v.optional(v.nullable(v.pipe(v.array(ToolSchema), v.maxLength(TOOLS_MAX, `at most ${TOOLS_MAX} tools`)))),
     tool_choice: v.optional(v.nullable(ToolChoiceSchema)),

@@ -76,6 +76,7 @@ export const toEngineRequest = (body: ChatCompletionsRequest): ResponsesRequestB
   ...defined({
     model: body.model,
     models: body.models,
+    preset: body.preset,
     tools: toTools(body.tools),
     tool_choice: toToolChoice(body.tool_choice),
     parallel_tool_calls: body.parallel_tool_calls,

@@ -31,7 +31,7 @@ const endpointIdOf = (provider: string, endpoint: string) => `${provider}:${endp
 
 /** OpenRouter's generation object (`@openrouter/sdk` GenerationResponseData), plus the ledger's own fields at the end. */
 export const toGenerationWire = (record: GenerationRecord, wireId: string, providers: ProviderRegistry) => ({
-  api_type: 'completions',
+  api_type: record.api === 'embeddings' ? 'embeddings' : 'completions',
   app_id: null,
   cache_discount: null,
   cancelled: record.status === 'cancelled',
@@ -58,7 +58,7 @@ export const toGenerationWire = (record: GenerationRecord, wireId: string, provi
   num_media_prompt: null,
   num_search_results: null,
   origin: '',
-  preset_id: null,
+  preset_id: record.presetId ?? null,
   provider_name: record.provider === null ? null : providerNameOf(providers, record.provider),
   provider_responses: record.attempts.map((attempt) => ({
     endpoint_id: endpointIdOf(attempt.provider, attempt.endpoint),
@@ -110,6 +110,27 @@ export const getGeneration = defineRoute({
       throw new NotFoundError('Generation not found')
     }
     return json({ data: toGenerationWire(record, query.id, runtime.inference.providers) })
+  },
+})
+
+/**
+ * `GET /generation/content`: what a generation said, kept only for workspaces with private logging on
+ * (docs/decisions.md, Generation content). Visible as the generation is, within the ledger's retention.
+ */
+export const getGenerationContent = defineRoute({
+  method: 'GET',
+  path: '/generation/content',
+  auth: 'any',
+  query: GetGenerationQuerySchema,
+  async handle({ query, caller, repositories, runtime }) {
+    const id = responseIdOf(query.id)
+    const record = await repositories.generations.get(id)
+    if (!record || !isVisibleTo(record, caller) || record.createdAt < runtime.ledger.retainedSince()) {
+      throw new NotFoundError('Generation not found')
+    }
+    const content = await repositories.generations.getContent(id)
+    if (!content) throw new NotFoundError("No content was kept for this generation: its workspace's private logging (is_observability_io_logging_enabled) was off")
+    return json({ data: { input: content.input, output: content.output, error: content.error } })
   },
 })
 

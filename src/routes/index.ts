@@ -4,13 +4,24 @@ import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
 import { getCurrentKey } from './current-key'
 import { getCredits } from './credits'
 import { liveness, readiness } from './health'
-import { getActivity, getGeneration } from './generations'
+import { getActivity, getGeneration, getGenerationContent } from './generations'
 import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
-import { listModelEndpoints, listModels, listProviders } from './models'
+import { createEmbeddings, listEmbeddingModels } from './embeddings'
+import {
+  createPresetFromChatCompletions,
+  createPresetFromMessages,
+  createPresetFromResponses,
+  getPreset,
+  getPresetVersion,
+  listPresets,
+  listPresetVersions,
+} from './presets'
+import { countModels, getModel, listImageModels, listModelEndpoints, listModels, listProviders, listUserModels, listZeroDataRetentionEndpoints } from './models'
 import {
   chatInternRoute,
+  chatCompletionsInternRoute,
   createInternRoute,
   deleteInternRoute,
   getInternRoute,
@@ -30,6 +41,7 @@ import {
   listKeyAssignments,
   listMemberAssignments,
 } from './guardrail-assignments'
+import { deleteWorkspaceBudgetRoute, getWorkspaceBudget, listWorkspaceBudgets, setWorkspaceBudgetRoute } from './workspace-budgets'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
 
 /** Every route the gateway serves, relative to its base path. */
@@ -61,6 +73,10 @@ export const routes: readonly AnyRoute[] = [
   listGuardrailMemberAssignments,
   bulkAssignMembers,
   bulkUnassignMembers,
+  listWorkspaceBudgets,
+  getWorkspaceBudget,
+  setWorkspaceBudgetRoute,
+  deleteWorkspaceBudgetRoute,
   listByok,
   createByok,
   getByok,
@@ -69,10 +85,25 @@ export const routes: readonly AnyRoute[] = [
   createResponse,
   createChatCompletion,
   createMessage,
+  createEmbeddings,
+  listEmbeddingModels,
+  listPresets,
+  getPreset,
+  createPresetFromResponses,
+  createPresetFromChatCompletions,
+  createPresetFromMessages,
+  listPresetVersions,
+  getPresetVersion,
   listModels,
+  countModels,
+  listUserModels,
+  getModel,
   listModelEndpoints,
+  listZeroDataRetentionEndpoints,
+  listImageModels,
   listProviders,
   getGeneration,
+  getGenerationContent,
   getActivity,
   listInternsRoute,
   createInternRoute,
@@ -82,4 +113,5 @@ export const routes: readonly AnyRoute[] = [
   provisionInternRoute,
   suspendInternRoute,
   chatInternRoute,
+  chatCompletionsInternRoute,
 ]

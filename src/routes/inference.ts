@@ -9,6 +9,7 @@ import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
 import { prepareRequest, runRequest } from '../engine/run'
 import { createGenerationRecorder } from '../pipeline/generation-record'
+import { withPreset } from './presets.config'
 import type { RouteContext } from '../pipeline/route'
 import type { GenerationApi } from '../repositories/generations'
 import { replyInFormat, type WireFormat } from '../writers/reply'
@@ -43,9 +44,12 @@ export const answerInference = (
     sessionId: body.session_id ?? request.headers.get('x-session-id') ?? undefined,
   }
   const arrival = { arrivedAt: route.now(), startedAt: performance.now() }
-  const running = prepareRequest(service, context, body, extensions).then((prepared) => {
+  // A preset the request names fills in what the request leaves out (docs/decisions.md, Presets).
+  const running = withPreset(route.repositories, route.caller, body).then(async ({ body: resolved, presetId }) => {
+    const prepared = await prepareRequest(service, context, resolved, extensions)
     access?.requested(prepared.requestedModel)
-    const recorder = createGenerationRecorder(runtime.ledger, service, { api, caller: route.caller, requestId: route.requestId, sessionId: context.sessionId, ...arrival }, prepared)
+    const generation = { api, caller: route.caller, requestId: route.requestId, sessionId: context.sessionId, ...arrival, ...(presetId ? { presetId } : {}) }
+    const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared)
     return recorder.run(runRequest(service, prepared))
   })
   return replyInFormat(

@@ -95,3 +95,45 @@ export const ChatBodySchema = v.object({
     'must be a string or an array of input items',
   ),
 })
+
+/** spec Limits: OpenRouter's intern API bounds nothing here; a session id is an opaque token of ours or the caller's. */
+export const INTERN_SESSION_ID_MAX = 128
+
+const ChatContentSchema = v.nullable(
+  v.union(
+    [v.string(), v.array(v.strictObject({ type: v.literal('text'), text: v.string() }))],
+    'must be a string or an array of text parts',
+  ),
+)
+
+/** Earlier messages are the client's copy of the history (only the last is read), so they are checked loosely. */
+const ChatMessageSchema = v.variant(
+  'role',
+  [
+    v.object({ role: v.literal('user'), content: ChatContentSchema }),
+    v.object({ role: v.picklist(['system', 'developer']), content: ChatContentSchema }),
+    v.object({ role: v.literal('assistant'), content: v.optional(ChatContentSchema), tool_calls: v.optional(v.array(passThroughObject({}))) }),
+    v.object({ role: v.literal('tool'), content: ChatContentSchema, tool_call_id: v.pipe(v.string(), v.minLength(1, 'must not be empty')) }),
+  ],
+  'must have role user, assistant, system, developer or tool',
+)
+
+/** OpenRouter's `InternChatCompletionRequest` (intern chat on the SDK's path). */
+export const InternChatCompletionsBodySchema = v.strictObject(
+  {
+    messages: v.pipe(v.array(ChatMessageSchema), v.minLength(1, 'must not be empty')),
+    // Only streaming exists here: `false` or an omitted `stream` is refused, as OpenRouter's intern API does.
+    stream: v.literal(true, 'must be true: intern chat only streams'),
+    session_id: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(INTERN_SESSION_ID_MAX, `must be at most ${INTERN_SESSION_ID_MAX} characters`))),
+    approval_mode: v.optional(v.picklist(['self-drive', 'manual'], 'must be self-drive or manual')),
+    model: v.optional(v.pipe(v.string(), v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`))),
+  },
+  'is not a field of an intern chat request',
+)
+export type InternChatCompletionsBody = v.InferOutput<typeof InternChatCompletionsBodySchema>
+
+/** OpenRouter's optional delete body; an empty body reads as `{}`. */
+export const DeleteInternBodySchema = v.strictObject(
+  { acknowledge_workspace_loss: v.optional(v.boolean('must be a boolean')) },
+  'is not a field of an intern deletion',
+)

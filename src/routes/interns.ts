@@ -7,7 +7,7 @@
 
 import { AuthenticationError, InvalidRequestError, NotFoundError, PermissionDeniedError, RequestTimeoutError } from '../core/errors'
 import { requestHostname } from '../core/request-host'
-import { defineRoute, json } from '../pipeline/route'
+import { defineRoute, json, type RouteContext } from '../pipeline/route'
 import { responseReply, toResponse } from '../core/reply'
 import type { Caller } from '../pipeline/auth'
 import type { Repositories } from '../repositories'
@@ -16,6 +16,8 @@ import { decodeInternCursor, pageNewestFirst } from './interns.cursor'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 import { parseInput } from '../core/validation'
 import { appendTurn, rewriteChatStream } from '../interns/chat'
+import { newSessionId, toInternChatChunks, toInternChatInput } from '../interns/chat-completions'
+import type { InternApprovalMode } from '../interns/runtime'
 import {
   createIntern,
   destroyIntern,
@@ -40,6 +42,8 @@ import { readIdempotencyKey } from '../pipeline/idempotency'
 import { createGenerationRecorder } from '../pipeline/generation-record'
 import {
   ChatBodySchema,
+  DeleteInternBodySchema,
+  InternChatCompletionsBodySchema,
   CreateInternBodySchema,
   INTERN_BODY_LIMIT,
   InternParamsSchema,
@@ -207,59 +211,138 @@ const lifecycleRoute = (
 
 export const provisionInternRoute = lifecycleRoute('POST', '/interns/:internId/provision', startProvisioning, { provisioning: true }, 202)
 export const suspendInternRoute = lifecycleRoute('POST', '/interns/:internId/suspend', suspendIntern, { suspended: true }, 200)
-export const deleteInternRoute = lifecycleRoute('DELETE', '/interns/:internId', destroyIntern, { deleting: true }, 202)
-
-export const chatInternRoute = defineRoute({
+/**
+ * OpenRouter's SDK always sends `{acknowledge_workspace_loss}` here. modelgate's runtimes keep no workspace
+ * archive, so no teardown waits on one and both values delete alike (docs/decisions.md, Interns).
+ */
+export const deleteInternRoute = defineRoute({
   ...common,
-  // It runs the intern's model: the one rule for model calls applies (docs/decisions.md, Authentication).
-  auth: 'inference',
-  method: 'POST',
-  path: '/interns/:internId/chat',
+  method: 'DELETE',
+  path: '/interns/:internId',
   params: InternParamsSchema,
-  body: ChatBodySchema,
-  isAccessLogged: true,
+  body: DeleteInternBodySchema,
   async handle(context) {
-    const { params, body, caller, repositories, runtime, requestId, signal, access } = context
-    const service = runtime.inference
-    const { intern, workspace } = await visibleIntern(repositories, caller, params.internId)
-    if (intern.status !== 'running') throw conflict('not_running', `The intern is ${intern.status}; provision it before chatting`)
+    const { intern, workspace } = await visibleIntern(context.repositories, context.caller, context.params.internId)
+    await destroyIntern(environmentOf(context), intern, workspace)
+    return json({ deleting: true }, 202)
+  },
+})
+
+type ChatRouteContext = Omit<RouteContext<unknown, unknown, unknown, 'inference'>, 'body' | 'params' | 'query'>
+
+/**
+ * Runs one chat turn of a running intern and answers with its Responses events; the turn joins the
+ * intern's conversation (of `sessionId`, when the caller speaks in sessions).
+ */
+const runInternTurn = async (
+  context: ChatRouteContext,
+  intern: InternRecord,
+  workspace: WorkspaceRecord,
+  turnInput: { history: InputItem[]; input: InputItem[]; session?: { id: string; approvalMode: InternApprovalMode } },
+) => {
+  const { caller, repositories, runtime, requestId, signal, access } = context
+  const { history, input, session } = turnInput
+  const service = runtime.inference
+  const storeTurn = (output: JsonValue[]) => appendTurn(repositories, intern.id, input as unknown as JsonValue[], output, runtime.interns.history, session)
+  const prepare = (turn: Record<string, unknown>, turnSignal: AbortSignal) => {
+    const turnContext: RunContext = { caller, repositories, requestId, signal: turnSignal, isMetadataRequested: false }
+    return prepareRequest(service, turnContext, parseInput(ResponsesRequestSchema, turn, 'body'))
+  }
+  // Every model turn the runtime runs through the gateway is recorded like any other request (docs/decisions.md, Usage ledger).
+  const runRecorded = async (turn: Record<string, unknown>, turnSignal: AbortSignal) => {
+    const arrival = { arrivedAt: context.now(), startedAt: performance.now() }
+    const prepared = await prepare(turn, turnSignal)
+    const recorder = createGenerationRecorder(runtime.ledger, service, { api: 'intern_chat', caller, requestId, sessionId: undefined, ...arrival }, prepared)
+    return recorder.run(runRequest(service, prepared))
+  }
+  // A runtime that answered with SSE text (its `respond`, or a user's runtime): the turn is read back from the text.
+  const fromSseText = (response: Response) => {
+    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response
+    const stream = rewriteChatStream(response.body, (final) => storeTurn(final.output))
+    return new Response(stream, { status: response.status, headers: response.headers })
+  }
+  const view = toView(intern, workspace)
+  access?.requested(view.model)
+  const answer = runtime.interns.runtime.chat(view, history, input, {
+    signal,
+    ...(session ? { approvalMode: session.approvalMode } : {}),
+    respond: async (turn, turnSignal) => toResponse(await replyTo(runRecorded(turn, turnSignal))),
+    openSession: async (turn, turnSignal) => {
+      const outcome = await runRecorded({ ...turn, stream: true }, turnSignal)
+      if (!outcome.isStream) throw new TypeError('a streamed turn answered whole')
+      return outcome.session
+    },
+  })
+  return replyTo(
+    answer.then((turn) => (turn instanceof Response ? { isStream: false as const, reply: fromSseText(turn) } : { isStream: true as const, session: turn })),
+    (session) => {
+      const turn = observeSession(session, internChatObserver((output) => storeTurn(output as JsonValue[])))
+      return access ? observeSession(turn, access.observer()) : turn
+    },
+  )
+}
+
+const runningIntern = async (repositories: Repositories, caller: Caller, internId: string) => {
+  const { intern, workspace } = await visibleIntern(repositories, caller, internId)
+  if (intern.status !== 'running') throw conflict('not_running', `The intern is ${intern.status}; provision it before chatting`)
+  return { intern, workspace }
+}
+
+/**
+ * The mode of the run a request drives: a prompt starts a run in the mode it names (self-drive when none: the
+ * mode is not remembered between prompts); a tool reply continues the run under the mode it started with.
+ */
+const approvalModeOf = (body: { approval_mode?: InternApprovalMode | undefined }, input: InputItem[], runMode: InternApprovalMode | null): InternApprovalMode => {
+  if (input[0]?.type !== 'function_call_output') return body.approval_mode ?? 'self-drive'
+  const mode = runMode ?? 'self-drive'
+  if (body.approval_mode !== undefined && body.approval_mode !== mode) {
+    throw new InvalidRequestError(`body.approval_mode: a tool reply continues the run under the mode it started with (${mode})`, { reason: 'invalid_body' })
+  }
+  return mode
+}
+
+const chatRoute = { ...common, auth: 'inference', method: 'POST', params: InternParamsSchema, isAccessLogged: true } as const
+
+/** Our own chat: Responses input items in, Responses events out, one conversation per intern. */
+export const chatInternRoute = defineRoute({
+  ...chatRoute,
+  // It runs the intern's model: the one rule for model calls applies (docs/decisions.md, Authentication).
+  path: '/interns/:internId/chat',
+  body: ChatBodySchema,
+  async handle(context) {
+    const { params, body, caller, repositories } = context
+    const { intern, workspace } = await runningIntern(repositories, caller, params.internId)
     const input: InputItem[] = typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : (body.input as InputItem[])
     const history = (await repositories.interns.conversations.get(intern.id)) as InputItem[]
-    const storeTurn = (output: JsonValue[]) => appendTurn(repositories, intern.id, input as unknown as JsonValue[], output, runtime.interns.history)
-    const prepare = (turn: Record<string, unknown>, turnSignal: AbortSignal) => {
-      const turnContext: RunContext = { caller, repositories, requestId, signal: turnSignal, isMetadataRequested: false }
-      return prepareRequest(service, turnContext, parseInput(ResponsesRequestSchema, turn, 'body'))
+    return runInternTurn(context, intern, workspace, { history, input })
+  },
+})
+
+/**
+ * OpenRouter's SDK path (`interns.chat`): chat messages in, chat completion chunks out, the
+ * conversation named by `session_id` (docs/decisions.md, Interns).
+ */
+export const chatCompletionsInternRoute = defineRoute({
+  ...chatRoute,
+  path: '/interns/:internId/chat/completions',
+  body: InternChatCompletionsBodySchema,
+  async handle(context) {
+    const { params, body, caller, repositories, now } = context
+    const { intern, workspace } = await runningIntern(repositories, caller, params.internId)
+    // OpenAI clients always send a model; the intern runs its own, so another one would be silently ignored.
+    if (body.model !== undefined && body.model !== toView(intern, workspace).model) {
+      throw new InvalidRequestError(`body.model: the intern runs ${toView(intern, workspace).model}; PATCH the intern to change its model`, { reason: 'invalid_body' })
     }
-    // Every model turn the runtime runs through the gateway is recorded like any other request (docs/decisions.md, Usage ledger).
-    const runRecorded = async (turn: Record<string, unknown>, turnSignal: AbortSignal) => {
-      const arrival = { arrivedAt: context.now(), startedAt: performance.now() }
-      const prepared = await prepare(turn, turnSignal)
-      const recorder = createGenerationRecorder(runtime.ledger, service, { api: 'intern_chat', caller, requestId, sessionId: undefined, ...arrival }, prepared)
-      return recorder.run(runRequest(service, prepared))
-    }
-    // A runtime that answered with SSE text (its `respond`, or a user's runtime): the turn is read back from the text.
-    const fromSseText = (response: Response) => {
-      if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) return response
-      const stream = rewriteChatStream(response.body, (final) => storeTurn(final.output))
-      return new Response(stream, { status: response.status, headers: response.headers })
-    }
-    const view = toView(intern, workspace)
-    access?.requested(view.model)
-    const answer = runtime.interns.runtime.chat(view, history, input, {
-      signal,
-      respond: async (turn, turnSignal) => toResponse(await replyTo(runRecorded(turn, turnSignal))),
-      openSession: async (turn, turnSignal) => {
-        const outcome = await runRecorded({ ...turn, stream: true }, turnSignal)
-        if (!outcome.isStream) throw new TypeError('a streamed turn answered whole')
-        return outcome.session
-      },
-    })
-    return replyTo(
-      answer.then((turn) => (turn instanceof Response ? { isStream: false as const, reply: fromSseText(turn) } : { isStream: true as const, session: turn })),
-      (session) => {
-        const turn = observeSession(session, internChatObserver((output) => storeTurn(output as JsonValue[])))
-        return access ? observeSession(turn, access.observer()) : turn
-      },
-    )
+    const stored = await repositories.interns.conversations.session(intern.id)
+    const sessionId = body.session_id ?? newSessionId()
+    const isKnown = body.session_id !== undefined && stored.sessionId === body.session_id
+    const history = (isKnown ? stored.items : []) as InputItem[]
+    const input = toInternChatInput(body.messages, { requested: body.session_id, history: stored.items, isKnown })
+    const approvalMode = approvalModeOf(body, input, isKnown ? stored.approvalMode : null)
+    const reply = toResponse(await runInternTurn(context, intern, workspace, { history, input, session: { id: sessionId, approvalMode } }))
+    // An error, or a runtime that answered whole rather than with events: passed on as it is.
+    if (reply.status !== 200 || !reply.body || !reply.headers.get('content-type')?.startsWith('text/event-stream')) return responseReply(reply)
+    const headers = new Headers(reply.headers)
+    return responseReply(new Response(toInternChatChunks(reply.body, sessionId, now), { status: 200, headers }))
   },
 })

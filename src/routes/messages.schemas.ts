@@ -15,6 +15,8 @@ import {
   isImageConfigUsable,
   ModalitiesSchema,
   ModelSlugSchema,
+  PresetSlugSchema,
+  RequestModelSchema,
   MODELS_MAX,
   ProviderPreferencesSchema,
   SESSION_ID_MAX,
@@ -195,8 +197,9 @@ const OutputConfigSchema = v.object({
 
 export const MessagesRequestSchema = v.pipe(
   v.looseObject({
-    model: v.optional(ModelSlugSchema),
+    model: v.optional(RequestModelSchema),
     models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
+    preset: v.optional(PresetSlugSchema),
     max_tokens: integer(1),
     system: v.optional(v.nullable(SystemSchema)),
     messages: v.pipe(v.array(MessageSchema), v.minLength(1, 'must have at least 1 message'), v.maxLength(MESSAGES_MAX, `at most ${MESSAGES_MAX} messages`)),

@@ -93,6 +93,7 @@ export const toEngineRequest = (body: MessagesRequest): ResponsesRequestBody => 
       instructions: system.instructions,
       model: body.model,
       models: body.models,
+      preset: body.preset,
       tools: toTools(body.tools),
       tool_choice: toToolChoice(body.tool_choice),
       parallel_tool_calls: isParallelDisabled ? false : undefined,

@@ -16,6 +16,8 @@ import {
   modelParameters,
   outputModalitiesOf,
   tokenizerOf,
+  toEndpointWire,
+  toImageModelWire,
   toModelEndpointsWire,
   toModelWire,
   toProviderWire,
@@ -146,11 +148,13 @@ const createCatalogAnswers = (inference: InferenceService) => {
   const lists = new Map<string, Promise<CachedJson>>()
   const endpoints = new Map<string, Promise<CachedJson> | null>()
   let providers: Promise<CachedJson> | undefined
+  let zeroDataRetention: Promise<CachedJson> | undefined
+  let imageModels: Promise<CachedJson> | undefined
 
-  const buildList = (query: ListModelsQuery, basePath: string): Promise<CachedJson> => {
+  const buildList = (query: ListModelsQuery, basePath: string, isIncluded?: (entry: ModelEntry) => boolean): Promise<CachedJson> => {
     const nowSeconds = Math.floor(inference.now() / 1000)
     const selected = sorted(
-      listed.filter((model) => matches(model, query, nowSeconds)),
+      listed.filter((model) => matches(model, query, nowSeconds) && (!isIncluded || isIncluded(model.entry))),
       query.sort,
     )
     const page = selected.slice(query.offset, query.limit === undefined ? undefined : query.offset + query.limit)
@@ -163,8 +167,12 @@ const createCatalogAnswers = (inference: InferenceService) => {
   }
 
   return {
-    /** `GET /models` for `query`; `basePath` is where the gateway serves, for the links in the answer. */
-    list(query: ListModelsQuery, basePath: string): Promise<CachedJson> {
+    /**
+     * `GET /models` for `query`; `basePath` is where the gateway serves, for the links in the answer.
+     * `isIncluded` narrows the list further (one caller's usable models), so that answer is never cached.
+     */
+    list(query: ListModelsQuery, basePath: string, isIncluded?: (entry: ModelEntry) => boolean): Promise<CachedJson> {
+      if (isIncluded) return buildList(query, basePath, isIncluded)
       // An age filter's answer changes with the clock: built each time.
       if (query.min_age_days !== undefined || query.max_age_days !== undefined) return buildList(query, basePath)
       const key = cacheKey(query)
@@ -184,6 +192,31 @@ const createCatalogAnswers = (inference: InferenceService) => {
       const built = model ? cacheJson({ data: toModelEndpointsWire(entry, model.served) }) : null
       endpoints.set(entry.slug, built)
       return built
+    },
+    /** `GET /model/{author}/{slug}`: the model as `GET /models` lists it, or `null` for one this gateway cannot serve. */
+    model(slug: string, basePath: string): Promise<CachedJson> | null {
+      const entry = inference.models.find(slug)
+      const model = entry && listed.find((candidate) => candidate.entry === entry)
+      return model ? cacheJson({ data: toModelWire(model.entry, model.served, basePath) }) : null
+    },
+    /** `GET /models/count`: how many models `GET /models` lists for these output modalities. */
+    count(outputModalities: ListModelsQuery['output_modalities']): number {
+      const query = { output_modalities: outputModalities, offset: 0 } as ListModelsQuery
+      return listed.filter((model) => matches(model, query, 0)).length
+    },
+    /** `GET /endpoints/zdr`: every served endpoint that keeps no data (`isZeroDataRetention`). */
+    zeroDataRetentionEndpoints(): Promise<CachedJson> {
+      zeroDataRetention ??= cacheJson({
+        data: listed.flatMap(({ entry, served }) => served.filter(({ endpoint }) => endpoint.isZeroDataRetention === true).map((one) => toEndpointWire(entry, one))),
+      })
+      return zeroDataRetention
+    },
+    /** `GET /images/models`: the models that draw. */
+    imageModels(basePath: string): Promise<CachedJson> {
+      imageModels ??= cacheJson({
+        data: listed.filter(({ entry }) => outputModalitiesOf(entry).includes('image')).map(({ entry, served }) => toImageModelWire(entry, served, basePath)),
+      })
+      return imageModels
     },
     /** `GET /providers`: every provider this gateway can call. */
     providers(): Promise<CachedJson> {

@@ -119,3 +119,29 @@ export const ModelEndpointsParamsSchema = v.object({ author: SlugPartSchema, slu
 
 // Neither route takes options: anything in the query is a mistake worth naming.
 export const NoQuerySchema = v.strictObject({}, 'is not a supported parameter')
+
+export const GetModelParamsSchema = ModelEndpointsParamsSchema
+
+/** `GET /models/count`: the one filter OpenRouter's count takes. */
+export const CountModelsQuerySchema = v.strictObject(
+  {
+    output_modalities: v.optional(
+      commaList(v.picklist(OUTPUT_MODALITY_FILTERS, `must be a comma-separated list of ${OUTPUT_MODALITY_FILTERS.join(', ')}`)),
+      'text',
+    ),
+  },
+  'is not a supported parameter',
+)
+
+/** `GET /models/user`: OpenRouter's paging and modality filter, as `GET /models` reads them. */
+export const ListUserModelsQuerySchema = v.strictObject(
+  {
+    output_modalities: v.optional(
+      commaList(v.picklist(OUTPUT_MODALITY_FILTERS, `must be a comma-separated list of ${OUTPUT_MODALITY_FILTERS.join(', ')}`)),
+      'text',
+    ),
+    offset: v.optional(integerQuery(0, Number.MAX_SAFE_INTEGER), '0'),
+    limit: v.optional(integerQuery(1, MODELS_PAGE_MAX)),
+  },
+  'is not a supported parameter',
+)

@@ -1,14 +1,27 @@
 /**
- * The catalog, as OpenRouter publishes it: `GET /models`, `GET /models/{author}/{slug}/endpoints` and
- * `GET /providers`. Like OpenRouter's, they answer without a key (docs/decisions.md, "Model and provider
+ * The catalog, as OpenRouter publishes it: `GET /models`, `GET /model/{author}/{slug}`, `GET /models/count`,
+ * `GET /models/{author}/{slug}/endpoints`, `GET /endpoints/zdr`, `GET /images/models` and `GET /providers`;
+ * and `GET /models/user`, the models the calling key can run. Like OpenRouter's, they answer without a key (docs/decisions.md, "Model and provider
  * catalog"), from text built once per gateway, with an ETag so clients can revalidate for free.
  */
 
 import { cachedJsonReply } from '../core/cached-json'
 import { NotFoundError } from '../core/errors'
+import { json, jsonTextReply } from '../core/reply'
+import { prefetchGuardrails, resolveGuardrails } from '../engine/guardrails/applicable'
+import { endpointPolicyOf } from '../engine/guardrails/routing-policy'
+import { usableModels } from '../engine/usable-models'
 import { defineRoute } from '../pipeline/route'
 import { catalogAnswers } from './models.catalog'
-import { ListModelsQuerySchema, ModelEndpointsParamsSchema, NoQuerySchema } from './models.schemas'
+import {
+  CountModelsQuerySchema,
+  GetModelParamsSchema,
+  ListModelsQuerySchema,
+  ListUserModelsQuerySchema,
+  ModelEndpointsParamsSchema,
+  NoQuerySchema,
+  type ListModelsQuery,
+} from './models.schemas'
 
 // The same for every caller and fixed for the gateway's life; a minute bounds how long a redeploy goes unseen.
 const CATALOG_CACHE_CONTROL = 'public, max-age=60'
@@ -47,5 +60,86 @@ export const listProviders = defineRoute({
   query: NoQuerySchema,
   async handle({ request, runtime }) {
     return cachedJsonReply(request, await catalogAnswers(runtime.inference).providers(), CATALOG_CACHE_CONTROL)
+  },
+})
+
+export const getModel = defineRoute({
+  method: 'GET',
+  path: '/model/:author/:slug',
+  auth: 'none',
+  params: GetModelParamsSchema,
+  query: NoQuerySchema,
+  async handle({ request, params, runtime }) {
+    const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -`/model/${params.author}/${params.slug}`.length)
+    const answer = catalogAnswers(runtime.inference).model(`${params.author}/${params.slug}`, basePath)
+    if (!answer) throw new NotFoundError(`Model "${params.author}/${params.slug}" not found`)
+    return cachedJsonReply(request, await answer, CATALOG_CACHE_CONTROL)
+  },
+})
+
+export const countModels = defineRoute({
+  method: 'GET',
+  path: '/models/count',
+  auth: 'none',
+  query: CountModelsQuerySchema,
+  async handle({ query, runtime }) {
+    return json({ data: { count: catalogAnswers(runtime.inference).count(query.output_modalities) } }, 200, { 'cache-control': CATALOG_CACHE_CONTROL })
+  },
+})
+
+const USER_MODELS_PATH = '/models/user'
+
+/** The models the calling key can run: its workspace's BYOK keys and the gateway's shared ones decide. */
+export const listUserModels = defineRoute({
+  method: 'GET',
+  path: USER_MODELS_PATH,
+  auth: 'any',
+  query: ListUserModelsQuerySchema,
+  async handle({ request, query, caller, repositories, runtime }) {
+    const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -USER_MODELS_PATH.length)
+    const [byok, workspace, prefetched] = await Promise.all([
+      repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
+      repositories.workspaces.get(caller.key.workspaceId),
+      prefetchGuardrails(repositories.guardrails, {
+        accountId: caller.account.id,
+        keyHash: caller.key.hash,
+        userId: caller.key.creatorUserId,
+        workspaceId: caller.key.workspaceId,
+      }),
+    ])
+    // The key's guardrails narrow what it may run, as they narrow its requests' routing.
+    const guardrails = workspace ? await resolveGuardrails(repositories.guardrails, caller.account.id, workspace, prefetched) : []
+    const isUsable = usableModels(runtime.inference, {
+      credentials: byok.credentials,
+      callerKeyHash: caller.key.hash,
+      callerUserId: caller.key.creatorUserId,
+      policy: endpointPolicyOf(guardrails),
+    })
+    const answer = await catalogAnswers(runtime.inference).list(query as ListModelsQuery, basePath, isUsable)
+    // Per caller and as changeable as their BYOK keys: never cached by anyone.
+    return jsonTextReply(answer.text, 200, { 'cache-control': 'private, no-store' })
+  },
+})
+
+export const listZeroDataRetentionEndpoints = defineRoute({
+  method: 'GET',
+  path: '/endpoints/zdr',
+  auth: 'none',
+  query: NoQuerySchema,
+  async handle({ request, runtime }) {
+    return cachedJsonReply(request, await catalogAnswers(runtime.inference).zeroDataRetentionEndpoints(), CATALOG_CACHE_CONTROL)
+  },
+})
+
+const IMAGE_MODELS_PATH = '/images/models'
+
+export const listImageModels = defineRoute({
+  method: 'GET',
+  path: IMAGE_MODELS_PATH,
+  auth: 'none',
+  query: NoQuerySchema,
+  async handle({ request, runtime }) {
+    const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -IMAGE_MODELS_PATH.length)
+    return cachedJsonReply(request, await catalogAnswers(runtime.inference).imageModels(basePath), CATALOG_CACHE_CONTROL)
   },
 })

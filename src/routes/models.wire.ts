@@ -4,7 +4,7 @@
  * `@openrouter/sdk` response schemas validate them (docs/decisions.md, "Model and provider catalog").
  */
 
-import type { EndpointPricing, Modality, ModelEndpoint, ModelEntry } from '../engine/models'
+import type { EndpointPricing, Modality, ModelEndpoint, ModelEntry, OutputModality } from '../engine/models'
 import type { RegisteredProvider } from '../engine/providers'
 
 /** A catalog endpoint together with the provider that serves it. */
@@ -60,7 +60,7 @@ export const authorOf = (slug: string): string => slug.split('/', 1)[0]!
 export const tokenizerOf = (entry: ModelEntry): string => TOKENIZERS[authorOf(entry.slug)] ?? 'Other'
 
 export const inputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.inputModalities ?? ['text']
-export const outputModalitiesOf = (entry: ModelEntry): readonly Modality[] => entry.outputModalities ?? ['text']
+export const outputModalitiesOf = (entry: ModelEntry): readonly OutputModality[] => entry.outputModalities ?? ['text']
 
 const toArchitectureWire = (entry: ModelEntry) => ({
   modality: `${inputModalitiesOf(entry).join('+')}->${outputModalitiesOf(entry).join('+')}`,
@@ -106,7 +106,7 @@ export const toModelWire = (entry: ModelEntry, served: readonly ServedEndpoint[]
 }
 
 /** One endpoint of `GET /models/{author}/{slug}/endpoints`; no live statistics are kept, so those are null. */
-const toEndpointWire = (entry: ModelEntry, { endpoint, provider }: ServedEndpoint) => {
+export const toEndpointWire = (entry: ModelEntry, { endpoint, provider }: ServedEndpoint) => {
   const parameters = toParameterWireNames(endpoint.supportedParameters)
   const toolChoice = parameters.includes('tool_choice')
   return {
@@ -144,6 +144,38 @@ export const toModelEndpointsWire = (entry: ModelEntry, served: readonly ServedE
     endpoints: served.map((one) => toEndpointWire(entry, one)),
   }
 }
+
+/**
+ * The request parameters of an image model as `@openrouter/sdk`'s capability descriptors: the output
+ * `modalities` it can be asked for, and the sampling ranges and output cap the gateway validates, where
+ * an endpoint honours them.
+ */
+const imageParameters = (entry: ModelEntry, served: readonly ServedEndpoint[]) => {
+  const parameters = new Set(modelParameters(served))
+  const maxOutput = Math.max(0, ...served.map(({ endpoint }) => endpoint.maxOutputTokens ?? endpoint.contextLength))
+  return {
+    modalities: { type: 'enum' as const, values: [...outputModalitiesOf(entry)] },
+    ...(parameters.has('temperature') ? { temperature: { type: 'range' as const, min: 0, max: 2 } } : {}),
+    ...(parameters.has('top_p') ? { top_p: { type: 'range' as const, min: 0, max: 1 } } : {}),
+    ...(parameters.has('max_tokens') ? { max_tokens: { type: 'range' as const, min: 1, max: maxOutput } } : {}),
+  }
+}
+
+/**
+ * One `GET /images/models` entry. Images are drawn through `/responses`, `/chat/completions` and
+ * `/messages` with `modalities` (docs/decisions.md, Image output); there is no separate image API to
+ * stream from, so `supports_streaming` is false and `endpoints` links the catalog's endpoint listing.
+ */
+export const toImageModelWire = (entry: ModelEntry, served: readonly ServedEndpoint[], basePath: string) => ({
+  id: entry.slug,
+  name: entry.name,
+  created: entry.created ?? 0,
+  description: descriptionOf(entry, served),
+  architecture: { input_modalities: inputModalitiesOf(entry), output_modalities: outputModalitiesOf(entry) },
+  endpoints: `${basePath}/models/${entry.slug}/endpoints`,
+  supported_parameters: imageParameters(entry, served),
+  supports_streaming: false,
+})
 
 /** One `GET /providers` entry; the policy pages are the operator's to know, so they are null. */
 export const toProviderWire = (provider: RegisteredProvider) => ({

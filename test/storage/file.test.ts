@@ -8,6 +8,7 @@ import type { StorageDriver } from '../../src/storage/contract'
 import { fileStorage, openFileStorage, type FileStorageOptions } from '../../src/storage/file'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
+import { describePresets } from './presets'
 
 const directories: string[] = []
 const drivers: StorageDriver[] = []
@@ -62,6 +63,8 @@ const dump = async (driver: StorageDriver, counterKeys: string[] = []) => ({
 describeStorageContract('file', async () => openFileStorage({ directory: await makeDirectory() }))
 
 describeGenerationLedger('file', async () => openFileStorage({ directory: await makeDirectory() }))
+
+describePresets('file', async () => openFileStorage({ directory: await makeDirectory() }))
 
 describeStorageContract('file, compacting every 3 writes', async () =>
   openFileStorage({ directory: await makeDirectory(), compactAfter: 3, fsync: false }),

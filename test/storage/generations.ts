@@ -136,5 +136,24 @@ export function describeGenerationLedger(name: string, makeDriver: () => Promise
       expect(await ledger.sweep()).toBe(20)
       await ledger.close()
     })
+
+    it('keeps a generation\'s content under its id, and sweeps it with its record', async () => {
+      let now = new Date('2002-01-10T00:00:00.000Z')
+      const repository = createGenerationsRepository(driver)
+      const ledger = createLedger(repository, { retentionDays: 3, sweepIntervalMs: false }, () => now, silentLogger)
+      const [old, recent] = ['2002-01-05T12:00:00.000Z', '2002-01-09T12:00:00.000Z'].map((createdAt) => generationRecord(accountId, createdAt))
+      for (const record of [old!, recent!]) {
+        await ledger.write(record)
+        await ledger.writeContent({ id: record.id, createdAt: record.createdAt, input: { messages: [{ role: 'user', content: 'Hi' }] }, output: { completion: 'Hello', reasoning: null }, error: null })
+      }
+      expect((await repository.getContent(old!.id))?.output.completion).toBe('Hello')
+      expect(await ledger.sweep()).toBe(1)
+      expect(await repository.getContent(old!.id)).toBeNull()
+      expect(await repository.getContent(recent!.id)).not.toBeNull()
+      now = new Date('2002-02-01T00:00:00.000Z')
+      await ledger.sweep()
+      expect(await repository.getContent(recent!.id)).toBeNull()
+      await ledger.close()
+    })
   })
 }

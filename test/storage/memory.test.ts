@@ -2,10 +2,13 @@ import { describe, expect, it } from 'vitest'
 import { memoryStorage } from '../../src/storage/memory'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
+import { describePresets } from './presets'
 
 describeStorageContract('memory', () => memoryStorage())
 
 describeGenerationLedger('memory', () => memoryStorage())
+
+describePresets('memory', () => memoryStorage())
 
 let fakeTime = 1_700_000_000_000
 describeStorageContract('memory with a fake clock', () => memoryStorage({ now: () => fakeTime }), {

@@ -8,6 +8,7 @@ import type { StorageDriver } from '../../src/storage/contract'
 import { redisStorage, type RedisStorageOptions } from '../../src/storage/redis'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
+import { describePresets } from './presets'
 
 const REDIS_URL = 'redis://127.0.0.1:6379/0'
 const START_REDIS =
@@ -177,6 +178,8 @@ describeStorageContract('redis', () => redisStorage({ url: REDIS_URL, prefix }),
 })
 
 describeGenerationLedger('redis', () => redisStorage({ url: REDIS_URL, prefix }))
+
+describePresets('redis', () => redisStorage({ url: REDIS_URL, prefix }))
 
 describe('redisStorage', () => {
   describe('options', () => {

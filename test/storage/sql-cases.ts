@@ -12,6 +12,7 @@ import { requireServer, uniqueNamespace } from '../helpers/stores'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
+import { describePresets } from './presets'
 
 export interface SqlTarget {
   /** Suite name, also the driver's `name` for `url()`. */
@@ -112,6 +113,8 @@ export function describeSqlDriver(target: SqlTarget): void {
   })
 
   describeGenerationLedger(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
+
+  describePresets(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
 
   describe(`${target.name} driver`, () => {
     it('is named after the URL scheme and checks its options when built', async () => {

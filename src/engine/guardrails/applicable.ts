@@ -7,6 +7,7 @@
 
 import type { GuardrailKeyAssignment, GuardrailMemberAssignment, GuardrailRecord, GuardrailsRepository } from '../../repositories/guardrails'
 import { derivedGuardrailId, type WorkspaceRecord } from '../../repositories/workspaces'
+import type { GuardrailBudget } from '../spend-targets'
 
 /** How a guardrail governs the request: assigned to its key, to the key's user (member), or its workspace's default. */
 export type GuardrailScope = 'key' | 'member' | 'workspace'
@@ -66,3 +67,21 @@ export const resolveGuardrails = async (
   // A guardrail of another account never governs this one's traffic, whatever a stale record says.
   return records.flatMap((record, index) => (record && record.accountId === accountId ? [{ record, scope: wanted.get(ids[index]!)! }] : []))
 }
+
+/** The budgets of the guardrails governing a request: those with both `limit_usd` and `reset_interval`. */
+export const guardrailBudgetsOf = (guardrails: readonly AppliedGuardrail[]): GuardrailBudget[] =>
+  guardrails.flatMap(({ record, scope }) =>
+    record.limitNano === null || record.resetInterval === null
+      ? []
+      : [
+          {
+            guardrailId: record.id,
+            name: record.name,
+            // A member's budget is the member's, whichever of their keys spends it; any other is each key's own.
+            holder: scope === 'member' ? ('user' as const) : ('key' as const),
+            limitNano: record.limitNano,
+            window: record.resetInterval,
+            includeByok: record.includeByokInBudgets,
+          },
+        ],
+  )

@@ -5,6 +5,7 @@
  */
 
 import type { ProviderAdapter } from '../contract'
+import { geminiEmbeddings } from './embeddings'
 import { toGeminiError } from './errors'
 import { buildGeminiRequest } from './request'
 import { readGeminiResult } from './result'
@@ -21,4 +22,5 @@ export const geminiAdapter: ProviderAdapter = {
   readResult: readGeminiResult,
   readStream: readGeminiStream,
   toError: toGeminiError,
+  embeddings: geminiEmbeddings,
 }

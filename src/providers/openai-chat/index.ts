@@ -7,6 +7,7 @@
  */
 
 import type { ProviderAdapter, UpstreamCall, UpstreamRequest, UpstreamTarget } from '../contract'
+import { openAIEmbeddings } from '../shared/openai-embeddings'
 import type { RequestExtensionName } from '../types'
 import { resolveAzureEndpoint } from './azure'
 import { toChatError } from './errors'
@@ -43,6 +44,7 @@ export const openAIChatAdapter: ProviderAdapter = {
   readResult: readChatResult,
   readStream: readChatStream,
   toError: toChatError,
+  embeddings: openAIEmbeddings,
 }
 
 /** Translates Responses calls to Azure OpenAI Chat Completions and back. */

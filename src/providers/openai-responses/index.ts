@@ -12,6 +12,7 @@
  * stream's `output_item.done` items equal the non-streaming `output`.
  */
 
+import { openAIEmbeddings } from '../shared/openai-embeddings'
 import type { ProviderAdapter } from '../contract'
 import { toOpenAIError } from './errors'
 import { buildOpenAIRequest, OPENAI_PROVIDER_TOOLS } from './request'
@@ -30,4 +31,5 @@ export const openAIResponsesAdapter: ProviderAdapter = {
   readResult: (body) => readOpenAIResult(body),
   readStream: readOpenAIStream,
   toError: toOpenAIError,
+  embeddings: openAIEmbeddings,
 }

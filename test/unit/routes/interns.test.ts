@@ -851,7 +851,14 @@ describe('access to intern routes', () => {
     expect(await readJson(refused)).toEqual({ error: { code: 403, message: 'Management keys cannot be used for inference; use a regular API key' } })
     // The rule lives in the route table: exactly the routes that run a model take inference keys.
     const inference = routeTable.filter((route) => route.auth === 'inference').map((route) => `${route.method} ${route.path}`)
-    expect(inference).toEqual(['POST /responses', 'POST /chat/completions', 'POST /messages', 'POST /interns/:internId/chat'])
+    expect(inference).toEqual([
+      'POST /responses',
+      'POST /chat/completions',
+      'POST /messages',
+      'POST /embeddings',
+      'POST /interns/:internId/chat',
+      'POST /interns/:internId/chat/completions',
+    ])
     // Outside the programme the answer stays 404 whatever the key: the programme is not revealed.
     await t.gateway.admin.setAccountFlags(undefined, { interns: false })
     await expectInternError(await t.call('POST', `/interns/${intern.id}/chat`, { key: t.managementKey, json: { input: 'hi' } }), 404, 'Not found', 'not_found')

@@ -102,7 +102,11 @@ describe('GET /models', () => {
     expect(ids((await get(t, '/models?output_modalities=image')).body)).toEqual(imageModels)
     const all = (await get(t, '/models?output_modalities=all')).body
     expect(all.total_count).toBe(BUILT_IN_MODELS.length + 1)
-    expect((await get(t, '/models?output_modalities=text,image')).body.total_count).toBe(all.total_count)
+    // Embedding models are the only ones that write neither text nor images.
+    const embeddingModels = BUILT_IN_MODELS.filter((entry) => entry.outputModalities?.includes('embeddings')).length
+    expect(embeddingModels).toBeGreaterThan(0)
+    expect((await get(t, '/models?output_modalities=text,image')).body.total_count).toBe(all.total_count - embeddingModels)
+    expect((await get(t, '/models?output_modalities=embeddings')).body.total_count).toBe(embeddingModels)
     expect((await get(t, '/models?output_modalities=audio')).body.data).toEqual([])
   })
 

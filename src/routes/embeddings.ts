@@ -1,0 +1,58 @@
+/**
+ * `POST /embeddings` (OpenAI's shape, OpenRouter's extensions) and `GET /embeddings/models`. The engine
+ * plans, runs, prices and limits the request (src/engine/embeddings.ts); the ledger records it as a
+ * generation of api `embeddings`; the writer encodes the vectors (docs/decisions.md, Embeddings).
+ */
+
+import { cachedJsonReply } from '../core/cached-json'
+import { json } from '../core/reply'
+import { prepareEmbeddings, runEmbeddings, type EmbeddingsAnswer, type EmbeddingsRequestBody } from '../engine/embeddings'
+import { createGenerationRecorder } from '../pipeline/generation-record'
+import { defineRoute } from '../pipeline/route'
+import { chatCompletionId } from '../writers/chat-completions-shared'
+import { toEmbeddingsWire } from '../writers/embeddings-json'
+import { EmbeddingModelsQuerySchema, EmbeddingsBodySchema } from './embeddings.schemas'
+import { INFERENCE_BODY_LIMIT } from './inference'
+import { catalogAnswers } from './models.catalog'
+import type { ListModelsQuery } from './models.schemas'
+
+export const createEmbeddings = defineRoute({
+  method: 'POST',
+  path: '/embeddings',
+  auth: 'inference',
+  bodyLimit: INFERENCE_BODY_LIMIT,
+  body: EmbeddingsBodySchema,
+  isAccessLogged: true,
+  async handle({ body, caller, repositories, requestId, clientSignal, runtime, access, request, now }) {
+    const service = runtime.inference
+    // spec session_id: the body wins over the header.
+    const sessionId = body.session_id ?? request.headers.get('x-session-id') ?? undefined
+    const arrival = { arrivedAt: now(), startedAt: performance.now() }
+    const context = { caller, repositories, requestId, signal: clientSignal, isMetadataRequested: false, ...(sessionId === undefined ? {} : { sessionId }) }
+    const prepared = await prepareEmbeddings(service, context, body as EmbeddingsRequestBody)
+    access?.requested(prepared.request.requestedModel)
+    const recorder = createGenerationRecorder(runtime.ledger, service, { api: 'embeddings', caller, requestId, sessionId, ...arrival }, prepared.request)
+    const running = runEmbeddings(service, prepared)
+    // The ledger writes the generation (or the failure) before the answer leaves.
+    await recorder.run(running.then((answer) => ({ isStream: false as const, answer: answer.answer })))
+    const answer: EmbeddingsAnswer = await running
+    access?.whole(answer.answer)
+    return json(toEmbeddingsWire(chatCompletionId(answer.answer.result.id), answer, body.encoding_format))
+  },
+})
+
+const EMBEDDING_MODELS_PATH = '/embeddings/models'
+
+/** The catalog's embedding models, in `GET /models`'s shape and paging. */
+export const listEmbeddingModels = defineRoute({
+  method: 'GET',
+  path: EMBEDDING_MODELS_PATH,
+  auth: 'none',
+  query: EmbeddingModelsQuerySchema,
+  async handle({ request, query, runtime }) {
+    const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -EMBEDDING_MODELS_PATH.length)
+    const listQuery = { offset: query.offset, ...(query.limit === undefined ? {} : { limit: query.limit }), output_modalities: ['embeddings'] } as ListModelsQuery
+    // The catalog's own cache and ETag, as `GET /models` answers.
+    return cachedJsonReply(request, await catalogAnswers(runtime.inference).list(listQuery, basePath), 'public, max-age=60')
+  },
+})
