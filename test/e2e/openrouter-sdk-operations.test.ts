@@ -276,5 +276,24 @@ describe('presets', () => {
 
 // Guardrails: operations being built by another helper; their calls join this file when the routes exist.
 describe('guardrails', () => {
-  it.todo('guardrails.create, get, list, update, delete and the key and member assignments')
+  it('create, list, get, update, bulkAssignKeys, listGuardrailKeyAssignments, listKeyAssignments, bulkUnassignKeys, delete', async () => {
+    const items = <T>(pages: Array<{ result: { data: T[] } }>): T[] => pages.flatMap((page) => page.result.data)
+    const created = await management.guardrails.create({ createGuardrailRequest: { name: 'Operations', allowedProviders: ['openai'] } })
+    const { id } = created.data
+    expect(created.data).toMatchObject({ name: 'Operations', allowedProviders: ['openai'] })
+    expect(items(await collect(await management.guardrails.list())).map((guardrail) => guardrail.id)).toContain(id)
+    expect((await management.guardrails.get({ id })).data.name).toBe('Operations')
+    expect((await management.guardrails.update({ id, updateGuardrailRequest: { name: 'Operations v2', limitUsd: 5, resetInterval: 'monthly' } })).data).toMatchObject({
+      name: 'Operations v2',
+      limitUsd: 5,
+      resetInterval: 'monthly',
+    })
+    const { data: keyData } = await management.apiKeys.create({ requestBody: { name: 'Guarded' } })
+    expect((await management.guardrails.bulkAssignKeys({ id, bulkAssignKeysRequest: { keyHashes: [keyData.hash] } })).assignedCount).toBe(1)
+    expect(items(await collect(await management.guardrails.listGuardrailKeyAssignments({ id }))).map((assignment) => assignment.keyHash)).toEqual([keyData.hash])
+    expect(items(await collect(await management.guardrails.listKeyAssignments())).map((assignment) => assignment.keyHash)).toContain(keyData.hash)
+    expect((await management.guardrails.bulkUnassignKeys({ id, bulkUnassignKeysRequest: { keyHashes: [keyData.hash] } })).unassignedCount).toBe(1)
+    expect((await management.guardrails.delete({ id })).deleted).toBe(true)
+    await management.apiKeys.delete({ hash: keyData.hash })
+  })
 })
