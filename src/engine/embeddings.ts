@@ -14,7 +14,8 @@ import { clientError, firstServedAttempt, servedBy as toServedBy } from './fallb
 import type { InferenceRequest } from './request'
 import type { ProviderPreferences, ResponsesRequestBody } from './request.schemas'
 import { newResponseId, nowSeconds } from './response-identity'
-import { guardrailBudgetsOf, prefetchGuardrails, resolveGuardrails } from './guardrails/applicable'
+import { loadCallerScope } from './caller-scope'
+import { guardrailBudgetsOf } from './guardrails/applicable'
 import { endpointPolicyOf } from './guardrails/routing-policy'
 import { planAttempts } from './routing'
 import { WORKSPACE_GONE, type RunContext } from './run'
@@ -63,19 +64,9 @@ const isTokenInput = (input: EmbeddingsRequestBody['input']) => input.length > 0
 /** Plans an embeddings request for the caller's workspace; 400 for a model that is not an embedding model. */
 export const prepareEmbeddings = async (service: InferenceService, context: RunContext, body: EmbeddingsRequestBody): Promise<PreparedEmbeddings> => {
   const { caller, repositories, requestId } = context
-  const [workspace, byok, prefetched] = await Promise.all([
-    repositories.workspaces.get(caller.key.workspaceId),
-    repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
-    prefetchGuardrails(repositories.guardrails, {
-      accountId: caller.account.id,
-      keyHash: caller.key.hash,
-      userId: caller.key.creatorUserId,
-      workspaceId: caller.key.workspaceId,
-    }),
-  ])
+  const { workspace, credentials, guardrails } = await loadCallerScope(repositories, caller)
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
   // Guardrails hold embeddings to their models, providers and budgets as any request (docs/decisions.md, Guardrails).
-  const guardrails = await resolveGuardrails(repositories.guardrails, caller.account.id, workspace, prefetched)
   const guardrailBudgets = guardrailBudgetsOf(guardrails)
   // Parameters only some endpoints take: never dropped silently, so an endpoint must list each one used.
   const mustHonour = [
@@ -89,7 +80,7 @@ export const prepareEmbeddings = async (service: InferenceService, context: RunC
     parametersUsed: mustHonour.map(({ name }) => name),
     mustHonour,
     purpose: 'embeddings',
-    credentials: byok.credentials,
+    credentials,
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,
     policy: endpointPolicyOf(guardrails),

@@ -30,7 +30,8 @@ import type { Nesting } from './server-tools/nesting'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
-import { guardrailBudgetsOf, prefetchGuardrails, resolveGuardrails } from './guardrails/applicable'
+import { loadCallerScope } from './caller-scope'
+import { guardrailBudgetsOf } from './guardrails/applicable'
 import { guardInput, guardOutput, guardrailBlockError, withPaidUsage } from './guardrails/enforce'
 import { endpointPolicyOf } from './guardrails/routing-policy'
 import { refusedServiceMetadata } from './service-metadata'
@@ -95,20 +96,9 @@ export const prepareRequest = async (
   const { caller, repositories, requestId } = context
   const startedAt = performance.now()
   refuseUnrunPlugins(body)
-  // All keyed by the caller (its workspace, its key), so a networked store answers them in one round trip.
-  const [workspace, byok, prefetched] = await Promise.all([
-    repositories.workspaces.get(caller.key.workspaceId),
-    repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
-    prefetchGuardrails(repositories.guardrails, {
-      accountId: caller.account.id,
-      keyHash: caller.key.hash,
-      userId: caller.key.creatorUserId,
-      workspaceId: caller.key.workspaceId,
-    }),
-  ])
+  const { workspace, credentials, guardrails } = await loadCallerScope(repositories, caller)
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
-  const guardrails = await resolveGuardrails(repositories.guardrails, caller.account.id, workspace, prefetched)
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
   // Content filters run before anything else reads the input: a block costs nothing, a redaction is all that goes on.
@@ -120,8 +110,8 @@ export const prepareRequest = async (
   const guardedBody = guarded ? guarded.content : body
   // Router models (`service/auto`, …) become the concrete models they chose; fusion adds a panel of analysis models
   // before the request's own model judges (docs/decisions.md, "Plugins: routers and fusion").
-  const fusion = planFusion(service, guardedBody, byok.credentials)
-  const routed = routeWithPlugins(service, guardedBody, { workspaceId: caller.key.workspaceId, sessionId: context.sessionId, credentials: byok.credentials })
+  const fusion = planFusion(service, guardedBody, credentials)
+  const routed = routeWithPlugins(service, guardedBody, { workspaceId: caller.key.workspaceId, sessionId: context.sessionId, credentials: credentials })
   const models = fusion?.judge
     ? [...new Set([fusion.judge, ...(guardedBody.models ?? []).filter((slug) => slug !== FUSION_SLUG)])]
     : routed
@@ -145,7 +135,7 @@ export const prepareRequest = async (
           preferences: withRouteAlias(planBody),
           parametersUsed: parametersUsed(nestedBody),
           modalities: nestedBody.modalities,
-          credentials: byok.credentials,
+          credentials: credentials,
           callerKeyHash: caller.key.hash,
           callerUserId: caller.key.creatorUserId,
           policy,
@@ -162,7 +152,7 @@ export const prepareRequest = async (
         parametersUsed: parametersUsed(planBody, extensions?.values),
         modalities: planBody.modalities,
         mustHonour: [...mustHonour(honoured, extensions?.values, extensions?.fieldNames), ...(serverTools?.nativeWebSearch?.requirements ?? [])],
-        credentials: byok.credentials,
+        credentials: credentials,
         callerKeyHash: caller.key.hash,
         callerUserId: caller.key.creatorUserId,
         policy,
@@ -188,7 +178,7 @@ export const prepareRequest = async (
   if (request.serverTools?.byItemType.has(FUSION_ITEM_TYPE)) {
     // `service:fusion` consults other models from inside the loop: their runs are planned as this request's are, and
     // opened without a reservation of their own, since the tool reports their cost with the response's.
-    const reachable = new Set(routableModels(service, byok.credentials).map((candidate) => candidate.slug))
+    const reachable = new Set(routableModels(service, credentials).map((candidate) => candidate.slug))
     request.subRuns = {
       body: guardedBody,
       isReachable: (model) => reachable.has(model),

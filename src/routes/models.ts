@@ -8,7 +8,7 @@
 import { cachedJsonReply } from '../core/cached-json'
 import { NotFoundError } from '../core/errors'
 import { json, jsonTextReply } from '../core/reply'
-import { prefetchGuardrails, resolveGuardrails } from '../engine/guardrails/applicable'
+import { loadCallerScope } from '../engine/caller-scope'
 import { endpointPolicyOf } from '../engine/guardrails/routing-policy'
 import { usableModels } from '../engine/usable-models'
 import { defineRoute } from '../pipeline/route'
@@ -97,20 +97,10 @@ export const listUserModels = defineRoute({
   query: ListUserModelsQuerySchema,
   async handle({ request, query, caller, repositories, runtime }) {
     const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -USER_MODELS_PATH.length)
-    const [byok, workspace, prefetched] = await Promise.all([
-      repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
-      repositories.workspaces.get(caller.key.workspaceId),
-      prefetchGuardrails(repositories.guardrails, {
-        accountId: caller.account.id,
-        keyHash: caller.key.hash,
-        userId: caller.key.creatorUserId,
-        workspaceId: caller.key.workspaceId,
-      }),
-    ])
     // The key's guardrails narrow what it may run, as they narrow its requests' routing.
-    const guardrails = workspace ? await resolveGuardrails(repositories.guardrails, caller.account.id, workspace, prefetched) : []
+    const { credentials, guardrails } = await loadCallerScope(repositories, caller)
     const isUsable = usableModels(runtime.inference, {
-      credentials: byok.credentials,
+      credentials,
       callerKeyHash: caller.key.hash,
       callerUserId: caller.key.creatorUserId,
       policy: endpointPolicyOf(guardrails),
