@@ -8,6 +8,7 @@
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
 import { boundedJson, passThroughObject, sparseLooseObject } from '../core/validation'
+import { PluginSchema } from './plugins/schemas'
 
 // spec Limits.
 export const METADATA_MAX_PAIRS = 16
@@ -202,28 +203,7 @@ export const ProviderPreferencesSchema = v.strictObject({
 })
 export type ProviderPreferences = v.InferOutput<typeof ProviderPreferencesSchema>
 
-// ---- plugins (spec + docs/decisions.md) ----
-
-const PLUGIN_IDS = [
-  'auto-router', 'auto-beta-router', 'moderation', 'web', 'web-fetch', 'file-parser', 'response-healing',
-  'context-compression', 'pareto-router', 'fusion', 'switchyard-router',
-] as const
-
-const PluginSchema = v.variant(
-  'id',
-  [
-    passThroughObject({
-      id: v.picklist(['auto-router', 'auto-beta-router']),
-      allowed_models: v.optional(v.array(v.string())),
-      excluded_models: v.optional(v.array(v.string())),
-      cost_tier: v.optional(v.string()),
-      enabled: v.optional(v.boolean()),
-      pin_model: v.optional(v.boolean()),
-    }),
-    passThroughObject({ id: v.picklist(PLUGIN_IDS.filter((id) => id !== 'auto-router' && id !== 'auto-beta-router')), enabled: v.optional(v.boolean()) }),
-  ],
-  `must have an id among ${PLUGIN_IDS.join(', ')}`,
-)
+// ---- plugins (spec + docs/decisions.md, "Plugins"): each run plugin's schema is in src/engine/plugins/ ----
 
 // ---- text (docs/decisions.md, POST /responses) ----
 

@@ -3,6 +3,7 @@
 import type { ClientSignal } from '../core/client-signal'
 import type { GenerationAttempt } from '../repositories/generations'
 import type { RequestExtensionName, RequestExtensions } from '../providers/types'
+import type { PipelineStage, RequestPlugin } from './plugins/contract'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 import type { ServerToolPlan } from './server-tools/plan'
@@ -34,6 +35,10 @@ export interface InferenceRequest {
   attemptReports: AttemptReport[]
   /** The server tools the gateway runs for this request; absent when it has none (one turn, as always). */
   serverTools?: ServerToolPlan
+  /** The plugins this request runs, in order (src/engine/plugins/); empty when it has none. */
+  plugins: readonly RequestPlugin[]
+  /** `service_metadata.pipeline`: filled by plugins (and guardrails) as they run, in the order they ran. */
+  pipeline: PipelineStage[]
 }
 
 /** Extensions a route translated from its own wire format. */

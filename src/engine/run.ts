@@ -5,12 +5,13 @@
  */
 
 import type { ClientSignal } from '../core/client-signal'
-import { AuthenticationError, InvalidRequestError } from '../core/errors'
+import { AuthenticationError, GatewayError, isGatewayError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
 import { observeSession } from './observe'
+import { serviceMetadata } from './service-metadata'
 import type { InferenceRequest, RouteExtensions } from './request'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
@@ -21,6 +22,8 @@ import { answerWhole } from './whole'
 import { planServerTools } from './server-tools/plan'
 import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
+import { afterWhole, observedByPlugins, runBeforeAttempts } from './plugins/apply'
+import { planPlugins } from './plugins/registry'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
 export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
@@ -47,16 +50,6 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
 }
 
 /**
- * The spec's plugin ids validate, but this gateway runs none of them yet: an enabled one is refused by name rather
- * than accepted without effect (a disabled one asks for nothing).
- */
-const refuseUnrunPlugins = (body: ResponsesRequestBody): void => {
-  const index = body.plugins?.findIndex((plugin) => plugin.enabled !== false) ?? -1
-  if (index < 0) return
-  throw new InvalidRequestError(`body.plugins.${index}: the "${body.plugins![index]!.id}" plugin is not run by this gateway yet; leave it out or set enabled: false`)
-}
-
-/**
  * Plans the attempts of a request (routing, BYOK keys) from the caller's workspace. `extensions` are the settings
  * a route's own wire format adds to the body (Chat Completions `stop`, …).
  */
@@ -67,7 +60,7 @@ export const prepareRequest = async (
   extensions?: RouteExtensions,
 ): Promise<InferenceRequest> => {
   const { caller, repositories, requestId } = context
-  refuseUnrunPlugins(body)
+  const plugins = planPlugins(service, body)
   // Both keyed by the caller's workspace, so a networked store answers them in one round trip, not two.
   const [workspace, byok] = await Promise.all([
     repositories.workspaces.get(caller.key.workspaceId),
@@ -102,16 +95,20 @@ export const prepareRequest = async (
     ...(extensions ? { extensions: extensions.values } : {}),
     attemptReports: [],
     ...(serverTools ? { serverTools } : {}),
+    plugins,
+    pipeline: [],
   }
 }
 
 /** A whole answer: one turn, or the server-tool loop's turns. */
-const answerTurns = (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> =>
-  request.serverTools ? answerWithServerTools(service, request, request.serverTools) : answerWhole(service, request)
+const answerTurns = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => {
+  const answer = await (request.serverTools ? answerWithServerTools(service, request, request.serverTools) : answerWhole(service, request))
+  return request.plugins.length === 0 ? answer : { ...answer, result: afterWhole(answer.result, request) }
+}
 
 /** A streamed answer: one turn's session, or the server-tool loop's over its turns. */
-const openTurns = (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> =>
-  request.serverTools ? openServerToolSession(service, request, request.serverTools) : openSession(service, request)
+const openTurns = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> =>
+  observedByPlugins(await (request.serverTools ? openServerToolSession(service, request, request.serverTools) : openSession(service, request)), request)
 
 /**
  * Opens a prepared streamed request: its spend reserved first (402 when a limit would be passed, before
@@ -141,8 +138,32 @@ const answerRunWhole = async (service: InferenceService, request: InferenceReque
   }
 }
 
-/** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */
-export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> =>
-  request.body.stream
+/**
+ * The plugins' work before the attempts. A plugin's refusal (moderation's 403) carries the metadata pipeline when
+ * the caller asked for it, so the stage that refused is visible.
+ */
+const runPluginsBeforeAttempts = async (service: InferenceService, request: InferenceRequest): Promise<void> => {
+  const startedAt = performance.now()
+  try {
+    await runBeforeAttempts(request)
+  } catch (error) {
+    if (!isGatewayError(error) || !request.isMetadataRequested || error.extraBody) throw error
+    throw new GatewayError(error.status, error.message, {
+      ...(error.metadata ? { metadata: error.metadata } : {}),
+      ...(error.headers ? { headers: error.headers } : {}),
+      extraBody: { service_metadata: serviceMetadata(service, request, null, 0, startedAt) },
+      cause: error,
+    })
+  }
+}
+
+/**
+ * Runs a prepared request, its plugins' work before the attempts first; rejects with the client's error before any
+ * answer, or `ClientClosedError`.
+ */
+export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> => {
+  await runPluginsBeforeAttempts(service, request)
+  return request.body.stream
     ? { isStream: true, session: await openRunSession(service, request) }
     : { isStream: false, answer: await answerRunWhole(service, request) }
+}

@@ -22,7 +22,7 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
     endpoints: { available, total: available.length },
     generation_time: Math.round(performance.now() - startedAt),
     is_byok: served?.attempt.credential != null,
-    pipeline: [],
+    pipeline: request.pipeline,
     region: service.region,
     requested: request.requestedModel,
     strategy: strategyOf(served, request),

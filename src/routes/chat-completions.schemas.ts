@@ -7,6 +7,7 @@
 
 import * as v from 'valibot'
 import { boundedJson, sparseLooseObject } from '../core/validation'
+import { PluginSchema } from '../engine/plugins/schemas'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -214,7 +215,8 @@ export const ChatCompletionsRequestSchema = v.pipe(
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
     session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
-    plugins: emptyList('plugins are not run by this gateway yet'),
+    // Checked as on /responses; the engine refuses by name a plugin it does not run (src/engine/plugins/registry.ts).
+    plugins: v.optional(v.nullable(v.array(PluginSchema))),
     transforms: emptyList('prompt transforms are not run by this gateway yet'),
     metadata: v.optional(v.nullable(MetadataSchema)),
     // OpenRouter's image output; `audio` (its third modality) fails the schema, naming the values it takes.

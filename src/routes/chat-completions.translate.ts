@@ -85,6 +85,7 @@ export const toEngineRequest = (body: ChatCompletionsRequest): ResponsesRequestB
     user: body.user,
     session_id: body.session_id,
     provider: body.provider,
+    plugins: body.plugins,
     metadata: body.metadata,
     modalities: body.modalities,
     image_config: body.image_config,

@@ -99,6 +99,7 @@ export const toEngineRequest = (body: MessagesRequest): ResponsesRequestBody => 
       user: body.metadata?.user_id,
       session_id: body.session_id,
       provider: body.provider,
+      plugins: body.plugins,
       modalities: body.modalities,
       image_config: body.image_config,
     }),
