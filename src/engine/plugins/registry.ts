@@ -9,6 +9,7 @@ import { InvalidRequestError } from '../../core/errors'
 import type { ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
 import type { PluginDefinition, RequestPlugin } from './contract'
+import { contextCompression } from './context-compression'
 import { responseHealing } from './response-healing'
 import type { PluginId, PluginSettings } from './schemas'
 
@@ -18,10 +19,14 @@ type AnyDefinition = PluginDefinition<any>
 
 const PLUGINS: Partial<Record<PluginId, AnyDefinition>> = {
   'response-healing': responseHealing,
+  'context-compression': contextCompression,
 }
 
 /** Plugins that run unless the request turns them off, with the settings they run with when not listed. */
-const IMPLICIT: Partial<Record<PluginId, PluginSettings>> = {}
+const IMPLICIT: Partial<Record<PluginId, PluginSettings>> = {
+  // On by default for small contexts (OpenRouter's rule); context-compression.ts decides per endpoint.
+  'context-compression': { id: 'context-compression' },
+}
 
 /** The plugin ids this gateway runs. */
 export const runPluginIds = (): string[] => Object.keys(PLUGINS)
