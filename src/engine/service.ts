@@ -17,6 +17,7 @@ import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBu
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from './transport'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
 import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
+import { createPluginSettings, type PluginOptions, type PluginSettings } from './plugins/settings'
 
 export interface UpstreamOptions {
   connectTimeoutMs?: number
@@ -71,6 +72,8 @@ export interface InferenceService {
   readonly logger: Logger
   /** What the server tools the gateway runs may do and reach (web fetch limits, search engines). */
   readonly serverTools: ServerToolSettings
+  /** What plugins use: the moderation API, PDF limits and OCR backends. */
+  readonly plugins: PluginSettings
 }
 
 const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
@@ -148,12 +151,14 @@ export interface InferenceServiceOptions {
   now?: () => Date
   logger: Logger
   serverTools?: ServerToolOptions
+  plugins?: PluginOptions
 }
 
 export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
   const now = options.now ? () => options.now!().getTime() : Date.now
+  const providers = createProviderRegistry(options.providers ?? {}, options.adapters)
   return Object.freeze({
-    providers: createProviderRegistry(options.providers ?? {}, options.adapters),
+    providers,
     models: createModelCatalog(applyPriceOverrides(mergeModels(options.models), options.prices ?? [], 'options.prices')),
     transport: options.transport ?? fetchTransport(),
     timeouts: upstreamTimeouts(options.upstream),
@@ -172,5 +177,6 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     now,
     logger: options.logger,
     serverTools: createServerToolSettings(options.serverTools, options.upstreamGuard),
+    plugins: createPluginSettings(options.plugins, providers),
   })
 }

@@ -8,6 +8,7 @@ import type { ModelEntry } from '../engine/models'
 import { PriceOverridesSchema } from '../engine/prices.schemas'
 import { isPriceSourceUrl } from '../engine/price-refresh'
 import type { UpstreamTransport } from '../engine/transport'
+import type { PdfOcrBackend } from '../engine/plugins/settings'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
 import type { ProviderAdapter } from '../providers/contract'
@@ -118,6 +119,27 @@ export const WebSearchOptionsSchema = v.strictObject({
 export const ServerToolOptionsSchema = v.strictObject({
   webFetch: v.optional(WebFetchOptionsSchema),
   webSearch: v.optional(WebSearchOptionsSchema),
+})
+
+const OcrBackendSchema = v.custom<PdfOcrBackend>((value) => typeof value === 'function', 'must be a function (pdf, context) => Promise<{pages}>')
+
+/** Plugins' settings: the moderation API, and how the file parser reads PDFs (docs/decisions.md, Plugins). */
+export const PluginOptionsSchema = v.strictObject({
+  moderation: v.optional(
+    v.strictObject({
+      baseURL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+      apiKey: v.pipe(v.string(), v.minLength(1)),
+      model: v.optional(v.pipe(v.string(), v.minLength(1))),
+      providerName: v.optional(v.pipe(v.string(), v.minLength(1))),
+    }),
+  ),
+  fileParser: v.optional(
+    v.strictObject({
+      maxBytes: v.optional(ByteLimitSchema),
+      maxPages: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000))),
+      ocr: v.optional(v.strictObject({ 'mistral-ocr': v.optional(OcrBackendSchema), 'cloudflare-ai': v.optional(OcrBackendSchema) })),
+    }),
+  ),
 })
 
 /** Upstream attempts per request, the retry budget per gateway, the longest `Retry-After` passed on. */
@@ -250,6 +272,8 @@ export const GatewayOptionsSchema = v.strictObject({
   upstreamGuard: v.optional(UpstreamGuardOptionsSchema),
   /** Server tools: `webFetch` limits and guard, `webSearch` engines (docs/decisions.md, Server tools). */
   serverTools: v.optional(ServerToolOptionsSchema),
+  /** Plugins: `moderation` (the moderation API; the `openai` provider's key when absent) and `fileParser` (PDF caps, OCR backends). */
+  plugins: v.optional(PluginOptionsSchema),
   /**
    * How many upstream attempts a request may make: `maxAttempts` per request (default 3), a retry `budget` per
    * gateway (`false` for none), and the most `Retry-After` seconds passed on to callers.

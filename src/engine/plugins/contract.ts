@@ -34,6 +34,8 @@ export interface PluginRequest {
   body: ResponsesRequestBody
   attempts: Attempt[]
   readonly requestId: string
+  /** The first model asked for (`model_slug` in moderation's 403). */
+  readonly requestedModel: string
   readonly pipeline: PipelineStage[]
 }
 

@@ -10,6 +10,7 @@ import type { ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
 import type { PluginDefinition, RequestPlugin } from './contract'
 import { contextCompression } from './context-compression'
+import { moderation } from './moderation'
 import { responseHealing } from './response-healing'
 import type { PluginId, PluginSettings } from './schemas'
 
@@ -20,6 +21,7 @@ type AnyDefinition = PluginDefinition<any>
 const PLUGINS: Partial<Record<PluginId, AnyDefinition>> = {
   'response-healing': responseHealing,
   'context-compression': contextCompression,
+  moderation,
 }
 
 /** Plugins that run unless the request turns them off, with the settings they run with when not listed. */
@@ -53,5 +55,6 @@ export const planPlugins = (service: InferenceService, body: ResponsesRequestBod
     const plugin = PLUGINS[id]!.create(settings, { ...context, where: 'body.plugins' })
     if (plugin) plugins.push(plugin)
   }
-  return plugins
+  // Moderation first, whatever its place in the list: no other plugin sends the text anywhere before it is checked.
+  return plugins.sort((left, right) => Number(right.id === 'moderation') - Number(left.id === 'moderation'))
 }
