@@ -10,6 +10,7 @@ import type { ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
 import type { PluginDefinition, RequestPlugin } from './contract'
 import { contextCompression } from './context-compression'
+import { fileParser } from './file-parser'
 import { moderation } from './moderation'
 import { responseHealing } from './response-healing'
 import type { PluginId, PluginSettings } from './schemas'
@@ -22,6 +23,7 @@ const PLUGINS: Partial<Record<PluginId, AnyDefinition>> = {
   'response-healing': responseHealing,
   'context-compression': contextCompression,
   moderation,
+  'file-parser': fileParser,
 }
 
 /** Plugins that run unless the request turns them off, with the settings they run with when not listed. */

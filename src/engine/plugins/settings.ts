@@ -19,7 +19,7 @@ export interface ModerationOptions {
 }
 
 /** An OCR service for the file-parser's `mistral-ocr` and `cloudflare-ai` engines: a PDF in, each page's text out. */
-export type PdfOcrBackend = (pdf: Uint8Array, context: { filename: string | undefined; signal: AbortSignal }) => Promise<{ pages: string[]; cost?: number }>
+export type PdfOcrBackend = (pdf: Uint8Array, context: { filename: string | undefined; signal: AbortSignal }) => Promise<{ pages: string[] }>
 
 export interface FileParserOptions {
   /** Bytes of one PDF read at most (default 10 MiB); a larger file is refused. */
