@@ -13,6 +13,8 @@ import { contextCompression } from './context-compression'
 import { fileParser } from './file-parser'
 import { moderation } from './moderation'
 import { responseHealing } from './response-healing'
+import { web } from './web'
+import { webFetch } from './web-fetch'
 import type { PluginId, PluginSettings } from './schemas'
 
 // Settings are validated by their own schema (schemas.ts) before a definition sees them.
@@ -24,6 +26,8 @@ const PLUGINS: Partial<Record<PluginId, AnyDefinition>> = {
   'context-compression': contextCompression,
   moderation,
   'file-parser': fileParser,
+  web,
+  'web-fetch': webFetch,
 }
 
 /** Plugins that run unless the request turns them off, with the settings they run with when not listed. */

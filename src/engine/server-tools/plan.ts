@@ -40,7 +40,7 @@ export const parseTool = <S extends v.GenericSchema<unknown, unknown>>(schema: S
 const SERVER_TOOLS: Record<string, ToolBuilder> = {
   'service:datetime': (tool, index) => datetimeTool(parseTool(DatetimeToolSchema, tool, index)),
   'service:web_fetch': (tool, index) => webFetchTool(parseTool(WebFetchToolSchema, tool, index)),
-  'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), index, service),
+  'service:web_search': (tool, index, service) => webSearchTool(parseTool(WebSearchToolSchema, tool, index), { where: `body.tools.${index}`, prefix: 'parameters.', label: 'service:web_search' }, service),
 }
 
 export const SERVER_TOOL_PREFIX = 'service:'
