@@ -46,6 +46,7 @@ export type { ProviderConfig } from './engine/providers'
 export type { ModelEntry, ModelEndpoint, EndpointPricing, Modality } from './engine/models'
 export type { PriceOverride, PriceDocument } from './engine/prices.schemas'
 export type { PriceSourceOptions, PriceReloadResult } from './engine/price-refresh'
+export type { PdfOcrBackend } from './engine/plugins/settings'
 export { BUILT_IN_MODELS } from './engine/models'
 export { BUILT_IN_PROVIDERS, type ProviderApi, type ProviderDescriptor } from './providers/catalog'
 export {

@@ -8,6 +8,7 @@
 import * as v from 'valibot'
 import { boundedJson, sparseLooseObject } from '../core/validation'
 import { PluginSchema } from '../engine/plugins/schemas'
+import { TransformsSchema } from './transforms.translate'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -179,9 +180,6 @@ const LogitBiasSchema = v.record(
   ),
 )
 
-const emptyList = (reason: string) =>
-  v.optional(v.nullable(v.pipe(v.array(v.unknown()), v.maxLength(0, `is not supported: ${reason}`))))
-
 export const ChatCompletionsRequestSchema = v.pipe(
   sparseLooseObject({
     model: v.optional(ModelSlugSchema),
@@ -217,7 +215,7 @@ export const ChatCompletionsRequestSchema = v.pipe(
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
     // Checked as on /responses; the engine refuses by name a plugin it does not run (src/engine/plugins/registry.ts).
     plugins: v.optional(v.nullable(v.array(PluginSchema))),
-    transforms: emptyList('prompt transforms are not run by this gateway yet'),
+    transforms: TransformsSchema,
     metadata: v.optional(v.nullable(MetadataSchema)),
     // OpenRouter's image output; `audio` (its third modality) fails the schema, naming the values it takes.
     modalities: v.optional(v.nullable(ModalitiesSchema)),

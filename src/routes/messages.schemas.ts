@@ -8,6 +8,7 @@
 import * as v from 'valibot'
 import { boundedJson } from '../core/validation'
 import { PluginSchema } from '../engine/plugins/schemas'
+import { TransformsSchema } from './transforms.translate'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -216,7 +217,7 @@ export const MessagesRequestSchema = v.pipe(
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
     // Checked as on /responses; the engine refuses by name a plugin it does not run (src/engine/plugins/registry.ts).
     plugins: v.optional(v.nullable(v.array(PluginSchema))),
-    transforms: emptyList('prompt transforms are not run by this gateway yet'),
+    transforms: TransformsSchema,
     // Image output as on /chat/completions: the answer's images come back as image blocks.
     modalities: v.optional(v.nullable(ModalitiesSchema)),
     image_config: v.optional(v.nullable(ImageConfigSchema)),

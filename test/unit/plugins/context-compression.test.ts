@@ -163,3 +163,27 @@ describe('middle-out', () => {
     expect(other.count('hello world, how are you?')).toBeGreaterThan(counter.count('hello world, how are you?'))
   })
 })
+
+describe('transforms on /chat/completions and /messages (OpenRouter’s older switch)', () => {
+  const chatOf = (count: number) => conversation(count).map(({ role, content }) => ({ role, content }))
+
+  it('["middle-out"] compresses on any endpoint; [] turns the default for small contexts off', async () => {
+    const { small } = await serve(9_000, ['ok', 'ok', 'ok'])
+    const call = (body: Record<string, unknown>, path = '/chat/completions') =>
+      testGateway!.call('POST', path, { key: testGateway!.regularKey, json: { model: 'test/small', ...body }, ...METADATA })
+    // 9,000 tokens of context: over the default's 8k, so only the transform compresses; a prompt bigger than it.
+    const response = await call({ messages: chatOf(120), transforms: ['middle-out'] })
+    const body = await response.json()
+    expect(response.status, JSON.stringify(body)).toBe(200)
+    expect((small.lastCall!.input as unknown[]).length).toBeLessThan(120)
+    expect(body.service_metadata.pipeline[0].data).toMatchObject({ compressed: true, provider: 'small' })
+    const messages = await call({ messages: chatOf(120), max_tokens: 100, transforms: ['middle-out'] }, '/messages')
+    expect(messages.status, await messages.clone().text()).toBe(200)
+    expect((small.lastCall!.input as unknown[]).length).toBeLessThan(120)
+    await testGateway!.close()
+    const tiny = await serve(1_724)
+    const off = await testGateway!.call('POST', '/chat/completions', { key: testGateway!.regularKey, json: { model: 'test/small', messages: chatOf(15), transforms: [] } })
+    expect(off.status).toBe(200)
+    expect(tiny.small.lastCall!.input).toHaveLength(15)
+  })
+})

@@ -366,7 +366,7 @@ describe('POST /chat/completions, refusals', () => {
     ['a logit bias beyond 100', { logit_bias: { '50256': -101 } }, 'body.logit_bias.50256: values must be at least -100'],
     ['a logit bias keyed by a word', { logit_bias: { hello: 5 } }, 'body.logit_bias.hello: keys must be token ids (digits)'],
     ['a plugin field no plugin has', { plugins: [{ id: 'response-healing', strict: true }] }, 'body.plugins.0.strict: unknown field'],
-    ['transforms', { transforms: ['middle-out'] }, 'body.transforms: is not supported: prompt transforms are not run by this gateway yet'],
+    ['a transform other than middle-out', { transforms: ['summarize'] }, 'body.transforms.0: must be "middle-out", the only transform'],
     ['two token limits that disagree', { max_tokens: 5, max_completion_tokens: 6 }, 'body: max_tokens and max_completion_tokens disagree: send one of them'],
     ['two efforts that disagree', { reasoning: { effort: 'low' }, reasoning_effort: 'high' }, 'body: reasoning.effort and reasoning_effort disagree: send one of them'],
     ['a non-function tool', { tools: [{ type: 'web_search' }] }, 'body.tools.0.type: must be "function": only function tools are supported'],
