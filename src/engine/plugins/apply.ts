@@ -5,6 +5,7 @@
 
 import type { ClientSignal } from '../../core/client-signal'
 import type { UpstreamCall } from '../../providers/contract'
+import { ClientClosedError } from '../attempts'
 import { observeSession } from '../observe'
 import type { InferenceRequest } from '../request'
 import type { Attempt } from '../routing'
@@ -26,6 +27,10 @@ export const runBeforeAttempts = async (request: InferenceRequest): Promise<void
   const { signal, release } = abortSignalOf(request.signal)
   try {
     for (const plugin of hooks) await plugin.beforeAttempts!(request, signal)
+  } catch (error) {
+    // Whatever a plugin was doing when the client left, the request ends as every other does then.
+    if (request.signal.aborted) throw new ClientClosedError()
+    throw error
   } finally {
     release()
   }

@@ -10,7 +10,7 @@ import type { Attempt } from '../routing'
 import type { ContextCompressionPluginSettings } from './context-compression.schema'
 import { recordStage, type PluginDefinition, type PluginRequest, type RequestPlugin } from './contract'
 import { middleOut } from './middle-out'
-import { loadTokenCounter, type TokenCounter } from './token-count'
+import { OTHER_FAMILY_FACTOR, TOKENS_PER_ATTACHMENT, TOKENS_PER_MESSAGE, loadTokenCounter, type TokenCounter } from './token-count'
 
 const ID = 'context-compression'
 
@@ -35,6 +35,18 @@ const answerReserve = (call: UpstreamCall, attempt: Attempt) => {
   return Math.min(reserve, Math.floor(contextLength / 2))
 }
 
+/** Tokens `items` cannot exceed: each UTF-16 unit is at most 3 UTF-8 bytes, each token at least one byte; attachments at their flat rate. */
+const upperBound = (items: InputItem[], isOpenAi: boolean) => {
+  const factor = isOpenAi ? 1 : OTHER_FAMILY_FACTOR
+  let bound = 0
+  for (const item of items) {
+    const content = (item as { content?: unknown }).content
+    const attachments = Array.isArray(content) ? content.filter((part: { text?: unknown; refusal?: unknown }) => typeof part.text !== 'string' && typeof part.refusal !== 'string').length : 0
+    bound += TOKENS_PER_MESSAGE + attachments * TOKENS_PER_ATTACHMENT + JSON.stringify(item).length * 3 * factor
+  }
+  return bound
+}
+
 const asItems = (input: UpstreamCall['request']['input']): InputItem[] => (typeof input === 'string' ? [{ role: 'user', content: input } as InputItem] : input)
 
 export const contextCompression: PluginDefinition<ContextCompressionPluginSettings> = {
@@ -43,6 +55,11 @@ export const contextCompression: PluginDefinition<ContextCompressionPluginSettin
     const isListed = settings.enabled === true || (settings.enabled === undefined && (body.plugins ?? []).some((plugin) => plugin.id === ID))
     const applies = (attempt: Attempt) => isListed || attempt.endpoint.contextLength <= DEFAULT_ON_MAX_CONTEXT
     const counters = new Map<boolean, TokenCounter>()
+    // By family: the same item counts differently for an OpenAI endpoint and for another.
+    const caches = new Map<boolean, WeakMap<object, number>>([
+      [true, new WeakMap()],
+      [false, new WeakMap()],
+    ])
     return {
       id: ID,
       async beforeAttempts(request) {
@@ -53,7 +70,8 @@ export const contextCompression: PluginDefinition<ContextCompressionPluginSettin
         }
       },
       forAttempt(call: UpstreamCall, attempt: Attempt, request: PluginRequest): UpstreamCall {
-        const counter = counters.get(isOpenAiFamily(attempt))
+        const family = isOpenAiFamily(attempt)
+        const counter = counters.get(family)
         if (!applies(attempt) || !counter) return call
         const { contextLength } = attempt.endpoint
         const fixed =
@@ -62,7 +80,10 @@ export const contextCompression: PluginDefinition<ContextCompressionPluginSettin
         const maxInputTokens = Math.max(0, contextLength - reserve - fixed)
         const maxMessages = attempt.provider.descriptor.api === 'anthropic-messages' ? ANTHROPIC_MAX_MESSAGES : undefined
         const items = asItems(call.request.input)
-        const result = middleOut(items, { maxInputTokens, ...(maxMessages ? { maxMessages } : {}) }, counter)
+        // Most prompts are far below the context: a token is at least one UTF-8 byte, so an upper bound from the
+        // text's length spares counting them (a listed plugin counts anyway, to report the prompt's size).
+        if (!isListed && maxMessages === undefined && upperBound(items, family) <= maxInputTokens) return call
+        const result = middleOut(items, { maxInputTokens, ...(maxMessages ? { maxMessages } : {}) }, counter, caches.get(family))
         const where = { provider: attempt.provider.descriptor.id, model: attempt.model.slug, context_length: contextLength }
         if (result.input === items) {
           if (isListed) recordStage(request, ID, `the prompt fits ${attempt.model.slug} via ${where.provider} (${result.tokensBefore + fixed} of ${contextLength - reserve} tokens)`, { ...where, engine: 'middle-out', compressed: false, prompt_tokens: result.tokensBefore + fixed })

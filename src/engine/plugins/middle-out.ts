@@ -63,10 +63,14 @@ const isMessage = (item: InputItem) => {
 }
 
 /** Items cut into turns: each message starts one; calls, their results and reasoning join the turn before them. */
-const turnsOf = (input: InputItem[], counter: TokenCounter): Turn[] => {
+const turnsOf = (input: InputItem[], counter: TokenCounter, cache: WeakMap<object, number> | undefined): Turn[] => {
   const turns: Turn[] = []
   for (const item of input) {
-    const tokens = itemTokens(item, counter)
+    let tokens = cache?.get(item)
+    if (tokens === undefined) {
+      tokens = itemTokens(item, counter)
+      cache?.set(item, tokens)
+    }
     const last = turns.at(-1)
     if (last && !isMessage(item)) {
       last.items.push(item)
@@ -142,9 +146,12 @@ const truncateTexts = (turns: Turn[], excess: number, counter: TokenCounter): nu
   return truncated
 }
 
-/** The input compressed to fit `limits`; the same items when they already fit. */
-export const middleOut = (input: InputItem[], limits: MiddleOutLimits, counter: TokenCounter): MiddleOutResult => {
-  const original = turnsOf(input, counter)
+/**
+ * The input compressed to fit `limits`; the same items when they already fit. `cache` keeps each item's count
+ * across the attempts and turns of one request (its items are the same objects every time).
+ */
+export const middleOut = (input: InputItem[], limits: MiddleOutLimits, counter: TokenCounter, cache?: WeakMap<object, number>): MiddleOutResult => {
+  const original = turnsOf(input, counter, cache)
   const tokensBefore = sum(original)
   let turns = limits.maxMessages === undefined ? original : withinMessageCount(original, limits.maxMessages)
   let total = sum(turns)
