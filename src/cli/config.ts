@@ -14,6 +14,7 @@ import {
   InternHistoryOptionsSchema,
   InternProvisioningOptionsSchema,
   OutlierDetectionOptionsSchema,
+  PluginOptionsSchema,
   RetryOptionsSchema,
   TrustedHostHeaderSchema,
   UpstreamGuardOptionsSchema,
@@ -109,6 +110,13 @@ export const RunnerConfigSchema = v.strictObject({
       webSearch: v.optional(WebSearchOptionsSchema),
     }),
   ),
+  /** Plugins' settings (see `createGateway`'s `plugins`); OCR backends are functions, so not here; config file only. */
+  plugins: v.optional(
+    v.strictObject({
+      moderation: PluginOptionsSchema.entries.moderation,
+      fileParser: v.optional(v.omit(v.unwrap(PluginOptionsSchema.entries.fileParser), ['ocr'])),
+    }),
+  ),
   // Config file only, each as `createGateway`'s option of the same name.
   retry: v.optional(RetryOptionsSchema),
   outlierDetection: v.optional(OutlierDetectionOptionsSchema),
@@ -126,6 +134,7 @@ export const GATEWAY_PASS_THROUGH = [
   'upstream',
   'upstreamGuard',
   'serverTools',
+  'plugins',
   'retry',
   'outlierDetection',
   'internHistory',

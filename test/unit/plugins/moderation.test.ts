@@ -110,6 +110,20 @@ describe('moderation', () => {
     expect(model.calls).toHaveLength(0)
   })
 
+  it('refuses a flagged /messages request in Anthropic’s error shape', async () => {
+    const model = await serve()
+    const response = await testGateway!.call('POST', '/messages', {
+      key: testGateway!.regularKey,
+      json: { max_tokens: 100, messages: [{ role: 'user', content: [{ type: 'text', text: THREAT }] }], plugins: MODERATION },
+    })
+    expect(response.status).toBe(403)
+    expect(await response.json()).toEqual({
+      type: 'error',
+      error: { type: 'permission_error', message: 'Your input was flagged by moderation for harassment, harassment/threatening, violence' },
+    })
+    expect(model.calls).toHaveLength(0)
+  })
+
   it('uses the openai provider’s shared key when no moderation API is configured', async () => {
     await serve(null, { openai: { baseURL: `${api.url}/v1`, apiKey: 'sk-openai-shared-2b4d6f8a0c1e3a5c' } })
     const response = await testGateway!.responses({ input: 'Hi', plugins: MODERATION })
