@@ -6,7 +6,6 @@
 import type { ClientSignal } from '../../core/client-signal'
 import type { UpstreamCall } from '../../providers/contract'
 import { ClientClosedError } from '../attempts'
-import { observeSession } from '../observe'
 import type { InferenceRequest } from '../request'
 import type { Attempt } from '../routing'
 import type { ResponseResult, ResponseSession } from '../session-events'
@@ -48,9 +47,21 @@ export const afterWhole = (result: ResponseResult, request: InferenceRequest): R
 export const observedByPlugins = (session: ResponseSession, request: InferenceRequest): ResponseSession => {
   const watchers = request.plugins.filter((plugin) => plugin.onStreamEvent)
   if (watchers.length === 0) return session
-  return observeSession(session, {
-    onEvent(event) {
-      for (const plugin of watchers) plugin.onStreamEvent!(event, request)
-    },
-  })
+  return {
+    request: session.request,
+    overheadMs: session.overheadMs,
+    start: (sink) =>
+      session.start({
+        write(event) {
+          let isReady = true
+          for (const plugin of watchers) {
+            for (const before of plugin.onStreamEvent!(event, request) ?? []) isReady = sink.write(before) && isReady
+          }
+          return sink.write(event) && isReady
+        },
+        ready: () => sink.ready(),
+        close: () => sink.close(),
+        fail: (error) => sink.fail(error),
+      }),
+  }
 }

@@ -63,8 +63,11 @@ export interface RequestPlugin {
   forAttempt?(call: UpstreamCall, attempt: Attempt, request: PluginRequest): UpstreamCall
   /** A whole answer's result, before it is billed and returned. */
   afterWhole?(result: ResponseResult, request: PluginRequest): ResponseResult
-  /** A streamed answer's events on their way to the writer; may change an event in place. */
-  onStreamEvent?(event: SessionEvent, request: PluginRequest): void
+  /**
+   * A streamed answer's events on their way to the writer: may change an event in place, and returns the events
+   * to write before it (an annotation's `added` event before its text's `done`), if any.
+   */
+  onStreamEvent?(event: SessionEvent, request: PluginRequest): readonly SessionEvent[] | void
 }
 
 /** A plugin id this gateway runs: its settings' schema lives in `<id>.schema.ts`, so request.schemas.ts can import it. */

@@ -79,11 +79,26 @@ const annotatedPart = <P extends { type: string }>(part: P, findings: WebFinding
 }
 
 /**
- * A streamed answer's event with the same: citations on the finished text parts, items and response (the
- * `annotation.added` events a server tool's loop sends are not added), the usage priced. Changed in place.
+ * A streamed answer's event with the same: citations on the finished text parts, items and response (changed in
+ * place), announced by `annotation.added` events before each text's `done` (returned), the usage priced.
  */
-export const addWebFindings = (event: SessionEvent, findings: WebFindings): void => {
+export const addWebFindings = (event: SessionEvent, findings: WebFindings): SessionEvent[] | void => {
   switch (event.type) {
+    case 'response.output_text.done': {
+      // Announced as OpenAI's own web search does, before the text's end; the part and item below carry them too.
+      const citations = citationsIn(event.text, findings.sources)
+      return citations.map((annotation, index) => ({
+        type: 'relayed',
+        event: {
+          type: 'response.output_text.annotation.added',
+          item_id: event.item_id,
+          output_index: event.output_index,
+          content_index: event.content_index,
+          annotation_index: index,
+          annotation,
+        },
+      }))
+    }
     case 'response.content_part.done': {
       const part = annotatedPart(event.part, findings)
       if (part === event.part) return

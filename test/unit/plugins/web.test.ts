@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { HostResolver } from '../../../src/core/upstream-guard'
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type TestGateway } from '../../../src/testing'
 import { undiciTransport, type UndiciTransport } from '../../../src/transport/undici'
+import { assertValidEventSequence } from '../../helpers/stream-events'
 import { startUpstream, type Upstream } from '../../helpers/upstream'
 
 const SEARXNG_ANSWER = readFileSync(join(__dirname, '../../fixtures/search/searxng-search.json'), 'utf8')
@@ -99,6 +100,11 @@ describe('web plugin', () => {
     )
     expect(systemMessage(model)!.content).toMatch(/^Fresh results \(\d{4}-\d{2}-\d{2}\):\n\nResults for "tides in brest"/)
     expect(systemMessage(model)!.content).not.toContain('forum.example.com')
+    assertValidEventSequence(events)
+    const added = events.filter((event) => event.type === 'response.output_text.annotation.added')
+    expect(added.map((event) => [event.output_index, event.content_index, event.annotation_index, event.annotation.url])).toEqual([[0, 0, 0, 'https://tides.example.org/brest']])
+    // Announced before the text's end, as OpenAI's own web search does.
+    expect(events.indexOf(added[0]!)).toBeLessThan(events.findIndex((event) => event.type === 'response.output_text.done'))
     const done = events.find((event) => event.type === 'response.content_part.done')!
     expect(done.part.annotations.map((annotation: { url: string }) => annotation.url)).toEqual(['https://tides.example.org/brest'])
     const completed = events.at(-1)!.response
