@@ -7,7 +7,7 @@
 
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { middleOut } from '../../../src/engine/plugins/middle-out'
-import { loadTokenCounter, type TokenCounter } from '../../../src/engine/plugins/token-count'
+import { PIECE_CHARACTERS, loadTokenCounter, piecesOf, type TokenCounter } from '../../../src/engine/plugins/token-count'
 import type { InputItem } from '../../../src/providers/types'
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type TestGateway } from '../../../src/testing'
 
@@ -156,6 +156,17 @@ describe('middle-out', () => {
     const result = middleOut(input, { maxInputTokens: 100 }, counter)
     expect(result.input).toBe(input)
     expect(result).toMatchObject({ droppedMessages: 0, truncatedMessages: 0, fits: true })
+  })
+
+  it('counts a long run without spaces in pieces, so no prompt makes the count spin; normal text is cut at spaces', () => {
+    const run = 'x'.repeat(900_000)
+    expect(counter.count(run)).toBe(112_500)
+    const cut = counter.truncateMiddle(run, 1_000)
+    expect(cut.startsWith('x'.repeat(100))).toBe(true)
+    expect(cut).toContain('tokens removed to fit the context window')
+    const prose = 'The tide comes in twice a day. '.repeat(100)
+    expect(piecesOf(prose).every((piece) => piece.endsWith(' ') && piece.length <= PIECE_CHARACTERS)).toBe(true)
+    expect(piecesOf(prose).join('')).toBe(prose)
   })
 
   it('estimates other families above the o200k count', async () => {
