@@ -15,6 +15,7 @@ import {
   InternProvisioningOptionsSchema,
   OutlierDetectionOptionsSchema,
   RouterOptionsSchema,
+  PluginOptionsSchema,
   RetryOptionsSchema,
   TrustedHostHeaderSchema,
   UpstreamGuardOptionsSchema,
@@ -110,6 +111,13 @@ export const RunnerConfigSchema = v.strictObject({
       webSearch: v.optional(WebSearchOptionsSchema),
     }),
   ),
+  /** Plugins' settings (see `createGateway`'s `plugins`); OCR backends are functions, so not here; config file only. */
+  plugins: v.optional(
+    v.strictObject({
+      moderation: PluginOptionsSchema.entries.moderation,
+      fileParser: v.optional(v.omit(v.unwrap(PluginOptionsSchema.entries.fileParser), ['ocr'])),
+    }),
+  ),
   // Config file only, each as `createGateway`'s option of the same name.
   retry: v.optional(RetryOptionsSchema),
   outlierDetection: v.optional(OutlierDetectionOptionsSchema),
@@ -128,6 +136,7 @@ export const GATEWAY_PASS_THROUGH = [
   'upstream',
   'upstreamGuard',
   'serverTools',
+  'plugins',
   'retry',
   'outlierDetection',
   'routers',

@@ -107,6 +107,8 @@ export const prepareEmbeddings = async (service: InferenceService, context: RunC
       spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
       attemptReports: [],
       isBatchPrompt: true,
+      plugins: [],
+      pipeline: [],
     },
     call: {
       input: body.input,

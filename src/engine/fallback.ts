@@ -10,6 +10,7 @@ import type { ResponsesRequest } from '../providers/types'
 import { outcomeOf, outlierKeys } from './attempt-health'
 import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptBuilder, type AttemptRequest, type OpenedAttempt } from './attempts'
 import type { AttemptOutcome } from './outlier-detection'
+import { callForAttempt } from './plugins/apply'
 import type { InferenceRequest } from './request'
 import { boundedRetryAfter } from './retry-after'
 import type { Attempt } from './routing'
@@ -122,7 +123,7 @@ export const firstServedAttempt = async <T>(
     }
     attemptsMade++
     outliers.admit(keys)
-    const call = callFor(request, attempt, service, stream)
+    const call = callForAttempt(callFor(request, attempt, service, stream), attempt, request)
     let opened: OpenedAttempt | undefined
     let outcome: AttemptOutcome = 'unknown'
     const attemptStarted = performance.now()

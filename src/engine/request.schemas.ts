@@ -8,8 +8,7 @@
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
 import { boundedJson, passThroughObject, sparseLooseObject } from '../core/validation'
-import { FusionPluginSchema } from './plugins/fusion/schemas'
-import { ROUTER_PLUGIN_IDS, ROUTER_PLUGIN_SCHEMAS } from './plugins/routers/schemas'
+import { PluginSchema } from './plugins/schemas'
 
 // spec Limits.
 export const METADATA_MAX_PAIRS = 16
@@ -232,25 +231,7 @@ export const ProviderPreferencesSchema = v.strictObject({
 })
 export type ProviderPreferences = v.InferOutput<typeof ProviderPreferencesSchema>
 
-// ---- plugins (spec + docs/decisions.md) ----
-
-const PLUGIN_IDS = [
-  'auto-router', 'auto-beta-router', 'moderation', 'web', 'web-fetch', 'file-parser', 'response-healing',
-  'context-compression', 'pareto-router', 'fusion', 'switchyard-router',
-] as const
-
-// The routers and fusion validate with their own schemas; the other ids pass their fields through for now.
-const OWN_SCHEMA_IDS: readonly string[] = [...ROUTER_PLUGIN_IDS, 'fusion']
-
-const PluginSchema = v.variant(
-  'id',
-  [
-    ...ROUTER_PLUGIN_SCHEMAS,
-    FusionPluginSchema,
-    passThroughObject({ id: v.picklist(PLUGIN_IDS.filter((id) => !OWN_SCHEMA_IDS.includes(id))), enabled: v.optional(v.boolean()) }),
-  ],
-  `must have an id among ${PLUGIN_IDS.join(', ')}`,
-)
+// ---- plugins (spec + docs/decisions.md, "Plugins"): each run plugin's schema is in src/engine/plugins/ ----
 
 // ---- text (docs/decisions.md, POST /responses) ----
 

@@ -3,6 +3,7 @@
 import type { ClientSignal } from '../core/client-signal'
 import type { GenerationAttempt } from '../repositories/generations'
 import type { RequestExtensionName, RequestExtensions } from '../providers/types'
+import type { PipelineStage, RequestPlugin } from './plugins/contract'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { Attempt } from './routing'
 import type { ServerToolPlan } from './server-tools/plan'
@@ -11,13 +12,7 @@ import type { SpendTargets } from './spend-targets'
 import type { AppliedGuardrail } from './guardrails/applicable'
 import type { GuardrailEvent } from './guardrails/enforce'
 
-/** A stage of `service_metadata.pipeline` (spec: `type`, `name`, `summary`, and fields of its own kind). */
-export interface PipelineStage {
-  type: string
-  name: string
-  summary: string
-  [field: string]: unknown
-}
+export type { PipelineStage }
 
 /**
  * One upstream attempt as it ended, as the usage ledger stores it (OpenRouter's `provider_responses`): its
@@ -45,8 +40,6 @@ export interface InferenceRequest {
   attemptReports: AttemptReport[]
   /** The server tools the gateway runs for this request; absent when it has none (one turn, as always). */
   serverTools?: ServerToolPlan
-  /** Stages that ran on this request before or after routing, in order, for `service_metadata.pipeline`. */
-  pipeline?: PipelineStage[]
   /** The guardrails governing the request (docs/decisions.md, Guardrails); absent when none does. */
   guardrails?: AppliedGuardrail[]
   /** What their content filters found (redacted, flagged), for the usage ledger. */
@@ -59,6 +52,13 @@ export interface InferenceRequest {
   subRuns?: SubRuns
   /** A batch of prompts, each within the context length (embeddings), rather than one prompt bounded by it. */
   isBatchPrompt?: boolean
+  /** The plugins this request runs, in order (src/engine/plugins/); empty when it has none. */
+  plugins: readonly RequestPlugin[]
+  /**
+   * `service_metadata.pipeline`, in the order the stages ran: guardrails' input scans, the router, plugins,
+   * guardrails' output scans.
+   */
+  pipeline: PipelineStage[]
 }
 
 /** Extensions a route translated from its own wire format. */

@@ -5,7 +5,7 @@
  */
 
 import type { ClientSignal } from '../core/client-signal'
-import { AuthenticationError, InvalidRequestError, isGatewayError } from '../core/errors'
+import { AuthenticationError, GatewayError, InvalidRequestError, isGatewayError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
@@ -23,7 +23,6 @@ import { FUSION_SLUG, planFusion } from './plugins/fusion/plan'
 import { answerFusion, openFusionSession } from './plugins/fusion/run'
 import { FUSION_ITEM_TYPE } from './plugins/fusion/item'
 import { routableModels } from './plugins/routers/candidates'
-import { ROUTER_PLUGIN_IDS } from './plugins/routers/schemas'
 import { answerWhole } from './whole'
 import { providerToolsRunHere } from './server-tools/executor'
 import type { Nesting } from './server-tools/nesting'
@@ -34,7 +33,9 @@ import { loadCallerScope } from './caller-scope'
 import { guardrailBudgetsOf } from './guardrails/applicable'
 import { guardInput, guardOutput, guardrailBlockError, withPaidUsage } from './guardrails/enforce'
 import { endpointPolicyOf } from './guardrails/routing-policy'
-import { refusedServiceMetadata } from './service-metadata'
+import { refusedServiceMetadata, serviceMetadata } from './service-metadata'
+import { afterWhole, observedByPlugins, runBeforeAttempts } from './plugins/apply'
+import { planPlugins } from './plugins/registry'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
 export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
@@ -60,19 +61,6 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
 }
 
-/** Plugins this gateway runs: the routers and fusion (src/engine/plugins/). */
-const RUN_PLUGINS: ReadonlySet<string> = new Set([...ROUTER_PLUGIN_IDS, 'fusion'])
-
-/**
- * The spec's plugin ids validate, but this gateway does not run all of them yet: an enabled one it does not run is
- * refused by name rather than accepted without effect (a disabled one asks for nothing).
- */
-const refuseUnrunPlugins = (body: ResponsesRequestBody): void => {
-  const index = body.plugins?.findIndex((plugin) => plugin.enabled !== false && !RUN_PLUGINS.has(plugin.id)) ?? -1
-  if (index < 0) return
-  throw new InvalidRequestError(`body.plugins.${index}: the "${body.plugins![index]!.id}" plugin is not run by this gateway yet; leave it out or set enabled: false`)
-}
-
 /** A panel member's plan; its tools are the plugin's, so a bad one is named where the caller wrote it. */
 const planPanelMember = (plan: () => InferenceRequest, pluginIndex: number | null): InferenceRequest => {
   try {
@@ -95,7 +83,7 @@ export const prepareRequest = async (
 ): Promise<InferenceRequest> => {
   const { caller, repositories, requestId } = context
   const startedAt = performance.now()
-  refuseUnrunPlugins(body)
+  const plugins = planPlugins(service, body)
   const { workspace, credentials, guardrails } = await loadCallerScope(repositories, caller)
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
@@ -167,13 +155,16 @@ export const prepareRequest = async (
       ...(extensions ? { extensions: extensions.values } : {}),
       attemptReports: [],
       ...(serverTools ? { serverTools } : {}),
+      // The request's plugins are its own: a fusion panel's and a server tool's runs feed its answer.
+      plugins: [],
+      pipeline: [],
     }
   }
   const request = planned(guardedBody, models)
+  request.plugins = plugins
   if (guardrails.length > 0) request.guardrails = guardrails
-  // Stages in the order they ran: the guardrails' input scans, then the router's choice (more may follow the answer).
-  const stages = [...(guarded?.stages ?? []), ...(routed ? [routed.stage] : [])]
-  if (stages.length > 0) request.pipeline = stages
+  // Stages in the order they ran: the guardrails' input scans, then the router's choice (plugins' follow).
+  request.pipeline.push(...(guarded?.stages ?? []), ...(routed ? [routed.stage] : []))
   if (guarded) request.guardrailEvents = [...guarded.events]
   if (request.serverTools?.byItemType.has(FUSION_ITEM_TYPE)) {
     // `service:fusion` consults other models from inside the loop: their runs are planned as this request's are, and
@@ -196,12 +187,14 @@ export const prepareRequest = async (
 }
 
 /** A whole answer: one turn, or the server-tool loop's turns. */
-const answerTurns = (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> =>
-  request.serverTools ? answerWithServerTools(service, request, request.serverTools) : answerWhole(service, request)
+const answerTurns = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => {
+  const answer = await (request.serverTools ? answerWithServerTools(service, request, request.serverTools) : answerWhole(service, request))
+  return request.plugins.length === 0 ? answer : { ...answer, result: afterWhole(answer.result, request) }
+}
 
 /** A streamed answer: one turn's session, or the server-tool loop's over its turns. */
-const openTurns = (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> =>
-  request.serverTools ? openServerToolSession(service, request, request.serverTools) : openSession(service, request)
+const openTurns = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> =>
+  observedByPlugins(await (request.serverTools ? openServerToolSession(service, request, request.serverTools) : openSession(service, request)), request)
 
 /** Reserves a request's spend (402 when a limit would be passed, before any upstream call). */
 export const reserveRun = async (service: InferenceService, request: InferenceRequest): Promise<ReservedRun> => {
@@ -265,10 +258,34 @@ const runFusion = async (service: InferenceService, request: InferenceRequest, f
     : { isStream: false, answer: guardAnswerOutput(request, await answerFusion(service, request, fusion, reserve)) }
 }
 
-/** Runs a prepared request; rejects with the client's error before any answer, or `ClientClosedError`. */
-export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> =>
-  request.fusion
+/**
+ * The plugins' work before the attempts. A plugin's refusal (moderation's 403) carries the metadata pipeline when
+ * the caller asked for it, so the stage that refused is visible.
+ */
+const runPluginsBeforeAttempts = async (service: InferenceService, request: InferenceRequest): Promise<void> => {
+  const startedAt = performance.now()
+  try {
+    await runBeforeAttempts(request)
+  } catch (error) {
+    if (!isGatewayError(error) || !request.isMetadataRequested || error.extraBody) throw error
+    throw new GatewayError(error.status, error.message, {
+      ...(error.metadata ? { metadata: error.metadata } : {}),
+      ...(error.headers ? { headers: error.headers } : {}),
+      extraBody: { service_metadata: serviceMetadata(service, request, null, 0, startedAt) },
+      cause: error,
+    })
+  }
+}
+
+/**
+ * Runs a prepared request, its plugins' work before the attempts first; rejects with the client's error before any
+ * answer, or `ClientClosedError`.
+ */
+export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> => {
+  await runPluginsBeforeAttempts(service, request)
+  return request.fusion
     ? runFusion(service, request, request.fusion)
     : request.body.stream
     ? { isStream: true, session: await openRunSession(service, request) }
     : { isStream: false, answer: await answerRunWhole(service, request) }
+}

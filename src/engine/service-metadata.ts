@@ -23,7 +23,8 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
     endpoints: { available, total: available.length },
     generation_time: Math.round(performance.now() - startedAt),
     is_byok: served?.attempt.credential != null,
-    pipeline: [...(request.pipeline ?? [])],
+    // The request's own list: plugins that act on the answer add their stages to it after this metadata was taken.
+    pipeline: request.pipeline,
     region: service.region,
     requested: request.requestedModel,
     strategy: strategyOf(served, request),

@@ -18,6 +18,7 @@ import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type Upstre
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
 import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
 import { createRouterSettings, type RouterOptions, type RouterSettings } from './plugins/routers/settings'
+import { createPluginSettings, type PluginOptions, type PluginSettings } from './plugins/settings'
 
 export interface UpstreamOptions {
   connectTimeoutMs?: number
@@ -74,6 +75,8 @@ export interface InferenceService {
   readonly serverTools: ServerToolSettings
   /** The router models' coding scores and sticky sessions (src/engine/plugins/routers/). */
   readonly routers: RouterSettings
+  /** What plugins use: the moderation API, PDF limits and OCR backends. */
+  readonly plugins: PluginSettings
 }
 
 const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
@@ -152,12 +155,14 @@ export interface InferenceServiceOptions {
   logger: Logger
   serverTools?: ServerToolOptions
   routers?: RouterOptions
+  plugins?: PluginOptions
 }
 
 export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
   const now = options.now ? () => options.now!().getTime() : Date.now
+  const providers = createProviderRegistry(options.providers ?? {}, options.adapters)
   return Object.freeze({
-    providers: createProviderRegistry(options.providers ?? {}, options.adapters),
+    providers,
     models: createModelCatalog(applyPriceOverrides(mergeModels(options.models), options.prices ?? [], 'options.prices')),
     transport: options.transport ?? fetchTransport(),
     timeouts: upstreamTimeouts(options.upstream),
@@ -177,5 +182,6 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     logger: options.logger,
     serverTools: createServerToolSettings(options.serverTools, options.upstreamGuard),
     routers: createRouterSettings(options.routers),
+    plugins: createPluginSettings(options.plugins, providers),
   })
 }

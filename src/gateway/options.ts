@@ -10,6 +10,7 @@ import { isPriceSourceUrl } from '../engine/price-refresh'
 import { SEARCH_ENGINE_IDS } from '../engine/server-tools/search-engines'
 import type { UpstreamTransport } from '../engine/transport'
 import { EXECUTABLE_TOOL_TYPES, type ExecutableToolType, type ToolExecutor } from '../engine/server-tools/executor-types'
+import type { PdfOcrBackend } from '../engine/plugins/settings'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
 import type { ProviderAdapter } from '../providers/contract'
@@ -135,6 +136,27 @@ export const ServerToolOptionsSchema = v.strictObject({
   webFetch: v.optional(WebFetchOptionsSchema),
   webSearch: v.optional(WebSearchOptionsSchema),
   executors: v.optional(ToolExecutorsSchema),
+})
+
+const OcrBackendSchema = v.custom<PdfOcrBackend>((value) => typeof value === 'function', 'must be a function (pdf, context) => Promise<{pages}>')
+
+/** Plugins' settings: the moderation API, and how the file parser reads PDFs (docs/decisions.md, Plugins). */
+export const PluginOptionsSchema = v.strictObject({
+  moderation: v.optional(
+    v.strictObject({
+      baseURL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+      apiKey: v.pipe(v.string(), v.minLength(1)),
+      model: v.optional(v.pipe(v.string(), v.minLength(1))),
+      providerName: v.optional(v.pipe(v.string(), v.minLength(1))),
+    }),
+  ),
+  fileParser: v.optional(
+    v.strictObject({
+      maxBytes: v.optional(ByteLimitSchema),
+      maxPages: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000))),
+      ocr: v.optional(v.strictObject({ 'mistral-ocr': v.optional(OcrBackendSchema), 'cloudflare-ai': v.optional(OcrBackendSchema) })),
+    }),
+  ),
 })
 
 /** Upstream attempts per request, the retry budget per gateway, the longest `Retry-After` passed on. */
@@ -273,6 +295,8 @@ export const GatewayOptionsSchema = v.strictObject({
   upstreamGuard: v.optional(UpstreamGuardOptionsSchema),
   /** Server tools: `webFetch` limits and guard, `webSearch` engines (docs/decisions.md, Server tools). */
   serverTools: v.optional(ServerToolOptionsSchema),
+  /** Plugins: `moderation` (the moderation API; the `openai` provider's key when absent) and `fileParser` (PDF caps, OCR backends). */
+  plugins: v.optional(PluginOptionsSchema),
   /**
    * The router models (docs/decisions.md, "Plugins: routers and fusion"): `codingScores` (0–1 by model slug) add to or
    * replace the pareto-router's built-in table; `stickySessions` bounds how many sessions' choices are remembered

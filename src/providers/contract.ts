@@ -127,6 +127,11 @@ export interface ProviderAdapter {
    * can take is a 400 naming it rather than a tool dropped on the way.
    */
   readonly providerTools?: readonly string[]
+  /**
+   * How the adapter passes a PDF `input_file` upstream: inline (`file_data`, a data: URL) and by URL (`file_url`).
+   * Absent means neither, so the file-parser plugin's `native` engine routes PDFs elsewhere.
+   */
+  readonly pdfInput?: { readonly fileData: boolean; readonly fileUrl: boolean }
   /** Builds the upstream HTTP request (URL, headers with credentials, JSON body). */
   buildRequest(call: UpstreamCall, target: UpstreamTarget): UpstreamRequest
   /** Translates a successful non-streaming JSON body. */

@@ -8,6 +8,8 @@
 import * as v from 'valibot'
 import { boundedJson, sparseLooseObject } from '../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
+import { PluginSchema } from '../engine/plugins/schemas'
+import { TransformsSchema } from './transforms.translate'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -187,9 +189,6 @@ const LogitBiasSchema = v.record(
   ),
 )
 
-const emptyList = (reason: string) =>
-  v.optional(v.nullable(v.pipe(v.array(v.unknown()), v.maxLength(0, `is not supported: ${reason}`))))
-
 export const ChatCompletionsRequestSchema = v.pipe(
   sparseLooseObject({
     model: v.optional(RequestModelSchema),
@@ -224,8 +223,9 @@ export const ChatCompletionsRequestSchema = v.pipe(
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
     session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
-    plugins: emptyList('plugins are not run by this gateway yet'),
-    transforms: emptyList('prompt transforms are not run by this gateway yet'),
+    // Checked as on /responses; the engine refuses by name a plugin it does not run (src/engine/plugins/registry.ts).
+    plugins: v.optional(v.nullable(v.array(PluginSchema))),
+    transforms: TransformsSchema,
     metadata: v.optional(v.nullable(MetadataSchema)),
     // OpenRouter's image output; `audio` (its third modality) fails the schema, naming the values it takes.
     modalities: v.optional(v.nullable(ModalitiesSchema)),

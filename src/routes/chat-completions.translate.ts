@@ -6,6 +6,7 @@
 
 import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
+import { pluginsWithTransforms } from './transforms.translate'
 import type { RequestExtensions } from '../providers/types'
 import type { ChatCompletionsRequest } from './chat-completions.schemas'
 import { toInputItems } from './chat-completions.messages'
@@ -91,6 +92,7 @@ export const toEngineRequest = (body: ChatCompletionsRequest): ResponsesRequestB
     user: body.user,
     session_id: body.session_id,
     provider: body.provider,
+    plugins: pluginsWithTransforms(body.plugins, body.transforms),
     metadata: body.metadata,
     modalities: body.modalities,
     image_config: body.image_config,

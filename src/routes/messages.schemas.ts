@@ -8,6 +8,8 @@
 import * as v from 'valibot'
 import { boundedJson } from '../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
+import { PluginSchema } from '../engine/plugins/schemas'
+import { TransformsSchema } from './transforms.translate'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -222,8 +224,9 @@ export const MessagesRequestSchema = v.pipe(
     // OpenRouter's additions, as on /chat/completions.
     session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
-    plugins: emptyList('plugins are not run by this gateway yet'),
-    transforms: emptyList('prompt transforms are not run by this gateway yet'),
+    // Checked as on /responses; the engine refuses by name a plugin it does not run (src/engine/plugins/registry.ts).
+    plugins: v.optional(v.nullable(v.array(PluginSchema))),
+    transforms: TransformsSchema,
     // Image output as on /chat/completions: the answer's images come back as image blocks.
     modalities: v.optional(v.nullable(ModalitiesSchema)),
     image_config: v.optional(v.nullable(ImageConfigSchema)),

@@ -8,6 +8,7 @@ import { InvalidRequestError } from '../core/errors'
 import type { RouteExtensions } from '../engine/request'
 import { isServerToolEntry, type ServerToolEntry } from './server-tool.schemas'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
+import { pluginsWithTransforms } from './transforms.translate'
 import type { MessagesRequest } from './messages.schemas'
 import { toInputItems } from './messages.content'
 
@@ -106,6 +107,7 @@ export const toEngineRequest = (body: MessagesRequest): ResponsesRequestBody => 
       user: body.metadata?.user_id,
       session_id: body.session_id,
       provider: body.provider,
+      plugins: pluginsWithTransforms(body.plugins, body.transforms),
       modalities: body.modalities,
       image_config: body.image_config,
     }),

@@ -95,6 +95,7 @@ const toError = (status: number, bodyText: string, context?: UpstreamErrorContex
 /** The adapter of every scripted provider; their base URLs tell them apart. */
 export const scriptedAdapter: ProviderAdapter = {
   contractVersion: 1,
+  pdfInput: { fileData: true, fileUrl: true },
   api: SCRIPTED_API,
   buildRequest(call, target) {
     // The raw end-user fields never go upstream, from a scripted provider neither: it sees the hash, as real ones do.

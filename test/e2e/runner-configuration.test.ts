@@ -3,7 +3,7 @@
  * the environment can serve. Each case runs the built CLI as a real process.
  */
 
-import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -128,7 +128,9 @@ describe('runner configuration', () => {
       await cp(join(ROOT, 'dist'), join(installed, 'dist'), { recursive: true })
       await writeFile(join(installed, 'package.json'), JSON.stringify({ name: 'modelgate', type: 'module', version: '0.0.0' }))
       await mkdir(join(installed, 'node_modules'))
-      for (const dependency of ['eventsource-parser', 'ipaddr.js', 'undici', 'valibot']) {
+      // Every dependency the package declares, and none of its optional peers.
+      const { dependencies } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
+      for (const dependency of Object.keys(dependencies)) {
         await symlink(join(ROOT, 'node_modules', dependency), join(installed, 'node_modules', dependency))
       }
       const result = await runToEnd('node', [join(installed, 'dist/cli.js'), 'serve'], {

@@ -31,6 +31,8 @@ export const createNestedRunner =
       spend: parent.spend,
       attemptReports: [],
       ...(serverTools ? { serverTools } : {}),
+      plugins: [],
+      pipeline: [],
     }
     const answer = serverTools ? await answerLoop(service, request, serverTools) : await answerWhole(service, request)
     return answer.result

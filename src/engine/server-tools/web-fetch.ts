@@ -68,12 +68,18 @@ const readUpTo = async (response: UpstreamResponse, maxBytes: number): Promise<s
   return text + decoder.decode()
 }
 
-const fetchPage = async (
+/**
+ * Fetches `start` for a caller, following redirects by hand, each hop checked by `isAllowed` and the SSRF guard,
+ * the whole within the web fetch's time limit; `read` takes the body of a final answer below 400. Failures are
+ * `ServerToolFailure`s whose message is safe to show. The file-parser plugin fetches PDFs through it too.
+ */
+export const fetchGuarded = async <Body>(
   service: InferenceService,
   start: URL,
   signal: AbortSignal,
   isAllowed: (url: URL) => string | undefined,
-): Promise<FetchedPage> => {
+  read: (response: UpstreamResponse) => Promise<Body>,
+): Promise<{ url: URL; status: number; contentType: string; body: Body | undefined }> => {
   const settings = service.serverTools.webFetch
   const { guard } = settings
   // One deadline for the whole fetch, redirects and body included.
@@ -105,7 +111,7 @@ const fetchPage = async (
       )
       if (!isRedirect(response.status)) {
         const contentType = (response.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
-        const body = response.status < 400 ? await readUpTo(response, settings.maxBytes) : (await response.cancel(), '')
+        const body = response.status < 400 ? await read(response) : (await response.cancel(), undefined)
         return { url, status: response.status, contentType, body }
       }
       const location = response.headers.get('location')
@@ -125,6 +131,11 @@ const fetchPage = async (
     clearTimeout(timer)
     signal.removeEventListener('abort', onAbort)
   }
+}
+
+const fetchPage = async (service: InferenceService, start: URL, signal: AbortSignal, isAllowed: (url: URL) => string | undefined): Promise<FetchedPage> => {
+  const page = await fetchGuarded(service, start, signal, isAllowed, (response) => readUpTo(response, service.serverTools.webFetch.maxBytes))
+  return { ...page, body: page.body ?? '' }
 }
 
 const toText = async (page: FetchedPage): Promise<{ title: string; text: string }> => {

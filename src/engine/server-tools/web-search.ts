@@ -58,34 +58,45 @@ const FEATURE_OF: Record<string, SearchFeature> = {
   user_location: 'user_location',
 }
 
+/**
+ * Where a request wrote the search's settings, for errors: the object (`body.tools.2`), the prefix of its fields
+ * (`parameters.`), what to call it, and the names of settings written otherwise (the web plugin's `include_domains`).
+ */
+export interface SettingsPlace {
+  where: string
+  prefix: string
+  label: string
+  names?: Partial<Record<string, string>>
+}
+
 /** The engine a request asked for (or the operator's default), checked against what it can honour. */
-const chooseEngine = (service: InferenceService, tool: WebSearchTool, index: number): SearchEngine => {
-  const where = `body.tools.${index}`
+const chooseEngine = (service: InferenceService, tool: WebSearchTool, place: SettingsPlace): SearchEngine => {
+  const at = (field: string) => `${place.where}.${place.prefix}${place.names?.[field] ?? field}`
   const { byId, defaultId } = service.serverTools.webSearch
   const configured = [...byId.keys()].join(', ') || 'none'
   const requested = tool.parameters?.engine
   const id = requested === undefined || requested === 'auto' ? defaultId : requested
-  if (id === undefined) throw new InvalidRequestError(`${where}: service:web_search needs a search engine, and none is configured on this gateway`)
+  if (id === undefined) throw new InvalidRequestError(`${place.where}: ${place.label} needs a search engine, and none is configured on this gateway`)
   const engine = byId.get(id)
-  if (!engine) throw new InvalidRequestError(`${where}.parameters.engine: "${id}" is not configured on this gateway (configured: ${configured})`)
+  if (!engine) throw new InvalidRequestError(`${at('engine')}: "${id}" is not configured on this gateway (configured: ${configured})`)
   const parameters = tool.parameters ?? {}
   for (const [field, feature] of Object.entries(FEATURE_OF)) {
     if (parameters[field as keyof typeof parameters] !== undefined && !engine.features.has(feature)) {
-      throw new InvalidRequestError(`${where}.parameters.${field}: not supported by the ${engine.id} search engine`)
+      throw new InvalidRequestError(`${at(field)}: not supported by the ${engine.id} search engine`)
     }
   }
   if (parameters.mode !== undefined && !engine.modes.includes(parameters.mode)) {
-    throw new InvalidRequestError(`${where}.parameters.mode: must be one of ${engine.modes.join(', ')} for the ${engine.id} search engine`)
+    throw new InvalidRequestError(`${at('mode')}: must be one of ${engine.modes.join(', ')} for the ${engine.id} search engine`)
   }
   if (engine.maxResults !== undefined && parameters.max_results !== undefined && parameters.max_results > engine.maxResults) {
-    throw new InvalidRequestError(`${where}.parameters.max_results: the ${engine.id} search engine gives at most ${engine.maxResults} results a search`)
+    throw new InvalidRequestError(`${at('max_results')}: the ${engine.id} search engine gives at most ${engine.maxResults} results a search`)
   }
   const refusal = engine.refusal?.({
     ...(parameters.user_location ? { userLocation: parameters.user_location } : {}),
     ...(parameters.allowed_domains ? { allowedDomains: parameters.allowed_domains } : {}),
     ...(parameters.excluded_domains ? { excludedDomains: parameters.excluded_domains } : {}),
   })
-  if (refusal) throw new InvalidRequestError(`${where}.parameters.${refusal.field}: ${refusal.reason}`)
+  if (refusal) throw new InvalidRequestError(`${at(refusal.field)}: ${refusal.reason}`)
   return engine
 }
 
@@ -94,8 +105,8 @@ const sourcesOf = (action: unknown): string[] => {
   return Array.isArray(sources) ? sources.flatMap((source) => (typeof source?.url === 'string' ? [source.url as string] : [])) : []
 }
 
-export const webSearchTool = (tool: WebSearchTool, index: number, service: InferenceService): ServerTool => {
-  const engine = chooseEngine(service, tool, index)
+export const webSearchTool = (tool: WebSearchTool, place: SettingsPlace, service: InferenceService): ServerTool => {
+  const engine = chooseEngine(service, tool, place)
   const parameters = tool.parameters ?? {}
   const maxResults = parameters.max_results ?? DEFAULT_MAX_RESULTS
   const maxTotal = parameters.max_total_results ?? DEFAULT_MAX_TOTAL_RESULTS

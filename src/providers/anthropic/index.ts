@@ -13,6 +13,7 @@ import { readMessagesStream } from './stream'
 /** Translates Responses calls to Anthropic's Messages API and back. */
 export const anthropicAdapter: ProviderAdapter = {
   contractVersion: 1,
+  pdfInput: { fileData: true, fileUrl: true },
   api: 'anthropic-messages',
   // Anthropic has no seed, log probabilities or logit bias.
   requestExtensions: ['stop'],

@@ -13,6 +13,7 @@ import { readGeminiStream } from './stream'
 
 export const geminiAdapter: ProviderAdapter = {
   contractVersion: 1,
+  pdfInput: { fileData: true, fileUrl: true },
   api: 'gemini',
   // Log probabilities (`responseLogprobs`) and logit bias are not translated.
   requestExtensions: ['stop', 'seed'],

@@ -29,6 +29,8 @@ const CHAT_EXTENSIONS: readonly RequestExtensionName[] = ['stop', 'seed', 'logpr
 /** Translates Responses calls to OpenAI-compatible Chat Completions and back. */
 export const openAIChatAdapter: ProviderAdapter = {
   contractVersion: 1,
+  // Chat Completions `file` parts carry inline data only (request.ts).
+  pdfInput: { fileData: true, fileUrl: false },
   api: 'openai-chat',
   requestExtensions: CHAT_EXTENSIONS,
   buildRequest(call, target): UpstreamRequest {
@@ -50,6 +52,8 @@ export const openAIChatAdapter: ProviderAdapter = {
 /** Translates Responses calls to Azure OpenAI Chat Completions and back. */
 export const azureOpenAIAdapter: ProviderAdapter = {
   contractVersion: 1,
+  // Chat Completions `file` parts carry inline data only (request.ts).
+  pdfInput: { fileData: true, fileUrl: false },
   api: 'azure-openai',
   requestExtensions: CHAT_EXTENSIONS,
   buildRequest(call, target): UpstreamRequest {

@@ -21,6 +21,7 @@ import { readOpenAIStream } from './stream'
 
 export const openAIResponsesAdapter: ProviderAdapter = {
   contractVersion: 1,
+  pdfInput: { fileData: true, fileUrl: true },
   api: 'openai-responses',
   // The Responses API has no stop sequences, seed or logit bias: only log probabilities (request.ts).
   requestExtensions: ['logprobs'],

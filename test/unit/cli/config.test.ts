@@ -31,6 +31,12 @@ describe('runner configuration', () => {
     )
   })
 
+  it('passes plugin settings through from the config file, but no OCR backend (a function)', () => {
+    const config = resolveConfig({ plugins: { moderation: { apiKey: 'sk-moderation-test', model: 'omni-moderation-latest' }, fileParser: { maxPages: 20 } } } as never)
+    expect(config.plugins).toEqual({ moderation: { apiKey: 'sk-moderation-test', model: 'omni-moderation-latest' }, fileParser: { maxPages: 20 } })
+    expect(() => resolveConfig({ plugins: { fileParser: { ocr: {} } } } as never)).toThrow('modelgate: invalid configuration: plugins.fileParser.ocr: unknown setting')
+  })
+
   it('reads the request body timeout and parent watching from the environment', () => {
     const config = resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_BODY_TIMEOUT_MS: '120000', MODELGATE_WATCH_PARENT: '0' }))
     expect(config.requestBodyTimeoutMs).toBe(120_000)

@@ -6,6 +6,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { LogFields, Logger } from '../../../src/core/logger'
+import { PLUGIN_IDS } from '../../../src/engine/plugins/schemas'
+import { runPluginIds } from '../../../src/engine/plugins/registry'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
 import { jsonFixture } from '../../helpers/upstream'
 
@@ -459,19 +461,28 @@ describe('provider preferences (strict object)', () => {
 })
 
 describe('plugins', () => {
-  it.each([
-    'moderation',
-    'web',
-    'web-fetch',
-    'file-parser',
-    'response-healing',
-    'context-compression',
-  ])('validates %s and refuses it by name, since this gateway does not run it yet; a disabled one is accepted', async (id) => {
+  it('runs every plugin id of the spec: none is accepted without effect', () => {
+    expect(PLUGIN_IDS.filter((id) => !runPluginIds().includes(id))).toEqual([])
+  })
+
+  it('refuses a plugin listed twice', async () => {
     await expectRejected(
-      request({ plugins: [{ id: 'web', enabled: false }, { id }] }),
-      `body.plugins.1: the "${id}" plugin is not run by this gateway yet; leave it out or set enabled: false`,
+      request({ plugins: [{ id: 'response-healing', enabled: false }, { id: 'response-healing' }] }),
+      'body.plugins.1: the "response-healing" plugin is listed more than once',
     )
-    await expectAccepted(request({ plugins: [{ id, enabled: false }] }))
+  })
+
+  it.each([
+    ['response-healing', { id: 'response-healing', mode: 'strict' }, 'body.plugins.0.mode'],
+    ['context-compression', { id: 'context-compression', engine: 'summarize' }, 'body.plugins.0.engine: must be "middle-out"'],
+    ['moderation', { id: 'moderation', model: 'omni-moderation-latest' }, 'body.plugins.0.model'],
+    ['file-parser', { id: 'file-parser', pdf: { engine: 'tesseract' } }, 'body.plugins.0.pdf.engine: must be one of native, pdf-text, mistral-ocr, cloudflare-ai'],
+    ['web', { id: 'web', x_search: {} }, 'body.plugins.0.x_search'],
+    ['web-fetch', { id: 'web-fetch', max_uses: 0 }, 'body.plugins.0.max_uses: must be at least 1'],
+  ])('%s: refuses a field it does not know or a value out of range', async (_, plugin, message) => {
+    const response = await harness.post(request({ plugins: [plugin] }))
+    expect(response.status).toBe(400)
+    expect((await response.json()).error.message).toContain(message)
   })
 
   it.each([
@@ -651,7 +662,6 @@ describe(`free-form JSON nests at most ${128} levels (400 naming the field, befo
     ['body.input.0.payload', { input: [{ type: 'computer_call_output', payload: DEEP }] }],
     ['body.image_config', { image_config: DEEP }],
     ['body.prompt.variables', { prompt: { id: 'greeting', variables: DEEP } }],
-    ['body.plugins.0.settings', { plugins: [{ id: 'web', settings: DEEP }] }],
     ['body.tool_choice.tools', { tool_choice: { type: 'allowed_tools', mode: 'auto', tools: DEEP } }],
     ['body.trace', { trace: DEEP }],
   ]

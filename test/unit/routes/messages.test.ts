@@ -371,7 +371,7 @@ describe('POST /messages, keys and errors in Anthropic shape', () => {
     ['a container', { container: 'container_1' }, 'body.container: is not supported: containers belong to server tools, which this gateway does not run'],
     ['MCP servers', { mcp_servers: [{ type: 'url', url: 'https://example.com', name: 'x' }] }, 'body.mcp_servers: is not supported: MCP servers are not run by this gateway'],
     ['citations', { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' }, citations: { enabled: true } }] }] }, 'body.messages.0.content.0.citations.enabled: is not supported: citations are not returned on this route'],
-    ['plugins', { plugins: [{ id: 'web' }] }, 'body.plugins: is not supported: plugins are not run by this gateway yet'],
+    ['a plugin field no plugin has', { plugins: [{ id: 'response-healing', strict: true }] }, 'body.plugins.0.strict: unknown field'],
   ]
 
   it.each(refusals)('refuses %s with a 400 invalid_request_error naming the field', async (_, fields, message) => {

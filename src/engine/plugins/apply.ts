@@ -1,0 +1,67 @@
+/**
+ * Where the engine runs a request's plugins (contract.ts): before its attempts, on each attempt's call, and on
+ * the answer, whole or streamed. Each function is a no-op for a request without plugins.
+ */
+
+import type { ClientSignal } from '../../core/client-signal'
+import type { UpstreamCall } from '../../providers/contract'
+import { ClientClosedError } from '../attempts'
+import type { InferenceRequest } from '../request'
+import type { Attempt } from '../routing'
+import type { ResponseResult, ResponseSession } from '../session-events'
+
+/** An `AbortSignal` that fires with the client's; `release` unhooks it. */
+const abortSignalOf = (client: ClientSignal) => {
+  const controller = new AbortController()
+  const abort = () => controller.abort(client.reason)
+  if (client.aborted) abort()
+  else client.addEventListener('abort', abort, { once: true })
+  return { signal: controller.signal, release: () => client.removeEventListener('abort', abort) }
+}
+
+/** Runs every plugin's `beforeAttempts`, in the order listed. */
+export const runBeforeAttempts = async (request: InferenceRequest): Promise<void> => {
+  const hooks = request.plugins.filter((plugin) => plugin.beforeAttempts)
+  if (hooks.length === 0) return
+  const { signal, release } = abortSignalOf(request.signal)
+  try {
+    for (const plugin of hooks) await plugin.beforeAttempts!(request, signal)
+  } catch (error) {
+    // Whatever a plugin was doing when the client left, the request ends as every other does then.
+    if (request.signal.aborted) throw new ClientClosedError()
+    throw error
+  } finally {
+    release()
+  }
+}
+
+/** The call `attempt` sends, as the request's plugins shape it for that endpoint. */
+export const callForAttempt = (call: UpstreamCall, attempt: Attempt, request: InferenceRequest): UpstreamCall =>
+  request.plugins.reduce((shaped, plugin) => (plugin.forAttempt ? plugin.forAttempt(shaped, attempt, request) : shaped), call)
+
+/** A whole answer's result after the request's plugins. */
+export const afterWhole = (result: ResponseResult, request: InferenceRequest): ResponseResult =>
+  request.plugins.reduce((current, plugin) => (plugin.afterWhole ? plugin.afterWhole(current, request) : current), result)
+
+/** A streamed answer whose events pass the request's plugins first; the same session when none watches streams. */
+export const observedByPlugins = (session: ResponseSession, request: InferenceRequest): ResponseSession => {
+  const watchers = request.plugins.filter((plugin) => plugin.onStreamEvent)
+  if (watchers.length === 0) return session
+  return {
+    request: session.request,
+    overheadMs: session.overheadMs,
+    start: (sink) =>
+      session.start({
+        write(event) {
+          let isReady = true
+          for (const plugin of watchers) {
+            for (const before of plugin.onStreamEvent!(event, request) ?? []) isReady = sink.write(before) && isReady
+          }
+          return sink.write(event) && isReady
+        },
+        ready: () => sink.ready(),
+        close: () => sink.close(),
+        fail: (error) => sink.fail(error),
+      }),
+  }
+}
