@@ -6,7 +6,7 @@
 import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { runToEnd, startListening, stopAndDrain, type RunningProcess } from '../helpers/process'
 import { jsonFixture, startUpstream, type Upstream } from '../helpers/upstream'
@@ -131,6 +131,8 @@ describe('runner configuration', () => {
       // Every dependency the package declares, and none of its optional peers.
       const { dependencies } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
       for (const dependency of Object.keys(dependencies)) {
+        // A scoped package (`@mozilla/readability`) sits in its scope's folder.
+        await mkdir(dirname(join(installed, 'node_modules', dependency)), { recursive: true })
         await symlink(join(ROOT, 'node_modules', dependency), join(installed, 'node_modules', dependency))
       }
       const result = await runToEnd('node', [join(installed, 'dist/cli.js'), 'serve'], {

@@ -72,3 +72,12 @@ export const hostOfDomainEntry = (entry: string): string => entry.split('/')[0]!
 
 /** The same hosts once each, in their first order. */
 export const hostsOf = (entries: readonly string[]): string[] => [...new Set(entries.map(hostOfDomainEntry))]
+
+/**
+ * Text per result an engine is asked for: `max_characters` when set, else what `search_context_size` stands for
+ * (OpenRouter's mapping: 5,000 / 15,000 / 30,000 characters), else the engine's own default (undefined).
+ */
+export const charactersPerResult = (query: Pick<SearchQuery, 'maxCharacters' | 'searchContextSize'>): number | undefined =>
+  query.maxCharacters ?? (query.searchContextSize ? CONTEXT_CHARACTERS[query.searchContextSize] : undefined)
+
+const CONTEXT_CHARACTERS = { low: 5_000, medium: 15_000, high: 30_000 } as const

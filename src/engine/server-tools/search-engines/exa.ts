@@ -7,7 +7,7 @@
  */
 
 import * as v from 'valibot'
-import type { SearchEngine } from '../search-engine'
+import { charactersPerResult, type SearchEngine } from '../search-engine'
 import { ServerToolFailure } from '../tool-errors'
 import { requestJson } from './http'
 import { countryOnlyRefusal } from './location'
@@ -20,8 +20,6 @@ export interface ExaOptions {
   /** Dollars charged per search; when unset, what Exa reports the search cost (`costDollars.total`). */
   pricePerRequest?: number
 }
-
-const CONTEXT_CHARACTERS = { low: 5_000, medium: 15_000, high: 30_000 } as const
 
 const AnswerSchema = v.object({
   results: v.array(
@@ -46,7 +44,7 @@ export const exaEngine = (options: ExaOptions): SearchEngine => {
     refusal: (query) => countryOnlyRefusal('exa', query.userLocation),
     pricePerRequest: options.pricePerRequest,
     async search(query, context) {
-      const characters = query.maxCharacters ?? (query.searchContextSize ? CONTEXT_CHARACTERS[query.searchContextSize] : undefined)
+      const characters = charactersPerResult(query)
       const body = {
         query: query.query,
         numResults: query.maxResults,

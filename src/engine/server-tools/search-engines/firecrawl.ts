@@ -11,7 +11,7 @@
  */
 
 import * as v from 'valibot'
-import { hostsOf, type SearchEngine } from '../search-engine'
+import { charactersPerResult, hostsOf, type SearchEngine } from '../search-engine'
 import { ServerToolFailure } from '../tool-errors'
 import { requestJson } from './http'
 import { countryOnlyRefusal } from './location'
@@ -24,8 +24,6 @@ export interface FirecrawlOptions {
   /** Dollars charged per search (default none). */
   pricePerRequest?: number
 }
-
-const CONTEXT_CHARACTERS = { low: 5_000, medium: 15_000, high: 30_000 } as const
 
 const AnswerSchema = v.object({
   data: v.looseObject({
@@ -52,7 +50,7 @@ export const firecrawlEngine = (options: FirecrawlOptions): SearchEngine => {
     refusal: (query) => countryOnlyRefusal('firecrawl', query.userLocation),
     pricePerRequest: options.pricePerRequest,
     async search(query, context) {
-      const characters = query.maxCharacters ?? (query.searchContextSize ? CONTEXT_CHARACTERS[query.searchContextSize] : undefined)
+      const characters = charactersPerResult(query)
       const body = {
         query: query.query,
         limit: query.maxResults,

@@ -10,7 +10,7 @@
  */
 
 import * as v from 'valibot'
-import { hostsOf, type SearchEngine } from '../search-engine'
+import { charactersPerResult, hostsOf, type SearchEngine } from '../search-engine'
 import { ServerToolFailure } from '../tool-errors'
 import { requestJson } from './http'
 import { countryOnlyRefusal } from './location'
@@ -23,8 +23,6 @@ export interface ParallelOptions {
   /** Dollars charged per search (default none). */
   pricePerRequest?: number
 }
-
-const CONTEXT_CHARACTERS = { low: 5_000, medium: 15_000, high: 30_000 } as const
 
 const AnswerSchema = v.object({
   results: v.array(
@@ -46,7 +44,7 @@ export const parallelEngine = (options: ParallelOptions): SearchEngine => {
     refusal: (query) => countryOnlyRefusal('parallel', query.userLocation),
     pricePerRequest: options.pricePerRequest,
     async search(query, context) {
-      const characters = query.maxCharacters ?? (query.searchContextSize ? CONTEXT_CHARACTERS[query.searchContextSize] : undefined)
+      const characters = charactersPerResult(query)
       const sourcePolicy = query.allowedDomains
         ? { include_domains: hostsOf(query.allowedDomains) }
         : query.excludedDomains
