@@ -13,7 +13,7 @@ import { chatCompletionId } from '../writers/chat-completions-shared'
 import { toEmbeddingsWire } from '../writers/embeddings-json'
 import { EmbeddingModelsQuerySchema, EmbeddingsBodySchema } from './embeddings.schemas'
 import { INFERENCE_BODY_LIMIT } from './inference'
-import { catalogAnswers } from './models.catalog'
+import { basePathOf, CATALOG_CACHE_CONTROL, catalogAnswers } from './models.catalog'
 import type { ListModelsQuery } from './models.schemas'
 
 export const createEmbeddings = defineRoute({
@@ -50,9 +50,8 @@ export const listEmbeddingModels = defineRoute({
   auth: 'none',
   query: EmbeddingModelsQuerySchema,
   async handle({ request, query, runtime }) {
-    const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -EMBEDDING_MODELS_PATH.length)
     const listQuery = { offset: query.offset, ...(query.limit === undefined ? {} : { limit: query.limit }), output_modalities: ['embeddings'] } as ListModelsQuery
     // The catalog's own cache and ETag, as `GET /models` answers.
-    return cachedJsonReply(request, await catalogAnswers(runtime.inference).list(listQuery, basePath), 'public, max-age=60')
+    return cachedJsonReply(request, await catalogAnswers(runtime.inference).list(listQuery, basePathOf(request, EMBEDDING_MODELS_PATH)), CATALOG_CACHE_CONTROL)
   },
 })

@@ -231,6 +231,18 @@ const createCatalogAnswers = (inference: InferenceService) => {
 const byGateway = new WeakMap<InferenceService, { revision: number; answers: ReturnType<typeof createCatalogAnswers> }>()
 
 /** The catalog answers of the gateway `inference` belongs to, as of its catalog's current prices. */
+/** How long anyone may reuse a catalog answer: the same for every caller; a minute bounds how long a redeploy goes unseen. */
+export const CATALOG_CACHE_CONTROL = 'public, max-age=60'
+
+/**
+ * The gateway's base path as `request` reached it, for the links in catalog answers: its path without the segments
+ * of `routePath` (the route's own pattern, so `/model/:author/:slug` takes three, however they were encoded).
+ */
+export const basePathOf = (request: Request, routePath: string): string => {
+  const segments = new URL(request.url).pathname.replace(/\/+$/, '').split('/')
+  return segments.slice(0, segments.length - (routePath.split('/').length - 1)).join('/')
+}
+
 export const catalogAnswers = (inference: InferenceService) => {
   const revision = inference.models.revision
   const known = byGateway.get(inference)

@@ -12,7 +12,7 @@ import { loadCallerScope } from '../engine/caller-scope'
 import { endpointPolicyOf } from '../engine/guardrails/routing-policy'
 import { usableModels } from '../engine/usable-models'
 import { defineRoute } from '../pipeline/route'
-import { catalogAnswers } from './models.catalog'
+import { basePathOf, CATALOG_CACHE_CONTROL, catalogAnswers } from './models.catalog'
 import {
   CountModelsQuerySchema,
   GetModelParamsSchema,
@@ -23,9 +23,6 @@ import {
   type ListModelsQuery,
 } from './models.schemas'
 
-// The same for every caller and fixed for the gateway's life; a minute bounds how long a redeploy goes unseen.
-const CATALOG_CACHE_CONTROL = 'public, max-age=60'
-
 const MODELS_PATH = '/models'
 
 export const listModels = defineRoute({
@@ -34,9 +31,8 @@ export const listModels = defineRoute({
   auth: 'none',
   query: ListModelsQuerySchema,
   async handle({ request, query, runtime }) {
-    // The gateway's base path, as the request reached it: the answer links to each model's endpoints.
-    const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -MODELS_PATH.length)
-    return cachedJsonReply(request, await catalogAnswers(runtime.inference).list(query, basePath), CATALOG_CACHE_CONTROL)
+    // The answer links to each model's endpoints, under the gateway's base path.
+    return cachedJsonReply(request, await catalogAnswers(runtime.inference).list(query, basePathOf(request, MODELS_PATH)), CATALOG_CACHE_CONTROL)
   },
 })
 
@@ -63,15 +59,16 @@ export const listProviders = defineRoute({
   },
 })
 
+const MODEL_PATH = '/model/:author/:slug'
+
 export const getModel = defineRoute({
   method: 'GET',
-  path: '/model/:author/:slug',
+  path: MODEL_PATH,
   auth: 'none',
   params: GetModelParamsSchema,
   query: NoQuerySchema,
   async handle({ request, params, runtime }) {
-    const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -`/model/${params.author}/${params.slug}`.length)
-    const answer = catalogAnswers(runtime.inference).model(`${params.author}/${params.slug}`, basePath)
+    const answer = catalogAnswers(runtime.inference).model(`${params.author}/${params.slug}`, basePathOf(request, MODEL_PATH))
     if (!answer) throw new NotFoundError(`Model "${params.author}/${params.slug}" not found`)
     return cachedJsonReply(request, await answer, CATALOG_CACHE_CONTROL)
   },
@@ -96,7 +93,7 @@ export const listUserModels = defineRoute({
   auth: 'any',
   query: ListUserModelsQuerySchema,
   async handle({ request, query, caller, repositories, runtime }) {
-    const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -USER_MODELS_PATH.length)
+    const basePath = basePathOf(request, USER_MODELS_PATH)
     // The key's guardrails narrow what it may run, as they narrow its requests' routing.
     const { credentials, guardrails } = await loadCallerScope(repositories, caller)
     const isUsable = usableModels(runtime.inference, {
@@ -129,7 +126,6 @@ export const listImageModels = defineRoute({
   auth: 'none',
   query: NoQuerySchema,
   async handle({ request, runtime }) {
-    const basePath = new URL(request.url).pathname.replace(/\/+$/, '').slice(0, -IMAGE_MODELS_PATH.length)
-    return cachedJsonReply(request, await catalogAnswers(runtime.inference).imageModels(basePath), CATALOG_CACHE_CONTROL)
+    return cachedJsonReply(request, await catalogAnswers(runtime.inference).imageModels(basePathOf(request, IMAGE_MODELS_PATH)), CATALOG_CACHE_CONTROL)
   },
 })
