@@ -14,6 +14,13 @@ import { BulkKeysBodySchema, BulkMembersBodySchema, GuardrailParamsSchema, ListA
 import { toKeyAssignmentWire, toMemberAssignmentWire } from './guardrails.wire'
 
 /** The account's keys named by `hashes`, or a 400 naming the first that is not one. */
+/**
+ * How many of `items` `change` changed (a new assignment, one removed). Each item is its own record, so they change
+ * at the same time: one store round trip's wait, not one per item.
+ */
+const countChanged = async <T>(items: Iterable<T>, change: (item: T) => Promise<boolean>): Promise<number> =>
+  (await Promise.all(Array.from(items, change))).filter(Boolean).length
+
 const requireOwnKeys = async (repositories: Repositories, accountId: string, hashes: string[]) => {
   const keys = await Promise.all(hashes.map((hash) => repositories.apiKeys.get(hash)))
   keys.forEach((key, index) => {
@@ -41,17 +48,9 @@ export const bulkAssignKeys = defineRoute({
     const hashes = [...new Set(body.key_hashes)]
     await requireGovernableKeys(repositories, caller.account.id, hashes)
     if (!found.isStored) await materializeGuardrail(repositories, found.record)
-    let assigned = 0
-    for (const hash of hashes) {
-      const isNew = await repositories.guardrails.assignKey({
-        id: randomId(),
-        keyHash: hash,
-        guardrailId: params.id,
-        accountId: caller.account.id,
-        assignedBy: caller.key.creatorUserId,
-      })
-      if (isNew) assigned++
-    }
+    const assigned = await countChanged(hashes, (hash) =>
+      repositories.guardrails.assignKey({ id: randomId(), keyHash: hash, guardrailId: params.id, accountId: caller.account.id, assignedBy: caller.key.creatorUserId }),
+    )
     return json({ assigned_count: assigned })
   },
 })
@@ -66,8 +65,7 @@ export const bulkUnassignKeys = defineRoute({
     await requireGuardrail(repositories, caller.account, params.id)
     const hashes = [...new Set(body.key_hashes)]
     await requireOwnKeys(repositories, caller.account.id, hashes)
-    let unassigned = 0
-    for (const hash of hashes) if (await repositories.guardrails.unassignKey(hash, params.id)) unassigned++
+    const unassigned = await countChanged(hashes, (hash) => repositories.guardrails.unassignKey(hash, params.id))
     return json({ unassigned_count: unassigned })
   },
 })
@@ -133,17 +131,9 @@ export const bulkAssignMembers = defineRoute({
     const userIds = [...new Set(body.member_user_ids)]
     await requireMembers(repositories, caller.account, userIds)
     if (!found.isStored) await materializeGuardrail(repositories, found.record)
-    let assigned = 0
-    for (const userId of userIds) {
-      const isNew = await repositories.guardrails.assignMember({
-        id: randomId(),
-        userId,
-        guardrailId: params.id,
-        accountId: caller.account.id,
-        assignedBy: caller.key.creatorUserId,
-      })
-      if (isNew) assigned++
-    }
+    const assigned = await countChanged(userIds, (userId) =>
+      repositories.guardrails.assignMember({ id: randomId(), userId, guardrailId: params.id, accountId: caller.account.id, assignedBy: caller.key.creatorUserId }),
+    )
     return json({ assigned_count: assigned })
   },
 })
@@ -156,8 +146,7 @@ export const bulkUnassignMembers = defineRoute({
   body: BulkMembersBodySchema,
   async handle({ params, body, caller, repositories }) {
     await requireGuardrail(repositories, caller.account, params.id)
-    let unassigned = 0
-    for (const userId of new Set(body.member_user_ids)) if (await repositories.guardrails.unassignMember(caller.account.id, userId, params.id)) unassigned++
+    const unassigned = await countChanged(new Set(body.member_user_ids), (userId) => repositories.guardrails.unassignMember(caller.account.id, userId, params.id))
     return json({ unassigned_count: unassigned })
   },
 })
