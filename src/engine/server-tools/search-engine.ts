@@ -49,6 +49,16 @@ export interface SearchContext {
   signal: AbortSignal
 }
 
+/** An engine's hosted API as the operator configures it (Exa, Firecrawl, Parallel, Perplexity). */
+export interface HostedSearchOptions {
+  /** The engine's API key. Never logged, never sent anywhere but `baseURL`. */
+  apiKey: string
+  /** The engine's public API when unset. */
+  baseURL?: string
+  /** Dollars charged per search; when unset, what the engine reports a search cost, where it does (Exa), else none. */
+  pricePerRequest?: number
+}
+
 export interface SearchEngine {
   readonly id: string
   /** Parameters it honours; a request setting any other is refused with a 400 naming it. */

@@ -4,11 +4,11 @@
  * URLs come from configuration, so engines are called like providers, without the guard caller-chosen URLs pass.
  */
 
-import type { SearchEngine } from './search-engine'
-import { exaEngine, type ExaOptions } from './search-engines/exa'
-import { firecrawlEngine, type FirecrawlOptions } from './search-engines/firecrawl'
-import { parallelEngine, type ParallelOptions } from './search-engines/parallel'
-import { perplexityEngine, type PerplexityOptions } from './search-engines/perplexity'
+import type { HostedSearchOptions, SearchEngine } from './search-engine'
+import { exaEngine } from './search-engines/exa'
+import { firecrawlEngine } from './search-engines/firecrawl'
+import { parallelEngine } from './search-engines/parallel'
+import { perplexityEngine } from './search-engines/perplexity'
 import { searxngEngine, type SearxngOptions } from './search-engines/searxng'
 
 /** The engine ids an operator may configure, in the order the default is picked when none is named. */
@@ -21,13 +21,13 @@ export interface SearchEngineOptions {
   /** A SearXNG instance with its JSON API enabled (`search.formats: [json]` in its settings). */
   searxng?: SearxngOptions
   /** Exa's search API. */
-  exa?: ExaOptions
+  exa?: HostedSearchOptions
   /** Firecrawl's search API (v2). */
-  firecrawl?: FirecrawlOptions
+  firecrawl?: HostedSearchOptions
   /** Parallel's Search API (v1). */
-  parallel?: ParallelOptions
+  parallel?: HostedSearchOptions
   /** Perplexity's Search API. */
-  perplexity?: PerplexityOptions
+  perplexity?: HostedSearchOptions
 }
 
 export interface SearchEngines {

@@ -7,19 +7,10 @@
  */
 
 import * as v from 'valibot'
-import { charactersPerResult, type SearchEngine } from '../search-engine'
+import { charactersPerResult, type HostedSearchOptions, type SearchEngine } from '../search-engine'
 import { ServerToolFailure } from '../tool-errors'
 import { requestJson } from './http'
 import { countryOnlyRefusal } from './location'
-
-export interface ExaOptions {
-  /** The Exa API key. Never logged, never sent anywhere but `baseURL`. */
-  apiKey: string
-  /** Default `https://api.exa.ai`. */
-  baseURL?: string
-  /** Dollars charged per search; when unset, what Exa reports the search cost (`costDollars.total`). */
-  pricePerRequest?: number
-}
 
 const AnswerSchema = v.object({
   results: v.array(
@@ -35,7 +26,7 @@ const AnswerSchema = v.object({
   costDollars: v.optional(v.nullable(v.looseObject({ total: v.optional(v.number()) }))),
 })
 
-export const exaEngine = (options: ExaOptions): SearchEngine => {
+export const exaEngine = (options: HostedSearchOptions): SearchEngine => {
   const base = (options.baseURL ?? 'https://api.exa.ai').replace(/\/+$/, '')
   return {
     id: 'exa',

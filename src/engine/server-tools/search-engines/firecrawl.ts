@@ -11,19 +11,10 @@
  */
 
 import * as v from 'valibot'
-import { charactersPerResult, hostsOf, type SearchEngine } from '../search-engine'
+import { charactersPerResult, hostsOf, type HostedSearchOptions, type SearchEngine } from '../search-engine'
 import { ServerToolFailure } from '../tool-errors'
 import { requestJson } from './http'
 import { countryOnlyRefusal } from './location'
-
-export interface FirecrawlOptions {
-  /** The Firecrawl API key (`fc-…`). Never logged, never sent anywhere but `baseURL`. */
-  apiKey: string
-  /** Default `https://api.firecrawl.dev`. */
-  baseURL?: string
-  /** Dollars charged per search (default none). */
-  pricePerRequest?: number
-}
 
 const AnswerSchema = v.object({
   data: v.looseObject({
@@ -41,7 +32,7 @@ const AnswerSchema = v.object({
   }),
 })
 
-export const firecrawlEngine = (options: FirecrawlOptions): SearchEngine => {
+export const firecrawlEngine = (options: HostedSearchOptions): SearchEngine => {
   const base = (options.baseURL ?? 'https://api.firecrawl.dev').replace(/\/+$/, '')
   return {
     id: 'firecrawl',

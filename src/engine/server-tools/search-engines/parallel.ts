@@ -10,19 +10,10 @@
  */
 
 import * as v from 'valibot'
-import { charactersPerResult, hostsOf, type SearchEngine } from '../search-engine'
+import { charactersPerResult, hostsOf, type HostedSearchOptions, type SearchEngine } from '../search-engine'
 import { ServerToolFailure } from '../tool-errors'
 import { requestJson } from './http'
 import { countryOnlyRefusal } from './location'
-
-export interface ParallelOptions {
-  /** The Parallel API key. Never logged, never sent anywhere but `baseURL`. */
-  apiKey: string
-  /** Default `https://api.parallel.ai`. */
-  baseURL?: string
-  /** Dollars charged per search (default none). */
-  pricePerRequest?: number
-}
 
 const AnswerSchema = v.object({
   results: v.array(
@@ -35,7 +26,7 @@ const AnswerSchema = v.object({
   ),
 })
 
-export const parallelEngine = (options: ParallelOptions): SearchEngine => {
+export const parallelEngine = (options: HostedSearchOptions): SearchEngine => {
   const base = (options.baseURL ?? 'https://api.parallel.ai').replace(/\/+$/, '')
   return {
     id: 'parallel',

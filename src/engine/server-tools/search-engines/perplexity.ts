@@ -10,19 +10,10 @@
  */
 
 import * as v from 'valibot'
-import { hostsOf, type SearchEngine } from '../search-engine'
+import { hostsOf, type HostedSearchOptions, type SearchEngine } from '../search-engine'
 import { ServerToolFailure } from '../tool-errors'
 import { requestJson } from './http'
 import { countryOnlyRefusal } from './location'
-
-export interface PerplexityOptions {
-  /** The Perplexity API key (`pplx-…`). Never logged, never sent anywhere but `baseURL`. */
-  apiKey: string
-  /** Default `https://api.perplexity.ai`. */
-  baseURL?: string
-  /** Dollars charged per search (default none). */
-  pricePerRequest?: number
-}
 
 // spec of the API: max_results 1..20, search_domain_filter at most 20 entries.
 const MAX_RESULTS = 20
@@ -40,7 +31,7 @@ const AnswerSchema = v.object({
   ),
 })
 
-export const perplexityEngine = (options: PerplexityOptions): SearchEngine => {
+export const perplexityEngine = (options: HostedSearchOptions): SearchEngine => {
   const base = (options.baseURL ?? 'https://api.perplexity.ai').replace(/\/+$/, '')
   return {
     id: 'perplexity',
