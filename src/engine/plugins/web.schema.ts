@@ -7,7 +7,7 @@ const count = (maximum: number) => v.pipe(v.number(), v.integer('must be an inte
 
 /**
  * OpenRouter's `WebSearchPlugin` (docs/decisions.md, "Plugins"). `engine` names one of the operator's search
- * engines (`native` and `auto` mean the default one); the engine must honour the fields sent, or they are refused.
+ * engines (`auto` means the default one; `native` is refused, see web.ts); the engine must honour the fields sent, or they are refused.
  */
 export const WebPluginSchema = v.pipe(
   v.strictObject({

@@ -6,7 +6,7 @@
  * `url_citation` annotations, and the search is counted and priced in the usage.
  */
 
-import { UpstreamError, isGatewayError } from '../../core/errors'
+import { InvalidRequestError, UpstreamError, isGatewayError } from '../../core/errors'
 import { ServerToolFailure, ServerToolRefusal } from '../server-tools/contract'
 import { webSearchTool, type WebSearchTool } from '../server-tools/web-search'
 import type { InferenceService } from '../service'
@@ -28,7 +28,7 @@ const DEFAULT_PROMPT =
 // The plugin's names for the tool's settings, so an error names the field the caller wrote.
 const FIELD_NAMES = { allowed_domains: 'include_domains', excluded_domains: 'exclude_domains' }
 
-/** The plugin's settings as `service:web_search` parameters: `native` and `auto` mean the gateway's default engine. */
+/** The plugin's settings as `service:web_search` parameters: `auto` means the gateway's default engine. */
 const asTool = (settings: WebPluginSettings): WebSearchTool => {
   const location = settings.user_location
   const userLocation = location
@@ -37,7 +37,7 @@ const asTool = (settings: WebPluginSettings): WebSearchTool => {
   return {
     type: 'service:web_search',
     parameters: {
-      ...(settings.engine && settings.engine !== 'native' && settings.engine !== 'auto' ? { engine: settings.engine } : {}),
+      ...(settings.engine && settings.engine !== 'auto' ? { engine: settings.engine } : {}),
       ...(settings.max_results ? { max_results: settings.max_results } : {}),
       ...(settings.include_domains ? { allowed_domains: settings.include_domains } : {}),
       ...(settings.exclude_domains ? { excluded_domains: settings.exclude_domains } : {}),
@@ -52,6 +52,11 @@ const today = (service: InferenceService) => new Date(service.now()).toISOString
 export const web: PluginDefinition<WebPluginSettings> = {
   id: ID,
   create(settings, { service, where }): RequestPlugin {
+    // The plugin searches before the model answers; the provider's own search runs inside the answer, which only the
+    // server tool can ask for. Running the gateway's engine instead would be another engine than the one asked for.
+    if (settings.engine === 'native') {
+      throw new InvalidRequestError(`${where}.engine: "native" (the provider's own search) is not run by the web plugin; use the service:web_search tool with engine "native", or name a search engine`)
+    }
     const tool = webSearchTool(asTool(settings), { where, prefix: '', label: 'the "web" plugin', names: FIELD_NAMES }, service)
     const findings: WebFindings = { sources: [], webSearchRequests: 0, cost: 0 }
     return {

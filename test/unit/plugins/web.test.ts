@@ -122,6 +122,11 @@ describe('web plugin', () => {
     await refused({ id: 'web', engine: 'exa' }, 'body.plugins.0.engine: "exa" is not configured on this gateway (configured: searxng)')
     await refused({ id: 'web', mode: 'deep' }, 'body.plugins.0.mode: not supported by the searxng search engine')
     await refused({ id: 'web', user_location: { type: 'approximate', country: 'FR' } }, 'body.plugins.0.user_location: not supported by the searxng search engine')
+    // The provider's own search is the server tool's to ask for: the plugin does not quietly use another engine.
+    await refused(
+      { id: 'web', engine: 'native' },
+      'body.plugins.0.engine: "native" (the provider\'s own search) is not run by the web plugin; use the service:web_search tool with engine "native", or name a search engine',
+    )
     await testGateway!.close()
     await serve('never', null)
     await refused({ id: 'web' }, 'body.plugins.0: the "web" plugin needs a search engine, and none is configured on this gateway')
