@@ -35,7 +35,7 @@ import { guardInput, guardOutput, guardrailBlockError, withPaidUsage } from './g
 import { endpointPolicyOf } from './guardrails/routing-policy'
 import { refusedServiceMetadata, serviceMetadata } from './service-metadata'
 import { afterWhole, observedByPlugins, runBeforeAttempts } from './plugins/apply'
-import { planPlugins } from './plugins/registry'
+import { planPlugins, withImplicitPlugins } from './plugins/registry'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
 export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
@@ -161,7 +161,7 @@ export const prepareRequest = async (
     }
   }
   const request = planned(guardedBody, models)
-  request.plugins = plugins
+  request.plugins = withImplicitPlugins(service, guardedBody, plugins, request.attempts)
   if (guardrails.length > 0) request.guardrails = guardrails
   // Stages in the order they ran: the guardrails' input scans, then the router's choice (plugins' follow).
   request.pipeline.push(...(guarded?.stages ?? []), ...(routed ? [routed.stage] : []))

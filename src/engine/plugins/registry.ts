@@ -7,9 +7,10 @@
 
 import { InvalidRequestError } from '../../core/errors'
 import type { ResponsesRequestBody } from '../request.schemas'
+import type { Attempt } from '../routing'
 import type { InferenceService } from '../service'
 import type { PluginDefinition, RequestPlugin } from './contract'
-import { contextCompression } from './context-compression'
+import { contextCompression, DEFAULT_ON_MAX_CONTEXT } from './context-compression'
 import { fileParser } from './file-parser'
 import { moderation } from './moderation'
 import { responseHealing } from './response-healing'
@@ -31,10 +32,16 @@ const PLUGINS: Partial<Record<PluginId, AnyDefinition>> = {
   'web-fetch': webFetch,
 }
 
-/** Plugins that run unless the request turns them off, with the settings they run with when not listed. */
-const IMPLICIT: Partial<Record<PluginId, PluginSettings>> = {
+/**
+ * Plugins that run unless the request turns them off: the settings they run with when not listed, and whether a
+ * request's planned attempts need them at all (most never do, and then cost nothing).
+ */
+const IMPLICIT: Partial<Record<PluginId, { settings: PluginSettings; isNeeded(attempts: readonly Attempt[]): boolean }>> = {
   // On by default for small contexts (OpenRouter's rule); context-compression.ts decides per endpoint.
-  'context-compression': { id: 'context-compression' },
+  'context-compression': {
+    settings: { id: 'context-compression' },
+    isNeeded: (attempts) => attempts.some((attempt) => attempt.endpoint.contextLength <= DEFAULT_ON_MAX_CONTEXT),
+  },
 }
 
 /** Plugins that choose the models rather than act on a request: run while it is planned (src/engine/run.ts). */
@@ -43,7 +50,10 @@ const MODEL_CHOOSERS: ReadonlySet<string> = new Set([...ROUTER_PLUGIN_IDS, 'fusi
 /** The plugin ids this gateway runs. */
 export const runPluginIds = (): string[] => [...Object.keys(PLUGINS), ...MODEL_CHOOSERS]
 
-/** The request's plugins in the order listed (implicit ones last); throws `InvalidRequestError` naming the one at fault. */
+/**
+ * The request's listed plugins, in order (moderation first); throws `InvalidRequestError` naming the one at fault.
+ * The implicit ones join once the attempts are planned (`withImplicitPlugins`).
+ */
 export const planPlugins = (service: InferenceService, body: ResponsesRequestBody): RequestPlugin[] => {
   const listed = (body.plugins ?? []) as PluginSettings[]
   const plugins: RequestPlugin[] = []
@@ -60,11 +70,17 @@ export const planPlugins = (service: InferenceService, body: ResponsesRequestBod
     const plugin = definition.create(settings, { ...context, where })
     if (plugin) plugins.push(plugin)
   }
-  for (const [id, settings] of Object.entries(IMPLICIT) as Array<[PluginId, PluginSettings]>) {
-    if (seen.has(id)) continue
-    const plugin = PLUGINS[id]!.create(settings, { ...context, where: 'body.plugins' })
-    if (plugin) plugins.push(plugin)
-  }
   // Moderation first, whatever its place in the list: no other plugin sends the text anywhere before it is checked.
   return plugins.sort((left, right) => Number(right.id === 'moderation') - Number(left.id === 'moderation'))
+}
+
+/** `plugins` with the implicit plugins the request did not list (or turn off) and whose work `attempts` may need. */
+export const withImplicitPlugins = (service: InferenceService, body: ResponsesRequestBody, plugins: RequestPlugin[], attempts: readonly Attempt[]): RequestPlugin[] => {
+  const listed = new Set(((body.plugins ?? []) as PluginSettings[]).map((settings) => settings.id))
+  const implicit = (Object.entries(IMPLICIT) as Array<[PluginId, NonNullable<(typeof IMPLICIT)[PluginId]>]>).flatMap(([id, { settings, isNeeded }]) => {
+    if (listed.has(id) || !isNeeded(attempts)) return []
+    const plugin = PLUGINS[id]!.create(settings, { service, body, where: 'body.plugins' })
+    return plugin ? [plugin] : []
+  })
+  return implicit.length === 0 ? plugins : [...plugins, ...implicit]
 }
