@@ -71,6 +71,10 @@ export const BoundedJsonSchema = boundedJson(v.unknown())
 export const passThroughObject = <const E extends v.ObjectEntries>(entries: E) => v.objectWithRest(entries, BoundedJsonSchema)
 
 /** A non-negative integer query parameter, given as a decimal string. */
+/** A whole number from `minimum` to `maximum`, with the messages every body field uses. */
+export const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
+  v.pipe(v.number(), v.integer('must be an integer'), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))
+
 export const integerQuery = (minimum: number, maximum: number) =>
   v.pipe(
     v.string(),

@@ -7,7 +7,7 @@
 
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
-import { boundedJson, passThroughObject, sparseLooseObject } from '../core/validation'
+import { boundedJson, integer, passThroughObject, sparseLooseObject } from '../core/validation'
 import { PluginSchema } from './plugins/schemas'
 
 // spec Limits.
@@ -41,9 +41,6 @@ export const RequestModelSchema = v.pipe(
 
 export const nullableNumber = (minimum: number, maximum: number) =>
   v.optional(v.nullable(v.pipe(v.number(), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))))
-
-export const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
-  v.pipe(v.number(), v.integer('must be an integer'), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))
 
 // ---- input items (docs/decisions.md, POST /responses) ----
 

@@ -6,7 +6,7 @@
  */
 
 import * as v from 'valibot'
-import { boundedJson, sparseLooseObject } from '../core/validation'
+import { boundedJson, integer, sparseLooseObject } from '../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
 import { PluginSchema } from '../engine/plugins/schemas'
 import { TransformsSchema } from './transforms.translate'
@@ -25,7 +25,6 @@ import {
   SchemaNameSchema,
   SESSION_ID_MAX,
   USER_MAX,
-  integer,
   nullableNumber,
 } from '../engine/request.schemas'
 

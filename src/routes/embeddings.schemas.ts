@@ -1,7 +1,7 @@
 import * as v from 'valibot'
-import { boundedJson, integerQuery } from '../core/validation'
+import { boundedJson, integer, integerQuery } from '../core/validation'
 import { MODELS_PAGE_MAX } from './models.schemas'
-import { ModelSlugSchema, ProviderPreferencesSchema, SESSION_ID_MAX, USER_MAX, integer } from '../engine/request.schemas'
+import { ModelSlugSchema, ProviderPreferencesSchema, SESSION_ID_MAX, USER_MAX } from '../engine/request.schemas'
 
 /** OpenAI's limit on one request's inputs. */
 export const EMBEDDINGS_INPUTS_MAX = 2048

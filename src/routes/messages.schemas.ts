@@ -6,7 +6,7 @@
  */
 
 import * as v from 'valibot'
-import { boundedJson } from '../core/validation'
+import { boundedJson, integer } from '../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
 import { PluginSchema } from '../engine/plugins/schemas'
 import { TransformsSchema } from './transforms.translate'
@@ -23,7 +23,6 @@ import {
   ProviderPreferencesSchema,
   SESSION_ID_MAX,
   USER_MAX,
-  integer,
   nullableNumber,
 } from '../engine/request.schemas'
 import { MESSAGES_MAX, TOOLS_MAX } from './chat-completions.schemas'

@@ -1,9 +1,9 @@
 import * as v from 'valibot'
+import { integer } from '../../core/validation'
 import { DomainListSchema } from '../server-tools/domains'
 
 const WEB_MODES = ['instant', 'fast', 'auto', 'deep-lite', 'deep', 'deep-reasoning', 'turbo', 'basic', 'advanced'] as const
 
-const count = (maximum: number) => v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(maximum, `must be at most ${maximum}`))
 
 /**
  * OpenRouter's `WebSearchPlugin` (docs/decisions.md, "Plugins"). `engine` names one of the operator's search
@@ -14,9 +14,9 @@ export const WebPluginSchema = v.pipe(
     id: v.literal('web'),
     enabled: v.optional(v.boolean()),
     engine: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'))),
-    max_results: v.optional(count(25)),
+    max_results: v.optional(integer(1, 25)),
     // One search a request: the plugin runs once, so any max_uses of at least 1 is honoured.
-    max_uses: v.optional(count(30)),
+    max_uses: v.optional(integer(1, 30)),
     search_prompt: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(2000, 'must be at most 2000 characters'))),
     include_domains: v.optional(DomainListSchema),
     exclude_domains: v.optional(DomainListSchema),

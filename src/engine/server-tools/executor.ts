@@ -7,8 +7,7 @@
 
 import * as v from 'valibot'
 import { InvalidRequestError } from '../../core/errors'
-import { boundedJson, passThroughObject } from '../../core/validation'
-import { integer } from '../request.schemas'
+import { boundedJson, integer, passThroughObject } from '../../core/validation'
 import { historyPair, type ServerTool } from './contract'
 import type { InferenceService } from '../service'
 import { EXECUTOR_PROVIDER_TOOLS, type ExecutableToolType, type ExecutorProviderTool, type ExecutorServerTool, type ToolExecutors } from './executor-types'

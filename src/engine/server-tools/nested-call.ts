@@ -6,12 +6,13 @@
 import * as v from 'valibot'
 import { InvalidRequestError, isGatewayError } from '../../core/errors'
 import type { InputItem, OutputItem, OutputMessage } from '../../providers/types'
-import { integer, ModelSlugSchema, nullableNumber, ResponsesRequestSchema, type ResponsesRequestBody } from '../request.schemas'
+import { ModelSlugSchema, nullableNumber, ResponsesRequestSchema, type ResponsesRequestBody } from '../request.schemas'
 import type { Attempt } from '../routing'
 import type { InferenceService } from '../service'
 import type { ResponseResult } from '../session-events'
 import { ServerToolFailure, type ServerToolContext } from './contract'
 import type { Nesting } from './nesting'
+import { integer } from '../../core/validation'
 
 const NameSchema = v.pipe(
   v.string(),

@@ -9,9 +9,9 @@
 import MiniSearch from 'minisearch'
 import * as v from 'valibot'
 import type { ModelEntry } from '../models'
-import { integer } from '../request.schemas'
 import type { InferenceService } from '../service'
 import { ServerToolRefusal, historyPair, type ServerTool } from './contract'
+import { integer } from '../../core/validation'
 
 const DEFAULT_MAX_RESULTS = 5
 const ITEM_TYPE = 'service:experimental__search_models'

@@ -10,11 +10,12 @@
 
 import * as v from 'valibot'
 import { InvalidRequestError, isGatewayError } from '../../core/errors'
-import { integer, withServerToolName } from '../request.schemas'
+import { withServerToolName } from '../request.schemas'
 import type { InferenceService } from '../service'
 import { ServerToolRefusal, historyPair, type ServerTool } from './contract'
 import { answerText, nestedBody, nestedModelFields, planNestedModel, runNestedCall } from './nested-call'
 import type { Nesting } from './nesting'
+import { integer } from '../../core/validation'
 
 /** OpenRouter caps a subagent's tool-calling steps at 25. */
 export const SUBAGENT_MAX_TOOL_CALLS = 25

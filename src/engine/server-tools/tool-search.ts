@@ -7,9 +7,9 @@
 
 import * as v from 'valibot'
 import type { FunctionTool, InputItem } from '../../providers/types'
-import { integer } from '../request.schemas'
 import { ServerToolRefusal, historyCallId, type ServerTool } from './contract'
 import type { DeferredTools } from './deferred-tools'
+import { integer } from '../../core/validation'
 
 const DEFAULT_MAX_RESULTS = 5
 

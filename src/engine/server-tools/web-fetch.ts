@@ -9,12 +9,12 @@
 import * as v from 'valibot'
 import { DestinationRefusedError, type CallerDestination } from '../../core/upstream-guard'
 import { checkCallerDestination } from '../destination'
-import { integer } from '../request.schemas'
 import type { InferenceService } from '../service'
 import { UpstreamTimeoutSignal, type UpstreamResponse } from '../transport'
 import { ServerToolFailure, ServerToolRefusal, historyPair, type ServerTool } from './contract'
 import { DomainListSchema, domainRefusal } from './domains'
 import { htmlToText } from './page-text'
+import { integer } from '../../core/validation'
 
 /** Pages are anywhere on the public web: no suffix to be under. */
 const WEB_DESTINATION: CallerDestination = { family: 'web', hostSuffixes: [] }

@@ -7,11 +7,11 @@
 
 import * as v from 'valibot'
 import { InvalidRequestError } from '../../core/errors'
-import { integer } from '../request.schemas'
 import type { InferenceService } from '../service'
 import { ServerToolRefusal, historyPair, type ServerTool } from './contract'
 import { DomainListSchema, domainRefusal } from './domains'
 import type { SearchEngine, SearchFeature, SearchResponse } from './search-engine'
+import { integer } from '../../core/validation'
 
 const DEFAULT_MAX_RESULTS = 5
 const DEFAULT_MAX_TOTAL_RESULTS = 50
