@@ -12,7 +12,7 @@ import { webSearchTool, type WebSearchTool } from '../server-tools/web-search'
 import type { InferenceService } from '../service'
 import { recordStage, type PluginDefinition, type RequestPlugin } from './contract'
 import { pluginToolContext } from './tool-context'
-import { addWebFindings, lastUserText, withContextMessage, withWebFindings, type WebFindings } from './web-context'
+import { addWebFindings, lastUserText, withContextMessage, withWebFindings, withWebUsage, type WebFindings } from './web-context'
 import type { WebPluginSettings } from './web.schema'
 
 const ID = 'web'
@@ -94,6 +94,7 @@ export const web: PluginDefinition<WebPluginSettings> = {
       },
       afterWhole: (result) => withWebFindings(result, findings),
       onStreamEvent: (event) => addWebFindings(event, findings),
+      onStopped: (used) => ({ ...used, usage: withWebUsage(used.usage, findings)! }),
     }
   },
 }

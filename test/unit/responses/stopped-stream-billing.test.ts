@@ -121,6 +121,24 @@ describe('a server-tool stream the client stopped', () => {
   })
 })
 
+describe('a stream with the web plugin the client stopped', () => {
+  it('is charged its search as well', async () => {
+    const held = gate()
+    await serve(
+      { reply: [{ type: 'text', text: 'Brest has..' }, { type: 'wait', until: held }, { type: 'text', text: 'never' }] },
+      { serverTools: { webSearch: { searxng: { baseURL: `${engine.url}/`, pricePerRequest: SEARCH_PRICE } } } },
+    )
+    await stopAfter({ input: 'Tides in Brest?', plugins: [{ id: 'web' }] }, 'Brest has..')
+    held.open()
+    const record = await recorded()
+    // The input estimate counts the search results the plugin added before the user's message.
+    expect(record).toMatchObject({ status: 'cancelled', isUsageEstimated: true, tokens: { output: 3 } })
+    expect(record.tokens.input).toBeGreaterThan(100)
+    expect(record.cost).toBe(round(record.tokens.input * 1e-6 + 3 * 2e-6 + SEARCH_PRICE))
+    expect(await keyUsage()).toBe(record.cost)
+  })
+})
+
 const entry = (slug: string, prompt: number, completion: number): ModelEntry => ({
   slug,
   name: slug,
