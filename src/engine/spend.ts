@@ -267,6 +267,8 @@ const billedAmounts = (usage: BilledUsage | null): Amounts => {
 export interface SpendReservation {
   /** Records what the answer really cost (`null`: nothing was served). Later calls do nothing. */
   settle(usage: BilledUsage | null): void
+  /** Records a cost in USD that is no model's answer (a plugin's search). Settles as `settle` does. */
+  charge(cost: number): void
   /** Settles a stream when its session ends: from its priced usage, or what the session says it used when stopped. */
   observer(): SessionObserver
 }
@@ -310,16 +312,17 @@ const settleOnce = (service: InferenceService, request: InferenceRequest, tracke
   }
 }
 
-/** Reserves the request's worst case on its limited counters, or throws 402 naming the limit it would pass. */
-export const reserveSpend = async (service: InferenceService, request: InferenceRequest): Promise<SpendReservation> => {
+/** Reserves `worst` (worked out only when a limit holds the request) on the request's limited counters, or throws 402. */
+const reserveAmounts = async (service: InferenceService, request: InferenceRequest, worst: () => Amounts): Promise<SpendReservation> => {
   const targets = request.spend
   const tracked = trackedCounters(targets, new Date(service.now()))
   const reserved = tracked.list.map(() => 0)
   const limits = activeLimits(service.spend, targets, tracked)
-  if (limits.length > 0) await reserve(service, request, tracked.list, reserved, limits)
+  if (limits.length > 0) await reserve(service, request, tracked.list, reserved, limits, worst())
   const settle = settleOnce(service, request, tracked.list, reserved)
   return {
     settle: (usage) => settle(billedAmounts(usage)),
+    charge: (cost) => settle(cost === 0 ? NOTHING : { usage: toNano(cost), all: toNano(cost) }),
     observer: () => ({
       onEnd(end) {
         // A stopped stream's usage is the session's own reckoning, which the generation record takes too.
@@ -330,8 +333,22 @@ export const reserveSpend = async (service: InferenceService, request: Inference
   }
 }
 
-const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[]) => {
-  const worst = worstCase(service, request)
+/** Reserves the request's worst case on its limited counters, or throws 402 naming the limit it would pass. */
+export const reserveSpend = (service: InferenceService, request: InferenceRequest): Promise<SpendReservation> =>
+  reserveAmounts(service, request, () => worstCase(service, request))
+
+/**
+ * Reserves what the request's plugins may spend before its attempts (the web plugin's search: its engine's price per
+ * search), before they run, so a limit the request would pass with them is a 402 before anything is spent; `null`
+ * when no plugin has a price. The request's own reservation, made after the plugins, lands on top of this one.
+ */
+export const reservePluginSpend = async (service: InferenceService, request: InferenceRequest): Promise<SpendReservation | null> => {
+  const priceNano = request.plugins.reduce((sum, plugin) => sum + Math.ceil((plugin.price ?? 0) * 1e9), 0)
+  if (priceNano === 0) return null
+  return reserveAmounts(service, request, () => ({ usage: priceNano, all: priceNano }))
+}
+
+const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[], worst: Amounts) => {
   // A request that cannot cost anything (a free endpoint) is never refused for money.
   const held = limits.filter((limit) => worst[limit.counts] > 0)
   if (held.length === 0) return

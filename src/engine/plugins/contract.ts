@@ -57,6 +57,10 @@ export interface PluginContext {
  */
 export interface RequestPlugin {
   readonly id: string
+  /** USD the plugin may spend before the attempts (the web plugin's search), reserved before it runs. */
+  readonly price?: number
+  /** USD it has spent: charged when the request fails before an answer's usage carried it. */
+  spent?(): number
   /**
    * Before routing's first attempt and before spend is reserved: may replace `request.body` (text in place of a
    * PDF, search results added), drop attempts that cannot serve it, or throw the client's error (moderation).
