@@ -6,12 +6,10 @@
  * Prices: the kit's test model costs $1 per million input tokens and $2 per million output tokens; a search $0.004.
  */
 
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type ScriptedReply, type TestGateway } from '../../../src/testing'
 import { readJson } from '../../helpers/gateway'
-import { startUpstream, type Upstream } from '../../helpers/upstream'
+import { startSearxngFixture, type Upstream } from '../../helpers/upstream'
 
 const SEARCH_PRICE = 0.004
 const WEB = { input: 'tides in brest', max_output_tokens: 10, plugins: [{ id: 'web' }] }
@@ -19,10 +17,7 @@ const WEB = { input: 'tides in brest', max_output_tokens: 10, plugins: [{ id: 'w
 let engine: Upstream
 let testGateway: TestGateway | undefined
 let model: ScriptedProvider
-beforeAll(async () => {
-  const results = readFileSync(join(__dirname, '../../fixtures/search/searxng-search.json'), 'utf8')
-  engine = await startUpstream(() => ({ headers: { 'content-type': 'application/json' }, body: results }))
-})
+beforeAll(async () => (engine = await startSearxngFixture()))
 afterAll(() => engine.close())
 afterEach(async () => {
   await testGateway?.close()

@@ -7,22 +7,17 @@
  * models $1/$2 (alpha), $2/$4 (beta), $3/$6 (judge).
  */
 
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { ToolExecutor } from '../../../src'
 import type { ModelEntry } from '../../../src/engine/models'
 import type { GenerationRecord } from '../../../src/repositories/generations'
 import { createTestGateway, gate, scriptedProvider, type ScriptedAnswer, type ScriptedCall, type ScriptedReply, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
 import { readJson } from '../../helpers/gateway'
-import { startUpstream, type Upstream } from '../../helpers/upstream'
+import { startSearxngFixture, type Upstream } from '../../helpers/upstream'
 
 let engine: Upstream
 let testGateway: TestGateway | undefined
-beforeAll(async () => {
-  const results = readFileSync(join(__dirname, '../../fixtures/search/searxng-search.json'), 'utf8')
-  engine = await startUpstream(() => ({ headers: { 'content-type': 'application/json' }, body: results }))
-})
+beforeAll(async () => (engine = await startSearxngFixture()))
 afterAll(() => engine.close())
 afterEach(async () => {
   await testGateway?.close()
