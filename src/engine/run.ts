@@ -10,13 +10,13 @@ import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
-import { observeSession } from './observe'
+import { observeSession, type SessionEnd } from './observe'
 import type { InferenceRequest, RouteExtensions } from './request'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
 import type { ReservedRun } from './reserved-run'
-import { reserveSpend } from './spend'
+import { reservePluginSpend, reserveSpend } from './spend'
 import { openSession } from './stream-session'
 import { routeWithPlugins } from './plugins/routers/route'
 import { FUSION_SLUG, planFusion } from './plugins/fusion/plan'
@@ -31,7 +31,7 @@ import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
 import { loadCallerScope } from './caller-scope'
 import { guardrailBudgetsOf } from './guardrails/applicable'
-import { guardInput, guardOutput, guardrailBlockError, withPaidUsage } from './guardrails/enforce'
+import { guardInput, guardOutput, guardrailBlockError, paidUsageOf, withPaidUsage } from './guardrails/enforce'
 import { endpointPolicyOf } from './guardrails/routing-policy'
 import { refusedServiceMetadata, serviceMetadata } from './service-metadata'
 import { afterWhole, observedByPlugins, runBeforeAttempts } from './plugins/apply'
@@ -277,15 +277,36 @@ const runPluginsBeforeAttempts = async (service: InferenceService, request: Infe
   }
 }
 
+/** USD the request's plugins spent before its attempts. */
+const pluginsSpent = (request: InferenceRequest) => request.plugins.reduce((sum, plugin) => sum + (plugin.spent?.() ?? 0), 0)
+
 /**
  * Runs a prepared request, its plugins' work before the attempts first; rejects with the client's error before any
  * answer, or `ClientClosedError`.
  */
 export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> => {
-  await runPluginsBeforeAttempts(service, request)
-  return request.fusion
-    ? runFusion(service, request, request.fusion)
-    : request.body.stream
-    ? { isStream: true, session: await openRunSession(service, request) }
-    : { isStream: false, answer: await answerRunWhole(service, request) }
+  // What the plugins may spend is held before they run (402 before anything is spent), and given back once the
+  // request's own settlement carries what they did spend, or charged when the request fails before that.
+  const held = await reservePluginSpend(service, request)
+  let outcome: RunOutcome
+  try {
+    await runPluginsBeforeAttempts(service, request)
+    outcome = request.fusion
+      ? await runFusion(service, request, request.fusion)
+      : request.body.stream
+        ? { isStream: true, session: await openRunSession(service, request) }
+        : { isStream: false, answer: await answerRunWhole(service, request) }
+  } catch (error) {
+    // An answer paid for and then refused (a guardrail) settled with the plugins' spend in its usage.
+    held?.charge(paidUsageOf(error) ? 0 : pluginsSpent(request))
+    throw error
+  }
+  if (!held) return outcome
+  if (!outcome.isStream) {
+    held.charge(0)
+    return outcome
+  }
+  // A stream that ended without usage (every attempt failed after the commit, a bug) did not carry the plugins' spend.
+  const isCarried = (end: SessionEnd) => (end.how === 'finished' ? end.result.usage !== null : end.how === 'stopped' && end.used !== undefined)
+  return { isStream: true, session: observeSession(outcome.session, { onEnd: (end) => held.charge(isCarried(end) ? 0 : pluginsSpent(request)) }) }
 }

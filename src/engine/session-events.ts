@@ -4,7 +4,7 @@
  */
 
 import type { ItemEvent, RelayedEvent } from '../providers/events'
-import type { OutputItem, Usage } from '../providers/types'
+import type { OutputItem } from '../providers/types'
 import type { BilledUsage } from './billing'
 import type { ResponsesRequestBody } from './request.schemas'
 
@@ -76,12 +76,15 @@ export interface EventSink<Event> {
 }
 
 /**
- * What a stream stopped by its consumer had used (docs/decisions.md, Usage ledger): the upstream's usage when
- * it arrived before the stop, and the serving endpoint's prices, to bill an estimate when it did not.
+ * What a stream stopped by its consumer had used, priced (docs/decisions.md, Usage ledger "Cancelled streams"):
+ * the upstream's usage where it arrived before the stop, an estimate where it did not (stopped-usage.ts), plus
+ * whatever earlier turns, tools or runs of the response already cost. The spend settlement and the generation
+ * record both take it as it is, so they charge the same.
  */
 export interface StoppedUsage {
-  usage: Usage | null
-  bill(usage: Usage): BilledUsage
+  usage: BilledUsage
+  /** Whether any part of `usage` is an estimate. */
+  isEstimated: boolean
 }
 
 /** A streamed response in progress: it starts producing when a consumer starts it, at the consumer's pace. */

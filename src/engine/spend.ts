@@ -31,7 +31,6 @@ import type { SpendSettings, SpendTargets } from './spend-targets'
 import type { InferenceRequest } from './request'
 import type { Attempt } from './routing'
 import type { InferenceService } from './service'
-import type { ServedBy } from './session-events'
 
 /** Bytes of prompt JSON per token for the estimate: ordinary text runs about 4, so 3 errs on the high side. */
 const BYTES_PER_TOKEN = 3
@@ -268,7 +267,9 @@ const billedAmounts = (usage: BilledUsage | null): Amounts => {
 export interface SpendReservation {
   /** Records what the answer really cost (`null`: nothing was served). Later calls do nothing. */
   settle(usage: BilledUsage | null): void
-  /** Settles a stream when its session ends: from its priced usage, or estimated when the client left mid-answer. */
+  /** Records a cost in USD that is no model's answer (a plugin's search). Settles as `settle` does. */
+  charge(cost: number): void
+  /** Settles a stream when its session ends: from its priced usage, or what the session says it used when stopped. */
   observer(): SessionObserver
 }
 
@@ -311,59 +312,43 @@ const settleOnce = (service: InferenceService, request: InferenceRequest, tracke
   }
 }
 
-const isServedAttempt = (servedBy: ServedBy) => (attempt: Attempt) =>
-  attempt.model.slug === servedBy.model && attempt.provider.descriptor.id === servedBy.provider && (attempt.credential !== null) === servedBy.isByok
-
-/**
- * A stream the client left before its end carries no usage: it is charged as the served endpoint would
- * bill it, for the prompt estimate and about one token per 3 characters of what was streamed.
- */
-const abandonedAmounts = (service: InferenceService, request: InferenceRequest, servedBy: ServedBy, streamedCharacters: number): Amounts => {
-  const attempt = request.attempts.find(isServedAttempt(servedBy))
-  if (!attempt) return NOTHING
-  const promptTokens = Math.min(estimatePromptTokens(request), attempt.endpoint.contextLength)
-  const listNano = listPriceNano(attempt, promptTokens, Math.ceil(streamedCharacters / BYTES_PER_TOKEN))
-  return amountsFor(attempt, listNano, service.byokFeeRate)
-}
-
-/** Reserves the request's worst case on its limited counters, or throws 402 naming the limit it would pass. */
-export const reserveSpend = async (service: InferenceService, request: InferenceRequest): Promise<SpendReservation> => {
+/** Reserves `worst` (worked out only when a limit holds the request) on the request's limited counters, or throws 402. */
+const reserveAmounts = async (service: InferenceService, request: InferenceRequest, worst: () => Amounts): Promise<SpendReservation> => {
   const targets = request.spend
   const tracked = trackedCounters(targets, new Date(service.now()))
   const reserved = tracked.list.map(() => 0)
   const limits = activeLimits(service.spend, targets, tracked)
-  if (limits.length > 0) await reserve(service, request, tracked.list, reserved, limits)
+  if (limits.length > 0) await reserve(service, request, tracked.list, reserved, limits, worst())
   const settle = settleOnce(service, request, tracked.list, reserved)
   return {
     settle: (usage) => settle(billedAmounts(usage)),
-    observer() {
-      let servedBy: ServedBy | null = null
-      let streamedCharacters = 0
-      return {
-        onEvent(event) {
-          switch (event.type) {
-            case 'started':
-              servedBy = event.servedBy
-              return
-            case 'response.output_text.delta':
-            case 'response.refusal.delta':
-            case 'response.reasoning_text.delta':
-            case 'response.reasoning_summary_text.delta':
-            case 'response.function_call_arguments.delta':
-              streamedCharacters += event.delta.length
-          }
-        },
-        onEnd(end) {
-          if (end.how === 'finished') settle(billedAmounts(end.result.usage))
-          else settle(servedBy ? abandonedAmounts(service, request, servedBy, streamedCharacters) : NOTHING)
-        },
-      }
-    },
+    charge: (cost) => settle(cost === 0 ? NOTHING : { usage: toNano(cost), all: toNano(cost) }),
+    observer: () => ({
+      onEnd(end) {
+        // A stopped stream's usage is the session's own reckoning, which the generation record takes too.
+        if (end.how === 'finished') settle(billedAmounts(end.result.usage))
+        else settle(billedAmounts(end.how === 'stopped' ? (end.used?.usage ?? null) : null))
+      },
+    }),
   }
 }
 
-const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[]) => {
-  const worst = worstCase(service, request)
+/** Reserves the request's worst case on its limited counters, or throws 402 naming the limit it would pass. */
+export const reserveSpend = (service: InferenceService, request: InferenceRequest): Promise<SpendReservation> =>
+  reserveAmounts(service, request, () => worstCase(service, request))
+
+/**
+ * Reserves what the request's plugins may spend before its attempts (the web plugin's search: its engine's price per
+ * search), before they run, so a limit the request would pass with them is a 402 before anything is spent; `null`
+ * when no plugin has a price. The request's own reservation, made after the plugins, lands on top of this one.
+ */
+export const reservePluginSpend = async (service: InferenceService, request: InferenceRequest): Promise<SpendReservation | null> => {
+  const priceNano = request.plugins.reduce((sum, plugin) => sum + Math.ceil((plugin.price ?? 0) * 1e9), 0)
+  if (priceNano === 0) return null
+  return reserveAmounts(service, request, () => ({ usage: priceNano, all: priceNano }))
+}
+
+const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[], worst: Amounts) => {
   // A request that cannot cost anything (a free endpoint) is never refused for money.
   const held = limits.filter((limit) => worst[limit.counts] > 0)
   if (held.length === 0) return

@@ -22,6 +22,7 @@ import { metadataIfRequested } from './service-metadata'
 import type { InferenceService } from './service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from './session-events'
 import { StreamSignal } from './stream-signal'
+import { contentLength, estimatedUsage } from './stopped-usage'
 
 // A canonical type (spec `error_type`), so clients read it as the gateway's failure, not the provider's or theirs.
 const SHUTDOWN_ERROR_TYPE = 'server'
@@ -93,9 +94,12 @@ export const openSession = async (service: InferenceService, request: InferenceR
     let keepAlive: ReturnType<typeof setInterval> | undefined
     const items: OutputItem[] = []
     let usage: Usage | undefined
+    // What a stop's estimate counts when the upstream reported no usage before it.
+    let contentCharacters = 0
 
     const write = (event: SessionEvent) => {
       lastWrite = performance.now()
+      contentCharacters += contentLength(event)
       if (!sink.write(event)) needsDrain = true
     }
     const end = () => {
@@ -248,8 +252,9 @@ export const openSession = async (service: InferenceService, request: InferenceR
       open?.opened.abort()
       abortOpening()
       open?.iterator.return?.()?.catch(() => {})
-      const served = started
-      return served && { usage: usage ?? null, bill: (used: Usage) => billAttempt(used, served.attempt, service.byokFeeRate, items.filter(Boolean)) }
+      if (!started) return undefined
+      const used = usage ?? estimatedUsage(request.body, contentCharacters)
+      return { usage: billAttempt(used, started.attempt, service.byokFeeRate, items.filter(Boolean)), isEstimated: usage === undefined }
     }
   }
 

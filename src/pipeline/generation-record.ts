@@ -15,8 +15,8 @@ import type { InferenceRequest } from '../engine/request'
 import { newResponseId } from '../engine/response-identity'
 import type { RunOutcome } from '../engine/run'
 import type { InferenceService } from '../engine/service'
-import type { ResponseResult, SessionEvent, StoppedUsage } from '../engine/session-events'
-import { emptyUsage, type Usage } from '../providers/types'
+import type { ResponseResult, StoppedUsage } from '../engine/session-events'
+import { contentLength } from '../engine/stopped-usage'
 import type { GenerationApi, GenerationContentRecord, GenerationRecord, GenerationStatus } from '../repositories/generations'
 import type { Caller } from './auth'
 import type { Ledger } from './ledger'
@@ -52,12 +52,6 @@ export interface GenerationOutcome {
   timeToFirstTokenMs: number | null
   generationTimeMs: number | null
 }
-
-// OpenAI's rule of thumb for English text: about four characters per token.
-const CHARACTERS_PER_TOKEN = 4
-
-/** Tokens for `characters` of text, rounded up: any text is at least one token. */
-export const estimateTokens = (characters: number): number => Math.ceil(characters / CHARACTERS_PER_TOKEN)
 
 const sessionHashes = new Map<string, Promise<string>>()
 const SESSION_CACHE_MAX = 4_096
@@ -176,33 +170,6 @@ export const toGenerationRecord = (
   }
 }
 
-/** Characters of content a stream delivered: what a cancelled stream's output estimate counts. */
-const contentLength = (event: SessionEvent): number => {
-  switch (event.type) {
-    case 'response.output_text.delta':
-    case 'response.refusal.delta':
-    case 'response.reasoning_text.delta':
-    case 'response.reasoning_summary_text.delta':
-    case 'response.function_call_arguments.delta':
-      return event.delta.length
-    default:
-      return 0
-  }
-}
-
-/** The prompt a cancelled stream's input estimate counts: instructions and input as sent, in JSON. */
-const promptLength = (request: InferenceRequest): number =>
-  (request.body.instructions?.length ?? 0) + JSON.stringify(request.body.input ?? '').length
-
-/** Usage of a stream stopped before the upstream reported any: estimated from the text that went each way. */
-const estimatedUsage = (request: InferenceRequest, outputCharacters: number): Usage => {
-  const usage = emptyUsage()
-  usage.input_tokens = estimateTokens(promptLength(request))
-  usage.output_tokens = estimateTokens(outputCharacters)
-  usage.total_tokens = usage.input_tokens + usage.output_tokens
-  return usage
-}
-
 const elapsedSince = (startedAt: number) => Math.round(performance.now() - startedAt)
 
 /** Writes the record of one prepared request as its answer ends. */
@@ -222,7 +189,6 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
     let id: string | undefined
     let model = request.requestedModel
     let firstContentMs: number | null = null
-    let outputCharacters = 0
     let isWritten = false
     const streamTiming = () => {
       const latencyMs = elapsedSince(context.startedAt)
@@ -231,13 +197,13 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
     /** The outcome of a stream that ended before its `finished` event: stopped by its client, or broken by a bug. */
     const endedEarly = (how: 'cancelled' | 'broken', used: StoppedUsage | undefined): GenerationOutcome | undefined => {
       if (id === undefined) return undefined
-      const usage = used ? used.bill(used.usage ?? estimatedUsage(request, outputCharacters)) : null
+      const usage = used?.usage ?? null
       const ending =
         how === 'cancelled'
           ? // nginx's "client closed request": the client, not the gateway, ended it.
             ({ status: 'cancelled', httpStatus: 499, errorType: null, finishReason: null, nativeFinishReason: 'cancelled' } as const)
           : ({ status: 'failed', httpStatus: 500, errorType: 'internal_error', finishReason: 'error', nativeFinishReason: 'failed' } as const)
-      return { id, model, usage, isUsageEstimated: usage !== null && !used?.usage, ...ending, ...streamTiming() }
+      return { id, model, usage, isUsageEstimated: used?.isEstimated === true, ...ending, ...streamTiming() }
     }
     const writeInBackground = (outcome: GenerationOutcome | undefined) => {
       if (!outcome || isWritten) return
@@ -252,11 +218,7 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
           model = event.model
           return
         }
-        const length = contentLength(event)
-        if (length > 0) {
-          outputCharacters += length
-          firstContentMs ??= elapsedSince(context.startedAt)
-        }
+        if (contentLength(event) > 0) firstContentMs ??= elapsedSince(context.startedAt)
       },
       async beforeFinished(result) {
         isWritten = true

@@ -64,6 +64,12 @@ export const jsonFixture = (provider: string, name: string, status = 200): Upstr
   body: fixture(provider, name),
 })
 
+/** A SearXNG engine answering every search with the recorded results of test/fixtures/search/searxng-search.json. */
+export const startSearxngFixture = (): Promise<Upstream> => {
+  const results = readFileSync(join(__dirname, '..', 'fixtures', 'search', 'searxng-search.json'), 'utf8')
+  return startUpstream(() => ({ headers: { 'content-type': 'application/json' }, body: results }))
+}
+
 /**
  * An SSE fixture reply, split into chunks at awkward places (mid-line, mid-UTF-8 sequence) so
  * adapters are proven to parse across any chunk boundary.

@@ -46,12 +46,13 @@ export const afterWhole = (result: ResponseResult, request: InferenceRequest): R
 /** A streamed answer whose events pass the request's plugins first; the same session when none watches streams. */
 export const observedByPlugins = (session: ResponseSession, request: InferenceRequest): ResponseSession => {
   const watchers = request.plugins.filter((plugin) => plugin.onStreamEvent)
-  if (watchers.length === 0) return session
+  const spenders = request.plugins.filter((plugin) => plugin.onStopped)
+  if (watchers.length === 0 && spenders.length === 0) return session
   return {
     request: session.request,
     overheadMs: session.overheadMs,
-    start: (sink) =>
-      session.start({
+    start: (sink) => {
+      const stop = session.start({
         write(event) {
           let isReady = true
           for (const plugin of watchers) {
@@ -62,6 +63,11 @@ export const observedByPlugins = (session: ResponseSession, request: InferenceRe
         ready: () => sink.ready(),
         close: () => sink.close(),
         fail: (error) => sink.fail(error),
-      }),
+      })
+      return () => {
+        const used = stop()
+        return used && spenders.reduce((current, plugin) => plugin.onStopped!(current), used)
+      }
+    },
   }
 }

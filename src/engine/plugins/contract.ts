@@ -8,7 +8,7 @@ import type { UpstreamCall } from '../../providers/contract'
 import type { ResponsesRequestBody } from '../request.schemas'
 import type { Attempt } from '../routing'
 import type { InferenceService } from '../service'
-import type { SessionEvent, ResponseResult } from '../session-events'
+import type { SessionEvent, ResponseResult, StoppedUsage } from '../session-events'
 import type { SpendTargets } from '../spend-targets'
 
 /**
@@ -57,6 +57,10 @@ export interface PluginContext {
  */
 export interface RequestPlugin {
   readonly id: string
+  /** USD the plugin may spend before the attempts (the web plugin's search), reserved before it runs. */
+  readonly price?: number
+  /** USD it has spent: charged when the request fails before an answer's usage carried it. */
+  spent?(): number
   /**
    * Before routing's first attempt and before spend is reserved: may replace `request.body` (text in place of a
    * PDF, search results added), drop attempts that cannot serve it, or throw the client's error (moderation).
@@ -71,6 +75,8 @@ export interface RequestPlugin {
    * to write before it (an annotation's `added` event before its text's `done`), if any.
    */
   onStreamEvent?(event: SessionEvent, request: PluginRequest): readonly SessionEvent[] | void
+  /** What a stream the client stopped used, with what the plugin itself spent added (the web plugin's search). */
+  onStopped?(used: StoppedUsage): StoppedUsage
 }
 
 /** A plugin id this gateway runs: its settings' schema lives in `<id>.schema.ts`, so request.schemas.ts can import it. */

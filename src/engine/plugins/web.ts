@@ -8,11 +8,11 @@
 
 import { InvalidRequestError, UpstreamError, isGatewayError } from '../../core/errors'
 import { ServerToolFailure, ServerToolRefusal } from '../server-tools/contract'
-import { webSearchTool, type WebSearchTool } from '../server-tools/web-search'
+import { chooseSearchEngine, webSearchTool, type WebSearchTool } from '../server-tools/web-search'
 import type { InferenceService } from '../service'
 import { recordStage, type PluginDefinition, type RequestPlugin } from './contract'
 import { pluginToolContext } from './tool-context'
-import { addWebFindings, lastUserText, withContextMessage, withWebFindings, type WebFindings } from './web-context'
+import { addWebFindings, lastUserText, withContextMessage, withWebFindings, withWebUsage, type WebFindings } from './web-context'
 import type { WebPluginSettings } from './web.schema'
 
 const ID = 'web'
@@ -57,10 +57,16 @@ export const web: PluginDefinition<WebPluginSettings> = {
     if (settings.engine === 'native') {
       throw new InvalidRequestError(`${where}.engine: "native" (the provider's own search) is not run by the web plugin; use the service:web_search tool with engine "native", or name a search engine`)
     }
-    const tool = webSearchTool(asTool(settings), { where, prefix: '', label: 'the "web" plugin', names: FIELD_NAMES }, service)
+    const searchTool = asTool(settings)
+    const place = { where, prefix: '', label: 'the "web" plugin', names: FIELD_NAMES }
+    const engine = chooseSearchEngine(service, searchTool, place)
+    const tool = webSearchTool(searchTool, place, service, engine)
     const findings: WebFindings = { sources: [], webSearchRequests: 0, cost: 0 }
     return {
       id: ID,
+      // One search, at the operator's price; an engine without one is charged what it reports, known only after.
+      ...(engine.pricePerRequest ? { price: engine.pricePerRequest } : {}),
+      spent: () => findings.cost,
       async beforeAttempts(request, signal) {
         const last = lastUserText(request.body.input)
         if (!last) {
@@ -94,6 +100,7 @@ export const web: PluginDefinition<WebPluginSettings> = {
       },
       afterWhole: (result) => withWebFindings(result, findings),
       onStreamEvent: (event) => addWebFindings(event, findings),
+      onStopped: (used) => ({ ...used, usage: withWebUsage(used.usage, findings)! }),
     }
   },
 }

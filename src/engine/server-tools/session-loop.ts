@@ -313,8 +313,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
       service.streams.delete(active)
       signal.abort(new ClientClosedError())
       const turn = stopTurn?.()
-      if (!turn) return { usage: null, bill: () => loop.usage() }
-      return { usage: turn.usage, bill: (used) => loop.usage(turn.bill(used)) }
+      return turn ? { usage: loop.usage(turn.usage), isEstimated: turn.isEstimated } : { usage: loop.usage(), isEstimated: false }
     }
   }
 

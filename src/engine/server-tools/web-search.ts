@@ -70,7 +70,7 @@ export interface SettingsPlace {
 }
 
 /** The engine a request asked for (or the operator's default), checked against what it can honour. */
-const chooseEngine = (service: InferenceService, tool: WebSearchTool, place: SettingsPlace): SearchEngine => {
+export const chooseSearchEngine = (service: InferenceService, tool: WebSearchTool, place: SettingsPlace): SearchEngine => {
   const at = (field: string) => `${place.where}.${place.prefix}${place.names?.[field] ?? field}`
   const { byId, defaultId } = service.serverTools.webSearch
   const configured = [...byId.keys()].join(', ') || 'none'
@@ -105,8 +105,7 @@ const sourcesOf = (action: unknown): string[] => {
   return Array.isArray(sources) ? sources.flatMap((source) => (typeof source?.url === 'string' ? [source.url as string] : [])) : []
 }
 
-export const webSearchTool = (tool: WebSearchTool, place: SettingsPlace, service: InferenceService): ServerTool => {
-  const engine = chooseEngine(service, tool, place)
+export const webSearchTool = (tool: WebSearchTool, place: SettingsPlace, service: InferenceService, engine = chooseSearchEngine(service, tool, place)): ServerTool => {
   const parameters = tool.parameters ?? {}
   const maxResults = parameters.max_results ?? DEFAULT_MAX_RESULTS
   const maxTotal = parameters.max_total_results ?? DEFAULT_MAX_TOTAL_RESULTS

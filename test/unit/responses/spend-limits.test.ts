@@ -88,8 +88,9 @@ describe('usage is counted per key, per UTC period, and per account', () => {
     await reader.cancel()
     abort.abort()
     held.open()
-    // Prompt `Hi`: 6 tokens at $1/M; 9 characters streamed: 3 tokens at $2/M.
-    expect((await keyRecord(t, t.regularKeyHash)).usage).toBe(0.000012)
+    // As its generation record says (four characters a token): prompt `"Hi"` 1 token at $1/M; 9 characters streamed,
+    // 3 tokens at $2/M.
+    expect((await keyRecord(t, t.regularKeyHash)).usage).toBe(0.000007)
   })
 })
 

@@ -39,6 +39,7 @@ const failedBefore = (model: string, failure: GatewayError): PanelOutcome => ({
 export interface PanelRun {
   model: string
   play(hooks: PanelHooks): Promise<PanelOutcome>
+  /** Stops the run if it is still going; what it used either way (nothing when it never answered). */
   stop(): StoppedUsage | undefined
 }
 
@@ -56,6 +57,8 @@ export const openPanelRun = async (model: string, open: () => Promise<ResponseSe
   }
   let stopSession: (() => StoppedUsage | undefined) | undefined
   let isEnded = false
+  // Set when the run ended, before `play` resolves: a stop in between still finds what it cost.
+  let endedUsage: StoppedUsage | undefined
   return {
     model,
     play: (hooks) =>
@@ -77,6 +80,7 @@ export const openPanelRun = async (model: string, open: () => Promise<ResponseSe
           ready: () => Promise.resolve(),
           close: () => {
             isEnded = true
+            if (outcome?.usage) endedUsage = { usage: outcome.usage, isEstimated: false }
             resolve(outcome ?? { isAnswered: false, model, error: 'The run was stopped', usage: null })
           },
           fail: () => {
@@ -85,7 +89,7 @@ export const openPanelRun = async (model: string, open: () => Promise<ResponseSe
           },
         })
       }),
-    stop: () => (isEnded ? undefined : stopSession?.()),
+    stop: () => (isEnded ? endedUsage : stopSession?.()),
   }
 }
 

@@ -279,11 +279,15 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       if (isStopped) return undefined
       isStopped = true
       clearInterval(keepAlive)
-      const stoppedPanel = runs.flatMap((member) => (isPanelRun(member) ? [member.stop()] : [])).filter((used): used is StoppedUsage => used !== undefined)
-      const panel = [...panelUsage(), ...stoppedPanel.map((used) => (used.usage ? used.bill(used.usage) : null))]
-      const judge = stopJudge?.()
-      if (!judge) return { usage: null, bill: () => sumFusionUsage(panel) }
-      return { usage: judge.usage, bill: (used) => sumFusionUsage([...panel, judge.bill(used)]) }
+      // A member's outcome, once recorded, holds its usage; before, stopping the run tells it.
+      const used = runs.map((member, index): StoppedUsage | undefined => {
+        const usage = outcomes[index]?.usage
+        if (usage) return { usage, isEstimated: false }
+        return isPanelRun(member) ? member.stop() : undefined
+      })
+      used.push(stopJudge?.())
+      const parts = used.filter((part): part is StoppedUsage => part !== undefined)
+      return { usage: sumFusionUsage(parts.map((part) => part.usage)), isEstimated: parts.some((part) => part.isEstimated) }
     }
   }
 
