@@ -244,3 +244,10 @@ export type AssistantBlock = v.InferOutput<typeof AssistantBlockSchema>
 export type TextBlock = v.InferOutput<typeof TextBlockSchema>
 export type ImageBlock = v.InferOutput<typeof ImageBlockSchema>
 export type DocumentBlock = v.InferOutput<typeof DocumentBlockSchema>
+
+/**
+ * Anthropic's SDKs post their beta Messages calls to `/v1/messages?beta=true` (Claude Code does). The flag names
+ * the SDK's API surface, not a behaviour: like the `anthropic-beta` header it is accepted and changes nothing.
+ * Any other parameter is refused by name.
+ */
+export const MessagesQuerySchema = v.strictObject({ beta: v.optional(v.string()) })
