@@ -186,3 +186,35 @@ describe('an unknown query parameter', () => {
     expect(beta.status).toBe(200)
   })
 })
+
+// The inference bodies ignore unknown top-level fields (vendor fields for other servers) and take the conversation
+// as clients echo it back; the option objects a caller writes are strict.
+describe('an unknown field in an inference option object', () => {
+  const chat = { model: 'test/model', messages: [{ role: 'user', content: 'Hi' }] }
+  const messages = { model: 'test/model', max_tokens: 10, messages: [{ role: 'user', content: 'Hi' }] }
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['/chat/completions', { ...chat, reasoning: { effort: 'low', bogus: 1 } }, 'body.reasoning.bogus: unknown field'],
+    ['/chat/completions', { ...chat, stream_options: { include_usage: true, bogus: 1 } }, 'body.stream_options.bogus: unknown field'],
+    ['/chat/completions', { ...chat, usage: { include: true, bogus: 1 } }, 'body.usage.bogus: unknown field'],
+    [
+      '/chat/completions',
+      { ...chat, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' }, bogus: 1 } }] },
+      'body.tools.0.function.bogus: unknown field',
+    ],
+    ['/chat/completions', { ...chat, response_format: { type: 'json_object', bogus: 1 } }, 'body.response_format.bogus: unknown field'],
+    ['/messages', { ...messages, thinking: { type: 'adaptive', bogus: 1 } }, 'body.thinking.bogus: unknown field'],
+    ['/messages', { ...messages, tool_choice: { type: 'auto', bogus: 1 } }, 'body.tool_choice.bogus: unknown field'],
+    ['/messages', { ...messages, output_config: { bogus: 1 } }, 'body.output_config.bogus: unknown field'],
+    ['/messages', { ...messages, metadata: { user_id: 'u', bogus: 1 } }, 'body.metadata.bogus: unknown field'],
+  ]
+  it.each(cases)('%s %j: 400 naming it', async (path, body, message) => {
+    const response = await t.call('POST', path, { key: t.regularKey, json: body })
+    expect(response.status).toBe(400)
+    expect((await readJson(response)).error.message).toBe(message)
+  })
+
+  it('an unknown top-level field is ignored there, as documented', async () => {
+    expect((await t.call('POST', '/chat/completions', { key: t.regularKey, json: { ...chat, vendor_field: 1 } })).status).toBe(200)
+    expect((await t.call('POST', '/messages', { key: t.regularKey, json: { ...messages, vendor_field: 1 } })).status).toBe(200)
+  })
+})
