@@ -70,11 +70,11 @@ export const BoundedJsonSchema = boundedJson(v.unknown())
  */
 export const passThroughObject = <const E extends v.ObjectEntries>(entries: E) => v.objectWithRest(entries, BoundedJsonSchema)
 
-/** A non-negative integer query parameter, given as a decimal string. */
 /** A whole number from `minimum` to `maximum`, with the messages every body field uses. */
 export const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
   v.pipe(v.number(), v.integer('must be an integer'), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))
 
+/** A whole number query parameter from `minimum` to `maximum`, given as a decimal string. */
 export const integerQuery = (minimum: number, maximum: number) =>
   v.pipe(
     v.string(),
@@ -90,6 +90,12 @@ export const booleanQuery = () =>
     v.picklist(['true', 'false'], 'must be true or false'),
     v.transform((value) => value === 'true'),
   )
+
+/**
+ * The query of a route that declares none: every parameter is an unknown field, refused by name as a body's
+ * would be, so a filter or option the route does not read never looks applied.
+ */
+export const NoQuerySchema = v.strictObject({})
 
 /** Turns URL search params into a plain object; a repeated parameter keeps its last value. */
 export const searchParamsToObject = (searchParams: URLSearchParams): Record<string, string> => {

@@ -28,7 +28,7 @@ import { assertKnownEndpointProviders } from '../engine/providers'
 import { DEFAULT_TEXT_MODEL, UnknownPriceTargetError } from '../engine/models'
 import { createPriceRefresher, type PriceReloadResult } from '../engine/price-refresh'
 import type { ReplyHandler, ReplyOptions } from '../core/types'
-import { parseInput, searchParamsToObject } from '../core/validation'
+import { NoQuerySchema, parseInput, searchParamsToObject } from '../core/validation'
 import { createRepositories, type Repositories } from '../repositories'
 import { routes } from '../routes'
 import { createAdmin, type GatewayAdmin } from '../admin/admin'
@@ -185,6 +185,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       if (config.rateLimit) await enforceRateLimit(storage, config.rateLimit, caller.key.hash, now().getTime())
     }
     const parsedParams = route.params ? parseInput(route.params, params, 'params') : undefined
+    // A route without a query schema takes no parameters: any is a 400 naming it (docs/decisions.md, Errors and routing).
+    if (!route.query && url.search !== '') parseInput(NoQuerySchema, searchParamsToObject(url.searchParams), 'query')
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
     const body = route.body
       ? parseInput(route.body, await readObjectBody(request, { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }), 'body')

@@ -67,7 +67,7 @@ const toInput = (key: ApiKeyRecord): RecordInput<ApiKeyRecord> => ({
   sortKey: key.sortKey,
 })
 
-export type ApiKeyFilter = { kind?: ApiKeyKind; disabled?: boolean }
+export type ApiKeyFilter = { kind?: ApiKeyKind; disabled?: boolean; workspaceId?: string }
 
 export const createApiKeysRepository = (storage: StorageDriver, now: () => Date) => ({
   /**
@@ -116,8 +116,15 @@ export const createApiKeysRepository = (storage: StorageDriver, now: () => Date)
     const where: Record<string, string> = { accountId }
     if (filter.kind) where.kind = filter.kind
     if (filter.disabled !== undefined) where.disabled = String(filter.disabled)
-    const page = await storage.list<ApiKeyRecord>(API_KEYS, { where, offset, limit })
-    return { keys: page.items.map((item) => withLimits(item.data)), totalCount: page.totalCount }
+    if (filter.workspaceId === undefined) {
+      const page = await storage.list<ApiKeyRecord>(API_KEYS, { where, offset, limit })
+      return { keys: page.items.map((item) => withLimits(item.data)), totalCount: page.totalCount }
+    }
+    // Key records carry no workspace index (stored keys were written without one), so the workspace is matched on
+    // the record: an account's keys are a management-sized list.
+    const all = await storage.list<ApiKeyRecord>(API_KEYS, { where })
+    const inWorkspace = all.items.filter((item) => item.data.workspaceId === filter.workspaceId)
+    return { keys: inWorkspace.slice(offset, offset + limit).map((item) => withLimits(item.data)), totalCount: inWorkspace.length }
   },
 })
 

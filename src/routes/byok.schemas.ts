@@ -55,7 +55,7 @@ const settingsEntries = {
   declared_zdr: v.optional(v.nullable(v.boolean())),
 }
 
-export const CreateByokBodySchema = v.object({
+export const CreateByokBodySchema = v.strictObject({
   key: RawKeySchema,
   provider: ProviderSlugSchema,
   workspace_id: v.optional(UuidSchema),
@@ -63,12 +63,12 @@ export const CreateByokBodySchema = v.object({
 })
 export type CreateByokBody = v.InferOutput<typeof CreateByokBodySchema>
 
-export const UpdateByokBodySchema = v.object({ key: v.optional(RawKeySchema), ...settingsEntries })
+export const UpdateByokBodySchema = v.strictObject({ key: v.optional(RawKeySchema), ...settingsEntries })
 export type UpdateByokBody = v.InferOutput<typeof UpdateByokBodySchema>
 
-export const ByokParamsSchema = v.object({ id: UuidSchema })
+export const ByokParamsSchema = v.strictObject({ id: UuidSchema })
 
-export const ListByokQuerySchema = v.object({
+export const ListByokQuerySchema = v.strictObject({
   offset: v.optional(integerQuery(0, Number.MAX_SAFE_INTEGER), '0'),
   limit: v.optional(integerQuery(1, BYOK_PAGE_MAX), String(BYOK_PAGE_DEFAULT)),
   workspace_id: v.optional(UuidSchema),

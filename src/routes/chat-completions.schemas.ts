@@ -121,9 +121,9 @@ const MessageSchema = v.variant(
   'must have a role among system, developer, user, assistant, tool',
 )
 
-const FunctionToolSchema = v.object({
+const FunctionToolSchema = v.strictObject({
   type: v.literal('function', 'must be "function" or a server tool ("service:…")'),
-  function: v.object({
+  function: v.strictObject({
     name: FunctionNameSchema,
     description: v.optional(v.nullable(v.string())),
     parameters: v.optional(v.nullable(boundedJson(v.record(v.string(), v.unknown())))),
@@ -138,18 +138,18 @@ const ToolSchema = v.lazy((tool: unknown) => (isServerToolEntry(tool) ? (ServerT
 >
 
 const ToolChoiceSchema = v.union(
-  [v.picklist(['auto', 'none', 'required']), v.object({ type: v.literal('function'), function: v.object({ name: FunctionNameSchema }) })],
+  [v.picklist(['auto', 'none', 'required']), v.strictObject({ type: v.literal('function'), function: v.strictObject({ name: FunctionNameSchema }) })],
   'must be "auto", "none", "required" or {type: "function", function: {name}}',
 )
 
 const ResponseFormatSchema = v.variant(
   'type',
   [
-    v.object({ type: v.literal('text') }),
-    v.object({ type: v.literal('json_object') }),
-    v.object({
+    v.strictObject({ type: v.literal('text') }),
+    v.strictObject({ type: v.literal('json_object') }),
+    v.strictObject({
       type: v.literal('json_schema'),
-      json_schema: v.object({
+      json_schema: v.strictObject({
         name: SchemaNameSchema,
         schema: boundedJson(v.record(v.string(), v.unknown())),
         description: v.optional(v.string()),
@@ -160,7 +160,7 @@ const ResponseFormatSchema = v.variant(
   'must be a text, json_object or json_schema format',
 )
 
-const ReasoningSchema = v.object({
+const ReasoningSchema = v.strictObject({
   effort: v.optional(v.nullable(v.picklist(REASONING_EFFORTS))),
   max_tokens: v.optional(v.nullable(integer(0))),
   exclude: v.optional(v.boolean()),
@@ -217,8 +217,8 @@ export const ChatCompletionsRequestSchema = v.pipe(
     logit_bias: v.optional(v.nullable(LogitBiasSchema)),
     stream: v.optional(v.nullable(v.boolean())),
     // OpenRouter: usage is always sent, so both switches are read and change nothing.
-    stream_options: v.optional(v.nullable(v.object({ include_usage: v.optional(v.nullable(v.boolean())) }))),
-    usage: v.optional(v.nullable(v.object({ include: v.optional(v.nullable(v.boolean())) }))),
+    stream_options: v.optional(v.nullable(v.strictObject({ include_usage: v.optional(v.nullable(v.boolean())) }))),
+    usage: v.optional(v.nullable(v.strictObject({ include: v.optional(v.nullable(v.boolean())) }))),
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
     session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),

@@ -47,7 +47,6 @@ export const EmbeddingsBodySchema = v.strictObject(
     session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
     trace: v.optional(boundedJson(v.record(v.string(), v.unknown()))),
   },
-  'is not a field of an embeddings request',
 )
 export type EmbeddingsBody = v.InferOutput<typeof EmbeddingsBodySchema>
 
@@ -57,5 +56,4 @@ export const EmbeddingModelsQuerySchema = v.strictObject(
     offset: v.optional(integerQuery(0, Number.MAX_SAFE_INTEGER), '0'),
     limit: v.optional(integerQuery(1, MODELS_PAGE_MAX)),
   },
-  'is not a supported parameter',
 )

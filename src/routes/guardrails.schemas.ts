@@ -20,7 +20,7 @@ export const GUARDRAIL_LIMIT_MAX = 1_000_000
 /** Keys one bulk assignment call names. */
 export const BULK_KEYS_MAX = 500
 
-export const GuardrailParamsSchema = v.object({
+export const GuardrailParamsSchema = v.strictObject({
   id: v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a guardrail id (a UUID)')),
 })
 

@@ -38,7 +38,7 @@ const ModelSchema = v.nullable(
   ),
 )
 
-export const CreateInternBodySchema = v.object({
+export const CreateInternBodySchema = v.strictObject({
   name: NameSchema,
   description: v.optional(DescriptionSchema),
   instructions: v.optional(InstructionsSchema),
@@ -50,7 +50,7 @@ export const CreateInternBodySchema = v.object({
 })
 export type CreateInternBody = v.InferOutput<typeof CreateInternBodySchema>
 
-export const UpdateInternBodySchema = v.object({
+export const UpdateInternBodySchema = v.strictObject({
   name: v.optional(NameSchema),
   description: v.optional(DescriptionSchema),
   instructions: v.optional(InstructionsSchema),
@@ -58,7 +58,7 @@ export const UpdateInternBodySchema = v.object({
 })
 export type UpdateInternBody = v.InferOutput<typeof UpdateInternBodySchema>
 
-export const InternParamsSchema = v.object({ internId: UuidSchema })
+export const InternParamsSchema = v.strictObject({ internId: UuidSchema })
 
 export const INTERN_STATUSES = [
   'awaiting_messaging_install',
@@ -71,7 +71,7 @@ export const INTERN_STATUSES = [
   'destroy_failed',
 ] as const
 
-export const ListInternsQuerySchema = v.object({
+export const ListInternsQuerySchema = v.strictObject({
   limit: v.optional(integerQuery(1, INTERNS_PAGE_MAX), '50'),
   // OpenRouter's SDK sends the previous page's `next_cursor` as `starting_after`; `cursor` is the same.
   starting_after: v.optional(v.pipe(v.string(), v.regex(/^[\w-]{1,400}$/, 'must be a cursor from next_cursor'))),
@@ -89,7 +89,7 @@ export const ListInternsQuerySchema = v.object({
   workspace_id: v.optional(UuidSchema),
 })
 
-export const ChatBodySchema = v.object({
+export const ChatBodySchema = v.strictObject({
   input: v.union(
     [v.pipe(v.string(), v.minLength(1, 'must not be empty')), v.pipe(v.array(passThroughObject({ type: v.optional(v.string()) })), v.minLength(1, 'must not be empty'))],
     'must be a string or an array of input items',
@@ -128,12 +128,8 @@ export const InternChatCompletionsBodySchema = v.strictObject(
     approval_mode: v.optional(v.picklist(['self-drive', 'manual'], 'must be self-drive or manual')),
     model: v.optional(v.pipe(v.string(), v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`))),
   },
-  'is not a field of an intern chat request',
 )
 export type InternChatCompletionsBody = v.InferOutput<typeof InternChatCompletionsBodySchema>
 
 /** OpenRouter's optional delete body; an empty body reads as `{}`. */
-export const DeleteInternBodySchema = v.strictObject(
-  { acknowledge_workspace_loss: v.optional(v.boolean('must be a boolean')) },
-  'is not a field of an intern deletion',
-)
+export const DeleteInternBodySchema = v.strictObject({ acknowledge_workspace_loss: v.optional(v.boolean('must be a boolean')) })

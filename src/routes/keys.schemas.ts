@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { SHA256_HEX_PATTERN } from '../core/patterns'
+import { SHA256_HEX_PATTERN, UUID_PATTERN } from '../core/patterns'
 import { booleanQuery, integerQuery } from '../core/validation'
 
 export const KEY_NAME_MAX = 255
@@ -21,14 +21,16 @@ const KeyNameSchema = v.pipe(
   v.maxLength(KEY_NAME_MAX, `must be at most ${KEY_NAME_MAX} characters`),
 )
 
-export const KeyParamsSchema = v.object({
+export const KeyParamsSchema = v.strictObject({
   hash: v.pipe(v.string(), v.regex(SHA256_HEX_PATTERN, 'must be the key hash: 64 lowercase hex characters')),
 })
 
-export const ListKeysQuerySchema = v.object({
+export const ListKeysQuerySchema = v.strictObject({
   offset: v.optional(integerQuery(0, Number.MAX_SAFE_INTEGER), '0'),
   limit: v.optional(integerQuery(1, KEYS_PAGE_MAX), String(KEYS_PAGE_MAX)),
   include_disabled: v.optional(booleanQuery(), 'false'),
+  // `@openrouter/sdk`'s `apiKeys.list` filter: only the keys bound to this workspace (every key when omitted).
+  workspace_id: v.optional(v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a workspace id (a UUID)'))),
 })
 export type ListKeysQuery = v.InferOutput<typeof ListKeysQuerySchema>
 

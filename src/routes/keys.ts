@@ -28,7 +28,7 @@ export const listKeys = defineRoute({
   auth: 'management',
   query: ListKeysQuerySchema,
   async handle({ query, caller, repositories, now }) {
-    const filter = query.include_disabled ? {} : { disabled: false }
+    const filter = { ...(query.include_disabled ? {} : { disabled: false }), workspaceId: query.workspace_id }
     const page = await repositories.apiKeys.listForAccount(caller.account.id, filter, query.offset, query.limit)
     const at = now()
     return json({ data: await Promise.all(page.keys.map((key) => keyWire(repositories, key, at))), total_count: page.totalCount })

@@ -165,10 +165,10 @@ const disableParallel = { disable_parallel_tool_use: v.optional(v.nullable(v.boo
 const ToolChoiceSchema = v.variant(
   'type',
   [
-    v.object({ type: v.literal('auto'), ...disableParallel }),
-    v.object({ type: v.literal('any'), ...disableParallel }),
-    v.object({ type: v.literal('tool'), name: FunctionNameSchema, ...disableParallel }),
-    v.object({ type: v.literal('none') }),
+    v.strictObject({ type: v.literal('auto'), ...disableParallel }),
+    v.strictObject({ type: v.literal('any'), ...disableParallel }),
+    v.strictObject({ type: v.literal('tool'), name: FunctionNameSchema, ...disableParallel }),
+    v.strictObject({ type: v.literal('none') }),
   ],
   'must be {type: "auto"}, {type: "any"}, {type: "tool", name} or {type: "none"}',
 )
@@ -178,22 +178,22 @@ const ThinkingDisplaySchema = v.optional(v.nullable(v.literal('summarized', 'is 
 const ThinkingSchema = v.variant(
   'type',
   [
-    v.object({
+    v.strictObject({
       type: v.literal('enabled'),
       budget_tokens: integer(THINKING_BUDGET_MIN),
       display: ThinkingDisplaySchema,
     }),
-    v.object({ type: v.literal('adaptive'), display: ThinkingDisplaySchema }),
-    v.object({ type: v.literal('disabled') }),
+    v.strictObject({ type: v.literal('adaptive'), display: ThinkingDisplaySchema }),
+    v.strictObject({ type: v.literal('disabled') }),
   ],
   'must be {type: "enabled", budget_tokens}, {type: "adaptive"} or {type: "disabled"}',
 )
 
 export const EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'] as const
 
-const OutputConfigSchema = v.object({
+const OutputConfigSchema = v.strictObject({
   effort: v.optional(v.nullable(v.picklist(EFFORTS))),
-  format: v.optional(v.nullable(v.object({ type: v.literal('json_schema'), schema: boundedJson(v.record(v.string(), v.unknown())) }))),
+  format: v.optional(v.nullable(v.strictObject({ type: v.literal('json_schema'), schema: boundedJson(v.record(v.string(), v.unknown())) }))),
 })
 
 export const MessagesRequestSchema = v.pipe(
@@ -215,7 +215,7 @@ export const MessagesRequestSchema = v.pipe(
     stop_sequences: v.optional(v.nullable(v.array(nonEmpty))),
     stream: v.optional(v.nullable(v.boolean())),
     metadata: v.optional(
-      v.nullable(v.object({ user_id: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`)))) })),
+      v.nullable(v.strictObject({ user_id: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`)))) })),
     ),
     cache_control: cacheControl,
     container: refused('containers belong to server tools, which this gateway does not run'),
@@ -244,3 +244,10 @@ export type AssistantBlock = v.InferOutput<typeof AssistantBlockSchema>
 export type TextBlock = v.InferOutput<typeof TextBlockSchema>
 export type ImageBlock = v.InferOutput<typeof ImageBlockSchema>
 export type DocumentBlock = v.InferOutput<typeof DocumentBlockSchema>
+
+/**
+ * Anthropic's SDKs post their beta Messages calls to `/v1/messages?beta=true` (Claude Code does). The flag names
+ * the SDK's API surface, not a behaviour: like the `anthropic-beta` header it is accepted and changes nothing.
+ * Any other parameter is refused by name.
+ */
+export const MessagesQuerySchema = v.strictObject({ beta: v.optional(v.string()) })

@@ -8,7 +8,7 @@
 import { defineRoute } from '../pipeline/route'
 import { MESSAGES_FORMAT } from '../writers/messages-reply'
 import { answerInference, INFERENCE_BODY_LIMIT } from './inference'
-import { MessagesRequestSchema } from './messages.schemas'
+import { MessagesQuerySchema, MessagesRequestSchema } from './messages.schemas'
 import { toEngineRequest, toExtensions } from './messages.translate'
 
 export const createMessage = defineRoute({
@@ -18,6 +18,7 @@ export const createMessage = defineRoute({
   keyHeaders: 'bearer-or-x-api-key',
   errorFlavor: 'anthropic',
   bodyLimit: INFERENCE_BODY_LIMIT,
+  query: MessagesQuerySchema,
   body: MessagesRequestSchema,
   isAccessLogged: true,
   handle: (context) => answerInference(context, toEngineRequest(context.body), MESSAGES_FORMAT, 'messages', toExtensions(context.body)),

@@ -98,7 +98,6 @@ export const ListModelsQuerySchema = v.pipe(
       min_tool_success_rate: unknowable('tool-calling statistics'),
       max_tool_success_rate: unknowable('tool-calling statistics'),
     },
-    'is not a supported parameter',
   ),
   v.check((query) => query.min_price === undefined || query.max_price === undefined || query.min_price <= query.max_price, 'min_price is above max_price'),
   v.check(
@@ -115,10 +114,7 @@ export type ListModelsQuery = v.InferOutput<typeof ListModelsQuerySchema>
 // The halves of a model slug (core/patterns MODEL_SLUG_PATTERN); the second may carry a `:variant`.
 const SlugPartSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9~._:@+-]+$/, 'must be part of a model slug'), v.maxLength(200, 'must be at most 200 characters'))
 
-export const ModelEndpointsParamsSchema = v.object({ author: SlugPartSchema, slug: SlugPartSchema })
-
-// Neither route takes options: anything in the query is a mistake worth naming.
-export const NoQuerySchema = v.strictObject({}, 'is not a supported parameter')
+export const ModelEndpointsParamsSchema = v.strictObject({ author: SlugPartSchema, slug: SlugPartSchema })
 
 export const GetModelParamsSchema = ModelEndpointsParamsSchema
 
@@ -130,7 +126,6 @@ export const CountModelsQuerySchema = v.strictObject(
       'text',
     ),
   },
-  'is not a supported parameter',
 )
 
 /** `GET /models/user`: OpenRouter's paging and modality filter, as `GET /models` reads them. */
@@ -143,5 +138,4 @@ export const ListUserModelsQuerySchema = v.strictObject(
     offset: v.optional(integerQuery(0, Number.MAX_SAFE_INTEGER), '0'),
     limit: v.optional(integerQuery(1, MODELS_PAGE_MAX)),
   },
-  'is not a supported parameter',
 )

@@ -19,7 +19,6 @@ import {
   ListModelsQuerySchema,
   ListUserModelsQuerySchema,
   ModelEndpointsParamsSchema,
-  NoQuerySchema,
   type ListModelsQuery,
 } from './models.schemas'
 
@@ -41,7 +40,6 @@ export const listModelEndpoints = defineRoute({
   path: '/models/:author/:slug/endpoints',
   auth: 'none',
   params: ModelEndpointsParamsSchema,
-  query: NoQuerySchema,
   async handle({ request, params, runtime }) {
     const answer = catalogAnswers(runtime.inference).endpoints(`${params.author}/${params.slug}`)
     if (!answer) throw new NotFoundError(`Model "${params.author}/${params.slug}" not found`)
@@ -53,7 +51,6 @@ export const listProviders = defineRoute({
   method: 'GET',
   path: '/providers',
   auth: 'none',
-  query: NoQuerySchema,
   async handle({ request, runtime }) {
     return cachedJsonReply(request, await catalogAnswers(runtime.inference).providers(), CATALOG_CACHE_CONTROL)
   },
@@ -66,7 +63,6 @@ export const getModel = defineRoute({
   path: MODEL_PATH,
   auth: 'none',
   params: GetModelParamsSchema,
-  query: NoQuerySchema,
   async handle({ request, params, runtime }) {
     const answer = catalogAnswers(runtime.inference).model(`${params.author}/${params.slug}`, basePathOf(request, MODEL_PATH))
     if (!answer) throw new NotFoundError(`Model "${params.author}/${params.slug}" not found`)
@@ -112,7 +108,6 @@ export const listZeroDataRetentionEndpoints = defineRoute({
   method: 'GET',
   path: '/endpoints/zdr',
   auth: 'none',
-  query: NoQuerySchema,
   async handle({ request, runtime }) {
     return cachedJsonReply(request, await catalogAnswers(runtime.inference).zeroDataRetentionEndpoints(), CATALOG_CACHE_CONTROL)
   },
@@ -124,7 +119,6 @@ export const listImageModels = defineRoute({
   method: 'GET',
   path: IMAGE_MODELS_PATH,
   auth: 'none',
-  query: NoQuerySchema,
   async handle({ request, runtime }) {
     return cachedJsonReply(request, await catalogAnswers(runtime.inference).imageModels(basePathOf(request, IMAGE_MODELS_PATH)), CATALOG_CACHE_CONTROL)
   },

@@ -5,7 +5,7 @@
  */
 
 import type * as v from 'valibot'
-import { NotFoundError } from '../core/errors'
+import { InvalidRequestError, NotFoundError } from '../core/errors'
 import { ResponsesRequestSchema, type ResponsesRequestBody } from '../engine/request.schemas'
 import type { RouteExtensions } from '../engine/request'
 import { defineRoute, json } from '../pipeline/route'
@@ -59,14 +59,25 @@ const requirePreset = async (repositories: Repositories, caller: Caller, slug: s
 const textOf = (content: unknown): string =>
   typeof content === 'string' ? content : Array.isArray(content) ? content.map((part) => (part && typeof part === 'object' && 'text' in part ? String(part.text) : '')).join('') : ''
 
+/**
+ * The top-level fields a wire's request schema declares (its loose object, first in the pipe). The inference routes
+ * ignore other top-level fields (docs/decisions.md, `POST /chat/completions`); a save must not, or it would answer
+ * as if it kept them.
+ */
+const declaredFields = (schema: v.GenericSchema): ReadonlySet<string> => {
+  const object = 'pipe' in schema ? (schema.pipe as readonly v.GenericSchema[])[0] : schema
+  return new Set(Object.keys((object as unknown as { entries: v.ObjectEntries }).entries))
+}
+
 type SaveInput = { body: ResponsesRequestBody; systemPrompt: string | null; extensions?: RouteExtensions | undefined; fieldNames?: Record<string, string> }
 
 const saveRoute = <S extends typeof ResponsesRequestSchema | typeof ChatCompletionsRequestSchema | typeof MessagesRequestSchema>(
   path: string,
   schema: S,
   toSave: (body: v.InferOutput<S>) => SaveInput,
-) =>
-  defineRoute({
+) => {
+  const declared = declaredFields(schema)
+  return defineRoute({
     method: 'POST',
     path,
     auth: 'any',
@@ -74,6 +85,8 @@ const saveRoute = <S extends typeof ResponsesRequestSchema | typeof ChatCompleti
     params: PresetParamsSchema,
     body: schema,
     async handle({ params, body, caller, repositories, runtime }) {
+      const unknown = Object.keys(body as object).find((field) => !declared.has(field))
+      if (unknown !== undefined) throw new InvalidRequestError(`body.${unknown}: unknown field`)
       const input = toSave(body as v.InferOutput<S>)
       const content = toPresetContent(input.body, input.systemPrompt, {
         models: runtime.inference.models,
@@ -85,6 +98,7 @@ const saveRoute = <S extends typeof ResponsesRequestSchema | typeof ChatCompleti
       return json({ data: withDesignatedVersion(saved.preset, saved.version) })
     },
   })
+}
 
 /** From a Responses body: `instructions` is the system prompt. */
 export const createPresetFromResponses = saveRoute('/presets/:slug/responses', ResponsesRequestSchema, (body) => ({

@@ -4,7 +4,7 @@ import { WorkspaceParamsSchema } from './workspaces.schemas'
 
 export const BudgetIntervalSchema = v.picklist(['daily', 'weekly', 'monthly', 'lifetime'], 'must be "daily", "weekly", "monthly" or "lifetime"')
 
-export const WorkspaceBudgetParamsSchema = v.object({ ...WorkspaceParamsSchema.entries, interval: BudgetIntervalSchema })
+export const WorkspaceBudgetParamsSchema = v.strictObject({ ...WorkspaceParamsSchema.entries, interval: BudgetIntervalSchema })
 
 /** OpenRouter's `UpsertWorkspaceBudgetRequest`: USD per interval, greater than 0. */
 export const UpsertWorkspaceBudgetBodySchema = v.strictObject(
@@ -18,6 +18,5 @@ export const UpsertWorkspaceBudgetBodySchema = v.strictObject(
     /** Whether BYOK spend (at the list price) counts toward every budget of the workspace; unchanged when omitted. */
     include_byok_in_budgets: v.optional(v.boolean('must be a boolean')),
   },
-  'is not a field of a workspace budget',
 )
 export type UpsertWorkspaceBudgetBody = v.InferOutput<typeof UpsertWorkspaceBudgetBodySchema>

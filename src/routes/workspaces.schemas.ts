@@ -1,21 +1,29 @@
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN, UUID_PATTERN } from '../core/patterns'
-import { integerQuery } from '../core/validation'
+import { booleanQuery, integerQuery } from '../core/validation'
 import { WORKSPACE_SLUG_PATTERN } from '../repositories/workspaces'
 
 export const WORKSPACES_PAGE_MAX = 100
 export const WORKSPACE_NAME_MAX = 255
 export const WORKSPACE_DESCRIPTION_MAX = 2000
 
-export const WorkspaceParamsSchema = v.object({
+export const WorkspaceParamsSchema = v.strictObject({
   // spec GET /workspaces/{id}: the workspace UUID or slug, minimum length 1.
   id: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(256, 'must be at most 256 characters')),
 })
 export type WorkspaceParams = v.InferOutput<typeof WorkspaceParamsSchema>
 
-export const ListWorkspacesQuerySchema = v.object({
+export const ListWorkspacesQuerySchema = v.strictObject({
   offset: v.optional(integerQuery(0, Number.MAX_SAFE_INTEGER), '0'),
   limit: v.optional(integerQuery(1, WORKSPACES_PAGE_MAX), '50'),
+})
+
+/**
+ * `DELETE /workspaces/{id}`: OpenRouter's confirmation, required to delete the account's default workspace (its
+ * regular keys and the routes that fall back to it stop working); it changes nothing for another workspace.
+ */
+export const DeleteWorkspaceQuerySchema = v.strictObject({
+  confirm_default_workspace_deletion: v.optional(booleanQuery(), 'false'),
 })
 
 const NameSchema = v.pipe(
@@ -61,10 +69,10 @@ const settingsEntries = {
   is_observability_io_logging_enabled: v.optional(v.boolean()),
 }
 
-export const CreateWorkspaceBodySchema = v.object({ name: NameSchema, slug: WorkspaceSlugSchema, ...settingsEntries })
+export const CreateWorkspaceBodySchema = v.strictObject({ name: NameSchema, slug: WorkspaceSlugSchema, ...settingsEntries })
 export type CreateWorkspaceBody = v.InferOutput<typeof CreateWorkspaceBodySchema>
 
-export const UpdateWorkspaceBodySchema = v.object({
+export const UpdateWorkspaceBodySchema = v.strictObject({
   name: v.optional(NameSchema),
   slug: v.optional(WorkspaceSlugSchema),
   ...settingsEntries,
@@ -72,7 +80,7 @@ export const UpdateWorkspaceBodySchema = v.object({
 export type UpdateWorkspaceBody = v.InferOutput<typeof UpdateWorkspaceBodySchema>
 
 /** What `PATCH /workspaces/{id}` takes: the settings, and which guardrail governs all of the workspace's traffic. */
-export const UpdateWorkspaceRouteBodySchema = v.object({
+export const UpdateWorkspaceRouteBodySchema = v.strictObject({
   ...UpdateWorkspaceBodySchema.entries,
   default_guardrail_id: v.optional(v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a guardrail id (a UUID)'))),
 })

@@ -12,6 +12,7 @@ import { derivedGuardrailId, type WorkspaceRecord, type WorkspaceSettings } from
 import type { Repositories } from '../repositories'
 import {
   CreateWorkspaceBodySchema,
+  DeleteWorkspaceQuerySchema,
   ListWorkspacesQuerySchema,
   UpdateWorkspaceRouteBodySchema,
   WorkspaceParamsSchema,
@@ -144,8 +145,14 @@ export const deleteWorkspace = defineRoute({
   path: '/workspaces/:id',
   auth: 'management',
   params: WorkspaceParamsSchema,
-  async handle({ params, caller, repositories }) {
+  query: DeleteWorkspaceQuerySchema,
+  async handle({ params, query, caller, repositories }) {
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
+    if (workspace.id === caller.account.defaultWorkspaceId && !query.confirm_default_workspace_deletion) {
+      throw new InvalidRequestError(
+        'query.confirm_default_workspace_deletion: must be true to delete the default workspace; routes that fall back to it answer 400 afterwards',
+      )
+    }
     if (!(await removeWorkspace(repositories, caller.account, workspace))) throw new NotFoundError('Workspace not found')
     return json({ deleted: true })
   },

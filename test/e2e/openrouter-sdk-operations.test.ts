@@ -205,7 +205,13 @@ describe('workspaces and budgets', () => {
     expect(await management.workspaces.deleteBudget({ workspaceRef: id, interval: 'monthly' })).toEqual({ deleted: true })
     await expect(management.workspaces.getBudget({ workspaceRef: id, interval: 'monthly' })).rejects.toMatchObject({ statusCode: 404 })
 
-    expect((await management.workspaces.delete({ id })).deleted).toBe(true)
+    // `apiKeys.list`'s workspace filter is applied, not ignored: only the key bound to this workspace.
+    const bound = await management.apiKeys.create({ requestBody: { name: 'Research key', workspaceId: id } })
+    expect((await management.apiKeys.list({ workspaceId: id })).data.map((key) => key.hash)).toEqual([bound.data.hash])
+    expect(await management.apiKeys.delete({ hash: bound.data.hash })).toEqual({ deleted: true })
+
+    // The confirmation OpenRouter requires for the default workspace changes nothing for another one.
+    expect((await management.workspaces.delete({ id, confirmDefaultWorkspaceDeletion: true })).deleted).toBe(true)
   })
 })
 

@@ -170,7 +170,7 @@ describe('POST /interns/{internId}/chat/completions', () => {
       [{ messages: [{ role: 'user', content: 'Hi' }] }, 'body.stream: is required'],
       [{ stream: false, messages: [{ role: 'user', content: 'Hi' }] }, 'body.stream: must be true: intern chat only streams'],
       [{ stream: true, model: 'openai/gpt-4.1', messages: [{ role: 'user', content: 'Hi' }] }, 'body.model: the intern runs test/intern; PATCH the intern to change its model'],
-      [{ stream: true, temperature: 0.2, messages: [{ role: 'user', content: 'Hi' }] }, 'body.temperature: is not a field of an intern chat request'],
+      [{ stream: true, temperature: 0.2, messages: [{ role: 'user', content: 'Hi' }] }, 'body.temperature: unknown field'],
       [{ stream: true, messages: [] }, 'body.messages: must not be empty'],
       [{ stream: true, messages: [{ role: 'assistant', content: 'Hi' }] }, 'body.messages.0.role: the last message must be a user prompt or a tool reply'],
       [{ stream: true, messages: [{ role: 'tool', tool_call_id: CALL_ID, content: 'yes' }] }, 'body.session_id: required when the last message is a tool reply'],

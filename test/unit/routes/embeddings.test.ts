@@ -194,7 +194,7 @@ describe('POST /embeddings', () => {
       [{ model: 'openai/text-embedding-3-small', input: [{ content: [{ type: 'text', text: 'Hi' }] }] }, 'body.input: multimodal content items are not embedded by this gateway; send text or token ids'],
       [{ model: 'openai/text-embedding-3-small', input: '' }, 'body.input: must be a string, an array of strings, an array of token ids or an array of token id arrays'],
       [{ model: 'openai/text-embedding-3-small', input: 'Hi', encoding_format: 'int8' }, 'body.encoding_format: must be "float" or "base64"'],
-      [{ model: 'openai/text-embedding-3-small', input: 'Hi', truncate: true }, 'body.truncate: is not a field of an embeddings request'],
+      [{ model: 'openai/text-embedding-3-small', input: 'Hi', truncate: true }, 'body.truncate: unknown field'],
       [{ model: 'openai/text-embedding-3-small', input: 'Hi', dimensions: 0 }, 'body.dimensions: must be at least 1'],
     ]
     for (const [body, message] of cases) {

@@ -95,6 +95,10 @@ describe('saving presets', () => {
       ['/presets/a/responses', { model: '@preset/other', input: 'x' }, 'body.model: a preset cannot name another preset'],
       ['/presets/a/chat/completions', { model: 'test/model', messages: [{ role: 'user', content: 'x' }], stop: ['END'] }, 'body.stop: not kept in a preset;'],
       ['/presets/a/messages', { model: 'test/model', max_tokens: 5, messages: [{ role: 'user', content: 'x' }], metadata: { user_id: 'u' } }, 'body.metadata: not kept in a preset;'],
+      // The inference routes ignore an unknown top-level field; a save refuses it, as it would look kept.
+      ['/presets/a/responses', { model: 'test/model', input: 'x', bogus: 1 }, 'body.bogus: unknown field'],
+      ['/presets/a/chat/completions', { model: 'test/model', messages: [{ role: 'user', content: 'x' }], bogus: 1 }, 'body.bogus: unknown field'],
+      ['/presets/a/messages', { model: 'test/model', max_tokens: 5, messages: [{ role: 'user', content: 'x' }], bogus: 1 }, 'body.bogus: unknown field'],
       ['/presets/Bad Slug/responses', { model: 'test/model', input: 'x' }, 'params.slug: must be a preset slug: 1 to 64 lowercase letters, digits, - or _'],
     ]
     for (const [path, body, message] of cases) {

@@ -63,7 +63,7 @@ describe('workspace budget routes', () => {
       ['PUT', '/workspaces/default/budgets/yearly', { limit_usd: 1 }, 400, 'params.interval: must be "daily", "weekly", "monthly" or "lifetime"'],
       ['PUT', '/workspaces/default/budgets/daily', { limit_usd: 0 }, 400, 'body.limit_usd: must be greater than 0'],
       ['PUT', '/workspaces/default/budgets/daily', { limit_usd: 2_000_000 }, 400, 'body.limit_usd: must be at most 1000000'],
-      ['PUT', '/workspaces/default/budgets/daily', { limit_usd: 1, reset: 'x' }, 400, 'body.reset: is not a field of a workspace budget'],
+      ['PUT', '/workspaces/default/budgets/daily', { limit_usd: 1, reset: 'x' }, 400, 'body.reset: unknown field'],
       ['PUT', '/workspaces/default/budgets/daily', {}, 400, 'body.limit_usd: is required'],
       ['GET', '/workspaces/nowhere/budgets', undefined, 404, 'Workspace not found'],
     ]

@@ -234,7 +234,15 @@ describe('workspace management routes', () => {
 
     // The default workspace goes once no regular key is bound to it; the management key is account-wide.
     expect((await t.call('DELETE', `/keys/${t.regularKeyHash}`)).status).toBe(200)
-    expect((await t.call('DELETE', '/workspaces/default')).status).toBe(200)
+    // OpenRouter's confirmation is required for the default workspace, and a refusal deletes nothing.
+    const unconfirmed = await t.call('DELETE', '/workspaces/default')
+    expect(unconfirmed.status).toBe(400)
+    expect((await readJson(unconfirmed)).error.message).toBe(
+      'query.confirm_default_workspace_deletion: must be true to delete the default workspace; routes that fall back to it answer 400 afterwards',
+    )
+    expect((await t.call('GET', '/workspaces/default')).status).toBe(200)
+    expect((await t.call('DELETE', '/workspaces/default?confirm_default_workspace_deletion=false')).status).toBe(400)
+    expect((await t.call('DELETE', '/workspaces/default?confirm_default_workspace_deletion=true')).status).toBe(200)
     const key = await t.call('POST', '/keys', { json: { name: 'x' } })
     expect(key.status).toBe(400)
     // The default workspace is not resurrected by later reads.
