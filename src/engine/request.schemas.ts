@@ -182,11 +182,11 @@ const ToolChoiceSchema = v.union(
 const StopConditionSchema = v.variant(
   'type',
   [
-    v.object({ type: v.literal('step_count_is'), step_count: integer(1) }),
-    v.object({ type: v.literal('has_tool_call'), tool_name: v.pipe(v.string(), v.minLength(1, 'must not be empty')) }),
-    v.object({ type: v.literal('max_tokens_used'), max_tokens: integer(1) }),
-    v.object({ type: v.literal('max_cost'), max_cost_in_dollars: v.pipe(v.number(), v.minValue(0, 'must be at least 0')) }),
-    v.object({ type: v.literal('finish_reason_is'), reason: v.pipe(v.string(), v.minLength(1, 'must not be empty')) }),
+    v.strictObject({ type: v.literal('step_count_is'), step_count: integer(1) }),
+    v.strictObject({ type: v.literal('has_tool_call'), tool_name: v.pipe(v.string(), v.minLength(1, 'must not be empty')) }),
+    v.strictObject({ type: v.literal('max_tokens_used'), max_tokens: integer(1) }),
+    v.strictObject({ type: v.literal('max_cost'), max_cost_in_dollars: v.pipe(v.number(), v.minValue(0, 'must be at least 0')) }),
+    v.strictObject({ type: v.literal('finish_reason_is'), reason: v.pipe(v.string(), v.minLength(1, 'must not be empty')) }),
   ],
   'must be one of step_count_is, has_tool_call, max_tokens_used, max_cost, finish_reason_is',
 )
@@ -195,7 +195,7 @@ const StopConditionSchema = v.variant(
 
 const ProviderSlugListSchema = v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty')))
 const PriceSchema = v.union([v.number(), v.pipe(v.string(), v.regex(/^\d+(\.\d+)?$/, 'must be a decimal number'))])
-const PercentilesSchema = v.union([v.number(), v.object({ p50: v.optional(v.number()), p75: v.optional(v.number()), p90: v.optional(v.number()), p99: v.optional(v.number()) })])
+const PercentilesSchema = v.union([v.number(), v.strictObject({ p50: v.optional(v.number()), p75: v.optional(v.number()), p90: v.optional(v.number()), p99: v.optional(v.number()) })])
 export const PROVIDER_SORTS = ['price', 'throughput', 'latency', 'exacto'] as const
 
 export const ProviderPreferencesSchema = v.strictObject({
@@ -211,7 +211,7 @@ export const ProviderPreferencesSchema = v.strictObject({
   sort: v.optional(
     v.union([
       v.picklist(PROVIDER_SORTS),
-      v.object({ by: v.picklist(PROVIDER_SORTS), partition: v.optional(v.picklist(['model', 'none'])) }),
+      v.strictObject({ by: v.picklist(PROVIDER_SORTS), partition: v.optional(v.picklist(['model', 'none'])) }),
     ]),
   ),
   preferred_max_latency: v.optional(PercentilesSchema),
@@ -235,9 +235,9 @@ export type ProviderPreferences = v.InferOutput<typeof ProviderPreferencesSchema
 export const SchemaNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -'))
 
 const TextFormatSchema = v.variant('type', [
-  v.object({ type: v.literal('text') }),
-  v.object({ type: v.literal('json_object') }),
-  v.object({
+  v.strictObject({ type: v.literal('text') }),
+  v.strictObject({ type: v.literal('json_object') }),
+  v.strictObject({
     type: v.literal('json_schema'),
     name: SchemaNameSchema,
     schema: boundedJson(v.record(v.string(), v.unknown())),
@@ -287,8 +287,8 @@ export const ResponsesRequestSchema = v.pipe(
     store: v.optional(v.literal(false, 'must be false: responses are not stored'), false),
     previous_response_id: v.optional(v.unknown()),
     background: v.optional(v.nullable(v.boolean())),
-    cache_control: v.optional(v.object({ type: v.literal('ephemeral'), ttl: v.optional(v.string()) })),
-    debug: v.optional(v.object({ echo_upstream_body: v.optional(v.boolean()) })),
+    cache_control: v.optional(v.strictObject({ type: v.literal('ephemeral'), ttl: v.optional(v.string()) })),
+    debug: v.optional(v.strictObject({ echo_upstream_body: v.optional(v.boolean()) })),
     frequency_penalty: nullableNumber(-2, 2),
     presence_penalty: nullableNumber(-2, 2),
     temperature: nullableNumber(0, 2),
@@ -319,20 +319,27 @@ export const ResponsesRequestSchema = v.pipe(
     modalities: v.optional(ModalitiesSchema),
     parallel_tool_calls: v.optional(v.nullable(v.boolean())),
     plugins: v.optional(v.array(PluginSchema)),
-    prompt: v.optional(v.object({ id: v.string(), variables: v.optional(boundedJson(v.record(v.string(), v.unknown()))), version: v.optional(v.nullable(v.string())) })),
+    prompt: v.optional(v.strictObject({ id: v.string(), variables: v.optional(boundedJson(v.record(v.string(), v.unknown()))), version: v.optional(v.nullable(v.string())) })),
     prompt_cache_key: v.optional(v.nullable(v.string())),
-    prompt_cache_options: v.optional(v.object({ mode: v.optional(v.literal('explicit')), ttl: v.optional(v.string()) })),
+    prompt_cache_options: v.optional(v.strictObject({ mode: v.optional(v.literal('explicit')), ttl: v.optional(v.string()) })),
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
     reasoning: v.optional(
       v.nullable(
-        v.object({
-          effort: v.optional(v.nullable(v.picklist(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none']))),
-          summary: v.optional(v.nullable(v.picklist(['auto', 'concise', 'detailed']))),
-          enabled: v.optional(v.boolean()),
-          max_tokens: v.optional(v.nullable(integer(0))),
-          mode: v.optional(v.picklist(['standard', 'pro'])),
-          context: v.optional(v.picklist(['auto', 'all_turns', 'current_turn'])),
-        }),
+        v.pipe(
+          v.strictObject({
+            effort: v.optional(v.nullable(v.picklist(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none']))),
+            summary: v.optional(v.nullable(v.picklist(['auto', 'concise', 'detailed']))),
+            // OpenAI's older name for `summary`, still in its SDK's types: read as `summary`, which wins when both are given.
+            generate_summary: v.optional(v.nullable(v.picklist(['auto', 'concise', 'detailed']))),
+            enabled: v.optional(v.boolean()),
+            max_tokens: v.optional(v.nullable(integer(0))),
+            mode: v.optional(v.picklist(['standard', 'pro'])),
+            context: v.optional(v.picklist(['auto', 'all_turns', 'current_turn'])),
+          }),
+          v.transform(({ generate_summary, ...reasoning }) =>
+            generate_summary == null || reasoning.summary != null ? reasoning : { ...reasoning, summary: generate_summary },
+          ),
+        ),
       ),
     ),
     route: v.optional(v.nullable(v.picklist(['fallback', 'sort']))),
@@ -341,7 +348,7 @@ export const ResponsesRequestSchema = v.pipe(
     session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
     text: v.optional(
       v.nullable(
-        v.object({
+        v.strictObject({
           format: v.optional(TextFormatSchema),
           verbosity: v.optional(v.nullable(v.picklist(['low', 'medium', 'high', 'xhigh', 'max']))),
         }),

@@ -12,6 +12,7 @@ let t: TestGateway
 let byokId: string
 let guardrailId: string
 let internId: string
+const alpha = scriptedProvider({ reply: 'Hello' })
 
 // Intern chat runs a model: the regular key's; everything else here is management.
 const call = (method: string, path: string, json?: unknown) =>
@@ -26,7 +27,7 @@ const created = async (path: string, json: unknown) => {
 }
 
 beforeAll(async () => {
-  t = await createTestGateway({ providers: { alpha: scriptedProvider({ reply: 'Hello' }) } })
+  t = await createTestGateway({ providers: { alpha } })
   await t.gateway.admin.setAccountFlags(undefined, { interns: true })
   byokId = (await created('/byok', { key: `sk-proj-${'a'.repeat(40)}`, provider: 'openai' })).id
   guardrailId = (await created('/guardrails', { name: 'Existing' })).id
@@ -192,6 +193,7 @@ describe('an unknown query parameter', () => {
 describe('an unknown field in an inference option object', () => {
   const chat = { model: 'test/model', messages: [{ role: 'user', content: 'Hi' }] }
   const messages = { model: 'test/model', max_tokens: 10, messages: [{ role: 'user', content: 'Hi' }] }
+  const responses = { model: 'test/model', input: 'Hi' }
   const cases: [string, Record<string, unknown>, string][] = [
     ['/chat/completions', { ...chat, reasoning: { effort: 'low', bogus: 1 } }, 'body.reasoning.bogus: unknown field'],
     ['/chat/completions', { ...chat, stream_options: { include_usage: true, bogus: 1 } }, 'body.stream_options.bogus: unknown field'],
@@ -206,11 +208,35 @@ describe('an unknown field in an inference option object', () => {
     ['/messages', { ...messages, tool_choice: { type: 'auto', bogus: 1 } }, 'body.tool_choice.bogus: unknown field'],
     ['/messages', { ...messages, output_config: { bogus: 1 } }, 'body.output_config.bogus: unknown field'],
     ['/messages', { ...messages, metadata: { user_id: 'u', bogus: 1 } }, 'body.metadata.bogus: unknown field'],
+    ['/responses', { ...responses, reasoning: { effort: 'low', bogus: 1 } }, 'body.reasoning.bogus: unknown field'],
+    ['/responses', { ...responses, text: { verbosity: 'low', bogus: 1 } }, 'body.text.bogus: unknown field'],
+    ['/responses', { ...responses, text: { format: { type: 'json_object', bogus: 1 } } }, 'body.text.format.bogus: unknown field'],
+    [
+      '/responses',
+      { ...responses, text: { format: { type: 'json_schema', name: 'n', schema: { type: 'object' }, bogus: 1 } } },
+      'body.text.format.bogus: unknown field',
+    ],
+    ['/responses', { ...responses, debug: { echo_upstream_body: true, bogus: 1 } }, 'body.debug.bogus: unknown field'],
+    ['/responses', { ...responses, cache_control: { type: 'ephemeral', bogus: 1 } }, 'body.cache_control.bogus: unknown field'],
+    ['/responses', { ...responses, prompt_cache_options: { mode: 'explicit', bogus: 1 } }, 'body.prompt_cache_options.bogus: unknown field'],
+    ['/responses', { ...responses, provider: { sort: { by: 'price', bogus: 1 } } }, 'body.provider.sort.bogus: unknown field'],
+    ['/responses', { ...responses, provider: { preferred_max_latency: { p50: 1, bogus: 1 } } }, 'body.provider.preferred_max_latency.bogus: unknown field'],
+    [
+      '/responses',
+      { ...responses, stop_server_tools_when: [{ type: 'step_count_is', step_count: 2, bogus: 1 }] },
+      'body.stop_server_tools_when.0.bogus: unknown field',
+    ],
   ]
   it.each(cases)('%s %j: 400 naming it', async (path, body, message) => {
     const response = await t.call('POST', path, { key: t.regularKey, json: body })
     expect(response.status).toBe(400)
     expect((await readJson(response)).error.message).toBe(message)
+  })
+
+  it("/responses reads OpenAI's older reasoning.generate_summary as summary", async () => {
+    const response = await t.call('POST', '/responses', { key: t.regularKey, json: { ...responses, reasoning: { generate_summary: 'concise' } } })
+    expect(response.status).toBe(200)
+    expect(alpha.lastCall!.request.reasoning).toEqual({ summary: 'concise' })
   })
 
   it('an unknown top-level field is ignored there, as documented', async () => {
