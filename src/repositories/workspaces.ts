@@ -52,9 +52,15 @@ export type WorkspaceRecord = {
 // Workspaces stored before budgets existed have none.
 const withBudgets = (workspace: WorkspaceRecord): WorkspaceRecord => (workspace.budgets ? workspace : { ...workspace, budgets: [] })
 
+/** Settings `null` clears: back to what a new workspace gets (OpenRouter's update takes null for each). */
+type ClearableSetting = 'description' | 'defaultImageModel' | 'defaultTextModel' | 'defaultProviderSort'
+
 /** The settings a workspace may be created or updated with; the rest is managed by the gateway. */
 export type WorkspaceSettings = Partial<
-  Omit<WorkspaceRecord, 'id' | 'accountId' | 'createdBy' | 'createdAt' | 'updatedAt' | 'defaultGuardrailId' | 'budgets' | 'sortKey'>
+  Omit<
+    WorkspaceRecord,
+    'id' | 'accountId' | 'createdBy' | 'createdAt' | 'updatedAt' | 'defaultGuardrailId' | 'budgets' | 'sortKey' | ClearableSetting
+  > & { [Setting in ClearableSetting]: WorkspaceRecord[Setting] | null }
 >
 
 /** Defaults for new workspaces, set once in the gateway options. */
@@ -94,83 +100,95 @@ const toInput = (workspace: WorkspaceRecord): RecordInput<WorkspaceRecord> => ({
   sortKey: workspace.sortKey,
 })
 
-export const createWorkspacesRepository = (storage: StorageDriver, defaults: WorkspaceDefaults, now: () => Date) => ({
-  /** Creates a workspace; throws `StorageConflictError('unique')` when the id or the slug is taken. */
-  async create(account: AccountRecord, settings: WorkspaceSettings & { name: string; slug: string }, id = randomId()) {
-    const timestamp = now().toISOString()
-    const workspace: WorkspaceRecord = {
-      id,
-      accountId: account.id,
-      description: '',
-      defaultImageModel: defaults.imageModel,
-      defaultTextModel: defaults.textModel,
-      defaultProviderSort: defaults.providerSort,
-      disabledServerTools: null,
-      ioLoggingApiKeyIds: null,
-      ioLoggingSamplingRate: 1,
-      includeByokInBudgets: false,
-      isDataDiscountLoggingEnabled: false,
-      isObservabilityBroadcastEnabled: false,
-      isObservabilityIoLoggingEnabled: false,
-      budgets: [],
-      ...withoutUndefined(settings),
-      name: settings.name,
-      slug: settings.slug,
-      createdBy: account.ownerUserId,
-      // docs/decisions.md, Accounts and workspaces: the guardrail id is derived from the workspace id, so it is stable everywhere.
-      defaultGuardrailId: await derivedGuardrailId(id),
-      createdAt: timestamp,
-      updatedAt: timestamp,
-      sortKey: creationSortKey(timestamp),
-    }
-    return (await storage.create(WORKSPACES, toInput(workspace))).data
-  },
+export const createWorkspacesRepository = (storage: StorageDriver, defaults: WorkspaceDefaults, now: () => Date) => {
+  const cleared: Pick<WorkspaceRecord, ClearableSetting> = {
+    description: '',
+    defaultImageModel: defaults.imageModel,
+    defaultTextModel: defaults.textModel,
+    defaultProviderSort: defaults.providerSort,
+  }
+  /** The settings as stored: omitted ones left out (unchanged), cleared ones at a new workspace's value. */
+  const toStored = (settings: WorkspaceSettings): Partial<WorkspaceRecord> => {
+    const stored: Record<string, unknown> = withoutUndefined(settings)
+    for (const setting of Object.keys(cleared) as ClearableSetting[]) if (stored[setting] === null) stored[setting] = cleared[setting]
+    return stored as Partial<WorkspaceRecord>
+  }
 
-  async get(id: string): Promise<WorkspaceRecord | null> {
-    const record = await storage.get<WorkspaceRecord>(WORKSPACES, id)
-    return record ? withBudgets(record.data) : null
-  },
-
-  /** A workspace of `accountId` by UUID or slug; another account's workspace reads as absent. */
-  async findForAccount(accountId: string, idOrSlug: string): Promise<WorkspaceRecord | null> {
-    const bySlug = await storage.findByUnique<WorkspaceRecord>(WORKSPACES, slugUnique(accountId, idOrSlug))
-    if (bySlug) return withBudgets(bySlug.data)
-    const byId = await this.get(idOrSlug)
-    return byId && byId.accountId === accountId ? byId : null
-  },
-
-  async update(id: string, settings: WorkspaceSettings): Promise<WorkspaceRecord | null> {
-    const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) =>
-      toInput({ ...withBudgets(current.data), ...withoutUndefined(settings), updatedAt: now().toISOString() }),
-    )
-    return record ? withBudgets(record.data) : null
-  },
-
-  /** Points the workspace's traffic at another guardrail of its account (the caller checked that it is one). */
-  async setDefaultGuardrail(id: string, guardrailId: string): Promise<WorkspaceRecord | null> {
-    const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) =>
-      toInput({ ...withBudgets(current.data), defaultGuardrailId: guardrailId, updatedAt: now().toISOString() }),
-    )
-    return record ? withBudgets(record.data) : null
-  },
-
-  /** Replaces the workspace's budgets with what `change` makes of them (compare-and-set, retried on a lost race). */
-  async updateBudgets(id: string, change: (budgets: WorkspaceBudget[], timestamp: string) => WorkspaceBudget[]): Promise<WorkspaceRecord | null> {
-    const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) => {
+  return {
+    /** Creates a workspace; throws `StorageConflictError('unique')` when the id or the slug is taken. */
+    async create(account: AccountRecord, settings: WorkspaceSettings & { name: string; slug: string }, id = randomId()) {
       const timestamp = now().toISOString()
-      return toInput({ ...withBudgets(current.data), budgets: change(withBudgets(current.data).budgets, timestamp), updatedAt: timestamp })
-    })
-    return record ? withBudgets(record.data) : null
-  },
+      const workspace: WorkspaceRecord = {
+        id,
+        accountId: account.id,
+        ...cleared,
+        disabledServerTools: null,
+        ioLoggingApiKeyIds: null,
+        ioLoggingSamplingRate: 1,
+        includeByokInBudgets: false,
+        isDataDiscountLoggingEnabled: false,
+        isObservabilityBroadcastEnabled: false,
+        isObservabilityIoLoggingEnabled: false,
+        budgets: [],
+        ...toStored(settings),
+        name: settings.name,
+        slug: settings.slug,
+        createdBy: account.ownerUserId,
+        // docs/decisions.md, Accounts and workspaces: the guardrail id is derived from the workspace id, so it is stable everywhere.
+        defaultGuardrailId: await derivedGuardrailId(id),
+        createdAt: timestamp,
+        updatedAt: timestamp,
+        sortKey: creationSortKey(timestamp),
+      }
+      return (await storage.create(WORKSPACES, toInput(workspace))).data
+    },
 
-  async delete(id: string): Promise<boolean> {
-    return storage.delete(WORKSPACES, id)
-  },
+    async get(id: string): Promise<WorkspaceRecord | null> {
+      const record = await storage.get<WorkspaceRecord>(WORKSPACES, id)
+      return record ? withBudgets(record.data) : null
+    },
 
-  async listForAccount(accountId: string, offset: number, limit: number) {
-    const page = await storage.list<WorkspaceRecord>(WORKSPACES, { where: { accountId }, offset, limit })
-    return { workspaces: page.items.map((item) => withBudgets(item.data)), totalCount: page.totalCount }
-  },
-})
+    /** A workspace of `accountId` by UUID or slug; another account's workspace reads as absent. */
+    async findForAccount(accountId: string, idOrSlug: string): Promise<WorkspaceRecord | null> {
+      const bySlug = await storage.findByUnique<WorkspaceRecord>(WORKSPACES, slugUnique(accountId, idOrSlug))
+      if (bySlug) return withBudgets(bySlug.data)
+      const byId = await this.get(idOrSlug)
+      return byId && byId.accountId === accountId ? byId : null
+    },
+
+    async update(id: string, settings: WorkspaceSettings): Promise<WorkspaceRecord | null> {
+      const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) =>
+        toInput({ ...withBudgets(current.data), ...toStored(settings), updatedAt: now().toISOString() }),
+      )
+      return record ? withBudgets(record.data) : null
+    },
+
+    /** Points the workspace's traffic at another guardrail of its account (the caller checked that it is one). */
+    async setDefaultGuardrail(id: string, guardrailId: string): Promise<WorkspaceRecord | null> {
+      const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) =>
+        toInput({ ...withBudgets(current.data), defaultGuardrailId: guardrailId, updatedAt: now().toISOString() }),
+      )
+      return record ? withBudgets(record.data) : null
+    },
+
+    /** Replaces the workspace's budgets with what `change` makes of them (compare-and-set, retried on a lost race). */
+    async updateBudgets(id: string, change: (budgets: WorkspaceBudget[], timestamp: string) => WorkspaceBudget[]): Promise<WorkspaceRecord | null> {
+      const record = await updateRecord<WorkspaceRecord>(storage, WORKSPACES, id, (current) => {
+        const timestamp = now().toISOString()
+        return toInput({ ...withBudgets(current.data), budgets: change(withBudgets(current.data).budgets, timestamp), updatedAt: timestamp })
+      })
+      return record ? withBudgets(record.data) : null
+    },
+
+    async delete(id: string): Promise<boolean> {
+      return storage.delete(WORKSPACES, id)
+    },
+
+    async listForAccount(accountId: string, offset: number, limit: number) {
+      const page = await storage.list<WorkspaceRecord>(WORKSPACES, { where: { accountId }, offset, limit })
+      return { workspaces: page.items.map((item) => withBudgets(item.data)), totalCount: page.totalCount }
+    },
+  }
+}
 
 export type WorkspacesRepository = ReturnType<typeof createWorkspacesRepository>

@@ -46,15 +46,18 @@ const ModelSlugSchema = v.pipe(
   v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
 )
 
-/** Settings a caller may write, with the spec's wire names (docs/decisions.md, Accounts and workspaces for element types). */
+/**
+ * Settings a caller may write, with the spec's wire names (docs/decisions.md, Accounts and workspaces for element types).
+ * `null` clears a description, default model or sort back to a new workspace's value, as OpenRouter's SDK may send it.
+ */
 const settingsEntries = {
   description: v.optional(
-    v.pipe(v.string(), v.maxLength(WORKSPACE_DESCRIPTION_MAX, `must be at most ${WORKSPACE_DESCRIPTION_MAX} characters`)),
+    v.nullable(v.pipe(v.string(), v.maxLength(WORKSPACE_DESCRIPTION_MAX, `must be at most ${WORKSPACE_DESCRIPTION_MAX} characters`))),
   ),
-  default_text_model: v.optional(ModelSlugSchema),
-  default_image_model: v.optional(ModelSlugSchema),
+  default_text_model: v.optional(v.nullable(ModelSlugSchema)),
+  default_image_model: v.optional(v.nullable(ModelSlugSchema)),
   default_provider_sort: v.optional(
-    v.picklist(['price', 'throughput', 'latency', 'exacto'], 'must be one of price, throughput, latency, exacto'),
+    v.nullable(v.picklist(['price', 'throughput', 'latency', 'exacto'], 'must be one of price, throughput, latency, exacto')),
   ),
   disabled_server_tools: v.optional(
     v.nullable(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty'))), v.maxLength(100, 'at most 100 items'))),

@@ -224,6 +224,27 @@ describe('workspace management routes', () => {
     expect((await t.call('PATCH', '/workspaces/nope', { json: { name: 'x' } })).status).toBe(404)
   })
 
+  it("null clears a description, default model or sort back to a new workspace's value, on create and update", async () => {
+    const fresh = (await readJson(await t.call('POST', '/workspaces', { json: { name: 'Fresh', slug: 'fresh' } }))).data
+    const set = { description: 'Lab', default_text_model: 'openai/gpt-4.1', default_image_model: 'openai/gpt-image-1', default_provider_sort: 'latency' }
+    const cleared = { description: null, default_text_model: null, default_image_model: null, default_provider_sort: null }
+    const configured = (await readJson(await t.call('POST', '/workspaces', { json: { name: 'W', slug: 'w', ...set } }))).data
+    expect(configured).toMatchObject(set)
+    const patched = await t.call('PATCH', '/workspaces/w', { json: cleared })
+    expect(patched.status).toBe(200)
+    const defaults = {
+      description: fresh.description,
+      default_text_model: fresh.default_text_model,
+      default_image_model: fresh.default_image_model,
+      default_provider_sort: fresh.default_provider_sort,
+    }
+    expect((await readJson(patched)).data).toMatchObject(defaults)
+    expect((await readJson(await t.call('GET', '/workspaces/w'))).data).toMatchObject(defaults)
+    const createdCleared = await t.call('POST', '/workspaces', { json: { name: 'C', slug: 'c', ...cleared } })
+    expect(createdCleared.status).toBe(201)
+    expect((await readJson(createdCleared)).data).toMatchObject(defaults)
+  })
+
   it('deletes a workspace; deleting the default one makes defaults ask for workspace_id', async () => {
     await t.call('POST', '/workspaces', { json: { name: 'W', slug: 'w' } })
     const deleted = await t.call('DELETE', '/workspaces/w')
