@@ -38,7 +38,8 @@ const listOf = <T extends v.GenericSchema<string, string>>(item: T, minimum: num
   )
 
 const settingsEntries = {
-  name: v.optional(v.pipe(v.string(), v.maxLength(BYOK_NAME_MAX, `must be at most ${BYOK_NAME_MAX} characters`))),
+  // null names the credential after its provider, as when none is given (`@openrouter/sdk` allows null).
+  name: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(BYOK_NAME_MAX, `must be at most ${BYOK_NAME_MAX} characters`)))),
   disabled: v.optional(v.boolean()),
   is_fallback: v.optional(v.boolean()),
   is_byok_only: v.optional(v.boolean()),

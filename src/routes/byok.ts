@@ -116,6 +116,7 @@ export const updateByok = defineRoute({
       params.id,
       { ...fromWire(body), key: body.key },
       runtime.inference.guard,
+      routableProviders(runtime),
     )
     return json({ data: toByokWire(record) })
   },

@@ -90,7 +90,8 @@ const assertCompatibleFlags = (record: Pick<ByokRecord, 'isFallback' | 'isByokOn
 }
 
 export interface ByokSettings {
-  name?: string
+  /** `null` (which `@openrouter/sdk` allows) names the credential after its provider, as when none is given. */
+  name?: string | null
   disabled?: boolean
   isFallback?: boolean
   isByokOnly?: boolean
@@ -103,6 +104,8 @@ export interface ByokSettings {
 
 const withoutUndefined = (settings: ByokSettings): ByokSettings =>
   Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined))
+
+const defaultName = (provider: { displayName: string }) => `${provider.displayName} key`
 
 export const createByokCredential = async (
   repositories: Repositories,
@@ -128,7 +131,7 @@ export const createByokCredential = async (
     accountId: account.id,
     workspaceId: workspace.id,
     provider: input.provider,
-    name: input.name ?? `${provider.displayName} key`,
+    name: input.name ?? defaultName(provider),
     label,
     sortOrder,
     disabled: input.disabled ?? false,
@@ -161,17 +164,19 @@ export const updateByokCredential = async (
   id: string,
   input: ByokSettings & { key?: string },
   guard: UpstreamGuard,
+  providers: ProviderLookup,
 ): Promise<ByokRecord> => {
   const current = await requireByokCredential(repositories, account.id, id)
   await assertOwnKeyHashes(repositories, account.id, input.allowedApiKeyHashes)
-  const settings = withoutUndefined(input)
-  assertCompatibleFlags({ ...current, ...settings })
+  const { key: _key, name, ...given } = withoutUndefined(input) as ByokSettings & { key?: string }
+  // A provider the gateway no longer serves keeps its slug as the name.
+  const fields = name === undefined ? given : { ...given, name: name ?? defaultName(providers(current.provider) ?? { displayName: current.provider }) }
+  assertCompatibleFlags({ ...current, ...fields })
   // Rotation overwrites the sealed key in place; the seal is prepared before the compare-and-set.
   const rotated =
     input.key === undefined
       ? undefined
       : { label: labelFor(current.provider, input.key, guard), secret: await secrets.seal(input.key, associatedData(current)) }
-  const { key: _key, ...fields } = settings as ByokSettings & { key?: string }
   const updated = await repositories.byok.update(id, (latest) => {
     const next = { ...latest, ...fields, ...rotated }
     assertCompatibleFlags(next)

@@ -19,6 +19,19 @@ describe('POST /byok for the providers this gateway routes to', () => {
     expect(listed.data.map((credential: { id: string }) => credential.id)).toEqual([body.data.id])
   })
 
+  it('null as the name (which @openrouter/sdk allows) names it after the provider, on create and on update', async () => {
+    const t = await createTestGateway({ logger: silentLogger, providers: { 'my-vllm': SELF_HOSTED } })
+    const created = await readJson(await t.call('POST', '/byok', { json: { provider: 'my-vllm', key: 'sk-self-hosted-0123456789abcdef', name: null } }))
+    expect(created.data.name).toBe('My vLLM key')
+    const renamed = await readJson(await t.call('PATCH', `/byok/${created.data.id}`, { json: { name: 'Lab box' } }))
+    expect(renamed.data.name).toBe('Lab box')
+    const untouched = await readJson(await t.call('PATCH', `/byok/${created.data.id}`, { json: { disabled: true } }))
+    expect(untouched.data).toMatchObject({ name: 'Lab box', disabled: true })
+    const cleared = await t.call('PATCH', `/byok/${created.data.id}`, { json: { name: null } })
+    expect(cleared.status).toBe(200)
+    expect((await readJson(cleared)).data.name).toBe('My vLLM key')
+  })
+
   it('still refuses a provider that is neither built in nor configured, naming it', async () => {
     const t = await createTestGateway({ logger: silentLogger, providers: { 'my-vllm': SELF_HOSTED } })
     for (const provider of ['their-vllm', 'their-vllm/turbo']) {
