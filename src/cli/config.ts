@@ -28,7 +28,8 @@ export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
 
 const PortSchema = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535))
 
-export const RunnerConfigSchema = v.strictObject({
+/** Each setting on its own; `RunnerConfigSchema` adds the checks between settings. */
+const RunnerSettingsSchema = v.strictObject({
   port: v.optional(PortSchema, 8787),
   host: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),
   basePath: v.optional(v.string(), '/api/v1'),
@@ -55,6 +56,8 @@ export const RunnerConfigSchema = v.strictObject({
   /** Refuse (402) requests of accounts whose granted credits are used up (see `createGateway`'s `enforceCredits`). */
   enforceCredits: v.optional(v.boolean()),
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1)), '.modelgate'),
+  /** `off` records no generations (see `createGateway`'s `ledger.enabled`); default `on`. */
+  ledger: v.optional(v.picklist(['on', 'off'])),
   /** Days the usage ledger keeps each generation record (see `createGateway`'s `ledger`; default 30). */
   ledgerRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
@@ -131,6 +134,15 @@ export const RunnerConfigSchema = v.strictObject({
   compactAfterBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
 })
 
+/** The runner's whole configuration, validated once; a setting that another turns into a no-op is refused by name. */
+export const RunnerConfigSchema = v.pipe(
+  RunnerSettingsSchema,
+  v.forward(
+    v.check((config) => config.ledger !== 'off' || config.ledgerRetentionDays === undefined, 'has no effect with ledger off (no records are kept)'),
+    ['ledgerRetentionDays'],
+  ),
+)
+
 /** Settings the runner hands to `createGateway` as they are. */
 export const GATEWAY_PASS_THROUGH = [
   'upstream',
@@ -166,6 +178,7 @@ export const ENVIRONMENT = {
   MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rateLimitWindowSeconds',
   MODELGATE_ENFORCE_CREDITS: 'enforceCredits',
   MODELGATE_DATA_DIR: 'dataDir',
+  MODELGATE_LEDGER: 'ledger',
   MODELGATE_LEDGER_RETENTION_DAYS: 'ledgerRetentionDays',
   MODELGATE_BODY_LIMIT: 'bodyLimit',
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',

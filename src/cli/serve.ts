@@ -73,6 +73,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.rateLimitRequests
         ? { rateLimit: { requests: config.rateLimitRequests, windowSeconds: config.rateLimitWindowSeconds } }
         : {}),
+      ...(config.ledger === 'off' ? { ledger: { enabled: false } } : {}),
       ...(config.ledgerRetentionDays ? { ledger: { retentionDays: config.ledgerRetentionDays } } : {}),
     })
   } catch (error) {

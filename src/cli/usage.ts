@@ -53,6 +53,8 @@ const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
   MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rate-limit window (default 60)',
   MODELGATE_ENFORCE_CREDITS: '1: refuse (402) requests of accounts whose granted credits are used up (default: only counted)',
   MODELGATE_DATA_DIR: 'embedded store directory (default .modelgate)',
+  MODELGATE_LEDGER: 'off: keep no usage records (GET /generation 404, GET /activity empty; limits and credits still count)',
+  MODELGATE_LEDGER_RETENTION_DAYS: 'days usage records are kept (default 30)',
   MODELGATE_BODY_LIMIT: 'request body limit in bytes (default 1048576)',
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'time a request body may take to arrive (default 30000; then 408)',
   MODELGATE_LOG_LEVEL: 'debug, info (default), warn or error',

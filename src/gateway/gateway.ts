@@ -156,15 +156,18 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
     }),
     interns: createInternSettings(config),
-    ledger: createLedger(
-      repositories.generations,
-      {
-        retentionDays: config.ledger?.retentionDays ?? DEFAULT_RETENTION_DAYS,
-        sweepIntervalMs: config.ledger?.sweepIntervalMs ?? DEFAULT_LEDGER_SWEEP_INTERVAL_MS,
-      },
-      now,
-      logger,
-    ),
+    ledger:
+      config.ledger?.enabled === false
+        ? null
+        : createLedger(
+            repositories.generations,
+            {
+              retentionDays: config.ledger?.retentionDays ?? DEFAULT_RETENTION_DAYS,
+              sweepIntervalMs: config.ledger?.sweepIntervalMs ?? DEFAULT_LEDGER_SWEEP_INTERVAL_MS,
+            },
+            now,
+            logger,
+          ),
     trustedHostHeader: config.trustedHostHeader,
     rateLimit: config.rateLimit,
   }
@@ -267,7 +270,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       // Let provisioning and destruction started by this process finish their writes first.
       await Promise.allSettled([...runtime.interns.tasks])
       // Records of answers already sent are written before the store goes.
-      await runtime.ledger.close()
+      await runtime.ledger?.close()
       await flushSpend()
       await storage.close()
     },

@@ -210,13 +210,25 @@ export const InternProvisioningOptionsSchema = v.pipe(
   ),
 )
 
-/** The usage ledger's retention (docs/decisions.md, Usage ledger). */
-export const LedgerOptionsSchema = v.strictObject({
-  /** Days a generation record is kept after its request (default 30). */
-  retentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
-  /** How often this process deletes expired records (ms, default 10 minutes); `false` when another process sweeps. */
-  sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(1000))])),
-})
+/** Said of a retention setting given beside `enabled: false`: with no records there is nothing to keep or sweep. */
+const LEDGER_OFF_CONFLICT = 'has no effect with enabled: false (the usage ledger keeps no records)'
+
+/** The usage ledger: on or off, and its retention (docs/decisions.md, Usage ledger). */
+export const LedgerOptionsSchema = v.pipe(
+  v.strictObject({
+    /**
+     * `false` turns the ledger off: no records are written or swept, `GET /generation` answers 404 and
+     * `GET /activity` an empty list. Spend limits and credits keep working (they are counters of their own).
+     */
+    enabled: v.optional(v.boolean()),
+    /** Days a generation record is kept after its request (default 30). */
+    retentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
+    /** How often this process deletes expired records (ms, default 10 minutes); `false` when another process sweeps. */
+    sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(1000))])),
+  }),
+  v.forward(v.check((ledger) => ledger.enabled !== false || ledger.retentionDays === undefined, LEDGER_OFF_CONFLICT), ['retentionDays']),
+  v.forward(v.check((ledger) => ledger.enabled !== false || ledger.sweepIntervalMs === undefined, LEDGER_OFF_CONFLICT), ['sweepIntervalMs']),
+)
 
 /** A header name, lower-cased. */
 export const TrustedHostHeaderSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a header name'), v.toLowerCase())
@@ -355,7 +367,8 @@ export const GatewayOptionsSchema = v.strictObject({
   trustedHostHeader: v.optional(TrustedHostHeaderSchema),
   /**
    * The usage ledger: one record per served request, behind `GET /generation` and `GET /activity`, kept
-   * `retentionDays` (default 30) and swept every `sweepIntervalMs` (default 10 minutes; `false` for none).
+   * `retentionDays` (default 30) and swept every `sweepIntervalMs` (default 10 minutes; `false` for none);
+   * `enabled: false` records nothing (spend limits and credits still count).
    */
   ledger: v.optional(LedgerOptionsSchema),
   /** Clock, for tests. */

@@ -172,8 +172,25 @@ export const toGenerationRecord = (
 
 const elapsedSince = (startedAt: number) => Math.round(performance.now() - startedAt)
 
-/** Writes the record of one prepared request as its answer ends. */
-export const createGenerationRecorder = (ledger: Ledger, service: InferenceService, context: GenerationContext, request: InferenceRequest) => {
+export interface GenerationRecorder {
+  /** The outcome of running the request, with its record written (or its stream observed) before it is returned. */
+  run(running: Promise<RunOutcome>): Promise<RunOutcome>
+}
+
+/**
+ * With the ledger off (`ledger.enabled: false`) a request builds no record and its stream gets no observer:
+ * the answer passes as it was run, so the ledger costs nothing at all.
+ */
+const UNRECORDED: GenerationRecorder = { run: (running) => running }
+
+/** Writes the record of one prepared request as its answer ends; records nothing when `ledger` is null (off). */
+export const createGenerationRecorder = (
+  ledger: Ledger | null,
+  service: InferenceService,
+  context: GenerationContext,
+  request: InferenceRequest,
+): GenerationRecorder => {
+  if (ledger === null) return UNRECORDED
   const session =
     context.sessionId === undefined ? Promise.resolve(null) : sessionHashFor(service.endUserSecret, context.caller.account.id, context.sessionId)
   const write = async (outcome: GenerationOutcome) => ledger.write(toGenerationRecord(service, context, request, outcome, { session: await session }))
@@ -258,7 +275,6 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
   }
 
   return {
-    /** The outcome of running the request, with its record written (or its stream observed) before it is returned. */
     async run(running: Promise<RunOutcome>): Promise<RunOutcome> {
       let outcome: RunOutcome
       try {
@@ -281,5 +297,3 @@ export const createGenerationRecorder = (ledger: Ledger, service: InferenceServi
     },
   }
 }
-
-export type GenerationRecorder = ReturnType<typeof createGenerationRecorder>

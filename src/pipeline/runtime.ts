@@ -8,8 +8,8 @@ import type { RateLimitOptions } from './rate-limit'
 export interface GatewayRuntime {
   inference: InferenceService
   interns: InternSettings
-  /** The usage ledger: generation records and their retention. */
-  ledger: Ledger
+  /** The usage ledger: generation records and their retention; null when the operator turned it off (`ledger.enabled: false`). */
+  ledger: Ledger | null
   /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
   trustedHostHeader: string | undefined
   /** The per-key request limit, when one is configured (reported by `GET /key`). */

@@ -24,6 +24,12 @@ const responseIdOf = (wireId: string): string => {
 const isVisibleTo = (record: GenerationRecord, caller: Caller) =>
   record.accountId === caller.account.id && (caller.key.kind === 'management' || record.keyHash === caller.key.hash)
 
+/**
+ * With the usage ledger off (`ledger.enabled: false`) nothing was recorded, so no generation can be found; the
+ * message says why, the same for every id, so it tells a prober nothing.
+ */
+const LEDGER_OFF = 'Generation not found: this gateway records no generations (its usage ledger is off)'
+
 const providerNameOf = (providers: ProviderRegistry, provider: string) => providers.get(provider)?.descriptor.displayName ?? provider
 
 /** Our endpoint id: the provider and its own id for the model (there are no endpoint UUIDs here). */
@@ -104,9 +110,11 @@ export const getGeneration = defineRoute({
   auth: 'any',
   query: GetGenerationQuerySchema,
   async handle({ query, caller, repositories, runtime }) {
+    const { ledger } = runtime
+    if (!ledger) throw new NotFoundError(LEDGER_OFF)
     const record = await repositories.generations.get(responseIdOf(query.id))
     // Absent, another key's, another account's or past retention: the same answer, so ids cannot be probed.
-    if (!record || !isVisibleTo(record, caller) || record.createdAt < runtime.ledger.retainedSince()) {
+    if (!record || !isVisibleTo(record, caller) || record.createdAt < ledger.retainedSince()) {
       throw new NotFoundError('Generation not found')
     }
     return json({ data: toGenerationWire(record, query.id, runtime.inference.providers) })
@@ -123,9 +131,11 @@ export const getGenerationContent = defineRoute({
   auth: 'any',
   query: GetGenerationQuerySchema,
   async handle({ query, caller, repositories, runtime }) {
+    const { ledger } = runtime
+    if (!ledger) throw new NotFoundError(LEDGER_OFF)
     const id = responseIdOf(query.id)
     const record = await repositories.generations.get(id)
-    if (!record || !isVisibleTo(record, caller) || record.createdAt < runtime.ledger.retainedSince()) {
+    if (!record || !isVisibleTo(record, caller) || record.createdAt < ledger.retainedSince()) {
       throw new NotFoundError('Generation not found')
     }
     const content = await repositories.generations.getContent(id)
@@ -157,10 +167,14 @@ export const getActivity = defineRoute({
   auth: 'management',
   query: ActivityQuerySchema,
   async handle({ query, caller, repositories, runtime, now }) {
-    const retainedSince = runtime.ledger.retainedSince()
+    const { ledger } = runtime
     const today = utcDay(now().toISOString())
-    if (query.date !== undefined && (query.date < utcDay(retainedSince) || query.date > today)) {
-      throw new InvalidRequestError(`query.date: must be a day within the last ${runtime.ledger.retentionDays} days`)
+    // With the ledger off there is no retention to stay within: any day up to today is asked of, and has, no records.
+    const firstDay = ledger ? utcDay(ledger.retainedSince()) : ''
+    if (query.date !== undefined && (query.date < firstDay || query.date > today)) {
+      throw new InvalidRequestError(
+        ledger ? `query.date: must be a day within the last ${ledger.retentionDays} days` : 'query.date: must not be a day in the future',
+      )
     }
     let workspaceId: string | undefined
     if (query.workspace_id !== undefined) {
@@ -168,6 +182,9 @@ export const getActivity = defineRoute({
       if (!workspace) throw new NotFoundError('Workspace not found')
       workspaceId = workspace.id
     }
+    // Activity is computed from the ledger's records: with the ledger off (`ledger.enabled: false`) there are none.
+    if (!ledger) return json({ data: [] })
+    const retainedSince = ledger.retainedSince()
     const isByWorkspace = query.group_by === 'workspace'
     const rows = new Map<string, ActivityRow>()
     for await (const record of repositories.generations.list(caller.account.id, query.date)) {

@@ -56,6 +56,16 @@ describe('runner configuration', () => {
     )
   })
 
+  it('turns the usage ledger off from the environment, and refuses a retention beside it', () => {
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_LEDGER: 'off' })).ledger).toBe('off')
+    expect(resolveConfig({}).ledger).toBeUndefined()
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_LEDGER: 'false' }))).toThrow('modelgate: invalid configuration: ledger:')
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_LEDGER: 'off', MODELGATE_LEDGER_RETENTION_DAYS: '90' }))).toThrow(
+      'modelgate: invalid configuration: ledgerRetentionDays: has no effect with ledger off (no records are kept)',
+    )
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_LEDGER: 'on', MODELGATE_LEDGER_RETENTION_DAYS: '90' })).ledgerRetentionDays).toBe(90)
+  })
+
   it('watches the parent under npm and npx unless told otherwise', () => {
     expect(shouldWatchParent(undefined, { npm_lifecycle_event: 'start' })).toBe(true)
     expect(shouldWatchParent(undefined, {})).toBe(false)
