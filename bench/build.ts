@@ -4,14 +4,19 @@
  * a private folder: dist/ is left alone, because tests of other sessions and CI steps may be reading it.
  */
 
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const DIST = join(ROOT, 'dist')
-const PRIVATE_BUILD = join(ROOT, 'node_modules', '.cache', 'modelgate-bench', 'dist')
+/**
+ * One folder per checkout: git worktrees often share one node_modules (a symlink), and a build of another
+ * worktree's sources, newer than this one's, would otherwise pass for fresh here.
+ */
+const PRIVATE_BUILD = join(ROOT, 'node_modules', '.cache', 'modelgate-bench', createHash('sha256').update(realpathSync(ROOT)).digest('hex').slice(0, 12), 'dist')
 /** The files the bench's gateway process imports. */
 const NEEDED = ['index.js', 'adapters/node.js', 'transport/undici.js']
 const INPUTS = ['src', 'tsup.config.ts', 'package.json', 'package-lock.json']

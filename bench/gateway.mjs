@@ -5,7 +5,8 @@
  * node:http through `toNodeListener`, pooled undici upstream transport, memory storage (its calls counted), no logger,
  * and two providers pointed at the loopback upstream (`BENCH_UPSTREAM_URL`): `openai` (Responses wire, model
  * `openai/gpt-4.1`) and `groq` (Chat Completions wire, model `bench/chat-model`, which modelgate translates to
- * and from Responses).
+ * and from Responses). `BENCH_LEDGER=off` starts it with the usage ledger off (`ledger: { enabled: false }`), the
+ * bench's `modelgate/no-ledger` column. `BENCH_STORE=redis` puts its state on the local Redis instead of in memory.
  */
 
 import { createServer } from 'node:http'
@@ -24,19 +25,26 @@ const [{ createGateway, memoryStorage }, { toNodeListener }, { undiciTransport }
   load('transport/undici.js'),
 ])
 
+/** The usage ledger's collection (src/repositories/generations.ts): one `createMany` per group-commit write. */
+const LEDGER_COLLECTION = 'generations'
+
 /**
  * The memory store, counting the driver calls the gateway makes: on Redis or SQL each would be a command or a
  * statement, so the count per request is what the gateway asks of a networked store (its usage record, spend
- * counters, key and workspace reads).
+ * counters, key and workspace reads). The usage ledger's writes are counted apart, with the records they carry.
  */
 const countCalls = (/** @type {Record<string, unknown>} */ driver) => {
-  const counted = { calls: 0 }
+  const counted = { calls: 0, ledgerWrites: 0, ledgerRecords: 0 }
   const proxy = new Proxy(driver, {
     get(target, name, receiver) {
       const value = Reflect.get(target, name, receiver)
       if (typeof value !== 'function' || name === 'close') return value
       return (/** @type {unknown[]} */ ...args) => {
         counted.calls++
+        if (name === 'createMany' && args[0] === LEDGER_COLLECTION && Array.isArray(args[1])) {
+          counted.ledgerWrites++
+          counted.ledgerRecords += args[1].length
+        }
         return value.apply(target, args)
       }
     },
@@ -44,12 +52,36 @@ const countCalls = (/** @type {Record<string, unknown>} */ driver) => {
   return { proxy, counted }
 }
 
-const store = countCalls(memoryStorage())
+/** Loopback only: the bench never sends traffic elsewhere. */
+const REDIS_URL = 'redis://127.0.0.1:6379'
+
+/**
+ * The store: memory, or with `BENCH_STORE=redis` the local Redis under a key prefix of this process's own, whose
+ * keys `cleanUp` deletes once the gateway has closed (a run killed before that leaves them: see bench/README.md).
+ */
+const openStore = async () => {
+  if (process.env.BENCH_STORE !== 'redis') return { driver: memoryStorage(), cleanUp: async () => {} }
+  const [{ redisStorage }, { default: Redis }] = await Promise.all([load('storage/redis.js'), import('ioredis')])
+  const prefix = `modelgate-bench:${process.pid}:`
+  const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
+  const cleanUp = async () => {
+    for await (const keys of client.scanStream({ match: `${prefix}*`, count: 1000 })) {
+      if (keys.length > 0) await client.unlink(...keys)
+    }
+    await client.quit()
+  }
+  return { driver: redisStorage({ client, prefix }), cleanUp }
+}
+
+const isLedgerOff = process.env.BENCH_LEDGER === 'off'
+const opened = await openStore()
+const store = countCalls(opened.driver)
 const transport = undiciTransport()
 const gateway = createGateway({
   storage: /** @type {any} */ (store.proxy),
   logger: false,
   transport,
+  ...(isLedgerOff ? { ledger: { enabled: false } } : {}),
   providers: {
     openai: { baseURL: upstreamUrl, apiKey: 'sk-bench-0123456789abcdef' },
     groq: { baseURL: upstreamUrl, apiKey: 'sk-bench-0123456789abcdef' },
@@ -76,6 +108,7 @@ answerStatsRequests(
     await new Promise((resolve) => server.close(() => resolve(undefined)))
     await transport.close()
     await gateway.close()
+    await opened.cleanUp()
   },
-  () => ({ storeCalls: store.counted.calls }),
+  () => ({ storeCalls: store.counted.calls, ledgerWrites: store.counted.ledgerWrites, ledgerRecords: store.counted.ledgerRecords }),
 )

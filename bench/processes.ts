@@ -18,6 +18,9 @@ export interface ProcessStats {
   heapUsedBytes: number
   /** Storage driver calls so far (modelgate only). */
   storeCalls?: number
+  /** Of those, the usage ledger's writes (`createMany` on its collection), and the records they carried. */
+  ledgerWrites?: number
+  ledgerRecords?: number
 }
 
 export interface ServerProcess {

@@ -4,7 +4,9 @@ import {
   figureAt,
   firstTokenQuantile,
   latencyQuantile,
+  ledgerWritesPerRequest,
   perSecond,
+  recordsPerLedgerWrite,
   serverCpuPerRequest,
   storeCallsPerRequest,
   upstreamCpuPerRequest,
@@ -20,6 +22,16 @@ interface Row {
 }
 
 const DIRECT = 0
+
+/** The ×N phases whose usage-ledger writes the table shows: the phase, and how its rows name the load and the route. */
+const LEDGER_ROWS: Array<[PhaseId, 'non-stream' | 'stream', string]> = [
+  ['json-n', 'non-stream', ''],
+  ['stream-n', 'stream', ''],
+  ['json-n/chat', 'non-stream', ', chat upstream'],
+  ['stream-n/chat', 'stream', ', chat upstream'],
+  ['json-n/chat-completions', 'non-stream', ', /chat/completions'],
+  ['stream-n/chat-completions', 'stream', ', /chat/completions'],
+]
 
 export const renderTable = (results: Results): string => {
   const { labels, connections: n } = results
@@ -49,6 +61,10 @@ export const renderTable = (results: Results): string => {
     { metric: `  upstream CPU / req, same run (µs)`, values: column('stream-n/chat-completions', upstreamCpuPerRequest), digits: 0 },
     { metric: `store calls / req, non-stream ×${n}`, values: column('json-n', storeCallsPerRequest), digits: 1 },
     { metric: `store calls / req, stream ×${n}`, values: column('stream-n', storeCallsPerRequest), digits: 1 },
+    ...LEDGER_ROWS.flatMap(([phase, load, route]) => [
+      { metric: `ledger writes / req, ${load} ×${n}${route}`, values: column(phase, ledgerWritesPerRequest), digits: 2 },
+      { metric: '  records / ledger write', values: column(phase, recordsPerLedgerWrite), digits: 1 },
+    ]),
     { metric: `peak RSS, ×${n} phases (MB)`, values: megabytes(results.peakRssBytes), digits: 1 },
     { metric: '  live heap after GC, end of run (MB)', values: megabytes(results.liveHeapBytes), digits: 1 },
     { metric: 'latency p50, non-stream ×1 (ms)', values: column('json-1', latencyQuantile(0.5)), digits: 3 },
@@ -65,11 +81,12 @@ export const renderTable = (results: Results): string => {
   ]
 
   const metricWidth = Math.max(...rows.map((row) => row.metric.length))
-  const width = Math.max(10, ...labels.map((label) => label.length))
-  const header = ['metric'.padEnd(metricWidth), ...labels.map((label) => label.padStart(width))].join('  ')
+  // Each column as wide as its label, so one long label does not widen them all.
+  const widths = labels.map((label) => Math.max(10, label.length))
+  const header = ['metric'.padEnd(metricWidth), ...labels.map((label, index) => label.padStart(widths[index]!))].join('  ')
   const lines = [header, '-'.repeat(header.length)]
   for (const row of rows) {
-    const values = row.values.map((value) => (value === undefined || Number.isNaN(value) ? '—' : value.toFixed(row.digits)).padStart(width))
+    const values = row.values.map((value, index) => (value === undefined || Number.isNaN(value) ? '—' : value.toFixed(row.digits)).padStart(widths[index]!))
     lines.push([row.metric.padEnd(metricWidth), ...values].join('  '))
   }
   return lines.join('\n')

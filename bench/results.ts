@@ -14,6 +14,11 @@ export interface Cell {
   upstreamCpuMicros: number
   /** Storage driver calls of the target over the measured windows; absent for targets without a store. */
   storeCalls?: number
+  /** Of those, the usage ledger's writes (one group-commit batch each), and the records they carried. */
+  ledgerWrites?: number
+  ledgerRecords?: number
+  /** Server CPU per request of each measured round, in order: rounds of two columns taken side by side pair up. */
+  roundCpuPerRequest: number[]
   firstFailure?: string
   /** Why the target was not measured in this phase. */
   skipped?: string
@@ -51,6 +56,10 @@ export const perSecond: CellFigure = (cell) => cell.completed / (cell.elapsedMs 
 export const serverCpuPerRequest: CellFigure = (cell) => cell.serverCpuMicros / cell.completed
 export const upstreamCpuPerRequest: CellFigure = (cell) => cell.upstreamCpuMicros / cell.completed
 export const storeCallsPerRequest: CellFigure = (cell) => (cell.storeCalls === undefined ? Number.NaN : cell.storeCalls / cell.completed)
+export const ledgerWritesPerRequest: CellFigure = (cell) => (cell.ledgerWrites === undefined ? Number.NaN : cell.ledgerWrites / cell.completed)
+/** NaN where nothing was written (the ledger off), which the table shows as —. */
+export const recordsPerLedgerWrite: CellFigure = (cell) =>
+  cell.ledgerWrites === undefined || cell.ledgerRecords === undefined || cell.ledgerWrites === 0 ? Number.NaN : cell.ledgerRecords / cell.ledgerWrites
 
 const sorted = (values: number[]) => [...values].sort((a, b) => a - b)
 export const latencyQuantile = (q: number): CellFigure => (cell) => percentile(sorted(cell.latencies), q)

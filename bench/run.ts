@@ -10,7 +10,8 @@
  * hot spots; its figures are then inflated by the profiler), BENCH_PHASES (a comma-separated subset of
  * json-n, stream-n, json-n/chat, stream-n/chat,
  * json-n/chat-completions, stream-n/chat-completions, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
- * another build, e.g. a branch's dist/).
+ * another build, e.g. a branch's dist/), BENCH_STORE=redis (the modelgate columns on the local Redis at 127.0.0.1:6379
+ * instead of the memory store).
  */
 
 import { mkdtempSync, readdirSync } from 'node:fs'
@@ -20,8 +21,9 @@ import { performance } from 'node:perf_hooks'
 import { Agent } from 'undici'
 import { resolveBuild } from './build'
 import { runLoad, type LoadResult } from './load'
-import { killAll, startServer, type ServerProcess } from './processes'
+import { killAll, startServer, type ProcessStats, type ServerProcess } from './processes'
 import { summarizeProfile } from './profile'
+import { computeLedgerCosts, renderLedgerCosts } from './ledger-cost'
 import { computeRatios, renderRatios } from './ratios'
 import { renderCounts, renderTable } from './report'
 import type { Cell, PhaseId, Results } from './results'
@@ -44,6 +46,13 @@ const WARMUP_REQUESTS = 5_000
 /** Before each phase, to settle the connection pools at that phase's concurrency. */
 const SETTLE_MS = 400
 const IS_PROFILING = process.env.BENCH_PROFILE === '1'
+/** Where the modelgate columns keep their state (bench/gateway.mjs reads the same variable). */
+const STORE = process.env.BENCH_STORE || 'memory'
+if (STORE !== 'memory' && STORE !== 'redis') throw new Error(`BENCH_STORE must be memory or redis, got "${STORE}"`)
+const STORE_DESCRIPTION =
+  STORE === 'redis'
+    ? 'the local Redis at 127.0.0.1:6379 (one key prefix per gateway process, deleted at its end): each store call is a network round trip'
+    : 'the memory store (BENCH_STORE=redis for the local Redis): store calls cost no round trip'
 /** Targets take turns in short rounds, so a slow drift of the machine hits every column alike. */
 const ROUNDS = 3
 /** The whole run, however it is configured, ends by then. */
@@ -68,6 +77,12 @@ const choosePhases = () => {
   return ALL_PHASES.filter((phase) => names.includes(phase.id))
 }
 const PHASES = choosePhases()
+/**
+ * Where the `modelgate/no-ledger` column runs: the ×N phases of both client APIs on the Responses-speaking and Chat
+ * Completions upstreams it needs to show the ledger's CPU per request, and no more, so the run stays short.
+ */
+const LEDGER_PHASES: readonly PhaseId[] = ['json-n', 'stream-n', 'json-n/chat-completions', 'stream-n/chat-completions']
+const NO_LEDGER_WHY = `run only in ${LEDGER_PHASES.join(', ')}, to measure the usage ledger's CPU per request`
 /** The routes the chosen phases take (`wire`: the upstream's wire, or a Chat Completions client): only these are checked and warmed up. */
 const WIRES = [...new Set(PHASES.map((phase) => phase.wire))]
 
@@ -82,7 +97,25 @@ process.once('SIGINT', () => {
   process.exit(130)
 })
 
-const emptyCell = (): Cell => ({ completed: 0, failed: 0, elapsedMs: 0, latencies: [], firstTokens: [], serverCpuMicros: 0, upstreamCpuMicros: 0 })
+const emptyCell = (): Cell => ({
+  completed: 0,
+  failed: 0,
+  elapsedMs: 0,
+  latencies: [],
+  firstTokens: [],
+  serverCpuMicros: 0,
+  upstreamCpuMicros: 0,
+  roundCpuPerRequest: [],
+})
+
+/** The gateway's own counts (store calls, ledger writes and records), added over a measured round. */
+const COUNTS = ['storeCalls', 'ledgerWrites', 'ledgerRecords'] as const
+const addCounts = (cell: Cell, before: ProcessStats, after: ProcessStats) => {
+  for (const name of COUNTS) {
+    const [start, end] = [before[name], after[name]]
+    if (start !== undefined && end !== undefined) cell[name] = (cell[name] ?? 0) + end - start
+  }
+}
 
 const addLoad = (cell: Cell, load: LoadResult) => {
   cell.completed += load.completed
@@ -111,8 +144,12 @@ const main = async () => {
     if ('skipped' in started) skipped.push(`${other.name}: ${started.skipped}`)
     else targets.push(started)
   }
-  // modelgate is the last column, next to its targets.
-  targets.push(await startModelgate(upstreamUrl, build.dir, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-interval', '250'] : []))
+  // modelgate is the last column, next to its targets, and then the same build with its usage ledger off.
+  const profileFlags = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-interval', '250'] : []
+  targets.push(await startModelgate(upstreamUrl, build.dir, { label: 'modelgate', execArgv: profileFlags }))
+  if (PHASES.some((phase) => LEDGER_PHASES.includes(phase.id))) {
+    targets.push(await startModelgate(upstreamUrl, build.dir, { label: 'modelgate/no-ledger', ledger: 'off', onlyIn: { phases: LEDGER_PHASES, why: NO_LEDGER_WHY } }))
+  }
   const agents = targets.map(() => new Agent({ connections: CONNECTIONS, keepAliveTimeout: 60_000, pipelining: 1 }))
 
   /** The target's way in for `wire`, or why it has none. */
@@ -123,7 +160,11 @@ const main = async () => {
     const { url, headers, body, expect } = route
     return runLoad(agents[index]!, { url, headers, body: body(isStream), expect, isStream, connections, maxRequests, maxMs })
   }
-  const servedWires = (index: number) => WIRES.filter((wire) => !('skipped' in routeOf(index, wire)))
+  /** Whether the target takes part in `phase` at all (a column measured only in some phases). */
+  const isMeasuredIn = (index: number, phase: PhaseId) => targets[index]!.onlyIn?.phases.includes(phase) ?? true
+  /** The routes a target is checked, warmed up and measured on: those it serves, in the phases it takes part in. */
+  const servedWires = (index: number) =>
+    WIRES.filter((wire) => !('skipped' in routeOf(index, wire)) && PHASES.some((phase) => phase.wire === wire && isMeasuredIn(index, phase.id)))
 
   // One request of each kind per target first: a broken target stops the run with its answer.
   for (const [index, target] of targets.entries()) {
@@ -146,10 +187,11 @@ const main = async () => {
   let peakRssBytes: number[] = []
   for (const phase of PHASES) {
     const row = (cells[phase.id] = targets.map(emptyCell))
-    const measured = [...targets.keys()].filter((index) => servedWires(index).includes(phase.wire))
+    const measured = [...targets.keys()].filter((index) => servedWires(index).includes(phase.wire) && isMeasuredIn(index, phase.id))
     for (const index of targets.keys()) {
       const route = routeOf(index, phase.wire)
       if ('skipped' in route) row[index]!.skipped = route.skipped
+      else if (!isMeasuredIn(index, phase.id)) row[index]!.skipped = targets[index]!.onlyIn!.why
     }
     for (const index of measured) await load(index, phase.wire, phase.isStream, phase.connections, WARMUP_REQUESTS, SETTLE_MS)
     for (let round = 0; round < ROUNDS; round++) {
@@ -162,7 +204,8 @@ const main = async () => {
         addLoad(cell, result)
         cell.serverCpuMicros += after[0].cpuMicros - before[0].cpuMicros
         cell.upstreamCpuMicros += after[1].cpuMicros - before[1].cpuMicros
-        if (after[0].storeCalls !== undefined) cell.storeCalls = (cell.storeCalls ?? 0) + after[0].storeCalls - (before[0].storeCalls ?? 0)
+        cell.roundCpuPerRequest.push((after[0].cpuMicros - before[0].cpuMicros) / result.completed)
+        addCounts(cell, before[0], after[0])
       }
     }
     if (phase.connections > 1) peakRssBytes = (await Promise.all(targets.map((target) => target.server.stats()))).map((stats) => stats.maxRssBytes)
@@ -180,6 +223,7 @@ const main = async () => {
       '"/chat/completions" rows: the same upstream, every client on POST /chat/completions)',
   )
   console.log(`node ${process.version}, ${cpus().length} × ${cpu}; gateway from ${build.description}`)
+  console.log(`modelgate's store: ${STORE_DESCRIPTION}`)
   console.log(
     `each cell: ${SECONDS} s or ${REQUESTS} requests (whichever first) in ${ROUNDS} interleaved rounds, after a ${WARMUP_SECONDS} s warm-up per target; ` +
       `×${CONNECTIONS} / ×1 = concurrent connections; "server" = the target's own process (direct: the upstream)`,
@@ -197,6 +241,11 @@ const main = async () => {
   console.log('')
   console.log(renderRatios(computeRatios(results)))
   console.log('')
+  const ledgerCosts = computeLedgerCosts(results)
+  if (ledgerCosts.length > 0) {
+    console.log(renderLedgerCosts(ledgerCosts))
+    console.log('')
+  }
   console.log('requests measured per cell:')
   console.log(renderCounts(results))
   console.log('')
@@ -207,6 +256,8 @@ const main = async () => {
       const phases = PHASES.filter((phase) => phase.wire === wire).map((phase) => phase.id)
       if ('skipped' in route) console.log(`  ${target.label} in ${phases.join(', ')}: ${route.skipped}`)
     }
+    const leftOut = PHASES.filter((phase) => !isMeasuredIn(index, phase.id)).map((phase) => phase.id)
+    if (leftOut.length > 0) console.log(`  ${target.label} in ${leftOut.join(', ')}: ${target.onlyIn!.why}`)
   }
   for (const line of skipped) console.log(`  ${line}`)
   console.log(`\ntotal ${((performance.now() - runStarted) / 1000).toFixed(1)} s`)

@@ -7,6 +7,7 @@
 
 import type { Expectation } from './load'
 import { startServer, type ServerProcess } from './processes'
+import type { PhaseId } from './results'
 
 /** The wire the loopback upstream answers in a phase (bench/upstream.mjs). */
 export type UpstreamWire = 'responses' | 'chat'
@@ -36,6 +37,8 @@ export interface Target {
   routes: Record<RouteId, Route | Skipped>
   /** The process whose CPU and memory the column reports. */
   server: ServerProcess
+  /** Only these phases measure it (its other cells say `onlyIn.why`); absent: every phase its routes serve. */
+  onlyIn?: { phases: readonly PhaseId[]; why: string }
 }
 
 export const INPUT = 'What is the capital of France?'
@@ -85,13 +88,24 @@ export const startPassthrough = async (upstreamUrl: string, client: 'undici' | '
   return { label: `pass/${client}`, routes: relayRoutes(server.ready.url!), server }
 }
 
+/** How to start one modelgate column. */
+export interface ModelgateColumn {
+  label: string
+  /** Extra node flags (`--cpu-prof`). */
+  execArgv?: string[]
+  /** `off`: the usage ledger turned off (`ledger: { enabled: false }`). */
+  ledger?: 'on' | 'off'
+  onlyIn?: Target['onlyIn']
+}
+
 /**
- * modelgate from `buildDir`, optionally with extra node flags (`--cpu-prof`). In the translated phases the client
- * speaks Responses and the model's only endpoint is a Chat Completions provider (bench/gateway.mjs); in the Chat
- * Completions phases the client asks `POST /chat/completions` for that same model.
+ * modelgate from `buildDir`. In the translated phases the client speaks Responses and the model's only endpoint is
+ * a Chat Completions provider (bench/gateway.mjs); in the Chat Completions phases the client asks
+ * `POST /chat/completions` for that same model.
  */
-export const startModelgate = async (upstreamUrl: string, buildDir: string, execArgv: string[] = []): Promise<Target> => {
-  const server = await startServer('modelgate', './gateway.mjs', { BENCH_UPSTREAM_URL: upstreamUrl, BENCH_BUILD_DIR: buildDir }, execArgv)
+export const startModelgate = async (upstreamUrl: string, buildDir: string, column: ModelgateColumn): Promise<Target> => {
+  const env = { BENCH_UPSTREAM_URL: upstreamUrl, BENCH_BUILD_DIR: buildDir, BENCH_LEDGER: column.ledger ?? 'on' }
+  const server = await startServer(column.label, './gateway.mjs', env, column.execArgv)
   const route = (model: string, wire: UpstreamWire): Route => ({
     url: `${server.ready.url}/api/v1/responses`,
     headers: bearer(server.ready.key!),
@@ -105,9 +119,10 @@ export const startModelgate = async (upstreamUrl: string, buildDir: string, exec
     expect: chatAnswer,
   }
   return {
-    label: 'modelgate',
+    label: column.label,
     routes: { responses: route('openai/gpt-4.1', 'responses'), chat: route('bench/chat-model', 'chat'), 'chat-completions': chatCompletions },
     server,
+    ...(column.onlyIn ? { onlyIn: column.onlyIn } : {}),
   }
 }
 
