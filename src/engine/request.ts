@@ -46,8 +46,8 @@ export interface InferenceRequest {
   guardrailEvents?: GuardrailEvent[]
   /** How the models were chosen when a router plugin chose them (`service_metadata.strategy`); its stage is in `pipeline`. */
   routing?: { strategy: 'auto' | 'pareto' | 'fusion' }
-  /** A fusion request's panel: one prepared request per analysis model (src/engine/plugins/fusion/). */
-  fusion?: { panel: InferenceRequest[] }
+  /** A fusion request's panel, one prepared request per analysis model, and its analyst's (src/engine/plugins/fusion/). */
+  fusion?: { panel: InferenceRequest[]; analyst: InferenceRequest }
   /** Other models' runs for server tools that consult them (`service:fusion`). */
   subRuns?: SubRuns
   /** A batch of prompts, each within the context length (embeddings), rather than one prompt bounded by it. */

@@ -22,6 +22,7 @@ import { routeWithPlugins } from './plugins/routers/route'
 import { FUSION_SLUG, planFusion } from './plugins/fusion/plan'
 import { answerFusion, openFusionSession } from './plugins/fusion/run'
 import { FUSION_ITEM_TYPE } from './plugins/fusion/item'
+import { analystBody, takesStructuredOutput } from './plugins/fusion/analysis'
 import { routableModels } from './plugins/routers/candidates'
 import { answerWhole } from './whole'
 import { providerToolsRunHere } from './server-tools/executor'
@@ -172,6 +173,8 @@ export const prepareRequest = async (
     const reachable = new Set(routableModels(service, credentials).map((candidate) => candidate.slug))
     request.subRuns = {
       body: guardedBody,
+      model: request.attempts[0]!.model.slug,
+      takesStructuredOutput: (model) => takesStructuredOutput(planned(analystBody(guardedBody, model, false), [model]).attempts),
       isReachable: (model) => reachable.has(model),
       open: async (subBody, model) => openTurns(service, { ...planned(subBody, [model]), isMetadataRequested: false }),
     }
@@ -181,7 +184,11 @@ export const prepareRequest = async (
   if (fusion) {
     if (fusion.judge) request.requestedModel = FUSION_SLUG
     const panel = fusion.analysisModels.map((model) => ({ ...planPanelMember(() => planned(fusion.panelBody(model), [model]), fusion.pluginIndex), isMetadataRequested: false }))
-    return { ...request, routing: { strategy: 'fusion' }, fusion: { panel } }
+    // The analyst is the plugin's model, or the judge with its fallbacks; asked for structured output where every endpoint takes it.
+    const analystModels = fusion.analyst ? [fusion.analyst] : models
+    const analyst = planned(analystBody(guardedBody, analystModels[0]!, false), analystModels)
+    if (takesStructuredOutput(analyst.attempts)) analyst.body = analystBody(guardedBody, analystModels[0]!, true)
+    return { ...request, routing: { strategy: 'fusion' }, fusion: { panel, analyst: { ...analyst, isMetadataRequested: false } } }
   }
   return routed ? { ...request, routing: { strategy: routed.strategy } } : request
 }

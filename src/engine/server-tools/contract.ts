@@ -48,6 +48,10 @@ export interface ServerToolContext {
 export interface SubRuns {
   /** The caller's request, whose conversation the other models answer. */
   readonly body: ResponsesRequestBody
+  /** The model the caller's request runs on (its first attempt's), which a tool's nested step defaults to. */
+  readonly model: string
+  /** Whether every endpoint `model` may be sent to takes structured output (`text.format`). */
+  takesStructuredOutput(model: string): boolean
   /** Whether the caller can reach `model` (a key for one of its providers, the operator's or their own). */
   isReachable(model: string): boolean
   /** Opens `body`'s streamed run on `model`; its cost is the calling tool's to report (`ServerToolOutcome.cost`). */

@@ -141,20 +141,26 @@ const entry = (slug: string, prompt: number, completion: number): ModelEntry => 
 })
 
 describe('a fusion stream the client stopped while the judge wrote', () => {
-  it('settles each panel run at its real cost and the judge at its estimate, and records their sum', async () => {
+  it('settles each panel run and the analyst at its real cost and the judge at its estimate, and records their sum', async () => {
     const held = gate()
+    const isAnalyst = (call: ScriptedCall) => String(call.request.instructions ?? '').startsWith('Several models answered')
     const reply = (call: ScriptedCall): ScriptedAnswer =>
-      call.model === 'lab/judge' ? [{ type: 'text', text: 'Judged: yes' }, { type: 'wait', until: held }, { type: 'text', text: 'never' }] : [{ type: 'text', text: `View of ${call.model}.` }, usage(10, 5)]
+      isAnalyst(call)
+        ? [{ type: 'text', text: '{"consensus": ["yes"]}' }, usage(30, 8)]
+        : call.model === 'lab/judge'
+          ? [{ type: 'text', text: 'Judged: yes' }, { type: 'wait', until: held }, { type: 'text', text: 'never' }]
+          : [{ type: 'text', text: `View of ${call.model}.` }, usage(10, 5)]
     testGateway = await createTestGateway({ providers: { lab: scriptedProvider({ reply }) }, models: [entry('lab/alpha', 1, 2), entry('lab/beta', 2, 4), entry('lab/judge', 3, 6)] })
     await stopAfter({ model: 'lab/judge', input: 'Hi', plugins: [{ id: 'fusion', analysis_models: ['lab/alpha', 'lab/beta'] }] }, 'Judged: yes')
     held.open()
     const record = await recorded()
-    // Panel: alpha 10 × 1 + 5 × 2 = 20 µ$, beta 10 × 2 + 5 × 4 = 40 µ$; the judge wrote 11 characters (3 tokens at
-    // $6/M) after instructions holding the panel's answers, whose estimate is read back from the record.
-    expect(record).toMatchObject({ status: 'cancelled', isUsageEstimated: true, tokens: { output: 5 + 5 + 3 } })
-    const judgeInput = record.tokens.input - 20
+    // Panel: alpha 10 × 1 + 5 × 2 = 20 µ$, beta 10 × 2 + 5 × 4 = 40 µ$; the judge analysing: 30 × 3 + 8 × 6 = 138 µ$;
+    // the judge wrote 11 characters (3 tokens at $6/M) after instructions holding the panel's answers and the analysis,
+    // whose estimate is read back from the record.
+    expect(record).toMatchObject({ status: 'cancelled', isUsageEstimated: true, tokens: { output: 5 + 5 + 8 + 3 } })
+    const judgeInput = record.tokens.input - 20 - 30
     expect(judgeInput).toBeGreaterThan(0)
-    expect(record.cost).toBe(round(20e-6 + 40e-6 + judgeInput * 3e-6 + 3 * 6e-6))
+    expect(record.cost).toBe(round(20e-6 + 40e-6 + 138e-6 + judgeInput * 3e-6 + 3 * 6e-6))
     expect(await keyUsage()).toBe(record.cost)
   })
 })

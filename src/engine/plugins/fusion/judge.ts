@@ -1,10 +1,11 @@
 /**
  * What the judge is told (docs/decisions.md, "Plugins: routers and fusion"): the caller's instructions, then the
- * panel's answers with the brief to weigh them. Carried in `instructions`, which every upstream format has, so the
- * caller's conversation reaches the judge unchanged.
+ * panel's answers and the analyst's analysis of them, with the brief to answer from both. Carried in `instructions`,
+ * which every upstream format has, so the caller's conversation reaches the judge unchanged.
  */
 
 import type { ResponsesRequestBody } from '../../request.schemas'
+import { analysisSection, panelSection, type AnalysisOutcome } from './analysis'
 import type { PanelOutcome } from './panel'
 
 const BRIEF = [
@@ -14,11 +15,18 @@ const BRIEF = [
   'Do not mention the other models unless you are asked about them.',
 ].join(' ')
 
-const section = (outcome: PanelOutcome) =>
-  outcome.isAnswered ? `<answer model="${outcome.model}">\n${outcome.content}\n</answer>` : `<answer model="${outcome.model}" failed="true">\n(no answer: ${outcome.error})\n</answer>`
+const ANALYSIS_BRIEF = [
+  'An analyst compared the answers; its analysis follows them as JSON: consensus, contradictions (each model’s stance),',
+  'partial_coverage, unique_insights and blind_spots. Build your answer on it: state the consensus, settle each',
+  'contradiction, keep the insights that hold and cover the blind spots.',
+].join(' ')
 
-/** The judge's request: the caller's body with the panel's answers after its instructions. */
-export const judgeBody = (body: ResponsesRequestBody, outcomes: readonly PanelOutcome[]): ResponsesRequestBody => ({
+const analysisParts = (analysis: AnalysisOutcome | undefined) => (analysis?.isAnalysed ? [ANALYSIS_BRIEF, analysisSection(analysis.model, analysis.analysis)] : [])
+
+/** The judge's request: the caller's body with the panel's answers and the analysis after its instructions. */
+export const judgeBody = (body: ResponsesRequestBody, outcomes: readonly PanelOutcome[], analysis?: AnalysisOutcome): ResponsesRequestBody => ({
   ...body,
-  instructions: [body.instructions, BRIEF, ...outcomes.map(section)].filter((part) => typeof part === 'string' && part !== '').join('\n\n'),
+  instructions: [body.instructions, BRIEF, ...outcomes.map(panelSection), ...analysisParts(analysis)]
+    .filter((part) => typeof part === 'string' && part !== '')
+    .join('\n\n'),
 })

@@ -1,7 +1,8 @@
 /**
  * Which models a fusion request runs (docs/decisions.md, "Plugins: routers and fusion"): the `fusion` plugin on any
  * request, or the model `service/fusion`. A panel of 1 to 8 analysis models answers the request in parallel; the
- * judge, the request's own model, then writes the answer from their outputs. Everything is checked here, before
+ * analyst (the plugin's `model`, else the judge) compares their answers; the judge, the request's own model, then
+ * writes the answer from both. Everything is checked here, before
  * anything is sent, so a request that could not run as written is a 400 or 404 naming the field.
  */
 
@@ -11,6 +12,7 @@ import type { ResponsesRequestBody } from '../../request.schemas'
 import { SERVER_TOOL_PREFIX, SUPPORTED_SERVER_TOOLS } from '../../server-tools/plan'
 import type { InferenceService } from '../../service'
 import { routableModels } from '../routers/candidates'
+import { withoutCallerTools } from './conversation'
 import { DEFAULT_FUSION_PRESET, FUSION_PRESETS } from './presets'
 import { FUSION_MAX_TOOL_CALLS_DEFAULT, type FusionPlugin, type FusionPreset } from './schemas'
 
@@ -23,6 +25,8 @@ export interface FusionPlan {
   analysisModels: string[]
   /** The judge, or null: the request's own model (or the router's choice) judges. */
   judge: string | null
+  /** The analyst, or null: the judge analyses too. */
+  analyst: string | null
   /** The request each analysis model answers: the caller's conversation, without the caller's own tools. */
   panelBody(model: string): ResponsesRequestBody
 }
@@ -72,7 +76,8 @@ const checkPanelTools = (plugin: FusionPlugin, index: number) => {
 
 /**
  * The fusion plan of a request, or `undefined` when it asks for none. The judge is the request's model; with
- * `service/fusion` it is the plugin's `model`, or the preset's first reachable model.
+ * `service/fusion` it is the plugin's `model`, or the preset's first reachable model. The analyst is the plugin's
+ * `model`, else the judge.
  */
 export const planFusion = (service: InferenceService, body: ResponsesRequestBody, credentials: readonly ByokRecord[]): FusionPlan | undefined => {
   const found = findPlugin(body)
@@ -92,25 +97,22 @@ export const planFusion = (service: InferenceService, body: ResponsesRequestBody
   if (plugin.analysis_models && plugin.preset) {
     throw new InvalidRequestError(`${where}.preset: a preset names the analysis models; give analysis_models or preset, not both`)
   }
-  if (plugin.model !== undefined && !isFusionModel && plugin.model !== body.model) {
-    throw new InvalidRequestError(`${where}.model: the request's model (${body.model ?? 'the workspace default'}) judges here; set model to "${FUSION_SLUG}" to name another judge, or leave this out`)
-  }
   const preset = plugin.preset ?? DEFAULT_FUSION_PRESET
   const analysisModels = plugin.analysis_models ?? presetPanel(service, preset, credentials, plugin.preset ? `${where}.preset` : where)
+  // With service/fusion there is no request model to judge: the plugin's model judges as well as analyses.
   const judge = isFusionModel ? (plugin.model ?? analysisModels[0]!) : null
+  const analyst = isFusionModel ? null : (plugin.model ?? null)
   const panelTools = plugin.tools?.map((tool) => ({ type: tool.type, ...(tool.parameters ? { parameters: tool.parameters } : {}) }))
   return {
     pluginIndex: index,
     analysisModels,
     judge,
-    panelBody: (model) => {
-      const { plugins: _plugins, models: _models, tools: _tools, tool_choice: _toolChoice, max_tool_calls: _maxToolCalls, stop_server_tools_when: _stop, ...rest } = body
-      return {
-        ...rest,
-        model,
-        stream: true,
-        ...(panelTools?.length ? { tools: panelTools as ResponsesRequestBody['tools'], max_tool_calls: plugin.max_tool_calls ?? FUSION_MAX_TOOL_CALLS_DEFAULT } : {}),
-      }
-    },
+    analyst,
+    panelBody: (model) => ({
+      ...withoutCallerTools(body),
+      model,
+      stream: true,
+      ...(panelTools?.length ? { tools: panelTools as ResponsesRequestBody['tools'], max_tool_calls: plugin.max_tool_calls ?? FUSION_MAX_TOOL_CALLS_DEFAULT } : {}),
+    }),
   }
 }

@@ -1,10 +1,10 @@
 /**
  * Running a fusion request (docs/decisions.md, "Plugins: routers and fusion"): the panel's runs open in parallel,
  * each an ordinary engine run with its own routing, BYOK keys and spend reservation; once every member ended, the
- * judge's run (again an ordinary one, with the panel's answers in its instructions) is the response. Every run's spend
- * is reserved before any is sent. The answer
- * holds the `service:fusion` item first, then the judge's items; its usage adds up every run. A stream shows the
- * panel as `response.fusion_call.*` events, then streams the judge's answer.
+ * analyst's run (again an ordinary one) compares their answers into a structured analysis, and the judge's run (with
+ * the panel's answers and the analysis in its instructions) is the response. Every run's spend is reserved before any
+ * is sent. The answer holds the `service:fusion` item first, then the judge's items; its usage adds up every run. A
+ * stream shows the panel and the analysis as `response.fusion_call.*` events, then streams the judge's answer.
  */
 
 import { UpstreamError, isGatewayError } from '../../../core/errors'
@@ -18,6 +18,7 @@ import type { InferenceService } from '../../service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage, WholeAnswer } from '../../session-events'
 import { fusionEvent, fusionItem, newFusionItemId, pendingFusionItem } from './item'
 import { judgeBody } from './judge'
+import { readAnalysis, withPanelAnswers, type AnalysisOutcome } from './analysis'
 import { isPanelRun, openPanelRun, type PanelOutcome, type PanelRun } from './panel'
 import type { ReservedRun, ReserveRun } from '../../reserved-run'
 import { sumFusionUsage } from './usage'
@@ -29,8 +30,8 @@ const NO_HOOKS = { onText: () => {}, onReasoning: () => {} }
 const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
 /**
- * Reserves every run's spend before any is sent: the judge's (on the request as the caller sent it, before the
- * panel's answers lengthen its instructions) and each member's. One refused (402) gives the others back.
+ * Reserves every run's spend before any is sent: the judge's and the analyst's (on their requests before the panel's
+ * answers lengthen their instructions) and each member's. One refused (402) gives the others back.
  */
 const reserveAll = async (requests: readonly InferenceRequest[], reserve: ReserveRun): Promise<ReservedRun[]> => {
   const results = await Promise.allSettled(requests.map(reserve))
@@ -58,16 +59,24 @@ const openPanel = async (panel: readonly InferenceRequest[], members: readonly R
   return runs
 }
 
-/** The judge's reservation and the panel's opened runs; the judge's is given back when the panel cannot start. */
+/**
+ * The judge's and the analyst's reservations and the panel's opened runs; theirs are given back when the panel
+ * cannot start.
+ */
 const startPanel = async (request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun) => {
-  const [judge, ...members] = await reserveAll([request, ...fusion.panel], reserve)
+  const [judge, analyst, ...members] = await reserveAll([request, fusion.analyst, ...fusion.panel], reserve)
   try {
-    return { judge: judge!, runs: await openPanel(fusion.panel, members) }
+    return { judge: judge!, analyst: analyst!, runs: await openPanel(fusion.panel, members) }
   } catch (error) {
     judge!.release()
+    analyst!.release()
     throw error
   }
 }
+
+/** Opens the analyst's run on the panel's answers: a run to play, or the outcome of one that could not start. */
+const openAnalysis = (analyst: ReservedRun, fusion: PreparedFusion, outcomes: readonly PanelOutcome[]) =>
+  openPanelRun(fusion.analyst.requestedModel, () => analyst.open({ ...fusion.analyst, body: withPanelAnswers(fusion.analyst.body, outcomes) }))
 
 const allFailed = (outcomes: readonly PanelOutcome[]) =>
   new UpstreamError(
@@ -75,23 +84,30 @@ const allFailed = (outcomes: readonly PanelOutcome[]) =>
     { metadata: { error_type: 'provider_unavailable' } },
   )
 
-const fusionStage = (outcomes: readonly PanelOutcome[], judge: string): PipelineStage => {
+const fusionStage = (outcomes: readonly PanelOutcome[], analysis: AnalysisOutcome, judge: string): PipelineStage => {
   const answered = outcomes.filter((outcome) => outcome.isAnswered).map((outcome) => outcome.model)
   const failed = outcomes.filter((outcome) => !outcome.isAnswered).map((outcome) => outcome.model)
+  const analysed = analysis.isAnalysed ? `${analysis.model} analysed` : `${analysis.model}'s analysis failed`
   return {
     type: 'plugin',
     name: 'fusion',
-    summary: `${answered.length} of ${outcomes.length} analysis models answered; ${judge} judged`,
-    data: { analysis_models: outcomes.map((outcome) => outcome.model), judge_model: judge, ...(failed.length > 0 ? { failed_models: failed } : {}) },
+    summary: `${answered.length} of ${outcomes.length} analysis models answered; ${analysed}; ${judge} judged`,
+    data: {
+      analysis_models: outcomes.map((outcome) => outcome.model),
+      analyst_model: analysis.model,
+      judge_model: judge,
+      ...(failed.length > 0 ? { failed_models: failed } : {}),
+      ...(analysis.isAnalysed ? {} : { analysis_failure_reason: analysis.failureReason }),
+    },
   }
 }
 
-/** The judge's request: the panel's answers in its instructions, the fusion stage in its metadata. */
-const judgeRequest = (request: InferenceRequest, outcomes: readonly PanelOutcome[]): InferenceRequest => ({
+/** The judge's request: the panel's answers and the analysis in its instructions, the fusion stage in its metadata. */
+const judgeRequest = (request: InferenceRequest, outcomes: readonly PanelOutcome[], analysis: AnalysisOutcome): InferenceRequest => ({
   ...request,
-  body: judgeBody(request.body, outcomes),
+  body: judgeBody(request.body, outcomes, analysis),
   routing: { strategy: 'fusion' },
-  pipeline: [...(request.pipeline ?? []), fusionStage(outcomes, request.attempts[0]!.model.slug)],
+  pipeline: [...(request.pipeline ?? []), fusionStage(outcomes, analysis, request.attempts[0]!.model.slug)],
 })
 
 /** Plays every opened run to its end; a client going away stops them all. */
@@ -105,23 +121,37 @@ const playPanel = async (request: InferenceRequest, runs: ReadonlyArray<PanelRun
   }
 }
 
+/** The analyst's analysis of the panel's answers (or why there is none); the judge's reservation is given back on a throw. */
+const analyseWhole = async (request: InferenceRequest, fusion: PreparedFusion, analyst: ReservedRun, judge: ReservedRun, outcomes: readonly PanelOutcome[]) => {
+  try {
+    const [outcome] = await playPanel(request, [await openAnalysis(analyst, fusion, outcomes)])
+    if (request.signal.aborted) throw new ClientClosedError()
+    return readAnalysis(outcome!)
+  } catch (error) {
+    judge.release()
+    throw error
+  }
+}
+
 /** A whole fusion answer. */
 export const answerFusion = async (service: InferenceService, request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun): Promise<WholeAnswer> => {
-  const { judge, runs } = await startPanel(request, fusion, reserve)
+  const { judge, analyst, runs } = await startPanel(request, fusion, reserve)
   const outcomes = await playPanel(request, runs)
-  if (request.signal.aborted) {
+  if (request.signal.aborted || outcomes.every((outcome) => !outcome.isAnswered)) {
     judge.release()
-    throw new ClientClosedError()
+    analyst.release()
+    throw request.signal.aborted ? new ClientClosedError() : allFailed(outcomes)
   }
-  if (outcomes.every((outcome) => !outcome.isAnswered)) {
-    judge.release()
-    throw allFailed(outcomes)
-  }
-  const judged = await judge.answer(judgeRequest(request, outcomes))
+  const analysis = await analyseWhole(request, fusion, analyst, judge, outcomes)
+  const judged = await judge.answer(judgeRequest(request, outcomes, analysis))
   const { result } = judged
   return {
     request: request.body,
-    result: { ...result, output: [fusionItem(newFusionItemId(), outcomes), ...result.output], usage: sumFusionUsage([...outcomes.map((outcome) => outcome.usage), result.usage]) },
+    result: {
+      ...result,
+      output: [fusionItem(newFusionItemId(), outcomes, analysis), ...result.output],
+      usage: sumFusionUsage([...outcomes.map((outcome) => outcome.usage), analysis.usage, result.usage]),
+    },
     overheadMs: judged.overheadMs,
   }
 }
@@ -135,7 +165,7 @@ const shifted = <E extends ItemEvent>(event: E): E => {
 /** A streamed fusion answer: resolves once every member's run has opened; rejects as `answerFusion` would. */
 export const openFusionSession = async (service: InferenceService, request: InferenceRequest, fusion: PreparedFusion, reserve: ReserveRun): Promise<ResponseSession> => {
   const openedAt = performance.now()
-  const { judge, runs } = await startPanel(request, fusion, reserve)
+  const { judge, analyst, runs } = await startPanel(request, fusion, reserve)
   const overheadMs = performance.now() - openedAt
 
   const start = (sink: EventSink<SessionEvent>) => {
@@ -143,9 +173,13 @@ export const openFusionSession = async (service: InferenceService, request: Infe
     const createdAt = nowSeconds(service)
     const itemId = newFusionItemId()
     const judgeModel = request.attempts[0]!.model.slug
+    const analystModel = fusion.analyst.requestedModel
     const outcomes: Array<PanelOutcome | undefined> = runs.map((run) => (isPanelRun(run) ? undefined : run))
+    let analysisRun: PanelRun | undefined
+    let analysis: AnalysisOutcome | undefined
     let isStopped = false
-    // Once the judge's run is opening, its reservation is settled with it; before, a stop gives it back.
+    // Once the analyst's or the judge's run is opening, its reservation is settled with it; before, a stop gives it back.
+    let isAnalystOpening = false
     let isJudgeOpening = false
     let stopJudge: (() => StoppedUsage | undefined) | undefined
     let keepAlive: ReturnType<typeof setInterval> | undefined
@@ -153,7 +187,19 @@ export const openFusionSession = async (service: InferenceService, request: Infe
     // `message`, not OpenRouter's `error`: the openai SDK throws on any stream event with a top-level `error` key.
     const relayFailure = (outcome: Extract<PanelOutcome, { isAnswered: false }>) =>
       relay('panel.failed', { model: outcome.model, message: outcome.error, ...(outcome.statusCode === undefined ? {} : { status_code: outcome.statusCode }) })
-    const panelUsage = () => outcomes.map((outcome) => outcome?.usage ?? null)
+    // A failed analysis completes without `analysis`, saying why in `message` (not `error`, as above).
+    const relayAnalysis = (outcome: AnalysisOutcome, names: Record<string, string>) => {
+      const fields = outcome.isAnalysed
+        ? { analysis: outcome.analysis }
+        : { message: outcome.error, failure_reason: outcome.failureReason, ...(outcome.statusCode === undefined ? {} : { status_code: outcome.statusCode }) }
+      relay('analysis.completed', { ...names, ...fields })
+      return outcome
+    }
+    const usedBeforeJudge = () => [...outcomes.map((outcome) => outcome?.usage ?? null), analysis?.usage ?? null]
+    const releaseUnopened = () => {
+      if (!isAnalystOpening) analyst.release()
+      if (!isJudgeOpening) judge.release()
+    }
 
     const close = () => {
       isStopped = true
@@ -161,7 +207,7 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       sink.close()
     }
     const finishFailed = (error: ResponseFailure, output: ResponseResult['output']) => {
-      const usage = sumFusionUsage(panelUsage())
+      const usage = sumFusionUsage(usedBeforeJudge())
       sink.write({ type: 'usage', usage })
       sink.write({ type: 'error', error })
       sink.write({
@@ -199,12 +245,12 @@ export const openFusionSession = async (service: InferenceService, request: Infe
               case 'error':
                 return sink.write(event)
               case 'usage':
-                return sink.write({ type: 'usage', usage: sumFusionUsage([...panelUsage(), event.usage]) })
+                return sink.write({ type: 'usage', usage: sumFusionUsage([...usedBeforeJudge(), event.usage]) })
               case 'finished': {
                 const { result } = event
                 return sink.write({
                   type: 'finished',
-                  result: { ...result, id, createdAt, output: [item, ...result.output], usage: sumFusionUsage([...panelUsage(), result.usage]) },
+                  result: { ...result, id, createdAt, output: [item, ...result.output], usage: sumFusionUsage([...usedBeforeJudge(), result.usage]) },
                 })
               }
               case 'relayed': {
@@ -229,6 +275,26 @@ export const openFusionSession = async (service: InferenceService, request: Infe
         })
       })
 
+    /** The analyst's run between its two events; undefined when the client left meanwhile. */
+    const playAnalysis = async (ended: readonly PanelOutcome[]): Promise<AnalysisOutcome | undefined> => {
+      const names = { analyst_model: analystModel, judge_model: judgeModel }
+      relay('analysis.in_progress', names)
+      // Nothing reaches the client until the judge answers: keep-alives hold the connection open.
+      keepAlive = setInterval(() => sink.write(KEEP_ALIVE), service.keepAliveMs)
+      isAnalystOpening = true
+      const opened = await openAnalysis(analyst, fusion, ended)
+      if (isPanelRun(opened)) {
+        // Started even when the client already left, so that stopping it settles its reservation.
+        const playing = opened.play(NO_HOOKS)
+        if (isStopped) opened.stop()
+        else analysisRun = opened
+        const outcome = await playing
+        if (!isStopped) return relayAnalysis(readAnalysis(outcome), names)
+      } else if (!isStopped) return relayAnalysis(readAnalysis(opened), names)
+      judge.release()
+      return undefined
+    }
+
     const run = async () => {
       sink.write({ type: 'started', id, createdAt, model: judgeModel, servedBy: null })
       sink.write({ type: 'response.output_item.added', output_index: 0, item: pendingFusionItem(itemId) })
@@ -236,20 +302,24 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       for (const member of runs) relay('panel.added', { model: member.model })
       for (const outcome of outcomes) if (outcome && !outcome.isAnswered) relayFailure(outcome)
       await Promise.all(runs.map(playPanel))
-      if (isStopped) return judge.release()
+      if (isStopped) return releaseUnopened()
       const ended = outcomes as PanelOutcome[]
-      const item = fusionItem(itemId, ended)
-      relay('completed')
-      sink.write({ type: 'response.output_item.done', output_index: 0, item })
       if (ended.every((outcome) => !outcome.isAnswered)) {
-        judge.release()
+        releaseUnopened()
+        const item = fusionItem(itemId, ended)
+        relay('completed')
+        sink.write({ type: 'response.output_item.done', output_index: 0, item })
         return finishFailed(toResponseFailure(allFailed(ended)), [item])
       }
-      keepAlive = setInterval(() => sink.write(KEEP_ALIVE), service.keepAliveMs)
+      analysis = await playAnalysis(ended)
+      if (!analysis) return
+      const item = fusionItem(itemId, ended, analysis)
+      relay('completed')
+      sink.write({ type: 'response.output_item.done', output_index: 0, item })
       isJudgeOpening = true
       let session: ResponseSession
       try {
-        session = await judge.open(judgeRequest(request, ended))
+        session = await judge.open(judgeRequest(request, ended, analysis))
       } catch (error) {
         if (isStopped) return
         clearInterval(keepAlive)
@@ -267,7 +337,7 @@ export const openFusionSession = async (service: InferenceService, request: Infe
 
     run().catch((error: unknown) => {
       // A bug, not an upstream failure: the client must not take what it got for a whole answer.
-      if (!isJudgeOpening) judge.release()
+      releaseUnopened()
       isStopped = true
       clearInterval(keepAlive)
       service.logger.error('fusion stream failed', { requestId: request.requestId, error })
@@ -285,7 +355,7 @@ export const openFusionSession = async (service: InferenceService, request: Infe
         if (usage) return { usage, isEstimated: false }
         return isPanelRun(member) ? member.stop() : undefined
       })
-      used.push(stopJudge?.())
+      used.push(analysis?.usage ? { usage: analysis.usage, isEstimated: false } : analysisRun?.stop(), stopJudge?.())
       const parts = used.filter((part): part is StoppedUsage => part !== undefined)
       return { usage: sumFusionUsage(parts.map((part) => part.usage)), isEstimated: parts.some((part) => part.isEstimated) }
     }

@@ -1,8 +1,9 @@
 /**
  * `service:fusion` as a server tool (docs/decisions.md, "Plugins: routers and fusion"): the model may call it to have
- * a panel of other models answer the conversation (and its `question`) independently; it reads their answers and
- * writes its own. Each member is its own engine run for the caller (routing, BYOK keys, its server tools), and their
- * cost is the tool's, added to the response's usage and settled with it.
+ * a panel of other models answer the conversation (and its `question`) independently, and an analyst (the tool's
+ * `model`, else the request's own model) compare their answers into a structured analysis; it reads the analysis and
+ * the answers and writes its own. Each member and the analyst is its own engine run for the caller (routing, BYOK
+ * keys, the members' server tools), and their cost is the tool's, added to the response's usage and settled with it.
  */
 
 import * as v from 'valibot'
@@ -12,6 +13,8 @@ import type { InputItem } from '../../../providers/types'
 import type { ResponsesRequestBody } from '../../request.schemas'
 import { ServerToolFailure, historyPair, type ServerTool, type SubRuns } from '../../server-tools/contract'
 import type { InferenceService } from '../../service'
+import { analysisSection, analystBody, panelSection, readAnalysis, withPanelAnswers, type AnalysisOutcome, type FusionAnalysis } from './analysis'
+import { withoutCallerTools } from './conversation'
 import { fusionItem, FUSION_ITEM_TYPE } from './item'
 import { DEFAULT_FUSION_PRESET, FUSION_PRESETS } from './presets'
 import { isPanelRun, openPanelRun, type PanelOutcome } from './panel'
@@ -21,8 +24,8 @@ import { sumFusionUsage } from './usage'
 const SlugSchema = v.pipe(v.string(), v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'))
 
 /**
- * OpenRouter's `FusionServerToolConfig`, less `model` and `cache_control`: there is no judge step here (the calling
- * model judges), and nothing to cache. The other settings shape each member's run.
+ * OpenRouter's `FusionServerToolConfig`, less `cache_control` (nothing here would cache it). `model` names the
+ * analyst; the other settings shape each member's run (`max_completion_tokens` and `reasoning` the analyst's too).
  */
 export const FusionToolSchema = v.strictObject({
   type: v.literal('service:fusion'),
@@ -36,6 +39,7 @@ export const FusionToolSchema = v.strictObject({
           v.check((models) => new Set(models).size === models.length, 'must not name a model twice'),
         ),
       ),
+      model: v.optional(SlugSchema),
       max_completion_tokens: v.optional(v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'))),
       temperature: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0'), v.maxValue(2, 'must be at most 2'))),
       reasoning: v.optional(
@@ -62,15 +66,14 @@ type Parameters = NonNullable<FusionTool['parameters']>
 
 const CallSchema = v.object({ question: v.optional(v.nullable(v.string())) })
 
-/** What the calling model reads: each member's answer under its model. */
-const panelText = (outcomes: readonly PanelOutcome[]) =>
-  outcomes
-    .map((outcome) => (outcome.isAnswered ? `<answer model="${outcome.model}">\n${outcome.content}\n</answer>` : `<answer model="${outcome.model}" failed="true">\n(no answer: ${outcome.error})\n</answer>`))
-    .join('\n\n')
+/** What the calling model reads: each member's answer under its model, then the analysis (or why there is none). */
+const panelText = (outcomes: readonly PanelOutcome[], analysis: readonly string[] = []) => [...outcomes.map(panelSection), ...analysis].join('\n\n')
+
+const analysisText = (analysis: AnalysisOutcome) => (analysis.isAnalysed ? analysisSection(analysis.model, analysis.analysis) : `(no analysis: ${analysis.error})`)
 
 /** A member's request: the caller's conversation (and the question), with the tool's settings and no client tools. */
 const memberBody = (body: ResponsesRequestBody, parameters: Parameters, question: string | undefined): ResponsesRequestBody => {
-  const { plugins: _plugins, models: _models, tools: _tools, tool_choice: _toolChoice, max_tool_calls: _max, stop_server_tools_when: _stop, ...rest } = body
+  const rest = withoutCallerTools(body)
   const conversation: InputItem[] = typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : ((body.input ?? []) as InputItem[])
   return {
     ...rest,
@@ -99,6 +102,7 @@ export const fusionTool = (tool: FusionTool, index: number, service: InferenceSe
   parameters.analysis_models?.forEach((model, modelIndex) => {
     if (!service.models.find(model)) throw new InvalidRequestError(`body.tools.${index}.parameters.analysis_models.${modelIndex}: model "${model}" not found`)
   })
+  if (parameters.model !== undefined && !service.models.find(parameters.model)) throw new InvalidRequestError(`body.tools.${index}.parameters.model: model "${parameters.model}" not found`)
   if (parameters.max_tool_calls !== undefined && !parameters.tools?.length) {
     throw new InvalidRequestError(`body.tools.${index}.parameters.max_tool_calls: bounds the panel's tool calls, so it needs tools`)
   }
@@ -110,8 +114,8 @@ export const fusionTool = (tool: FusionTool, index: number, service: InferenceSe
       type: 'function',
       name: 'service_fusion',
       description:
-        'Asks a panel of other models to answer this conversation independently and returns their answers. Use it when a question is hard ' +
-        'or being wrong is costly; then weigh their answers (agreement, disagreement, what only one saw) and write your own.',
+        'Asks a panel of other models to answer this conversation independently and returns their answers with an analysis of them ' +
+        '(consensus, contradictions, what only some saw, blind spots). Use it when a question is hard or being wrong is costly; then write your own answer from them.',
       parameters: {
         type: 'object',
         properties: { question: { type: 'string', description: 'Optional: what the panel should answer, when it is narrower than the conversation' } },
@@ -125,7 +129,8 @@ export const fusionTool = (tool: FusionTool, index: number, service: InferenceSe
     toHistory(item) {
       const responses = Array.isArray(item.responses) ? (item.responses as Array<{ model?: unknown; content?: unknown }>) : []
       const outcomes: PanelOutcome[] = responses.map((response) => ({ isAnswered: true, model: String(response.model), content: String(response.content ?? ''), usage: null }))
-      return historyPair(item, 'service_fusion', {}, item.status === 'completed' ? panelText(outcomes) : `Error: ${typeof item.error === 'string' ? item.error : 'the panel did not answer'}`)
+      const analysis = item.analysis && typeof item.analysis === 'object' ? (item.analysis as FusionAnalysis) : undefined
+      return historyPair(item, 'service_fusion', {}, item.status === 'completed' ? panelText(outcomes, analysis ? [analysisSection('analyst', analysis)] : []) : `Error: ${typeof item.error === 'string' ? item.error : 'the panel did not answer'}`)
     },
     async run(call, context) {
       const { subRuns } = context
@@ -135,11 +140,19 @@ export const fusionTool = (tool: FusionTool, index: number, service: InferenceSe
       const models = parameters.analysis_models ?? FUSION_PRESETS[DEFAULT_FUSION_PRESET].filter((model) => subRuns.isReachable(model))
       if (models.length === 0) throw new ServerToolFailure(`none of the models of fusion preset "${DEFAULT_FUSION_PRESET}" is reachable on this gateway`)
       const outcomes = await runPanel(subRuns, models, () => memberBody(subRuns.body, parameters, question), context.signal)
-      const cost = sumFusionUsage(outcomes.map((outcome) => outcome.usage)).cost
-      const item = fusionItem(call.itemId, outcomes)
       // Returned rather than thrown when every member failed: what they used is spent all the same.
-      const output = outcomes.some((outcome) => outcome.isAnswered) ? panelText(outcomes) : `Error: every analysis model failed\n\n${panelText(outcomes)}`
-      return { output, item, cost }
+      if (!outcomes.some((outcome) => outcome.isAnswered)) {
+        const cost = sumFusionUsage(outcomes.map((outcome) => outcome.usage)).cost
+        return { output: `Error: every analysis model failed\n\n${panelText(outcomes)}`, item: fusionItem(call.itemId, outcomes), cost }
+      }
+      // The analyst reads what the members read, with the tool's output settings but not its temperature or tools.
+      const analystModel = parameters.model ?? subRuns.model
+      const conversation = memberBody(subRuns.body, { ...parameters, temperature: undefined, tools: undefined }, question)
+      const analystRequest = withPanelAnswers(analystBody(conversation, analystModel, subRuns.takesStructuredOutput(analystModel)), outcomes)
+      const [analysed] = await runPanel(subRuns, [analystModel], () => analystRequest, context.signal)
+      const analysis = readAnalysis(analysed!)
+      const cost = sumFusionUsage([...outcomes.map((outcome) => outcome.usage), analysis.usage]).cost
+      return { output: panelText(outcomes, [analysisText(analysis)]), item: fusionItem(call.itemId, outcomes, analysis), cost }
     },
   }
 }
