@@ -172,7 +172,10 @@ export const toGenerationRecord = (
     routing: {
       requested: request.requestedModel,
       // A router or fusion chose the models (src/engine/plugins/); otherwise the requested model served, or a fallback.
-      strategy: request.routing?.strategy ?? (served && attempts.indexOf(served) === 0 && outcome.model === request.requestedModel ? 'direct' : 'fallback'),
+      // A request refused before any attempt fell back to nothing: direct, as its service_metadata says.
+      strategy:
+        request.routing?.strategy ??
+        (attempts.length === 0 || (served && attempts.indexOf(served) === 0 && outcome.model === request.requestedModel) ? 'direct' : 'fallback'),
       attempts: attempts.length,
       endpointsPlanned: request.attempts.length,
       region: service.region,

@@ -5,12 +5,12 @@
  */
 
 import type { GatewayError } from '../../core/errors'
-import type { AppliedGuardrail } from './applicable'
-import type { GuardrailEvent } from './enforce'
+import type { GenerationGuardrailEvent } from '../../repositories/generations'
+import type { GuardrailScope } from './applicable'
 
 export interface GuardrailRefusal {
   /** What refused the request, as the record keeps it; empty when the request already holds its events (an output block). */
-  events: GuardrailEvent[]
+  events: GenerationGuardrailEvent[]
   /** The model asked for, when the refusal came before the request was prepared. */
   requestedModel?: string
 }
@@ -32,7 +32,7 @@ export const guardrailRefusalOf = (error: unknown): GuardrailRefusal | undefined
  * The event of a refusal by rules rather than content: `rules` names the guardrail's fields that refused
  * (`allowed_models`, `limit_usd`, …); a rule matches no text, so `matches` is 0.
  */
-export const ruleRefusalEvent = (guardrail: Pick<AppliedGuardrail, 'scope'> & { guardrailId: string }, rules: string[]): GuardrailEvent => ({
+export const ruleRefusalEvent = (guardrail: { guardrailId: string; scope: GuardrailScope }, rules: string[]): GenerationGuardrailEvent => ({
   guardrailId: guardrail.guardrailId,
   scope: guardrail.scope,
   direction: 'input',
