@@ -1,7 +1,8 @@
 /**
  * The generation record of one request, and the observer that writes it (docs/decisions.md, Usage ledger):
  * a whole answer is recorded before it is returned, a stream from its `finished` event before the client sees
- * the end, a stream the client stopped with what it had used, and a failure once an upstream was tried.
+ * the end, a stream the client stopped with what it had used, and a failure once an upstream was tried or a guardrail
+ * refused the request.
  */
 
 import { isGatewayError, withMetadata } from '../core/errors'
