@@ -49,6 +49,17 @@ export class GatewayError extends Error {
   }
 }
 
+/** `error` with `metadata` laid over its own, everything else kept: a new error, since a thrown one may be shared. */
+export const withMetadata = (error: GatewayError, metadata: Record<string, unknown>): GatewayError =>
+  new GatewayError(error.status, error.message, {
+    metadata: { ...error.metadata, ...metadata },
+    ...(error.reason === undefined ? {} : { reason: error.reason }),
+    ...(error.retryable === undefined ? {} : { retryable: error.retryable }),
+    ...(error.headers ? { headers: error.headers } : {}),
+    ...(error.extraBody ? { extraBody: error.extraBody } : {}),
+    cause: error.cause,
+  })
+
 /** True for any modelgate error, even one from another copy of the package. */
 export const isGatewayError = (value: unknown): value is GatewayError =>
   typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true

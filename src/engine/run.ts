@@ -33,6 +33,7 @@ import { answerWithServerTools } from './server-tools/whole-loop'
 import { loadCallerScope } from './caller-scope'
 import { guardrailBudgetsOf } from './guardrails/applicable'
 import { guardInput, guardOutput, guardrailBlockError, paidUsageOf, withPaidUsage } from './guardrails/enforce'
+import { withGuardrailRefusal } from './guardrails/refusal'
 import { endpointPolicyOf } from './guardrails/routing-policy'
 import { refusedServiceMetadata, serviceMetadata } from './service-metadata'
 import { afterWhole, observedByPlugins, runBeforeAttempts } from './plugins/apply'
@@ -94,7 +95,9 @@ export const prepareRequest = async (
   const guarded = guardInput(guardrails, body)
   if (guarded?.block) {
     const requested = requestedModels(body.model, body.models, defaultModel)[0]!
-    throw guardrailBlockError(guarded.block, context.isMetadataRequested ? refusedServiceMetadata(service, requested, guarded.stages, startedAt) : undefined)
+    const blocked = guardrailBlockError(guarded.block, context.isMetadataRequested ? refusedServiceMetadata(service, requested, guarded.stages, startedAt) : undefined)
+    // The usage ledger records the block with everything the scan found (the route writes it: nothing was prepared).
+    throw withGuardrailRefusal(blocked, { events: guarded.events, requestedModel: requested })
   }
   const guardedBody = guarded ? guarded.content : body
   // Router models (`service/auto`, …) become the concrete models they chose; fusion adds a panel of analysis models
@@ -250,7 +253,8 @@ const guardAnswerOutput = (request: InferenceRequest, answer: WholeAnswer): Whol
   request.guardrailEvents = [...(request.guardrailEvents ?? []), ...guarded.events]
   const metadata = answer.result.serviceMetadata
   const serviceMetadata = metadata ? { ...metadata, pipeline: [...((metadata.pipeline as unknown[] | undefined) ?? []), ...guarded.stages] } : undefined
-  if (guarded.block) throw withPaidUsage(guardrailBlockError(guarded.block, serviceMetadata), answer.result.usage)
+  // The request holds the scan's events already: the refusal adds none.
+  if (guarded.block) throw withGuardrailRefusal(withPaidUsage(guardrailBlockError(guarded.block, serviceMetadata), answer.result.usage), { events: [] })
   return { ...answer, result: { ...answer.result, output: guarded.content, ...(serviceMetadata ? { serviceMetadata } : {}) } }
 }
 

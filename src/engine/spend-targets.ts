@@ -21,6 +21,8 @@ export interface SpendTargets {
  */
 export interface GuardrailBudget {
   guardrailId: string
+  /** How the guardrail governs the request (its key, its user, its workspace), for the usage ledger's record of a refusal. */
+  scope: 'key' | 'member' | 'workspace'
   holder: 'key' | 'user'
   name: string
   limitNano: number

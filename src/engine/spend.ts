@@ -25,6 +25,7 @@ import {
   type SpendWindow,
 } from '../repositories/spend-counters'
 import type { BudgetInterval, WorkspaceRecord } from '../repositories/workspaces'
+import { ruleRefusalEvent, withGuardrailRefusal } from './guardrails/refusal'
 import type { BilledUsage } from './billing'
 import type { SessionObserver } from './observe'
 import type { SpendSettings, SpendTargets } from './spend-targets'
@@ -183,10 +184,13 @@ const guardrailLimits = (tracked: TrackedCounters, targets: SpendTargets): Limit
     ...heldCounters(tracked, budget.holder === 'user' ? 'user' : 'key', budget.window, budget.includeByok),
     limitNano: budget.limitNano,
     refusal: (spent, worst) =>
-      new PaymentRequiredError(
-        `Guardrail budget reached: guardrail "${budget.name}" lets ${budget.holder === 'user' ? "this key's user" : 'this key'} spend ${formatUsd(budget.limitNano)} ${PERIOD[budget.window]}, ` +
-          `${formatUsd(spent)} of it is spent, and this request could cost up to ${formatUsd(worst)}; ${ADVICE} raise the guardrail's limit_usd`,
-        { reason: 'payment_required', metadata: { error_type: 'payment_required', limit: 'guardrail', guardrail_id: budget.guardrailId } },
+      withGuardrailRefusal(
+        new PaymentRequiredError(
+          `Guardrail budget reached: guardrail "${budget.name}" lets ${budget.holder === 'user' ? "this key's user" : 'this key'} spend ${formatUsd(budget.limitNano)} ${PERIOD[budget.window]}, ` +
+            `${formatUsd(spent)} of it is spent, and this request could cost up to ${formatUsd(worst)}; ${ADVICE} raise the guardrail's limit_usd`,
+          { reason: 'payment_required', metadata: { error_type: 'payment_required', limit: 'guardrail', guardrail_id: budget.guardrailId } },
+        ),
+        { events: [ruleRefusalEvent(budget, ['limit_usd'])] },
       ),
   }))
 

@@ -1,17 +1,21 @@
 /**
  * The generation record of one request, and the observer that writes it (docs/decisions.md, Usage ledger):
  * a whole answer is recorded before it is returned, a stream from its `finished` event before the client sees
- * the end, a stream the client stopped with what it had used, and a failure once an upstream was tried.
+ * the end, a stream the client stopped with what it had used, and a failure once an upstream was tried or a guardrail
+ * refused the request.
  */
 
-import { isGatewayError } from '../core/errors'
+import { isGatewayError, withMetadata } from '../core/errors'
 import { hmacSha256Hex } from '../core/crypto'
 import type { JsonObject } from '../storage/contract'
 import { ClientClosedError } from '../engine/attempts'
 import type { BilledUsage } from '../engine/billing'
 import { observeSession, type SessionObserver } from '../engine/observe'
 import { paidUsageOf } from '../engine/guardrails/enforce'
+import { guardrailRefusalOf, type GuardrailRefusal } from '../engine/guardrails/refusal'
+import { endUserIdFor } from '../engine/end-user'
 import type { InferenceRequest } from '../engine/request'
+import type { ResponsesRequestBody } from '../engine/request.schemas'
 import { newResponseId } from '../engine/response-identity'
 import type { RunOutcome } from '../engine/run'
 import type { InferenceService } from '../engine/service'
@@ -51,6 +55,14 @@ export interface GenerationOutcome {
   latencyMs: number
   timeToFirstTokenMs: number | null
   generationTimeMs: number | null
+}
+
+/**
+ * What a record reads of the request: a prepared one, or what is known of one a guardrail refused before it was
+ * prepared (no attempts, nothing planned).
+ */
+export type RecordedRequest = Pick<InferenceRequest, 'requestedModel' | 'attemptReports' | 'attempts' | 'endUserId' | 'routing' | 'guardrailEvents'> & {
+  body: Partial<Pick<ResponsesRequestBody, 'stream' | 'user' | 'safety_identifier' | 'trace'>>
 }
 
 const sessionHashes = new Map<string, Promise<string>>()
@@ -109,7 +121,7 @@ const round = (amount: number) => Math.round(amount * 1e12) / 1e12
 export const toGenerationRecord = (
   service: InferenceService,
   context: GenerationContext,
-  request: InferenceRequest,
+  request: RecordedRequest,
   outcome: GenerationOutcome,
   hashes: { session: string | null },
 ): GenerationRecord => {
@@ -161,7 +173,10 @@ export const toGenerationRecord = (
     routing: {
       requested: request.requestedModel,
       // A router or fusion chose the models (src/engine/plugins/); otherwise the requested model served, or a fallback.
-      strategy: request.routing?.strategy ?? (served && attempts.indexOf(served) === 0 && outcome.model === request.requestedModel ? 'direct' : 'fallback'),
+      // A request refused before any attempt fell back to nothing: direct, as its service_metadata says.
+      strategy:
+        request.routing?.strategy ??
+        (attempts.length === 0 || (served && attempts.indexOf(served) === 0 && outcome.model === request.requestedModel) ? 'direct' : 'fallback'),
       attempts: attempts.length,
       endpointsPlanned: request.attempts.length,
       region: service.region,
@@ -173,7 +188,10 @@ export const toGenerationRecord = (
 const elapsedSince = (startedAt: number) => Math.round(performance.now() - startedAt)
 
 export interface GenerationRecorder {
-  /** The outcome of running the request, with its record written (or its stream observed) before it is returned. */
+  /**
+   * The outcome of running the request, with its record written (or its stream observed) before it is returned.
+   * A guardrail's refusal is rejected with its record's id in the error.
+   */
   run(running: Promise<RunOutcome>): Promise<RunOutcome>
 }
 
@@ -183,6 +201,39 @@ export interface GenerationRecorder {
  */
 const UNRECORDED: GenerationRecorder = { run: (running) => running }
 
+/** The session hash the record keeps; null without a session. */
+const sessionOf = (service: InferenceService, context: GenerationContext): Promise<string | null> =>
+  context.sessionId === undefined ? Promise.resolve(null) : sessionHashFor(service.endUserSecret, context.caller.account.id, context.sessionId)
+
+/**
+ * The outcome of a failure before any answer, under an id of its own: with what it cost when an answer was paid for
+ * and then refused (a guardrail blocked its output), else nothing.
+ */
+const failureOutcome = (error: unknown, request: RecordedRequest, startedAt: number): GenerationOutcome => {
+  const usage = paidUsageOf(error) ?? null
+  return {
+    id: newResponseId(),
+    status: 'failed',
+    httpStatus: isGatewayError(error) ? error.status : 500,
+    errorType: errorTypeOf(error),
+    model: (usage && request.attemptReports.find((report) => report.status === 200)?.model) || request.requestedModel,
+    usage,
+    isUsageEstimated: false,
+    finishReason: 'error',
+    nativeFinishReason: 'failed',
+    latencyMs: elapsedSince(startedAt),
+    timeToFirstTokenMs: null,
+    generationTimeMs: null,
+  }
+}
+
+/** The request as the record of a guardrail's refusal reads it: what the request found, then what refused it. */
+const withRefusalEvents = (request: RecordedRequest, refusal: GuardrailRefusal | undefined): RecordedRequest =>
+  !refusal || refusal.events.length === 0 ? request : { ...request, guardrailEvents: [...(request.guardrailEvents ?? []), ...refusal.events] }
+
+/** The refusal's error with its record's id in `error.metadata.generation_id` (spec Errors), so `GET /generation` finds it. */
+const withGenerationId = (error: unknown, id: string): unknown => (isGatewayError(error) ? withMetadata(error, { generation_id: id }) : error)
+
 /** Writes the record of one prepared request as its answer ends; records nothing when `ledger` is null (off). */
 export const createGenerationRecorder = (
   ledger: Ledger | null,
@@ -191,9 +242,9 @@ export const createGenerationRecorder = (
   request: InferenceRequest,
 ): GenerationRecorder => {
   if (ledger === null) return UNRECORDED
-  const session =
-    context.sessionId === undefined ? Promise.resolve(null) : sessionHashFor(service.endUserSecret, context.caller.account.id, context.sessionId)
-  const write = async (outcome: GenerationOutcome) => ledger.write(toGenerationRecord(service, context, request, outcome, { session: await session }))
+  const session = sessionOf(service, context)
+  const write = async (outcome: GenerationOutcome, recorded: RecordedRequest = request) =>
+    ledger.write(toGenerationRecord(service, context, recorded, outcome, { session: await session }))
   const isContentKept = shouldKeepContent(request, context.api)
   // Content is the caller's record, not the answer: a store that cannot take it is logged, never fails the request.
   const keepContent = async (content: () => GenerationContentRecord) => {
@@ -249,29 +300,12 @@ export const createGenerationRecorder = (
     }
   }
 
-  /**
-   * A failure before any answer, once an upstream was tried: recorded under an id of its own, with what it cost
-   * when an answer was paid for and then refused (a guardrail blocked its output).
-   */
-  const failed = async (error: unknown): Promise<void> => {
-    const status = isGatewayError(error) ? error.status : 500
-    const usage = paidUsageOf(error) ?? null
-    const id = newResponseId()
-    await write({
-      id,
-      status: 'failed',
-      httpStatus: status,
-      errorType: errorTypeOf(error),
-      model: (usage && request.attemptReports.find((report) => report.status === 200)?.model) || request.requestedModel,
-      usage,
-      isUsageEstimated: false,
-      finishReason: 'error',
-      nativeFinishReason: 'failed',
-      latencyMs: elapsedSince(context.startedAt),
-      timeToFirstTokenMs: null,
-      generationTimeMs: null,
-    })
-    await keepContent(() => failedContent(request, id, error, createdAt))
+  /** Records a failure before any answer (an upstream was tried, or a guardrail refused it); resolves with its id. */
+  const failed = async (error: unknown, refusal: GuardrailRefusal | undefined): Promise<string> => {
+    const outcome = failureOutcome(error, request, context.startedAt)
+    await write(outcome, withRefusalEvents(request, refusal))
+    await keepContent(() => failedContent(request, outcome.id, error, createdAt))
+    return outcome.id
   }
 
   return {
@@ -280,13 +314,14 @@ export const createGenerationRecorder = (
       try {
         outcome = await running
       } catch (error) {
+        const refusal = guardrailRefusalOf(error)
         const hasReachedUpstream = request.attemptReports.some((report) => report.status !== null)
-        if (hasReachedUpstream && !(error instanceof ClientClosedError)) {
-          await failed(error).catch((writeError: unknown) =>
-            service.logger.error('usage ledger: record of a failed request lost', { requestId: context.requestId, error: writeError }),
-          )
-        }
-        throw error
+        if ((!hasReachedUpstream && !refusal) || error instanceof ClientClosedError) throw error
+        const id = await failed(error, refusal).catch((writeError: unknown) => {
+          service.logger.error('usage ledger: record of a failed request lost', { requestId: context.requestId, error: writeError })
+          return undefined
+        })
+        throw refusal && id !== undefined ? withGenerationId(error, id) : error
       }
       if (outcome.isStream) return { isStream: true, session: observeSession(outcome.session, observer()) }
       const { result } = outcome.answer
@@ -295,5 +330,58 @@ export const createGenerationRecorder = (
       await keepContent(() => answeredContent(request, result, createdAt))
       return outcome
     },
+  }
+}
+
+/** What a refused request's record reads of its body (a Responses body, an embeddings body). */
+export type RefusedBody = RecordedRequest['body'] & { model?: string | null }
+
+/**
+ * Records a request a guardrail refused before it was prepared (a content filter's block, routing rules that left
+ * no endpoint): one failed generation, no attempts, nothing spent. Resolves with the error to answer: with the
+ * record's id when it was written, as it was when it was not (or when no guardrail refused).
+ */
+export const recordRefusal = async (
+  ledger: Ledger | null,
+  service: InferenceService,
+  context: GenerationContext,
+  body: RefusedBody,
+  error: unknown,
+): Promise<unknown> => {
+  const refusal = guardrailRefusalOf(error)
+  // With the ledger off there is no record to name.
+  if (!refusal || ledger === null) return error
+  const endUserId = await endUserIdFor(service.endUserSecret, context.caller.account.id, body.safety_identifier ?? body.user)
+  const request: RecordedRequest = {
+    body,
+    requestedModel: refusal.requestedModel ?? body.model ?? '',
+    attemptReports: [],
+    attempts: [],
+    endUserId,
+    guardrailEvents: refusal.events,
+  }
+  const outcome = failureOutcome(error, request, context.startedAt)
+  try {
+    await ledger.write(toGenerationRecord(service, context, request, outcome, { session: await sessionOf(service, context) }))
+  } catch (writeError) {
+    // The refusal is the answer either way; only its record is missing, so the error names no id.
+    service.logger.error('usage ledger: record of a guardrail refusal lost', { requestId: context.requestId, error: writeError })
+    return error
+  }
+  return withGenerationId(error, outcome.id)
+}
+
+/** The request `prepare` resolves with; a guardrail's refusal of it is recorded (`recordRefusal`) before it is rejected. */
+export const prepareRecorded = async <T>(
+  ledger: Ledger | null,
+  service: InferenceService,
+  context: GenerationContext,
+  body: RefusedBody,
+  prepare: () => Promise<T>,
+): Promise<T> => {
+  try {
+    return await prepare()
+  } catch (error) {
+    throw await recordRefusal(ledger, service, context, body, error)
   }
 }

@@ -68,13 +68,13 @@ export type GenerationRouting = {
   region: string
 }
 
-/** What a guardrail's content filters found in a request (redacted, flagged; a block refuses it). */
+/** What a guardrail's content filters found in a request (redacted, flagged, blocked), or the rules that refused it. */
 export type GenerationGuardrailEvent = {
   guardrailId: string
   scope: 'key' | 'member' | 'workspace'
   direction: 'input' | 'output'
   action: 'block' | 'redact' | 'flag'
-  /** Builtin slugs and pattern labels: never what they matched. */
+  /** Builtin slugs and pattern labels (never what they matched), or the refusing rules' fields (`limit_usd`, …). */
   patterns: string[]
   matches: number
 }
@@ -135,7 +135,7 @@ export type GenerationRecord = {
   /** The preset the request used (its id); absent on records written before presets. */
   presetId?: string | null
   routing: GenerationRouting
-  /** Content the governing guardrails redacted or flagged; absent when they found nothing. */
+  /** What the governing guardrails redacted, flagged or refused; absent when they found nothing. */
   guardrails?: GenerationGuardrailEvent[]
 }
 

@@ -7,7 +7,7 @@
 import { cachedJsonReply } from '../core/cached-json'
 import { json } from '../core/reply'
 import { prepareEmbeddings, runEmbeddings, type EmbeddingsAnswer, type EmbeddingsRequestBody } from '../engine/embeddings'
-import { createGenerationRecorder } from '../pipeline/generation-record'
+import { createGenerationRecorder, prepareRecorded } from '../pipeline/generation-record'
 import { defineRoute } from '../pipeline/route'
 import { chatCompletionId } from '../writers/chat-completions-shared'
 import { toEmbeddingsWire } from '../writers/embeddings-json'
@@ -29,9 +29,11 @@ export const createEmbeddings = defineRoute({
     const sessionId = body.session_id ?? request.headers.get('x-session-id') ?? undefined
     const arrival = { arrivedAt: now(), startedAt: performance.now() }
     const context = { caller, repositories, requestId, signal: clientSignal, isMetadataRequested: false, ...(sessionId === undefined ? {} : { sessionId }) }
-    const prepared = await prepareEmbeddings(service, context, body as EmbeddingsRequestBody)
+    const generation = { api: 'embeddings' as const, caller, requestId, sessionId, ...arrival }
+    const embeddingsBody = body as EmbeddingsRequestBody
+    const prepared = await prepareRecorded(runtime.ledger, service, generation, embeddingsBody, () => prepareEmbeddings(service, context, embeddingsBody))
     access?.requested(prepared.request.requestedModel)
-    const recorder = createGenerationRecorder(runtime.ledger, service, { api: 'embeddings', caller, requestId, sessionId, ...arrival }, prepared.request)
+    const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared.request)
     const running = runEmbeddings(service, prepared)
     // The ledger writes the generation (or the failure) before the answer leaves.
     await recorder.run(running.then((answer) => ({ isStream: false as const, answer: answer.answer })))

@@ -96,6 +96,15 @@ export const toGenerationWire = (record: GenerationRecord, wireId: string, provi
   byok_fee: record.byokFee,
   time_to_first_token: record.timeToFirstTokenMs,
   trace: record.trace,
+  // What the governing guardrails found or refused, by filter or rule name, never the matched text.
+  guardrails: (record.guardrails ?? []).map((event) => ({
+    guardrail_id: event.guardrailId,
+    scope: event.scope,
+    direction: event.direction,
+    action: event.action,
+    patterns: [...event.patterns],
+    matches: event.matches,
+  })),
   routing: {
     requested: record.routing.requested,
     strategy: record.routing.strategy,
@@ -188,13 +197,13 @@ export const getActivity = defineRoute({
     const isByWorkspace = query.group_by === 'workspace'
     const rows = new Map<string, ActivityRow>()
     for await (const record of repositories.generations.list(caller.account.id, query.date)) {
-      // Failures before any answer served nothing: no model or endpoint to count them against.
-      if (record.provider === null || record.endpoint === null || record.createdAt < retainedSince) continue
+      if (record.createdAt < retainedSince) continue
       if (query.api_key_hash !== undefined && record.keyHash !== query.api_key_hash) continue
       if (query.user_id !== undefined && record.userId !== query.user_id) continue
       if (workspaceId !== undefined && record.workspaceId !== workspaceId) continue
       const date = utcDay(record.createdAt)
-      const endpointId = endpointIdOf(record.provider, record.endpoint)
+      // A request no endpoint served (a guardrail refused it, every attempt failed) counts under no endpoint.
+      const endpointId = record.provider !== null && record.endpoint !== null ? endpointIdOf(record.provider, record.endpoint) : ''
       const key = [date, record.model, endpointId, isByWorkspace ? record.workspaceId : ''].join('\u0000')
       let row = rows.get(key)
       if (!row) {
@@ -203,7 +212,7 @@ export const getActivity = defineRoute({
           model: record.model,
           model_permaslug: record.model,
           endpoint_id: endpointId,
-          provider_name: providerNameOf(runtime.inference.providers, record.provider),
+          provider_name: record.provider === null ? '' : providerNameOf(runtime.inference.providers, record.provider),
           ...(isByWorkspace ? { workspace_id: record.workspaceId } : {}),
           requests: 0,
           prompt_tokens: 0,

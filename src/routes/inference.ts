@@ -8,7 +8,7 @@ import { observeSession } from '../engine/observe'
 import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
 import { prepareRequest, runRequest } from '../engine/run'
-import { createGenerationRecorder } from '../pipeline/generation-record'
+import { createGenerationRecorder, prepareRecorded } from '../pipeline/generation-record'
 import { withPreset } from './presets.config'
 import type { RouteContext } from '../pipeline/route'
 import type { GenerationApi } from '../repositories/generations'
@@ -46,9 +46,9 @@ export const answerInference = (
   const arrival = { arrivedAt: route.now(), startedAt: performance.now() }
   // A preset the request names fills in what the request leaves out (docs/decisions.md, Presets).
   const running = withPreset(route.repositories, route.caller, body).then(async ({ body: resolved, presetId }) => {
-    const prepared = await prepareRequest(service, context, resolved, extensions)
-    access?.requested(prepared.requestedModel)
     const generation = { api, caller: route.caller, requestId: route.requestId, sessionId: context.sessionId, ...arrival, ...(presetId ? { presetId } : {}) }
+    const prepared = await prepareRecorded(runtime.ledger, service, generation, resolved, () => prepareRequest(service, context, resolved, extensions))
+    access?.requested(prepared.requestedModel)
     const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared)
     return recorder.run(runRequest(service, prepared))
   })

@@ -39,7 +39,7 @@ import type { GatewayRuntime } from '../pipeline/runtime'
 import type { InputItem } from '../providers/types'
 import type { JsonValue } from '../storage/contract'
 import { readIdempotencyKey } from '../pipeline/idempotency'
-import { createGenerationRecorder } from '../pipeline/generation-record'
+import { createGenerationRecorder, prepareRecorded } from '../pipeline/generation-record'
 import {
   ChatBodySchema,
   DeleteInternBodySchema,
@@ -244,15 +244,13 @@ const runInternTurn = async (
   const { history, input, session } = turnInput
   const service = runtime.inference
   const storeTurn = (output: JsonValue[]) => appendTurn(repositories, intern.id, input as unknown as JsonValue[], output, runtime.interns.history, session)
-  const prepare = (turn: Record<string, unknown>, turnSignal: AbortSignal) => {
-    const turnContext: RunContext = { caller, repositories, requestId, signal: turnSignal, isMetadataRequested: false }
-    return prepareRequest(service, turnContext, parseInput(ResponsesRequestSchema, turn, 'body'))
-  }
   // Every model turn the runtime runs through the gateway is recorded like any other request (docs/decisions.md, Usage ledger).
   const runRecorded = async (turn: Record<string, unknown>, turnSignal: AbortSignal) => {
-    const arrival = { arrivedAt: context.now(), startedAt: performance.now() }
-    const prepared = await prepare(turn, turnSignal)
-    const recorder = createGenerationRecorder(runtime.ledger, service, { api: 'intern_chat', caller, requestId, sessionId: undefined, ...arrival }, prepared)
+    const generation = { api: 'intern_chat' as const, caller, requestId, sessionId: undefined, arrivedAt: context.now(), startedAt: performance.now() }
+    const turnContext: RunContext = { caller, repositories, requestId, signal: turnSignal, isMetadataRequested: false }
+    const body = parseInput(ResponsesRequestSchema, turn, 'body')
+    const prepared = await prepareRecorded(runtime.ledger, service, generation, body, () => prepareRequest(service, turnContext, body))
+    const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared)
     return recorder.run(runRequest(service, prepared))
   }
   // A runtime that answered with SSE text (its `respond`, or a user's runtime): the turn is read back from the text.

@@ -68,6 +68,10 @@ describe('@openrouter/sdk guardrails', () => {
     expect((error.error as { metadata: Record<string, unknown> }).metadata).toMatchObject({ patterns: ['email'], guardrail_id: guardrailId })
     expect(JSON.stringify(error.error)).not.toContain('jane.doe')
     expect(harness.upstreams.openai!.requests).toHaveLength(0)
+    // The block is in the usage ledger: the error names its generation, which the SDK reads back typed.
+    const generationId = (error.error as { metadata: { generation_id: string } }).metadata.generation_id
+    const { data: refused } = await client(rawKey).generations.getGeneration({ id: generationId })
+    expect(refused).toMatchObject({ id: generationId, model: FAMILIES.openai.model, totalCost: 0, tokensPrompt: 0, tokensCompletion: 0, providerName: null, providerResponses: [], finishReason: 'error' })
 
     // A clean prompt goes through, with the custom pattern redacted before it leaves the gateway.
     const answer = await openai(rawKey).responses.create({ model: FAMILIES.openai.model, input: 'What is the capital of France? (ask project-apollo)' })

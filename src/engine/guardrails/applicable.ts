@@ -76,6 +76,7 @@ export const guardrailBudgetsOf = (guardrails: readonly AppliedGuardrail[]): Gua
       : [
           {
             guardrailId: record.id,
+            scope,
             name: record.name,
             // A member's budget is the member's, whichever of their keys spends it; any other is each key's own.
             holder: scope === 'member' ? ('user' as const) : ('key' as const),

@@ -8,6 +8,7 @@ import { NotFoundError, type GatewayError } from '../../core/errors'
 import type { ZdrFamily } from '../../repositories/guardrails'
 import type { ModelEndpoint, ModelEntry } from '../models'
 import type { AppliedGuardrail } from './applicable'
+import { ruleRefusalEvent, withGuardrailRefusal } from './refusal'
 
 export interface EndpointPolicy {
   allowsModel(model: ModelEntry): boolean
@@ -34,18 +35,23 @@ export const zdrFamilyOf = (model: ModelEntry): ZdrFamily => {
 
 const isFree = (endpoint: ModelEndpoint) => endpoint.pricing.prompt === 0 && endpoint.pricing.completion === 0 && !endpoint.pricing.request
 
-const hasRoutingRules = ({ record }: AppliedGuardrail) =>
-  record.allowedModels !== null ||
-  record.ignoredModels !== null ||
-  record.allowedProviders !== null ||
-  record.ignoredProviders !== null ||
-  Object.values(record.enforceZdr).some((value) => value === true) ||
-  record.enableFreeModelTraining === false ||
-  record.enablePaidModelTraining === false
+/** The routing rules a guardrail sets, by the field that sets each (how a refusal names them in the usage ledger). */
+const routingRulesOf = ({ record }: AppliedGuardrail): string[] => [
+  ...(record.allowedModels === null ? [] : ['allowed_models']),
+  ...(record.ignoredModels === null ? [] : ['ignored_models']),
+  ...(record.allowedProviders === null ? [] : ['allowed_providers']),
+  ...(record.ignoredProviders === null ? [] : ['ignored_providers']),
+  ...Object.entries(record.enforceZdr).flatMap(([family, value]) => (value === true ? [`enforce_zdr_${family}`] : [])),
+  ...(record.enableFreeModelTraining === false ? ['enable_free_model_training'] : []),
+  ...(record.enablePaidModelTraining === false ? ['enable_paid_model_training'] : []),
+]
 
 /** The policy of `guardrails`, or `undefined` when none of them restricts routing. */
 export const endpointPolicyOf = (guardrails: readonly AppliedGuardrail[]): EndpointPolicy | undefined => {
-  const restricting = guardrails.filter(hasRoutingRules)
+  const restricting = guardrails.flatMap((guardrail) => {
+    const rules = routingRulesOf(guardrail)
+    return rules.length === 0 ? [] : [{ ...guardrail, rules }]
+  })
   if (restricting.length === 0) return undefined
   const records = restricting.map((guardrail) => guardrail.record)
   const modelAllowedBy = (model: ModelEntry) => (record: (typeof records)[number]) =>
@@ -65,10 +71,17 @@ export const endpointPolicyOf = (guardrails: readonly AppliedGuardrail[]): Endpo
     allowsEndpoint: (_model, endpoint) => records.every(endpointAllowedBy(endpoint)),
     requiresZdr,
     refusal: (models) =>
-      new NotFoundError(
-        `No endpoints of ${models.join(', ')} are allowed by the guardrail${records.length === 1 ? '' : 's'} ` +
-          `${records.map((record) => `"${record.name}"`).join(' and ')} governing this API key (models, providers, data policy)`,
-        { metadata: { error_type: 'not_found', guardrail_ids: records.map((record) => record.id) } },
+      withGuardrailRefusal(
+        new NotFoundError(
+          `No endpoints of ${models.join(', ')} are allowed by the guardrail${records.length === 1 ? '' : 's'} ` +
+            `${records.map((record) => `"${record.name}"`).join(' and ')} governing this API key (models, providers, data policy)`,
+          { metadata: { error_type: 'not_found', guardrail_ids: records.map((record) => record.id) } },
+        ),
+        {
+          // Every restricting guardrail narrowed what was left; together they left nothing.
+          events: restricting.map(({ record, scope, rules }) => ruleRefusalEvent({ guardrailId: record.id, scope }, rules)),
+          ...(models[0] === undefined ? {} : { requestedModel: models[0] }),
+        },
       ),
   }
 }

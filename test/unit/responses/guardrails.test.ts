@@ -60,7 +60,7 @@ describe('content filters on the input', () => {
       error: {
         code: 403,
         message: 'Request blocked by guardrail "Key policy": the input matched email, ssn',
-        metadata: { error_type: 'guardrail_blocked', guardrail_id: id, guardrail_scope: 'key', patterns: ['email', 'ssn'] },
+        metadata: { error_type: 'guardrail_blocked', guardrail_id: id, guardrail_scope: 'key', patterns: ['email', 'ssn'], generation_id: expect.stringMatching(/^resp_/) },
       },
     })
     expect(JSON.stringify(body)).not.toMatch(/jane|6789/)
@@ -352,7 +352,7 @@ describe('routing rules', () => {
         error: {
           code: 404,
           message: 'No endpoints of test/model are allowed by the guardrail "Key policy" governing this API key (models, providers, data policy)',
-          metadata: { error_type: 'not_found', guardrail_ids: [id] },
+          metadata: { error_type: 'not_found', guardrail_ids: [id], generation_id: expect.stringMatching(/^resp_/) },
         },
       },
     })
@@ -397,7 +397,7 @@ describe('budgets', () => {
     expect(body.error).toEqual({
       code: 402,
       message: expect.stringMatching(/^Guardrail budget reached: guardrail "Key policy" lets this key spend \$0\.01 per day \(UTC\), \$0(\.0+)? of it is spent/),
-      metadata: { error_type: 'payment_required', limit: 'guardrail', guardrail_id: id },
+      metadata: { error_type: 'payment_required', limit: 'guardrail', guardrail_id: id, generation_id: expect.stringMatching(/^resp_/) },
     })
     expect((await ask({ input: 'hi', max_output_tokens: 100 })).status).toBe(200)
   })

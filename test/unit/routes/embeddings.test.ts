@@ -55,6 +55,30 @@ describe('POST /embeddings', () => {
     const response = await embed({ model: 'openai/text-embedding-3-small', input: QUESTION })
     expect(response.status).toBe(404)
     expect(h.upstreams.openai!.requests).toHaveLength(0)
+    // The refusal is recorded in the usage ledger, and the error names its record.
+    const generationId = (await readJson(response)).error.metadata.generation_id
+    const found = await readJson(await call('GET', `/generation?id=${generationId}`))
+    expect(found.data).toMatchObject({
+      id: generationId,
+      api_type: 'embeddings',
+      status: 'failed',
+      error_type: 'not_found',
+      total_cost: 0,
+      provider_responses: [],
+      guardrails: [{ guardrail_id: created.data.id, scope: 'key', direction: 'input', action: 'block', patterns: ['ignored_providers'], matches: 0 }],
+    })
+  })
+
+  it('a guardrail budget refuses with 402 and records the refusal', async () => {
+    const h = await start()
+    const created = await readJson(await call('POST', '/guardrails', { name: 'Tiny budget', limit_usd: 0.000000001, reset_interval: 'daily' }, h.managementKey))
+    await call('POST', `/guardrails/${created.data.id}/assignments/keys`, { key_hashes: [await sha256Hex(h.key)] }, h.managementKey)
+    const response = await embed({ model: 'openai/text-embedding-3-small', input: QUESTION })
+    expect(response.status).toBe(402)
+    expect(h.upstreams.openai!.requests).toHaveLength(0)
+    const generationId = (await readJson(response)).error.metadata.generation_id
+    const found = await readJson(await call('GET', `/generation?id=${generationId}`))
+    expect(found.data).toMatchObject({ id: generationId, api_type: 'embeddings', error_type: 'payment_required', guardrails: [expect.objectContaining({ patterns: ['limit_usd'] })] })
   })
 
   it('embeds through OpenAI, prices the input tokens and records the generation', async () => {

@@ -106,6 +106,19 @@ describe('ledger.enabled: false', () => {
     expect(await sweptAfterInterval({ enabled: false })).toBe(false)
   })
 
+  it('still answers a guardrail block with its 403, naming no generation, and writes no record of it', async () => {
+    const gateway = await start({ enabled: false })
+    const guardrail = await readJson(await gateway.call('POST', '/guardrails', { json: { name: 'No mail', content_filter_builtins: [{ slug: 'email', action: 'block' }] } }))
+    const assigned = await gateway.call('POST', `/guardrails/${guardrail.data.id}/assignments/keys`, { json: { key_hashes: [gateway.regularKeyHash] } })
+    expect(assigned.status).toBe(200)
+    const blocked = await gateway.responses({ model: TEST_MODEL, input: 'Mail jane.doe@example.com' })
+    expect(blocked.status).toBe(403)
+    const { error } = await readJson(blocked)
+    expect(error.metadata.patterns).toBeDefined()
+    expect(error.metadata.generation_id).toBeUndefined()
+    expect(await storedGenerations(gateway)).toEqual([])
+  })
+
   it('refuses retention settings beside enabled: false, naming the field', async () => {
     const make = (ledger: GatewayOptions['ledger']) => () => createGateway({ storage: memoryStorage(), logger: false, ledger })
     expect(make({ enabled: false, retentionDays: 7 })).toThrow('options.ledger.retentionDays: has no effect with enabled: false (the usage ledger keeps no records)')
