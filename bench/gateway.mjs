@@ -6,7 +6,8 @@
  * and two providers pointed at the loopback upstream (`BENCH_UPSTREAM_URL`): `openai` (Responses wire, model
  * `openai/gpt-4.1`) and `groq` (Chat Completions wire, model `bench/chat-model`, which modelgate translates to
  * and from Responses). `BENCH_LEDGER=off` starts it with the usage ledger off (`ledger: { enabled: false }`), the
- * bench's `modelgate/no-ledger` column. `BENCH_STORE=redis` puts its state on the local Redis instead of in memory.
+ * bench's `modelgate/no-ledger` column. `BENCH_STORE=redis` or `postgres` puts its state on the local Redis or
+ * PostgreSQL instead of in memory.
  */
 
 import { createServer } from 'node:http'
@@ -54,13 +55,10 @@ const countCalls = (/** @type {Record<string, unknown>} */ driver) => {
 
 /** Loopback only: the bench never sends traffic elsewhere. */
 const REDIS_URL = 'redis://127.0.0.1:6379'
+const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
 
-/**
- * The store: memory, or with `BENCH_STORE=redis` the local Redis under a key prefix of this process's own, whose
- * keys `cleanUp` deletes once the gateway has closed (a run killed before that leaves them: see bench/README.md).
- */
-const openStore = async () => {
-  if (process.env.BENCH_STORE !== 'redis') return { driver: memoryStorage(), cleanUp: async () => {} }
+/** The local Redis under a key prefix of this process's own, whose keys `cleanUp` deletes. */
+const openRedis = async () => {
   const [{ redisStorage }, { default: Redis }] = await Promise.all([load('storage/redis.js'), import('ioredis')])
   const prefix = `modelgate-bench:${process.pid}:`
   const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
@@ -71,6 +69,29 @@ const openStore = async () => {
     await client.quit()
   }
   return { driver: redisStorage({ client, prefix }), cleanUp }
+}
+
+/** The local PostgreSQL in a schema of this process's own, which `cleanUp` drops. */
+const openPostgres = async () => {
+  const [{ openSqlStorage }, { default: postgres }] = await Promise.all([load('storage/sql.js'), import('postgres')])
+  const schema = `modelgate_bench_${process.pid}`
+  const driver = await openSqlStorage({ url: POSTGRES_URL, schema })
+  const cleanUp = async () => {
+    const admin = postgres(POSTGRES_URL, { max: 1, onnotice: () => {} })
+    await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    await admin.end({ timeout: 5 })
+  }
+  return { driver, cleanUp }
+}
+
+/**
+ * The store: memory, or with `BENCH_STORE=redis` or `postgres` the local server, in a namespace of this process's
+ * own that `cleanUp` removes once the gateway has closed (a run killed before that leaves it: see bench/README.md).
+ */
+const openStore = async () => {
+  if (process.env.BENCH_STORE === 'redis') return openRedis()
+  if (process.env.BENCH_STORE === 'postgres') return openPostgres()
+  return { driver: memoryStorage(), cleanUp: async () => {} }
 }
 
 const isLedgerOff = process.env.BENCH_LEDGER === 'off'

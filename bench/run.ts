@@ -10,8 +10,8 @@
  * hot spots; its figures are then inflated by the profiler), BENCH_PHASES (a comma-separated subset of
  * json-n, stream-n, json-n/chat, stream-n/chat,
  * json-n/chat-completions, stream-n/chat-completions, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
- * another build, e.g. a branch's dist/), BENCH_STORE=redis (the modelgate columns on the local Redis at 127.0.0.1:6379
- * instead of the memory store).
+ * another build, e.g. a branch's dist/), BENCH_STORE=redis or postgres (the modelgate columns on the local Redis at
+ * 127.0.0.1:6379 or PostgreSQL at 127.0.0.1:5432 instead of the memory store).
  */
 
 import { mkdtempSync, readdirSync } from 'node:fs'
@@ -47,12 +47,15 @@ const WARMUP_REQUESTS = 5_000
 const SETTLE_MS = 400
 const IS_PROFILING = process.env.BENCH_PROFILE === '1'
 /** Where the modelgate columns keep their state (bench/gateway.mjs reads the same variable). */
+const STORE_DESCRIPTIONS = {
+  memory: 'the memory store (BENCH_STORE=redis or postgres for a local server): store calls cost no round trip',
+  redis: 'the local Redis at 127.0.0.1:6379 (one key prefix per gateway process, deleted at its end): each store call is a network round trip',
+  postgres:
+    'the local PostgreSQL at 127.0.0.1:5432, database postgres (one schema per gateway process, dropped at its end): each statement is a network round trip',
+}
 const STORE = process.env.BENCH_STORE || 'memory'
-if (STORE !== 'memory' && STORE !== 'redis') throw new Error(`BENCH_STORE must be memory or redis, got "${STORE}"`)
-const STORE_DESCRIPTION =
-  STORE === 'redis'
-    ? 'the local Redis at 127.0.0.1:6379 (one key prefix per gateway process, deleted at its end): each store call is a network round trip'
-    : 'the memory store (BENCH_STORE=redis for the local Redis): store calls cost no round trip'
+if (!Object.hasOwn(STORE_DESCRIPTIONS, STORE)) throw new Error(`BENCH_STORE must be memory, redis or postgres, got "${STORE}"`)
+const STORE_DESCRIPTION = STORE_DESCRIPTIONS[STORE as keyof typeof STORE_DESCRIPTIONS]
 /** Targets take turns in short rounds, so a slow drift of the machine hits every column alike. */
 const ROUNDS = 3
 /** The whole run, however it is configured, ends by then. */

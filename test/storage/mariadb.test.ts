@@ -1,5 +1,6 @@
 import type { Connection } from 'mysql2/promise'
 import { MARIADB_URL, dropMariadbDatabase } from '../helpers/stores'
+import { createMysqlDialect } from '../../src/storage/sql/mysql'
 import { describeSqlDriver } from './sql-cases'
 
 let admin: Connection | undefined
@@ -26,4 +27,6 @@ describeSqlDriver({
   async end() {
     await admin?.end()
   },
+  createDialect: (settings) => createMysqlDialect({ ...settings, database: settings.schema! }),
+  statementsPerBatch: 4,
 })

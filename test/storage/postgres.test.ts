@@ -1,4 +1,5 @@
 import { POSTGRES_URL, dropPostgresSchema } from '../helpers/stores'
+import { createPostgresDialect } from '../../src/storage/sql/postgres'
 import { describeSqlDriver } from './sql-cases'
 
 type Admin = import('postgres').Sql
@@ -28,4 +29,6 @@ describeSqlDriver({
   async end() {
     await admin?.end({ timeout: 5 })
   },
+  createDialect: createPostgresDialect,
+  statementsPerBatch: 1,
 })

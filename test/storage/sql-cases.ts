@@ -8,6 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { isGatewayError } from '../../src/core/errors'
 import type { StorageDriver } from '../../src/storage/contract'
 import { openSqlStorage, sqlStorage, type SqlStorageOptions } from '../../src/storage/sql'
+import type { Dialect, DialectSettings, SqlSession } from '../../src/storage/sql/dialect'
+import { createSqlDriver } from '../../src/storage/sql/driver'
 import { requireServer, uniqueNamespace } from '../helpers/stores'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { describeStorageContract } from './contract'
@@ -29,6 +31,13 @@ export interface SqlTarget {
   dropNamespace(namespace: string): Promise<void>
   /** Closes the administrator connection. */
   end(): Promise<void>
+  /** The dialect `sqlStorage` builds for this server, with `settings.schema` as its schema or database. */
+  createDialect(settings: DialectSettings): Promise<Dialect>
+  /**
+   * Statements (each one round trip) that store a batch of new records with index rows, as the usage
+   * ledger writes: one where the dialect inserts into several tables at once, else `BEGIN`, two inserts, `COMMIT`.
+   */
+  statementsPerBatch: number
 }
 
 /** Far above every timeout the tests set: a call still pending after this has hung. */
@@ -82,6 +91,33 @@ export function describeSqlDriver(target: SqlTarget): void {
     const driver = await openSqlStorage({ url: target.url(), schema: namespace, ...options })
     drivers.push(driver)
     return driver
+  }
+
+  /** A driver on this run's namespace whose sessions write down every statement they send. */
+  const openCounting = async () => {
+    const statements: string[] = []
+    const settings = { url: target.url(), schema: namespace, tablePrefix: 'modelgate_', queryTimeoutMs: 5_000, connectTimeoutMs: 3_000, migrationTimeoutMs: 60_000 }
+    const counting = (session: SqlSession): SqlSession =>
+      new Proxy(session, {
+        get(inner, name) {
+          if (name === 'query') return (text: string, params?: Parameters<SqlSession['query']>[1]) => (statements.push(text), inner.query(text, params))
+          const value: unknown = Reflect.get(inner, name, inner)
+          return typeof value === 'function' ? value.bind(inner) : value
+        },
+      })
+    const { driver, ready } = createSqlDriver({
+      name: target.name,
+      loadDialect: async () => {
+        const dialect = await target.createDialect(settings)
+        return { ...dialect, connect: async () => counting(await dialect.connect()) }
+      },
+      poolSize: 2,
+      queryTimeoutMs: settings.queryTimeoutMs,
+      migrationTimeoutMs: settings.migrationTimeoutMs,
+    })
+    drivers.push(driver)
+    await ready()
+    return { driver, statements }
   }
 
   const proxy = async () => {
@@ -260,6 +296,22 @@ export function describeSqlDriver(target: SqlTarget): void {
       expect(uniques.map((row) => String(row.unique_key))).toEqual(['slug:taken'])
       expect(await count('indexes', 'collection = ? AND record_id = ? AND field = ?', [widgets, 'w1', 'color'])).toBe(1)
       expect(await count('records', 'collection = ? AND id = ? AND version = 1', [widgets, 'w1'])).toBe(1)
+    })
+
+    it(`stores a batch of new records in ${target.statementsPerBatch} statement(s), all or nothing`, async () => {
+      const { driver, statements } = await openCounting()
+      const generations = uniqueNamespace('generations')
+      // The usage ledger's shape: fresh ids, two index rows each, no unique keys.
+      const batch = (ids: string[]) => ids.map((id) => ({ id, data: { id }, sortKey: `2025-01-01T00:00:0${id.at(-1)}Z`, indexes: { account: 'a1', day: 'a1:2025-01-01' } }))
+      statements.length = 0
+      expect((await driver.createMany(generations, batch(['g1', 'g2', 'g3']))).map((record) => record?.id)).toEqual(['g1', 'g2', 'g3'])
+      expect(statements).toHaveLength(target.statementsPerBatch)
+      expect(await count('indexes', 'collection = ? AND field = ?', [generations, 'day'])).toBe(3)
+
+      // A taken id fails the batch's write; each record is then stored on its own, once.
+      expect((await driver.createMany(generations, batch(['g4', 'g1']))).map((record) => record?.id ?? null)).toEqual(['g4', null])
+      expect(await count('records', 'collection = ?', [generations])).toBe(4)
+      expect(await count('indexes', 'collection = ? AND record_id = ?', [generations, 'g4'])).toBe(2)
     })
 
     it('lets two drivers on one schema race: one compare-and-set winner, one unique winner, shared counters', async () => {

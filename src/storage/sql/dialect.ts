@@ -54,6 +54,12 @@ export interface Dialect {
   connect(): Promise<SqlSession>
   /** The statement that opens a read-write transaction. */
   readonly beginStatement: string
+  /**
+   * Whether one statement may insert into several tables (`WITH a AS (INSERT ...) INSERT ...`), all or
+   * nothing without a transaction: a batch of new records is then one round trip instead of four
+   * (`BEGIN`, the inserts, `COMMIT`). PostgreSQL can; MySQL and MariaDB cannot.
+   */
+  readonly hasMultiTableInsert: boolean
   /** `LIMIT ... OFFSET ...` for a page; `limit` undefined means all rows. */
   pageClause(limit: number | undefined, offset: number): { sql: string; params: SqlValue[] }
   /**

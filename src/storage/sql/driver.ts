@@ -1,6 +1,7 @@
 /**
- * The `StorageDriver` over a SQL dialect. Every write is one transaction on one connection: the
- * record row, its unique-key rows and its index rows change together or not at all. Unique keys
+ * The `StorageDriver` over a SQL dialect. Every write is one transaction on one connection (or, for
+ * new records on PostgreSQL, one statement): the record row, its unique-key rows and its index rows
+ * change together or not at all. Unique keys
  * and ids are claimed by primary keys, so "create if absent" is decided by the database, never by a
  * read followed by a write; compare-and-set reads the row with `FOR UPDATE` first.
  */
@@ -24,7 +25,7 @@ import {
   assertVersion,
   toStoredRecord,
 } from '../validate'
-import type { Dialect, SqlCall, SqlRow, SqlValue } from './dialect'
+import type { Dialect, SqlCall, SqlRow, SqlValue, TableNames } from './dialect'
 import { assertStorableKey, assertStorableRecord, isStorableKey, KEY_LIMITS } from './keys'
 import { migrate } from './migrations'
 import { createSessionPool, SqlConnectionLostError, SqlPoolClosedError, SqlTimeoutError, type SessionPool } from './pool'
@@ -52,6 +53,61 @@ const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 const placeholders = (rows: number, columns: number) =>
   Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => '?').join(', ')})`).join(', ')
+
+/** One statement with `?` placeholders, and the values bound to them in order. */
+type Statement = [text: string, params: SqlValue[]]
+
+const insertRows = (table: string, columns: string, rows: SqlValue[][]): Statement => [
+  `INSERT INTO ${table} (${columns}) VALUES ${placeholders(rows.length, rows[0]!.length)}`,
+  rows.flat(),
+]
+
+/** Unique-key rows (`[key, record id]`), in key order, so concurrent writers lock them in the same order. */
+const uniqueRows = (tables: TableNames, collection: string, claims: Array<readonly [string, string]>): Statement =>
+  insertRows(
+    tables.uniques,
+    'collection, unique_key, record_id',
+    [...claims].sort(([a], [b]) => byCodeUnit(a, b)).map(([key, id]) => [collection, key, id]),
+  )
+
+/** Index rows (`[field, value, record id]`). */
+const indexRows = (tables: TableNames, collection: string, entries: Array<[string, string, string]>): Statement =>
+  insertRows(tables.indexes, 'collection, field, value, record_id', entries.map((entry) => [collection, ...entry]))
+
+/** The inserts that store new records: their rows, then their unique-key rows and index rows (when they have any). */
+const newRecordInserts = (tables: TableNames, collection: string, records: StoredRecord<JsonObject>[]): Statement[] => {
+  const claims = records.flatMap((record) => record.uniques.map((key) => [key, record.id] as const))
+  const entries = records.flatMap((record) => Object.entries(record.indexes).map(([field, value]): [string, string, string] => [field, value, record.id]))
+  return [
+    insertRows(
+      tables.records,
+      'collection, id, version, data, sort_key, indexes_json, uniques_json',
+      records.map((record) => [
+        collection,
+        record.id,
+        record.version,
+        JSON.stringify(record.data),
+        record.sortKey,
+        JSON.stringify(record.indexes),
+        JSON.stringify(record.uniques),
+      ]),
+    ),
+    ...(claims.length > 0 ? [uniqueRows(tables, collection, claims)] : []),
+    ...(entries.length > 0 ? [indexRows(tables, collection, entries)] : []),
+  ]
+}
+
+/**
+ * Several inserts as one statement (`WITH insert_0 AS (INSERT ...) INSERT ...`), for a dialect with
+ * `hasMultiTableInsert`: placeholders count in text order, which is the order of the inserts' values.
+ */
+const asOneStatement = (inserts: Statement[]): Statement => {
+  const [text, params] = inserts.at(-1)!
+  const preceding = inserts.slice(0, -1)
+  if (preceding.length === 0) return [text, params]
+  const withClause = preceding.map(([insert], index) => `insert_${index} AS (${insert})`).join(', ')
+  return [`WITH ${withClause} ${text}`, [...preceding.flatMap(([, values]) => values), ...params]]
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -133,28 +189,36 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
   const toCounterResult = (row: SqlRow): CounterResult => ({ value: Number(row.value), expiresAt: Number(row.expires_at) })
 
+  /** Runs `work` again from the start after a deadlock or lock timeout, a few times at most. */
+  const withRetries = async <T>(dialect: Dialect, work: () => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await work()
+      } catch (error) {
+        if (attempt >= MAX_ATTEMPTS || !dialect.isRetryable(error)) throw error
+        await sleep(5 + Math.random() * 20 * attempt)
+      }
+    }
+  }
+
+  /** Runs `body` between `BEGIN` and `COMMIT` on `sqlCall`, rolled back when it throws. */
+  const inTransaction = async <T>(sqlCall: SqlCall, dialect: Dialect, body: () => Promise<T>): Promise<T> => {
+    await sqlCall.query(dialect.beginStatement)
+    let result: T
+    try {
+      result = await body()
+    } catch (error) {
+      // A connection whose rollback failed is in an unknown state: cut it rather than reuse it.
+      await sqlCall.query('ROLLBACK').catch(() => sqlCall.abort())
+      throw error
+    }
+    await sqlCall.query('COMMIT')
+    return result
+  }
+
   /** Runs `body` in a transaction, again from the start after a deadlock or lock timeout. */
   const transaction = <T>(body: (call: SqlCall, dialect: Dialect) => Promise<T>): Promise<T> =>
-    call(async (sqlCall, dialect) => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await sqlCall.query(dialect.beginStatement)
-          let result: T
-          try {
-            result = await body(sqlCall, dialect)
-          } catch (error) {
-            // A connection whose rollback failed is in an unknown state: cut it rather than reuse it.
-            await sqlCall.query('ROLLBACK').catch(() => sqlCall.abort())
-            throw error
-          }
-          await sqlCall.query('COMMIT')
-          return result
-        } catch (error) {
-          if (attempt >= MAX_ATTEMPTS || !dialect.isRetryable(error)) throw error
-          await sleep(5 + Math.random() * 20 * attempt)
-        }
-      }
-    })
+    call((sqlCall, dialect) => withRetries(dialect, () => inTransaction(sqlCall, dialect, () => body(sqlCall, dialect))))
 
   const assertOpen = () => {
     if (isClosed) throw new StorageUnavailableError('Storage is closed')
@@ -172,11 +236,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
   /** Inserts unique-key rows; a key held by anyone (even this record's id space is separate) is a conflict. */
   const claimUniques = async (sqlCall: SqlCall, dialect: Dialect, collection: string, id: string, keys: string[]) => {
     if (keys.length === 0) return
-    const sorted = [...keys].sort(byCodeUnit)
-    await sqlCall.query(
-      `INSERT INTO ${dialect.tables.uniques} (collection, unique_key, record_id) VALUES ${placeholders(sorted.length, 3)}`,
-      sorted.flatMap((key) => [collection, key, id]),
-    )
+    await sqlCall.query(...uniqueRows(dialect.tables, collection, keys.map((key) => [key, id])))
   }
 
   const insertIndexes = async (
@@ -187,11 +247,26 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
     entries: Array<[string, string]>,
   ) => {
     if (entries.length === 0) return
-    await sqlCall.query(
-      `INSERT INTO ${dialect.tables.indexes} (collection, field, value, record_id) VALUES ${placeholders(entries.length, 4)}`,
-      entries.flatMap(([field, value]) => [collection, field, value, id]),
-    )
+    await sqlCall.query(...indexRows(dialect.tables, collection, entries.map(([field, value]) => [field, value, id])))
   }
+
+  /**
+   * Stores new records with their unique-key and index rows, all or none; a taken id or unique key is a
+   * unique conflict. One statement where the dialect allows (one round trip), else one transaction.
+   */
+  const insertNew = (collection: string, records: StoredRecord<JsonObject>[]): Promise<void> =>
+    call((sqlCall, dialect) =>
+      withRetries(dialect, async () => {
+        const inserts = newRecordInserts(dialect.tables, collection, records)
+        if (dialect.hasMultiTableInsert) {
+          await asConflict(dialect, sqlCall.query(...asOneStatement(inserts)))
+          return
+        }
+        await inTransaction(sqlCall, dialect, async () => {
+          for (const insert of inserts) await asConflict(dialect, sqlCall.query(...insert))
+        })
+      }),
+    )
 
   const releaseUniques = async (sqlCall: SqlCall, dialect: Dialect, collection: string, id: string, keys: string[]) => {
     if (keys.length === 0) return
@@ -258,28 +333,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       assertCollection(collection)
       const record = toStoredRecord(input, 1)
       assertStorableRecord(collection, record)
-      await transaction(async (sqlCall, dialect) => {
-        await asConflict(
-          dialect,
-          (async () => {
-            await sqlCall.query(
-              `INSERT INTO ${dialect.tables.records} (collection, id, version, data, sort_key, indexes_json, uniques_json)
-               VALUES (?, ?, ?, ?, ?, ?, ?)`,
-              [
-                collection,
-                record.id,
-                record.version,
-                JSON.stringify(record.data),
-                record.sortKey,
-                JSON.stringify(record.indexes),
-                JSON.stringify(record.uniques),
-              ],
-            )
-            await claimUniques(sqlCall, dialect, collection, record.id, record.uniques)
-          })(),
-        )
-        await insertIndexes(sqlCall, dialect, collection, record.id, Object.entries(record.indexes))
-      })
+      await insertNew(collection, [record])
       return record
     },
 
@@ -291,37 +345,8 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       for (const record of records) assertStorableRecord(collection, record)
       if (records.length === 0) return []
       try {
-        // The usual batch (fresh ids, no unique keys) is one transaction of multi-row inserts.
-        await transaction(async (sqlCall, dialect) => {
-          await asConflict(dialect, sqlCall.query(
-            `INSERT INTO ${dialect.tables.records} (collection, id, version, data, sort_key, indexes_json, uniques_json)
-             VALUES ${placeholders(records.length, 7)}`,
-            records.flatMap((record) => [
-              collection,
-              record.id,
-              record.version,
-              JSON.stringify(record.data),
-              record.sortKey,
-              JSON.stringify(record.indexes),
-              JSON.stringify(record.uniques),
-            ]),
-          ))
-          const uniques = records.flatMap((record) => record.uniques.map((key) => [key, record.id] as const))
-          uniques.sort(([a], [b]) => byCodeUnit(a, b))
-          if (uniques.length > 0) {
-            await asConflict(dialect, sqlCall.query(
-              `INSERT INTO ${dialect.tables.uniques} (collection, unique_key, record_id) VALUES ${placeholders(uniques.length, 3)}`,
-              uniques.flatMap(([key, id]) => [collection, key, id]),
-            ))
-          }
-          const indexes = records.flatMap((record) => Object.entries(record.indexes).map(([field, value]) => [field, value, record.id]))
-          if (indexes.length > 0) {
-            await sqlCall.query(
-              `INSERT INTO ${dialect.tables.indexes} (collection, field, value, record_id) VALUES ${placeholders(indexes.length, 4)}`,
-              indexes.flatMap((entry) => [collection, ...entry]),
-            )
-          }
-        })
+        // The usual batch (fresh ids, no unique keys) is one write of multi-row inserts.
+        await insertNew(collection, records)
         return records
       } catch (error) {
         if (!(error instanceof StorageConflictError)) throw error

@@ -146,6 +146,8 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
     tables,
     connect,
     beginStatement: 'START TRANSACTION',
+    // No data-modifying WITH, and mysql2 sends one statement at a time: a batch is a transaction.
+    hasMultiTableInsert: false,
 
     pageClause: (limit, offset) =>
       limit === undefined

@@ -179,6 +179,8 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
     tables,
     connect,
     beginStatement: 'BEGIN',
+    // Data-modifying WITH: every insert of the statement commits together or not at all.
+    hasMultiTableInsert: true,
 
     pageClause: (limit, offset) => ({ sql: 'LIMIT ? OFFSET ?', params: [limit ?? null, offset] }),
 
