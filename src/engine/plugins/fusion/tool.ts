@@ -8,7 +8,6 @@
 
 import * as v from 'valibot'
 import { InvalidRequestError } from '../../../core/errors'
-import { MODEL_SLUG_PATTERN } from '../../../core/patterns'
 import type { InputItem } from '../../../providers/types'
 import type { ResponsesRequestBody } from '../../request.schemas'
 import { ServerToolFailure, historyPair, type ServerTool, type SubRuns } from '../../server-tools/contract'
@@ -18,10 +17,8 @@ import { withoutCallerTools } from './conversation'
 import { fusionItem, FUSION_ITEM_TYPE } from './item'
 import { DEFAULT_FUSION_PRESET, FUSION_PRESETS } from './presets'
 import { isPanelRun, openPanelRun, type PanelOutcome } from './panel'
-import { ANALYSIS_MODELS_MAX, FUSION_MAX_TOOL_CALLS_DEFAULT, FUSION_MAX_TOOL_CALLS_MAX, FUSION_TOOLS_MAX } from './schemas'
+import { AnalysisModelsSchema, FusionSlugSchema, FUSION_MAX_TOOL_CALLS_DEFAULT, FUSION_MAX_TOOL_CALLS_MAX, FUSION_TOOLS_MAX } from './schemas'
 import { sumFusionUsage } from './usage'
-
-const SlugSchema = v.pipe(v.string(), v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'))
 
 /**
  * OpenRouter's `FusionServerToolConfig`, less `cache_control` (nothing here would cache it). `model` names the
@@ -31,15 +28,8 @@ export const FusionToolSchema = v.strictObject({
   type: v.literal('service:fusion'),
   parameters: v.optional(
     v.strictObject({
-      analysis_models: v.optional(
-        v.pipe(
-          v.array(SlugSchema),
-          v.minLength(1, 'must name at least 1 model'),
-          v.maxLength(ANALYSIS_MODELS_MAX, `at most ${ANALYSIS_MODELS_MAX} models`),
-          v.check((models) => new Set(models).size === models.length, 'must not name a model twice'),
-        ),
-      ),
-      model: v.optional(SlugSchema),
+      analysis_models: v.optional(AnalysisModelsSchema),
+      model: v.optional(FusionSlugSchema),
       max_completion_tokens: v.optional(v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'))),
       temperature: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0'), v.maxValue(2, 'must be at most 2'))),
       reasoning: v.optional(
