@@ -70,11 +70,14 @@ export const toChatUsage = (usage: BilledUsage) => ({
   },
   cost: usage.cost,
   is_byok: usage.is_byok,
-  cost_details: {
-    upstream_inference_cost: usage.cost_details.upstream_inference_cost,
-    upstream_inference_prompt_cost: usage.cost_details.upstream_inference_input_cost,
-    upstream_inference_completions_cost: usage.cost_details.upstream_inference_output_cost,
-  },
+  cost_details: toChatCostDetails(usage.cost_details),
+})
+
+/** OpenRouter's `cost_details` in Chat Completions names (prompt / completions), as chat and embeddings answers carry it. */
+export const toChatCostDetails = (details: BilledUsage['cost_details']) => ({
+  upstream_inference_cost: details.upstream_inference_cost,
+  upstream_inference_prompt_cost: details.upstream_inference_input_cost,
+  upstream_inference_completions_cost: details.upstream_inference_output_cost,
 })
 
 /** A failure in OpenRouter's error shape: the HTTP status it stands for, and the canonical `error_type`. */

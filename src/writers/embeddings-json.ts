@@ -1,6 +1,7 @@
 /** The embeddings answer in OpenAI's shape, with OpenRouter's usage fields (cost, BYOK, cost details). */
 
 import type { EmbeddingsAnswer } from '../engine/embeddings'
+import { toChatCostDetails } from './chat-completions-shared'
 
 /** OpenAI's `base64`: the vector's float32 values, little-endian, base64-encoded. */
 export const toBase64Vector = (vector: readonly number[]): string => {
@@ -25,11 +26,7 @@ export const toEmbeddingsWire = (id: string, answer: EmbeddingsAnswer, encodingF
       total_tokens: usage.total_tokens,
       cost: usage.cost,
       is_byok: usage.is_byok,
-      cost_details: {
-        upstream_inference_cost: usage.cost_details.upstream_inference_cost,
-        upstream_inference_prompt_cost: usage.cost_details.upstream_inference_input_cost,
-        upstream_inference_completions_cost: usage.cost_details.upstream_inference_output_cost,
-      },
+      cost_details: toChatCostDetails(usage.cost_details),
     },
   }
 }
