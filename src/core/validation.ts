@@ -3,6 +3,7 @@
 import * as v from 'valibot'
 import { InvalidRequestError } from './errors'
 import { MAX_JSON_DEPTH, isNestedDeeperThan } from './json-depth'
+import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from './patterns'
 import { describeRule } from './validation-messages'
 
 export type InputSource = 'body' | 'query' | 'params' | 'options' | 'input'
@@ -71,6 +72,13 @@ export const BoundedJsonSchema = boundedJson(v.unknown())
 export const passThroughObject = <const E extends v.ObjectEntries>(entries: E) => v.objectWithRest(entries, BoundedJsonSchema)
 
 /** A whole number from `minimum` to `maximum`, with the messages every body field uses. */
+/** A model slug `<author>/<name>` as every body and option names one (`MODEL_SLUG_PATTERN`, at most `MODEL_SLUG_MAX`). */
+export const ModelSlugSchema = v.pipe(
+  v.string(),
+  v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
+  v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
+)
+
 export const integer = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
   v.pipe(v.number(), v.integer('must be an integer'), v.minValue(minimum, `must be at least ${minimum}`), v.maxValue(maximum, `must be at most ${maximum}`))
 

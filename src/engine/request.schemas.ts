@@ -7,7 +7,9 @@
 
 import * as v from 'valibot'
 import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
-import { boundedJson, integer, passThroughObject, sparseLooseObject } from '../core/validation'
+import { boundedJson, integer, ModelSlugSchema, passThroughObject, sparseLooseObject } from '../core/validation'
+
+export { ModelSlugSchema }
 import { PluginSchema } from './plugins/schemas'
 
 // spec Limits.
@@ -18,12 +20,6 @@ export const SESSION_ID_MAX = 256
 export const USER_MAX = 256
 export const MAX_TOOL_CALLS_MAX = 30
 export const MODELS_MAX = 16
-
-export const ModelSlugSchema = v.pipe(
-  v.string(),
-  v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
-  v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
-)
 
 /** A preset's slug (OpenRouter: URL-safe): lowercase letters, digits, `-` and `_`. */
 export const PRESET_SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$/

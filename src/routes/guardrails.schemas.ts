@@ -1,6 +1,6 @@
 import * as v from 'valibot'
-import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN, SHA256_HEX_PATTERN, UUID_PATTERN } from '../core/patterns'
-import { integerQuery } from '../core/validation'
+import { SHA256_HEX_PATTERN, UUID_PATTERN } from '../core/patterns'
+import { integerQuery, ModelSlugSchema } from '../core/validation'
 import { compileContentPattern } from '../engine/guardrails/content-pattern'
 import { CONTENT_FILTER_BUILTIN_SLUGS } from '../repositories/guardrails'
 import { UserIdSchema } from './keys.schemas'
@@ -52,12 +52,6 @@ const uniqueList = <S extends v.GenericSchema<unknown, string>>(item: S) =>
     ),
   )
 
-const ModelIdSchema = v.pipe(
-  v.string(),
-  v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
-  v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
-)
-
 // A base provider slug (`openai`) or one variant of it (`openai/turbo`), as provider preferences take them.
 const ProviderIdSchema = v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]*(?:\/[a-z0-9][a-z0-9-]*)?$/, 'must be a provider slug'))
 
@@ -94,8 +88,8 @@ const ruleEntries = {
   description: v.optional(
     v.nullable(v.pipe(v.string(), v.maxLength(GUARDRAIL_DESCRIPTION_MAX, `must be at most ${GUARDRAIL_DESCRIPTION_MAX} characters`))),
   ),
-  allowed_models: v.optional(uniqueList(ModelIdSchema)),
-  ignored_models: v.optional(uniqueList(ModelIdSchema)),
+  allowed_models: v.optional(uniqueList(ModelSlugSchema)),
+  ignored_models: v.optional(uniqueList(ModelSlugSchema)),
   allowed_providers: v.optional(uniqueList(ProviderIdSchema)),
   ignored_providers: v.optional(uniqueList(ProviderIdSchema)),
   enforce_zdr: nullableBoolean,

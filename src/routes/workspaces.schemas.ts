@@ -1,6 +1,6 @@
 import * as v from 'valibot'
-import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN, UUID_PATTERN } from '../core/patterns'
-import { booleanQuery, integerQuery } from '../core/validation'
+import { UUID_PATTERN } from '../core/patterns'
+import { booleanQuery, integerQuery, ModelSlugSchema } from '../core/validation'
 import { WORKSPACE_SLUG_PATTERN } from '../repositories/workspaces'
 
 export const WORKSPACES_PAGE_MAX = 100
@@ -38,12 +38,6 @@ export const WorkspaceSlugSchema = v.pipe(
   v.regex(WORKSPACE_SLUG_PATTERN, 'must be 1 to 64 lowercase letters, digits or inner hyphens'),
   // A slug shaped like a UUID could shadow another workspace's id in GET /workspaces/{id}.
   v.check((slug) => !UUID_PATTERN.test(slug), 'must not look like a UUID'),
-)
-
-const ModelSlugSchema = v.pipe(
-  v.string(),
-  v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
-  v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
 )
 
 /**

@@ -4,7 +4,7 @@
  */
 
 import * as v from 'valibot'
-import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../../../core/patterns'
+import { ModelSlugSchema } from '../../../core/validation'
 
 export const ANALYSIS_MODELS_MAX = 8
 export const FUSION_TOOLS_MAX = 8
@@ -15,15 +15,9 @@ export const FUSION_MAX_TOOL_CALLS_DEFAULT = 4
 export const FUSION_PRESET_NAMES = ['general-high', 'general-budget', 'general-fast'] as const
 export type FusionPreset = (typeof FUSION_PRESET_NAMES)[number]
 
-export const FusionSlugSchema = v.pipe(
-  v.string(),
-  v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`),
-  v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'),
-)
-
 /** The panel, as the plugin and the `service:fusion` tool both name it. */
 export const AnalysisModelsSchema = v.pipe(
-  v.array(FusionSlugSchema),
+  v.array(ModelSlugSchema),
   v.minLength(1, 'must name at least 1 model'),
   v.maxLength(ANALYSIS_MODELS_MAX, `at most ${ANALYSIS_MODELS_MAX} models`),
   v.check((models) => new Set(models).size === models.length, 'must not name a model twice'),
@@ -38,7 +32,7 @@ export const FusionPluginSchema = v.strictObject({
   id: v.literal('fusion'),
   enabled: v.optional(v.boolean()),
   analysis_models: v.optional(AnalysisModelsSchema),
-  model: v.optional(FusionSlugSchema),
+  model: v.optional(ModelSlugSchema),
   preset: v.optional(v.picklist(FUSION_PRESET_NAMES, `must be one of ${FUSION_PRESET_NAMES.join(', ')}`)),
   max_tool_calls: v.optional(
     v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(FUSION_MAX_TOOL_CALLS_MAX, `must be at most ${FUSION_MAX_TOOL_CALLS_MAX}`)),

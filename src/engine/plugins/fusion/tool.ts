@@ -8,6 +8,7 @@
 
 import * as v from 'valibot'
 import { InvalidRequestError } from '../../../core/errors'
+import { ModelSlugSchema } from '../../../core/validation'
 import type { InputItem } from '../../../providers/types'
 import type { ResponsesRequestBody } from '../../request.schemas'
 import { ServerToolFailure, historyPair, type ServerTool, type SubRuns } from '../../server-tools/contract'
@@ -17,7 +18,7 @@ import { withoutCallerTools } from './conversation'
 import { fusionItem, FUSION_ITEM_TYPE } from './item'
 import { DEFAULT_FUSION_PRESET, FUSION_PRESETS } from './presets'
 import { isPanelRun, openPanelRun, type PanelOutcome } from './panel'
-import { AnalysisModelsSchema, FusionSlugSchema, FUSION_MAX_TOOL_CALLS_DEFAULT, FUSION_MAX_TOOL_CALLS_MAX, FUSION_TOOLS_MAX } from './schemas'
+import { AnalysisModelsSchema, FUSION_MAX_TOOL_CALLS_DEFAULT, FUSION_MAX_TOOL_CALLS_MAX, FUSION_TOOLS_MAX } from './schemas'
 import { sumFusionUsage } from './usage'
 
 /**
@@ -29,7 +30,7 @@ export const FusionToolSchema = v.strictObject({
   parameters: v.optional(
     v.strictObject({
       analysis_models: v.optional(AnalysisModelsSchema),
-      model: v.optional(FusionSlugSchema),
+      model: v.optional(ModelSlugSchema),
       max_completion_tokens: v.optional(v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'))),
       temperature: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0'), v.maxValue(2, 'must be at most 2'))),
       reasoning: v.optional(
