@@ -97,3 +97,14 @@ const ITEM_EVENT_TYPES: ReadonlySet<string> = new Set<ItemEventType>([
 
 /** Whether an event type read off a Responses-shaped wire is one of the item-level members. */
 export const isItemEventType = (type: string): type is ItemEventType => ITEM_EVENT_TYPES.has(type)
+
+/**
+ * An item event's fields as a new plain object, without the upstream's wire text, for a caller that changes some
+ * (renumbers it, adds annotations). A spread alone is not enough: an event relayed as sent keeps its fields in its
+ * text until read (openai-responses/as-sent.ts), so a spread of it copies its type and nothing else.
+ */
+export const itemEventFields = <E extends ItemEvent>(event: E): Omit<E, 'wireJson'> => {
+  const fields = (event as { toJSON?: () => object }).toJSON?.() ?? event
+  const { wireJson: _wireJson, ...copy } = fields as E
+  return copy
+}

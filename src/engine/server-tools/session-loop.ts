@@ -7,7 +7,7 @@
  */
 
 import { InternalError, isGatewayError } from '../../core/errors'
-import type { ItemEvent } from '../../providers/events'
+import { itemEventFields, type ItemEvent } from '../../providers/events'
 import type { OutputItem, OutputMessage } from '../../providers/types'
 import type { ActiveStream } from '../active-streams'
 import { ClientClosedError } from '../attempts'
@@ -124,8 +124,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
         const renumbered = <E extends ItemEvent>(event: E): E => {
           if (at(event.output_index) === event.output_index) return event
           // An event relayed as the upstream wrote it carries its JSON text; renumbered, it must be written anew.
-          const { wireJson: _wireJson, ...fields } = event
-          return { ...fields, output_index: at(event.output_index) } as E
+          return { ...itemEventFields(event), output_index: at(event.output_index) } as E
         }
         const annotationsFor = (text: string) => citationsIn(text, loop.sources)
         const annotated = new Map<string, unknown[]>()
@@ -167,8 +166,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
             case 'response.content_part.done': {
               const citations = annotated.get(`${event.output_index}:${event.content_index}`)
               if (!citations || event.part.type !== 'output_text') return sink.write(renumbered(event))
-              const { wireJson: _wireJson, ...fields } = event
-              return sink.write({ ...fields, output_index: at(event.output_index), part: { ...event.part, annotations: [...event.part.annotations, ...citations] } })
+              return sink.write({ ...itemEventFields(event), output_index: at(event.output_index), part: { ...event.part, annotations: [...event.part.annotations, ...citations] } })
             }
             default:
               break
@@ -181,8 +179,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
               return citations && part.type === 'output_text' ? { ...part, annotations: [...part.annotations, ...citations] } : part
             })
             if (content.some((part, index) => part !== message.content[index])) {
-              const { wireJson: _wireJson, ...fields } = event
-              return sink.write({ ...fields, output_index: at(event.output_index), item: { ...message, content } })
+              return sink.write({ ...itemEventFields(event), output_index: at(event.output_index), item: { ...message, content } })
             }
           }
           return sink.write(renumbered(event))

@@ -8,7 +8,7 @@
  */
 
 import { UpstreamError, isGatewayError } from '../../../core/errors'
-import type { ItemEvent } from '../../../providers/events'
+import { itemEventFields, type ItemEvent } from '../../../providers/events'
 import { ClientClosedError } from '../../attempts'
 import { toResponseFailure } from '../../fallback'
 import type { InferenceRequest } from '../../request'
@@ -158,8 +158,7 @@ export const answerFusion = async (service: InferenceService, request: Inference
 
 /** Shifts an item event of the judge past the fusion item. */
 const shifted = <E extends ItemEvent>(event: E): E => {
-  const { wireJson: _wireJson, ...fields } = event
-  return { ...fields, output_index: event.output_index + 1 } as E
+  return { ...itemEventFields(event), output_index: event.output_index + 1 } as E
 }
 
 /** A streamed fusion answer: resolves once every member's run has opened; rejects as `answerFusion` would. */
