@@ -47,11 +47,11 @@ export const observeSession = (session: ResponseSession, observer: SessionObserv
         return false
       },
       ready: () => (holding ? holding.then(() => sink.ready()) : sink.ready()),
-      close() {
+      close(stopped) {
         const close = () => {
           if (finished) end({ how: 'finished', result: finished })
-          else end({ how: 'stopped' })
-          sink.close()
+          else end(stopped ? { how: 'stopped', used: stopped } : { how: 'stopped' })
+          sink.close(stopped)
         }
         if (!holding) return close()
         holding.then(close, (error: unknown) => {

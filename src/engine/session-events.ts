@@ -70,7 +70,11 @@ export interface EventSink<Event> {
   write(event: Event): boolean
   /** Resolves when the consumer can take more (or has gone away). */
   ready(): Promise<void>
-  close(): void
+  /**
+   * The session ended. `stopped` is set when it ended early because its client went away (the request's signal
+   * aborted before any consumer stopped it): what the answer had used, reckoned as a stop would have.
+   */
+  close(stopped?: StoppedUsage): void
   /** Ends the session as broken (a bug): the consumer must not take what it got for a whole answer. */
   fail(error: unknown): void
 }

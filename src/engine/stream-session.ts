@@ -20,7 +20,7 @@ import type { InferenceRequest } from './request'
 import { newResponseId, nowSeconds } from './response-identity'
 import { metadataIfRequested } from './service-metadata'
 import type { InferenceService } from './service'
-import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from './session-events'
+import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from './session-events'
 import { StreamSignal } from './stream-signal'
 import { contentLength, estimatedUsage } from './stopped-usage'
 
@@ -102,11 +102,17 @@ export const openSession = async (service: InferenceService, request: InferenceR
       contentCharacters += contentLength(event)
       if (!sink.write(event)) needsDrain = true
     }
-    const end = () => {
+    const end = (stopped?: StoppedUsage) => {
       isStopped = true
       clearInterval(keepAlive)
       service.streams.delete(active)
-      sink.close()
+      sink.close(stopped)
+    }
+    // What the answer used when it was cut short after `started`: the upstream's usage if it came, else an estimate.
+    const stoppedUsage = (): StoppedUsage | undefined => {
+      if (!started) return undefined
+      const used = usage ?? estimatedUsage(request.body, contentCharacters)
+      return { usage: billAttempt(used, started.attempt, service.byokFeeRate, items.filter(Boolean)), isEstimated: usage === undefined }
     }
     const result = (
       fields: Pick<ResponseResult, 'model' | 'status' | 'output' | 'usage' | 'error' | 'incompleteDetails' | 'servedBy' | 'stopSequence'>,
@@ -222,7 +228,9 @@ export const openSession = async (service: InferenceService, request: InferenceR
       } catch (error) {
         if (isStopped) return
         attempt.abort()
-        if (error instanceof ClientClosedError || signal.aborted) return end()
+        // The client went away without the consumer stopping the session (a host that aborts the request's signal):
+        // the answer is charged what it used, as a stop would charge it.
+        if (error instanceof ClientClosedError || signal.aborted) return end(stoppedUsage())
         const failure = toAttemptFailure(error, served.attempt, attempt.secrets)
         service.logger.warn('upstream stream failed after content', {
           requestId: request.requestId,
@@ -252,9 +260,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
       open?.opened.abort()
       abortOpening()
       open?.iterator.return?.()?.catch(() => {})
-      if (!started) return undefined
-      const used = usage ?? estimatedUsage(request.body, contentCharacters)
-      return { usage: billAttempt(used, started.attempt, service.byokFeeRate, items.filter(Boolean)), isEstimated: usage === undefined }
+      return stoppedUsage()
     }
   }
 

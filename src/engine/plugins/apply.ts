@@ -8,7 +8,7 @@ import type { UpstreamCall } from '../../providers/contract'
 import { ClientClosedError } from '../attempts'
 import type { InferenceRequest } from '../request'
 import type { Attempt } from '../routing'
-import type { ResponseResult, ResponseSession } from '../session-events'
+import type { ResponseResult, ResponseSession, StoppedUsage } from '../session-events'
 
 /** An `AbortSignal` that fires with the client's; `release` unhooks it. */
 const abortSignalOf = (client: ClientSignal) => {
@@ -48,6 +48,8 @@ export const observedByPlugins = (session: ResponseSession, request: InferenceRe
   const watchers = request.plugins.filter((plugin) => plugin.onStreamEvent)
   const spenders = request.plugins.filter((plugin) => plugin.onStopped)
   if (watchers.length === 0 && spenders.length === 0) return session
+  // What the plugins spent on a stopped answer (a search already run) is added to what its turn used.
+  const withSpenders = (used: StoppedUsage) => spenders.reduce((current, plugin) => plugin.onStopped!(current), used)
   return {
     request: session.request,
     overheadMs: session.overheadMs,
@@ -61,12 +63,12 @@ export const observedByPlugins = (session: ResponseSession, request: InferenceRe
           return sink.write(event) && isReady
         },
         ready: () => sink.ready(),
-        close: () => sink.close(),
+        close: (stopped) => sink.close(stopped && withSpenders(stopped)),
         fail: (error) => sink.fail(error),
       })
       return () => {
         const used = stop()
-        return used && spenders.reduce((current, plugin) => plugin.onStopped!(current), used)
+        return used && withSpenders(used)
       }
     },
   }

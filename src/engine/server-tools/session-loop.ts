@@ -25,7 +25,7 @@ import { nestedRunnerFor, toolSignal } from './whole-loop'
 
 const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
-type TurnEnd = { how: 'finished'; result: ResponseResult } | { how: 'closed' } | { how: 'broken'; error: unknown }
+type TurnEnd = { how: 'finished'; result: ResponseResult } | { how: 'closed'; stopped?: StoppedUsage } | { how: 'broken'; error: unknown }
 
 /**
  * Where a turn's items land in the response: after the earlier turns' items (`offset`), each one past the second
@@ -83,11 +83,16 @@ export const openServerToolSession = async (service: InferenceService, request: 
       stopKeepAlive()
       keepAlive = setInterval(() => sink.write(KEEP_ALIVE), service.keepAliveMs)
     }
-    const close = () => {
+    const close = (stopped?: StoppedUsage) => {
       isStopped = true
       stopKeepAlive()
       service.streams.delete(active)
-      sink.close()
+      sink.close(stopped)
+    }
+    // What the response used when its client went away: the finished turns and the tools, plus the running turn.
+    const stoppedUsage = (turn: StoppedUsage | undefined): StoppedUsage | undefined => {
+      if (!started) return undefined
+      return turn ? { usage: loop.usage(turn.usage), isEstimated: turn.isEstimated } : { usage: loop.usage(), isEstimated: false }
     }
     const finish = (status: ResponseResult['status'], error: ResponseFailure | null, incompleteDetails: { reason: string } | null) => {
       if (isStopped) return
@@ -214,7 +219,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
             }
           },
           ready: () => sink.ready(),
-          close: () => resolve(result ? { how: 'finished', result } : { how: 'closed' }),
+          close: (stopped) => resolve(result ? { how: 'finished', result } : stopped ? { how: 'closed', stopped } : { how: 'closed' }),
           fail: (error) => resolve({ how: 'broken', error }),
         })
       })
@@ -249,7 +254,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
           const end = await playTurn(session, layout, isFirst)
           stopTurn = undefined
           if (end.how === 'broken') throw end.error
-          if (end.how === 'closed') return shutdownMessage === undefined ? close() : finishShutdown()
+          if (end.how === 'closed') return shutdownMessage === undefined ? close(stoppedUsage(end.stopped)) : finishShutdown()
           const { result } = end
           lastResult = result
           isBetweenTurns = true
@@ -284,7 +289,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
       } catch (error) {
         if (isStopped) return
         if (shutdownMessage !== undefined) return finishShutdown()
-        if (error instanceof ClientClosedError || signal.aborted) return close()
+        if (error instanceof ClientClosedError || signal.aborted) return close(stoppedUsage(undefined))
         throw error
       } finally {
         tools.release()
@@ -309,8 +314,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
       stopKeepAlive()
       service.streams.delete(active)
       signal.abort(new ClientClosedError())
-      const turn = stopTurn?.()
-      return turn ? { usage: loop.usage(turn.usage), isEstimated: turn.isEstimated } : { usage: loop.usage(), isEstimated: false }
+      return stoppedUsage(stopTurn?.()) ?? { usage: loop.usage(), isEstimated: false }
     }
   }
 

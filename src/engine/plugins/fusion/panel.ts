@@ -78,10 +78,11 @@ export const openPanelRun = async (model: string, open: () => Promise<ResponseSe
             return true
           },
           ready: () => Promise.resolve(),
-          close: () => {
+          close: (stopped) => {
             isEnded = true
-            if (outcome?.usage) endedUsage = { usage: outcome.usage, isEstimated: false }
-            resolve(outcome ?? { isAnswered: false, model, error: 'The run was stopped', usage: null })
+            // Cut short by the client: what the run used so far, as a stop would have said.
+            endedUsage = outcome?.usage ? { usage: outcome.usage, isEstimated: false } : stopped
+            resolve(outcome ?? { isAnswered: false, model, error: 'The run was stopped', usage: stopped?.usage ?? null })
           },
           fail: () => {
             isEnded = true

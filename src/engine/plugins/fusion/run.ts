@@ -181,6 +181,8 @@ export const openFusionSession = async (service: InferenceService, request: Infe
     let isAnalystOpening = false
     let isJudgeOpening = false
     let stopJudge: (() => StoppedUsage | undefined) | undefined
+    // What the judge had used when its client went away without a stop (the request's signal aborted).
+    let judgeStopped: StoppedUsage | undefined
     let keepAlive: ReturnType<typeof setInterval> | undefined
     const relay = (type: string, fields: Record<string, unknown> = {}) => sink.write({ type: 'relayed', event: fusionEvent(type, itemId, 0, fields) })
     // `message`, not OpenRouter's `error`: the openai SDK throws on any stream event with a top-level `error` key.
@@ -200,10 +202,10 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       if (!isJudgeOpening) judge.release()
     }
 
-    const close = () => {
+    const close = (stopped?: StoppedUsage) => {
       isStopped = true
       clearInterval(keepAlive)
-      sink.close()
+      sink.close(stopped)
     }
     const finishFailed = (error: ResponseFailure, output: ResponseResult['output']) => {
       const usage = sumFusionUsage(usedBeforeJudge())
@@ -261,8 +263,9 @@ export const openFusionSession = async (service: InferenceService, request: Infe
             }
           },
           ready: () => sink.ready(),
-          close: () => {
+          close: (stopped) => {
             stopJudge = undefined
+            judgeStopped = stopped
             resolve()
           },
           fail: (error) => {
@@ -331,7 +334,7 @@ export const openFusionSession = async (service: InferenceService, request: Infe
         return
       }
       await playJudge(session, item)
-      if (!isStopped) close()
+      if (!isStopped) close(judgeStopped && { usage: sumFusionUsage([...usedBeforeJudge(), judgeStopped.usage]), isEstimated: judgeStopped.isEstimated })
     }
 
     run().catch((error: unknown) => {
