@@ -83,7 +83,7 @@ const conflictKind = (error: unknown) => (isGatewayError(error) ? (error as { ki
 const eventually = <T>(attempt: () => Promise<T>, withinMs = 15_000): Promise<T> => vi.waitFor(attempt, { timeout: withinMs, interval: 25 })
 
 /** A driver whose sessions write down every statement they send, opened (migrated) already. */
-export const openCountingDriver = async (target: SqlTarget, options: { url: string; schema: string }) => {
+export const openCountingDriver = async (target: Pick<SqlTarget, 'name' | 'createDialect'>, options: { url: string; schema: string }) => {
   const statements: string[] = []
   const settings = { ...options, tablePrefix: 'modelgate_', queryTimeoutMs: 5_000, connectTimeoutMs: 3_000, migrationTimeoutMs: 60_000 }
   const counting = (session: SqlSession): SqlSession =>

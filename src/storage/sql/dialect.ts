@@ -70,8 +70,8 @@ export interface Dialect {
   readonly beginStatement: string
   /**
    * Whether one statement may insert into several tables (`WITH a AS (INSERT ...) INSERT ...`), all or
-   * nothing without a transaction: a batch of new records is then one round trip instead of four
-   * (`BEGIN`, the inserts, `COMMIT`). PostgreSQL can; MySQL and MariaDB cannot, and use `insertNewRecords`.
+   * nothing without a transaction, so a batch of new records is one round trip. PostgreSQL can; MySQL and
+   * MariaDB cannot, and get their one round trip from `insertNewRecords` instead.
    */
   readonly hasMultiTableInsert: boolean
   /**
