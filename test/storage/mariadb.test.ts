@@ -28,5 +28,5 @@ describeSqlDriver({
     await admin?.end()
   },
   createDialect: (settings) => createMysqlDialect({ ...settings, database: settings.schema! }),
-  statementsPerBatch: 4,
+  statementsPerBatch: 1,
 })

@@ -10,6 +10,7 @@ import type { StorageDriver } from '../../src/storage/contract'
 import { openSqlStorage, sqlStorage, type SqlStorageOptions } from '../../src/storage/sql'
 import type { Dialect, DialectSettings, SqlSession } from '../../src/storage/sql/dialect'
 import { createSqlDriver } from '../../src/storage/sql/driver'
+import { MIGRATIONS } from '../../src/storage/sql/migrations'
 import { requireServer, uniqueNamespace } from '../helpers/stores'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { describeStorageContract } from './contract'
@@ -35,7 +36,8 @@ export interface SqlTarget {
   createDialect(settings: DialectSettings): Promise<Dialect>
   /**
    * Statements (each one round trip) that store a batch of new records with index rows, as the usage
-   * ledger writes: one where the dialect inserts into several tables at once, else `BEGIN`, two inserts, `COMMIT`.
+   * ledger writes: one on both servers (PostgreSQL's data-modifying WITH, MariaDB's stored procedure);
+   * a dialect with neither would take `BEGIN`, two inserts, `COMMIT`.
    */
   statementsPerBatch: number
 }
@@ -80,6 +82,37 @@ const conflictKind = (error: unknown) => (isGatewayError(error) ? (error as { ki
 /** Polls `attempt` (bounded in time) until it resolves. */
 const eventually = <T>(attempt: () => Promise<T>, withinMs = 15_000): Promise<T> => vi.waitFor(attempt, { timeout: withinMs, interval: 25 })
 
+/** A driver whose sessions write down every statement they send, opened (migrated) already. */
+export const openCountingDriver = async (target: Pick<SqlTarget, 'name' | 'createDialect'>, options: { url: string; schema: string }) => {
+  const statements: string[] = []
+  const settings = { ...options, tablePrefix: 'modelgate_', queryTimeoutMs: 5_000, connectTimeoutMs: 3_000, migrationTimeoutMs: 60_000 }
+  const counting = (session: SqlSession): SqlSession =>
+    new Proxy(session, {
+      get(inner, name) {
+        if (name === 'query') return (text: string, params?: Parameters<SqlSession['query']>[1]) => (statements.push(text), inner.query(text, params))
+        const value: unknown = Reflect.get(inner, name, inner)
+        return typeof value === 'function' ? value.bind(inner) : value
+      },
+    })
+  const { driver, ready } = createSqlDriver({
+    name: target.name,
+    loadDialect: async () => {
+      const dialect = await target.createDialect(settings)
+      return { ...dialect, connect: async () => counting(await dialect.connect()) }
+    },
+    poolSize: 2,
+    queryTimeoutMs: settings.queryTimeoutMs,
+    migrationTimeoutMs: settings.migrationTimeoutMs,
+  })
+  try {
+    await ready()
+  } catch (error) {
+    await driver.close()
+    throw error
+  }
+  return { driver, statements }
+}
+
 export function describeSqlDriver(target: SqlTarget): void {
   const namespace = uniqueNamespace('sql')
   const namespaces = [namespace]
@@ -95,29 +128,9 @@ export function describeSqlDriver(target: SqlTarget): void {
 
   /** A driver on this run's namespace whose sessions write down every statement they send. */
   const openCounting = async () => {
-    const statements: string[] = []
-    const settings = { url: target.url(), schema: namespace, tablePrefix: 'modelgate_', queryTimeoutMs: 5_000, connectTimeoutMs: 3_000, migrationTimeoutMs: 60_000 }
-    const counting = (session: SqlSession): SqlSession =>
-      new Proxy(session, {
-        get(inner, name) {
-          if (name === 'query') return (text: string, params?: Parameters<SqlSession['query']>[1]) => (statements.push(text), inner.query(text, params))
-          const value: unknown = Reflect.get(inner, name, inner)
-          return typeof value === 'function' ? value.bind(inner) : value
-        },
-      })
-    const { driver, ready } = createSqlDriver({
-      name: target.name,
-      loadDialect: async () => {
-        const dialect = await target.createDialect(settings)
-        return { ...dialect, connect: async () => counting(await dialect.connect()) }
-      },
-      poolSize: 2,
-      queryTimeoutMs: settings.queryTimeoutMs,
-      migrationTimeoutMs: settings.migrationTimeoutMs,
-    })
-    drivers.push(driver)
-    await ready()
-    return { driver, statements }
+    const counting = await openCountingDriver(target, { url: target.url(), schema: namespace })
+    drivers.push(counting.driver)
+    return counting
   }
 
   const proxy = async () => {
@@ -227,7 +240,7 @@ export function describeSqlDriver(target: SqlTarget): void {
       const versions = await target.raw(
         `SELECT version, COUNT(*) AS n FROM ${target.table(fresh, 'migrations')} GROUP BY version ORDER BY version`,
       )
-      expect(versions.map((row) => [Number(row.version), Number(row.n)])).toEqual([[1, 1]])
+      expect(versions.map((row) => [Number(row.version), Number(row.n)])).toEqual(MIGRATIONS.map((migration) => [migration.version, 1]))
       await first!.create('widgets', { id: 'w1', data: { n: 1 }, uniques: ['slug:a'], indexes: { color: 'red' } })
       expect(await count('records', 'id = ?', ['w1'], fresh)).toBe(1)
     })
@@ -312,6 +325,88 @@ export function describeSqlDriver(target: SqlTarget): void {
       expect((await driver.createMany(generations, batch(['g4', 'g1']))).map((record) => record?.id ?? null)).toEqual(['g4', null])
       expect(await count('records', 'collection = ?', [generations])).toBe(4)
       expect(await count('indexes', 'collection = ? AND record_id = ?', [generations, 'g4'])).toBe(2)
+    })
+
+    it('stores a batch of awkward keys and data byte for byte', async () => {
+      const driver = await open()
+      const collection = uniqueNamespace('awkward')
+      // Every key a JSON batch could mangle: escapes, quotes, control characters, non-ASCII, and trailing spaces
+      // (which a padding collation would ignore, so 'pad' and 'pad ' must stay two ids).
+      const keys = [
+        'pad',
+        'pad ',
+        ' leading and trailing  ',
+        `quote's "double" \`back\``,
+        'back\\slash \\u0000 \\" \\n',
+        'ünïcödé é 😀 \u2028\u2029 \uFFFF',
+        'control \u0001\u0008\t\n\r\u001f\u007f',
+        'json [1,{"a":2}] $[0] %_',
+      ]
+      const inputs = keys.map((key, index) => ({
+        id: key,
+        data: { [key]: key, nul: 'x\u0000y', lone: '\uD800', sum: 0.1 + 0.2, big: 1e300, order: { z: 1, a: [index] } },
+        sortKey: key,
+        uniques: [`u:${key}`, `v:${key}`],
+        indexes: { [`field ${key}`]: key, plain: `value ${key}` },
+      }))
+      const created = await driver.createMany(collection, inputs)
+      expect(created.map((record) => record?.id)).toEqual(keys)
+
+      const text = (value: unknown) => (Buffer.isBuffer(value) ? value.toString('utf8') : String(value))
+      const records = await target.raw(
+        `SELECT id, version, ${target.jsonText('data')} AS data, sort_key, ${target.jsonText('indexes_json')} AS indexes_json,
+           ${target.jsonText('uniques_json')} AS uniques_json FROM ${target.table(namespace, 'records')} WHERE collection = ?`,
+        [collection],
+      )
+      const stored = new Map(records.map((row) => [text(row.id), row]))
+      expect(stored.size).toBe(keys.length)
+      for (const input of inputs) {
+        const row = stored.get(input.id)
+        expect(row, JSON.stringify(input.id)).toBeDefined()
+        expect(Number(row!.version)).toBe(1)
+        expect(text(row!.data)).toBe(JSON.stringify(input.data))
+        expect(text(row!.sort_key)).toBe(input.sortKey)
+        expect(text(row!.indexes_json)).toBe(JSON.stringify(input.indexes))
+        expect(text(row!.uniques_json)).toBe(JSON.stringify(input.uniques))
+      }
+      const uniques = await target.raw(`SELECT unique_key, record_id FROM ${target.table(namespace, 'uniques')} WHERE collection = ?`, [collection])
+      expect(uniques.map((row) => [text(row.unique_key), text(row.record_id)]).sort()).toEqual(
+        inputs.flatMap((input) => input.uniques.map((key) => [key, input.id])).sort(),
+      )
+      const indexes = await target.raw(`SELECT field, value, record_id FROM ${target.table(namespace, 'indexes')} WHERE collection = ?`, [collection])
+      expect(indexes.map((row) => [text(row.field), text(row.value), text(row.record_id)]).sort()).toEqual(
+        inputs.flatMap((input) => Object.entries(input.indexes).map(([field, value]) => [field, value, input.id])).sort(),
+      )
+
+      for (const [index, input] of inputs.entries()) {
+        const record = await driver.get(collection, input.id)
+        expect(record).toEqual(created[index])
+        expect(Object.keys(record!.data)).toEqual(Object.keys(input.data))
+        expect((await driver.findByUnique(collection, `v:${input.id}`))?.id).toBe(input.id)
+        expect((await driver.list(collection, { where: { [`field ${input.id}`]: input.id } })).items.map((item) => item.id)).toEqual([input.id])
+      }
+      expect((await driver.list(collection)).items.map((item) => item.id)).toEqual([...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))
+    })
+
+    it('rolls back a batch that holds one id twice, then stores its records one by one', async () => {
+      const { driver, statements } = await openCounting()
+      const collection = uniqueNamespace('twice')
+      statements.length = 0
+      const created = await driver.createMany(collection, [
+        { id: 'a', data: { n: 1 }, uniques: ['slug:a'], indexes: { kind: 'first' } },
+        { id: 'b', data: { n: 2 }, uniques: ['slug:b'], indexes: { kind: 'first' } },
+        { id: 'a', data: { n: 3 }, uniques: ['slug:other'], indexes: { kind: 'second' } },
+      ])
+      // Had the batch's write left any row behind, storing 'a' and 'b' on their own would have failed.
+      expect(created.map((record) => record?.id ?? null)).toEqual(['a', 'b', null])
+      // The batch's one failed statement, then one per record (a record alone is a batch of one).
+      expect(statements).toHaveLength(1 + 3 * target.statementsPerBatch)
+      expect((await driver.get(collection, 'a'))?.data).toEqual({ n: 1 })
+      expect(await count('records', 'collection = ?', [collection])).toBe(2)
+      expect(await count('uniques', 'collection = ?', [collection])).toBe(2)
+      expect(await driver.findByUnique(collection, 'slug:other')).toBeNull()
+      expect(await count('indexes', 'collection = ? AND field = ? AND value = ?', [collection, 'kind', 'first'])).toBe(2)
+      expect(await count('indexes', 'collection = ?', [collection])).toBe(2)
     })
 
     it('lets two drivers on one schema race: one compare-and-set winner, one unique winner, shared counters', async () => {

@@ -42,7 +42,21 @@ export interface TableNames {
   indexes: string
   counters: string
   migrations: string
+  /** The stored procedure that stores a batch of new records; only MySQL/MariaDB create it (see `migrations.ts`). */
+  insertRecordsProcedure: string
   prefix: string
+}
+
+/**
+ * The rows that store a batch of new records of one collection, as the driver inserts them. JSON columns hold
+ * the exact text `JSON.stringify` wrote.
+ */
+export interface NewRecordRows {
+  collection: string
+  records: Array<[id: string, version: number, data: string, sortKey: string, indexesJson: string, uniquesJson: string]>
+  /** In key order, so concurrent writers lock them in the same order. */
+  uniques: Array<[uniqueKey: string, recordId: string]>
+  indexes: Array<[field: string, value: string, recordId: string]>
 }
 
 export type DialectName = 'postgres' | 'mysql'
@@ -56,10 +70,17 @@ export interface Dialect {
   readonly beginStatement: string
   /**
    * Whether one statement may insert into several tables (`WITH a AS (INSERT ...) INSERT ...`), all or
-   * nothing without a transaction: a batch of new records is then one round trip instead of four
-   * (`BEGIN`, the inserts, `COMMIT`). PostgreSQL can; MySQL and MariaDB cannot.
+   * nothing without a transaction, so a batch of new records is one round trip. PostgreSQL can; MySQL and
+   * MariaDB cannot, and get their one round trip from `insertNewRecords` instead.
    */
   readonly hasMultiTableInsert: boolean
+  /**
+   * Stores a batch of new records all or nothing in one round trip, for a dialect without `hasMultiTableInsert`
+   * (MySQL/MariaDB: one call of a stored procedure). A taken id or unique key fails it as `isUniqueViolation`, with
+   * nothing stored. Resolves `false`, having stored nothing, when it cannot be done here (no procedure, no right to
+   * run it): the driver then inserts in a transaction.
+   */
+  insertNewRecords?(call: SqlCall, rows: NewRecordRows): Promise<boolean>
   /** `LIMIT ... OFFSET ...` for a page; `limit` undefined means all rows. */
   pageClause(limit: number | undefined, offset: number): { sql: string; params: SqlValue[] }
   /**
@@ -79,6 +100,8 @@ export interface Dialect {
   migrationsTableExists(call: SqlCall): Promise<boolean>
   readonly createMigrationsTableStatement: string
   isUniqueViolation(error: unknown): boolean
+  /** The connected user lacks a privilege the statement needs. */
+  isPermissionDenied(error: unknown): boolean
   /** Deadlocks and lock timeouts: the whole transaction may simply run again. */
   isRetryable(error: unknown): boolean
   /** The database cannot answer (network, shutdown, overload, refused login): rendered as 503. */

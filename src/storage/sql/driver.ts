@@ -1,7 +1,7 @@
 /**
  * The `StorageDriver` over a SQL dialect. Every write is one transaction on one connection (or, for
- * new records on PostgreSQL, one statement): the record row, its unique-key rows and its index rows
- * change together or not at all. Unique keys
+ * new records, one statement on PostgreSQL, one procedure call on MySQL/MariaDB): the record row, its
+ * unique-key rows and its index rows change together or not at all. Unique keys
  * and ids are claimed by primary keys, so "create if absent" is decided by the database, never by a
  * read followed by a write; compare-and-set reads the row with `FOR UPDATE` first.
  */
@@ -25,7 +25,7 @@ import {
   assertVersion,
   toStoredRecord,
 } from '../validate'
-import type { Dialect, SqlCall, SqlRow, SqlValue, TableNames } from './dialect'
+import type { Dialect, NewRecordRows, SqlCall, SqlRow, SqlValue, TableNames } from './dialect'
 import { assertStorableKey, assertStorableRecord, isStorableKey, KEY_LIMITS } from './keys'
 import { migrate } from './migrations'
 import { createSessionPool, SqlConnectionLostError, SqlPoolClosedError, SqlTimeoutError, type SessionPool } from './pool'
@@ -74,28 +74,35 @@ const uniqueRows = (tables: TableNames, collection: string, claims: Array<readon
 const indexRows = (tables: TableNames, collection: string, entries: Array<[string, string, string]>): Statement =>
   insertRows(tables.indexes, 'collection, field, value, record_id', entries.map((entry) => [collection, ...entry]))
 
+/** The rows of new records: their own, their unique keys' (in key order) and their index entries'. */
+const newRecordRows = (collection: string, records: StoredRecord<JsonObject>[]): NewRecordRows => ({
+  collection,
+  records: records.map((record) => [
+    record.id,
+    record.version,
+    JSON.stringify(record.data),
+    record.sortKey,
+    JSON.stringify(record.indexes),
+    JSON.stringify(record.uniques),
+  ]),
+  uniques: records
+    .flatMap((record) => record.uniques.map((key): [string, string] => [key, record.id]))
+    .sort(([a], [b]) => byCodeUnit(a, b)),
+  indexes: records.flatMap((record) =>
+    Object.entries(record.indexes).map(([field, value]): [string, string, string] => [field, value, record.id]),
+  ),
+})
+
 /** The inserts that store new records: their rows, then their unique-key rows and index rows (when they have any). */
-const newRecordInserts = (tables: TableNames, collection: string, records: StoredRecord<JsonObject>[]): Statement[] => {
-  const claims = records.flatMap((record) => record.uniques.map((key) => [key, record.id] as const))
-  const entries = records.flatMap((record) => Object.entries(record.indexes).map(([field, value]): [string, string, string] => [field, value, record.id]))
-  return [
-    insertRows(
-      tables.records,
-      'collection, id, version, data, sort_key, indexes_json, uniques_json',
-      records.map((record) => [
-        collection,
-        record.id,
-        record.version,
-        JSON.stringify(record.data),
-        record.sortKey,
-        JSON.stringify(record.indexes),
-        JSON.stringify(record.uniques),
-      ]),
-    ),
-    ...(claims.length > 0 ? [uniqueRows(tables, collection, claims)] : []),
-    ...(entries.length > 0 ? [indexRows(tables, collection, entries)] : []),
-  ]
-}
+const newRecordInserts = (tables: TableNames, rows: NewRecordRows): Statement[] => [
+  insertRows(
+    tables.records,
+    'collection, id, version, data, sort_key, indexes_json, uniques_json',
+    rows.records.map((row) => [rows.collection, ...row]),
+  ),
+  ...(rows.uniques.length > 0 ? [uniqueRows(tables, rows.collection, rows.uniques)] : []),
+  ...(rows.indexes.length > 0 ? [indexRows(tables, rows.collection, rows.indexes)] : []),
+]
 
 /**
  * Several inserts as one statement (`WITH insert_0 AS (INSERT ...) INSERT ...`), for a dialect with
@@ -252,21 +259,24 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
   /**
    * Stores new records with their unique-key and index rows, all or none; a taken id or unique key is a
-   * unique conflict. One statement where the dialect allows (one round trip), else one transaction.
+   * unique conflict. One round trip where the dialect allows (one statement, or its `insertNewRecords`), else
+   * one transaction.
    */
-  const insertNew = (collection: string, records: StoredRecord<JsonObject>[]): Promise<void> =>
-    call((sqlCall, dialect) =>
+  const insertNew = (collection: string, records: StoredRecord<JsonObject>[]): Promise<void> => {
+    const rows = newRecordRows(collection, records)
+    return call((sqlCall, dialect) =>
       withRetries(dialect, async () => {
-        const inserts = newRecordInserts(dialect.tables, collection, records)
         if (dialect.hasMultiTableInsert) {
-          await asConflict(dialect, sqlCall.query(...asOneStatement(inserts)))
+          await asConflict(dialect, sqlCall.query(...asOneStatement(newRecordInserts(dialect.tables, rows))))
           return
         }
+        if (dialect.insertNewRecords && (await asConflict(dialect, dialect.insertNewRecords(sqlCall, rows)))) return
         await inTransaction(sqlCall, dialect, async () => {
-          for (const insert of inserts) await asConflict(dialect, sqlCall.query(...insert))
+          for (const insert of newRecordInserts(dialect.tables, rows)) await asConflict(dialect, sqlCall.query(...insert))
         })
       }),
     )
+  }
 
   const releaseUniques = async (sqlCall: SqlCall, dialect: Dialect, collection: string, id: string, keys: string[]) => {
     if (keys.length === 0) return

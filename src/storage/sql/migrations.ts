@@ -2,8 +2,8 @@
  * Versioned schema changes, applied in order when a driver opens. Each version runs once per
  * schema: the runner takes a lock (so several gateway processes may start at once), re-reads the
  * applied versions inside it and records each version it applies. Statements are idempotent
- * (`IF NOT EXISTS`), because MySQL commits DDL at once and a crash may leave a version half applied.
- * Never edit a released migration; add a new version.
+ * (`IF NOT EXISTS`, or drop-then-create), because MySQL commits DDL at once and a crash may leave a
+ * version half applied. Never edit a released migration; add a new version.
  *
  * Key columns compare in byte order, never by a locale collation: `COLLATE "C"` on PostgreSQL,
  * VARBINARY on MySQL/MariaDB (utf8mb4_bin would ignore trailing spaces in unique keys). JSON is
@@ -16,13 +16,90 @@ import { KEY_LIMITS } from './keys'
 export interface Migration {
   version: number
   name: string
-  up: Record<DialectName, (tables: TableNames) => string[]>
+  /** The statements to run, per dialect; `call` may be read first to decide which (nothing may be written with it). */
+  up: Record<DialectName, (tables: TableNames, call: SqlCall) => string[] | Promise<string[]>>
+  /** The privileges its statements need beyond creating tables, named in the error when the database refuses them. */
+  privileges?: Partial<Record<DialectName, string>>
 }
 
 const quotePostgres = (name: string) => `"${name}"`
 
 const MYSQL_TABLE_OPTIONS = 'ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin'
 const MYSQL_TEXT = 'LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin'
+
+/** JSON_TABLE arrived in MySQL 8.0.4 and MariaDB 10.6; an older server's parser refuses the probe (ER_PARSE_ERROR). */
+const hasJsonTable = async (call: SqlCall): Promise<boolean> => {
+  try {
+    await call.query(`SELECT COUNT(*) AS found FROM JSON_TABLE('[]', '$[*]' COLUMNS (probe INT PATH '$')) AS probe`)
+    return true
+  } catch (error) {
+    if ((error as { errno?: unknown } | null)?.errno === 1064) return false
+    throw error
+  }
+}
+
+/** A JSON_TABLE column holding one string of a row array, extracted as text (never a JSON value, which MySQL reformats). */
+const textAt = (name: string, index: number) => `${name} ${MYSQL_TEXT} PATH '$[${index}]'`
+
+/**
+ * Stores a batch of new records in one round trip (one `CALL`): MySQL and MariaDB have no data-modifying WITH,
+ * and mysql2 sends one statement at a time. The rows arrive as JSON arrays of `NewRecordRows` (src/storage/sql/
+ * dialect.ts) whose JSON columns are strings, so they land as the exact text `JSON.stringify` wrote; a list with
+ * no rows arrives as NULL. Any failure rolls the whole batch back and is raised again unchanged, so a taken id or
+ * key is still a duplicate-key error the driver resolves record by record. Rows go in array order, which keeps
+ * unique keys in the key order the driver sorted them into. SQL SECURITY INVOKER: a caller can do nothing
+ * through it that it could not do itself, and it keeps working after the account that migrated is dropped.
+ */
+const mysqlInsertRecordsProcedure = (t: TableNames) => `CREATE PROCEDURE ${t.insertRecordsProcedure} (
+    IN batch_collection VARBINARY(${KEY_LIMITS.collection}),
+    IN batch_records ${MYSQL_TEXT},
+    IN batch_uniques ${MYSQL_TEXT},
+    IN batch_indexes ${MYSQL_TEXT}
+  )
+  MODIFIES SQL DATA
+  SQL SECURITY INVOKER
+  BEGIN
+    DECLARE EXIT HANDLER FOR SQLEXCEPTION
+    BEGIN
+      ROLLBACK;
+      RESIGNAL;
+    END;
+    START TRANSACTION;
+    INSERT INTO ${t.records} (collection, id, version, data, sort_key, indexes_json, uniques_json)
+      SELECT batch_collection, b.id, b.version, b.data, b.sort_key, b.indexes_json, b.uniques_json
+      FROM JSON_TABLE(batch_records, '$[*]' COLUMNS (
+        ordinal FOR ORDINALITY,
+        ${textAt('id', 0)},
+        version BIGINT PATH '$[1]',
+        ${textAt('data', 2)},
+        ${textAt('sort_key', 3)},
+        ${textAt('indexes_json', 4)},
+        ${textAt('uniques_json', 5)}
+      )) AS b
+      ORDER BY b.ordinal;
+    IF batch_uniques IS NOT NULL THEN
+      INSERT INTO ${t.uniques} (collection, unique_key, record_id)
+        SELECT batch_collection, b.unique_key, b.record_id
+        FROM JSON_TABLE(batch_uniques, '$[*]' COLUMNS (
+          ordinal FOR ORDINALITY,
+          ${textAt('unique_key', 0)},
+          ${textAt('record_id', 1)}
+        )) AS b
+        ORDER BY b.ordinal;
+    END IF;
+    IF batch_indexes IS NOT NULL THEN
+      INSERT INTO ${t.indexes} (collection, field, value, record_id)
+        SELECT batch_collection, b.field, b.value, b.record_id
+        FROM JSON_TABLE(batch_indexes, '$[*]' COLUMNS (
+          ordinal FOR ORDINALITY,
+          ${textAt('field', 0)},
+          ${textAt('value', 1)},
+          ${textAt('record_id', 2)}
+        )) AS b
+        ORDER BY b.ordinal;
+    END IF;
+    COMMIT;
+  END`
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -101,6 +178,21 @@ export const MIGRATIONS: readonly Migration[] = [
       ],
     },
   },
+  {
+    version: 2,
+    name: 'a batch of new records in one round trip',
+    up: {
+      // One statement already does it (data-modifying WITH, src/storage/sql/driver.ts).
+      postgres: () => [],
+      // MySQL 8 has no CREATE PROCEDURE IF NOT EXISTS; the migration lock keeps the pair from racing. Without
+      // JSON_TABLE there is no procedure, and batches keep their transaction (the driver finds none to call).
+      mysql: async (t, call) =>
+        (await hasJsonTable(call))
+          ? [`DROP PROCEDURE IF EXISTS ${t.insertRecordsProcedure}`, mysqlInsertRecordsProcedure(t)]
+          : [],
+    },
+    privileges: { mysql: 'the CREATE ROUTINE and ALTER ROUTINE privileges on the database' },
+  },
 ]
 
 const appliedVersions = async (call: SqlCall, tables: TableNames): Promise<Set<number>> => {
@@ -109,6 +201,17 @@ const appliedVersions = async (call: SqlCall, tables: TableNames): Promise<Set<n
 }
 
 const isComplete = (applied: Set<number>) => MIGRATIONS.every((migration) => applied.has(migration.version))
+
+/** A refused privilege named in plain words: the database's own message often names only the database. */
+const explained = (dialect: Dialect, migration: Migration, error: unknown): unknown => {
+  const privileges = migration.privileges?.[dialect.name]
+  if (privileges === undefined || !dialect.isPermissionDenied(error)) return error
+  return new Error(
+    `migration ${migration.version} (${migration.name}) needs ${privileges}; grant them to the user that migrates, ` +
+      `or open the storage once as a user that has them (${(error as Error)?.message ?? error})`,
+    { cause: error },
+  )
+}
 
 /**
  * Brings the schema up to date. The common case (already migrated) reads one table and takes no
@@ -125,7 +228,11 @@ export const migrate = async (call: SqlCall, dialect: Dialect): Promise<void> =>
     const applied = await appliedVersions(call, tables)
     for (const migration of MIGRATIONS) {
       if (applied.has(migration.version)) continue
-      for (const statement of migration.up[dialect.name](tables)) await call.query(statement)
+      for (const statement of await migration.up[dialect.name](tables, call)) {
+        await call.query(statement).catch((error: unknown) => {
+          throw explained(dialect, migration, error)
+        })
+      }
       await call.query(`INSERT INTO ${tables.migrations} (version, name) VALUES (?, ?)`, [
         migration.version,
         migration.name,

@@ -11,6 +11,7 @@ import {
   NETWORK_ERROR_CODES,
   type Dialect,
   type DialectSettings,
+  type NewRecordRows,
   type SqlCall,
   type SqlRow,
   type SqlSession,
@@ -29,6 +30,13 @@ const CLIENT_ERROR_CODES = new Set(['PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUEN
 const RETRYABLE_ERRNOS = new Set([1213, 1205])
 /** ER_DUP_ENTRY, ER_DUP_ENTRY_WITH_KEY_NAME. */
 const DUPLICATE_ERRNOS = new Set([1062, 1586])
+/**
+ * Access denied to the database (CREATE ROUTINE), to a table, to a routine (ALTER ROUTINE, EXECUTE), or a global
+ * privilege missing (SUPER with binary logging).
+ */
+const PERMISSION_ERRNOS = new Set([1044, 1142, 1227, 1370, 1419])
+/** ER_SP_DOES_NOT_EXIST, ER_PROCACCESS_DENIED_ERROR: the batch procedure is missing, or EXECUTE on it is not granted. */
+const PROCEDURE_UNUSABLE_ERRNOS = new Set([1305, 1370])
 
 const errnoOf = (error: unknown): number | undefined => {
   const errno = (error as { errno?: unknown } | null)?.errno
@@ -71,12 +79,18 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
     indexes: qualify('indexes'),
     counters: qualify('counters'),
     migrations: qualify('migrations'),
+    insertRecordsProcedure: qualify('insert_records'),
     prefix: tablePrefix,
   }
   const uri = connectionUri(settings.url)
   // GET_LOCK names are server-wide and at most 64 characters.
   const migrationLockName = `modelgate:${createHash('sha256').update(database).digest('hex').slice(0, 40)}`
   const setup = SESSION_SETUP(Math.max(1, Math.ceil(settings.queryTimeoutMs / 1000)))
+  /**
+   * Cleared, for the life of this driver, by the first call that finds the procedure missing (a server without
+   * JSON_TABLE, a dump restored without its routines) or not runnable by this user (no EXECUTE).
+   */
+  let canCallInsertRecords = true
 
   const connect = async (): Promise<SqlSession> => {
     const connection: Connection = await mysql.createConnection({
@@ -146,8 +160,27 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
     tables,
     connect,
     beginStatement: 'START TRANSACTION',
-    // No data-modifying WITH, and mysql2 sends one statement at a time: a batch is a transaction.
+    // No data-modifying WITH, and mysql2 sends one statement at a time: a batch is one call of a procedure.
     hasMultiTableInsert: false,
+
+    async insertNewRecords(call: SqlCall, rows: NewRecordRows): Promise<boolean> {
+      if (!canCallInsertRecords) return false
+      const list = (items: unknown[]) => (items.length > 0 ? JSON.stringify(items) : null)
+      try {
+        // The server refuses the call before it runs anything, so nothing is stored when it is refused.
+        await call.query(`CALL ${tables.insertRecordsProcedure}(?, ?, ?, ?)`, [
+          rows.collection,
+          JSON.stringify(rows.records),
+          list(rows.uniques),
+          list(rows.indexes),
+        ])
+        return true
+      } catch (error) {
+        if (!PROCEDURE_UNUSABLE_ERRNOS.has(errnoOf(error) ?? 0)) throw error
+        canCallInsertRecords = false
+        return false
+      }
+    },
 
     pageClause: (limit, offset) =>
       limit === undefined
@@ -214,6 +247,8 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 
     isUniqueViolation: (error) => DUPLICATE_ERRNOS.has(errnoOf(error) ?? 0),
+
+    isPermissionDenied: (error) => PERMISSION_ERRNOS.has(errnoOf(error) ?? 0),
 
     isRetryable: (error) => RETRYABLE_ERRNOS.has(errnoOf(error) ?? 0),
 

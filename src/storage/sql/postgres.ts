@@ -80,6 +80,8 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
     indexes: qualify('indexes'),
     counters: qualify('counters'),
     migrations: qualify('migrations'),
+    // Never created: one statement stores a batch here (`hasMultiTableInsert`).
+    insertRecordsProcedure: qualify('insert_records'),
     prefix: tablePrefix,
   }
   // Advisory locks are per database; one key per schema also serializes creating the schema itself.
@@ -239,6 +241,8 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
     )`,
 
     isUniqueViolation: (error) => isPostgresError(error) && errorCode(error) === '23505',
+
+    isPermissionDenied: (error) => isPostgresError(error) && errorCode(error) === '42501',
 
     isRetryable: (error) => isPostgresError(error) && RETRYABLE_STATES.has(errorCode(error) ?? ''),
 
