@@ -31,9 +31,10 @@ export type SummaryPart = { type: 'summary_text'; text: string }
 
 /**
  * Set on an event relayed as the upstream wrote it: its JSON text, without `sequence_number`, for as long as it
- * still matches the fields (openai-responses/as-sent.ts). A Responses writer sends it rather than serialising.
+ * still matches the fields (openai-responses/as-sent.ts). A Responses writer sends it rather than serialising,
+ * taking `wireJsonOpen` (the same without its closing brace) so as to append its own number without a copy.
  */
-type WireText = { readonly wireJson?: string | undefined }
+type WireText = { readonly wireJson?: string | undefined; readonly wireJsonOpen?: string | undefined }
 
 /** The Responses item-level events, as OpenAI defines them, minus `sequence_number`. */
 export type ItemEvent = WireText &
@@ -103,8 +104,8 @@ export const isItemEventType = (type: string): type is ItemEventType => ITEM_EVE
  * (renumbers it, adds annotations). A spread alone is not enough: an event relayed as sent keeps its fields in its
  * text until read (openai-responses/as-sent.ts), so a spread of it copies its type and nothing else.
  */
-export const itemEventFields = <E extends ItemEvent>(event: E): Omit<E, 'wireJson'> => {
+export const itemEventFields = <E extends ItemEvent>(event: E): Omit<E, 'wireJson' | 'wireJsonOpen'> => {
   const fields = (event as { toJSON?: () => object }).toJSON?.() ?? event
-  const { wireJson: _wireJson, ...copy } = fields as E
+  const { wireJson: _wireJson, wireJsonOpen: _wireJsonOpen, ...copy } = fields as E
   return copy
 }

@@ -14,10 +14,11 @@ const KEEP_ALIVE = ': PROCESSING\n\n'
 const DONE = 'data: [DONE]\n\n'
 
 // `sequence_number` goes last, spliced into the serialised event rather than copied into a new object. An event
-// relayed as the upstream wrote it is not serialised again: its text is the JSON of its fields.
-const encodeEvent = (event: { type: string; wireJson?: string | undefined }, sequenceNumber: number) => {
-  const json = event.wireJson ?? JSON.stringify(event)
-  return `event: ${event.type}\ndata: ${json.slice(0, -1)},"sequence_number":${sequenceNumber}}\n\n`
+// relayed as the upstream wrote it is not serialised again: its text is the JSON of its fields, handed over
+// without its closing brace, since cutting that off a text joined from pieces would copy the whole text first.
+const encodeEvent = (event: { type: string; wireJsonOpen?: string | undefined }, sequenceNumber: number) => {
+  const open = event.wireJsonOpen ?? JSON.stringify(event).slice(0, -1)
+  return `event: ${event.type}\ndata: ${open},"sequence_number":${sequenceNumber}}\n\n`
 }
 
 const FINAL_EVENT_TYPES = { completed: 'response.completed', incomplete: 'response.incomplete', failed: 'response.failed' } as const

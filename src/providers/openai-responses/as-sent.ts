@@ -32,7 +32,8 @@ const QUOTE = 34
 /**
  * The top-level string `delta` of an event's JSON text, read without parsing the rest; `undefined` when it cannot
  * be told apart that cheaply. Only a key whose prefix opens no object or array but the event's own is top-level;
- * a `"` inside a JSON string is always escaped, so the first unescaped one ends the value.
+ * a `"` inside a JSON string is always escaped, so the first unescaped one ends the value. The text is the
+ * upstream's own (flat, as the SSE reader cut it): searching a joined copy would first copy it whole.
  */
 const readDelta = (json: string): string | undefined => {
   const keyAt = json.indexOf(DELTA_KEY)
@@ -53,21 +54,38 @@ const readDelta = (json: string): string | undefined => {
 // Whoever reads one of these may change what it holds: the text is no longer known to match, so it is dropped.
 const OBJECT_FIELDS = ['part', 'logprobs'] as const
 
-/** An item event held as the upstream's JSON text; its typed fields are read from that text on first use. */
+/**
+ * An item event held as the upstream's JSON text; its typed fields are read from that text on first use. The text
+ * is kept as the upstream's `data` with the offsets of its `sequence_number`, which the event's own text leaves out:
+ * cutting it out when the event is read would copy every event once more.
+ */
 class AsSentEvent {
   readonly type: AsSentType
-  #json: string | undefined
+  /** The `data` line as sent; undefined once a field was changed or handed out (the text no longer says it). */
+  #data: string | undefined
+  /** Where `,"sequence_number":N` starts and ends in `#data`. */
+  readonly #numberFrom: number
+  readonly #numberTo: number
   #fields: Record<string, unknown> | undefined
   #delta: string | undefined
 
-  constructor(type: AsSentType, json: string) {
+  constructor(type: AsSentType, data: string, numberFrom: number, numberTo: number) {
     this.type = type
-    this.#json = json
+    this.#data = data
+    this.#numberFrom = numberFrom
+    this.#numberTo = numberTo
   }
 
   /** The event's JSON as the upstream wrote it, without `sequence_number`, until a field is changed or handed out. */
   get wireJson(): string | undefined {
-    return this.#json
+    const data = this.#data
+    return data === undefined ? undefined : data.slice(0, this.#numberFrom) + data.slice(this.#numberTo)
+  }
+
+  /** `wireJson` without its closing brace: the Responses writer appends its own `sequence_number` to it. */
+  get wireJsonOpen(): string | undefined {
+    const data = this.#data
+    return data === undefined ? undefined : data.slice(0, this.#numberFrom) + data.slice(this.#numberTo, -1)
   }
 
   /**
@@ -76,13 +94,13 @@ class AsSentEvent {
    */
   get delta(): unknown {
     if (this.#fields) return this.#fields.delta
-    return (this.#delta ??= readDelta(this.#json!)) ?? this.#parsed().delta
+    return (this.#delta ??= readDelta(this.#data!)) ?? this.#parsed().delta
   }
 
   set delta(value: unknown) {
     this.#delta = undefined
     this.#parsed().delta = value
-    this.#json = undefined
+    this.#data = undefined
   }
 
   toJSON(): Record<string, unknown> {
@@ -90,7 +108,7 @@ class AsSentEvent {
   }
 
   #parsed(): Record<string, unknown> {
-    return (this.#fields ??= JSON.parse(this.#json!) as Record<string, unknown>)
+    return (this.#fields ??= JSON.parse(this.wireJson!) as Record<string, unknown>)
   }
 
   static {
@@ -98,12 +116,12 @@ class AsSentEvent {
       Object.defineProperty(this.prototype, key, {
         get(this: AsSentEvent) {
           const fields = this.#parsed()
-          if (shouldDropText) this.#json = undefined
+          if (shouldDropText) this.#data = undefined
           return fields[key]
         },
         set(this: AsSentEvent, value: unknown) {
           this.#parsed()[key] = value
-          this.#json = undefined
+          this.#data = undefined
         },
       })
     for (const key of SCALAR_FIELDS) define(key, false)
@@ -113,6 +131,8 @@ class AsSentEvent {
 
 const SEQUENCE_KEY = ',"sequence_number":'
 const TYPE_START = '{"type":"'
+const TEXT_DELTA = 'response.output_text.delta'
+const TEXT_DELTA_END = TYPE_START.length + TEXT_DELTA.length
 
 const isDigit = (code: number) => code >= 48 && code <= 57
 
@@ -124,7 +144,8 @@ export const readAsSent = (data: string): ItemEvent | undefined => {
   if (!data.startsWith(TYPE_START) || !data.endsWith('}')) return undefined
   const typeEnd = data.indexOf('"', TYPE_START.length)
   if (typeEnd < 0 || !data.startsWith(SEQUENCE_KEY, typeEnd + 1)) return undefined
-  const type = data.slice(TYPE_START.length, typeEnd)
+  // Most of a stream is text deltas: their type is told without cutting it out of the text to look it up.
+  const type = typeEnd === TEXT_DELTA_END && data.startsWith(TEXT_DELTA, TYPE_START.length) ? TEXT_DELTA : data.slice(TYPE_START.length, typeEnd)
   if (!isAsSentType(type)) return undefined
   if (NEEDS_LOGPROBS.has(type) && !data.includes(LOGPROBS_KEY)) return undefined
   const numberStart = typeEnd + 1 + SEQUENCE_KEY.length
@@ -132,7 +153,6 @@ export const readAsSent = (data: string): ItemEvent | undefined => {
   while (isDigit(data.charCodeAt(numberEnd))) numberEnd++
   if (numberEnd === numberStart) return undefined
   // The upstream's number goes; the writer puts its own at the end, as on every event it serialises.
-  const json = data.slice(0, typeEnd + 1) + data.slice(numberEnd)
   // The fields are OpenAI's own for that type, read when first used: the member its `type` names.
-  return new AsSentEvent(type, json) as unknown as ItemEvent
+  return new AsSentEvent(type, data, typeEnd + 1, numberEnd) as unknown as ItemEvent
 }

@@ -25,7 +25,12 @@ export class TextDeltaEvent {
 
   /** The event's JSON, as `JSON.stringify` would write it (a getter: never serialised, never copied by a spread). */
   get wireJson(): string {
+    return `${this.wireJsonOpen}}`
+  }
+
+  /** `wireJson` without its closing brace: the Responses writer appends its own `sequence_number` to it. */
+  get wireJsonOpen(): string {
     const logprobs = this.logprobs.length === 0 ? '[]' : JSON.stringify(this.logprobs)
-    return `{"type":"${this.type}","item_id":${JSON.stringify(this.item_id)},"output_index":${this.output_index},"content_index":${this.content_index},"delta":${JSON.stringify(this.delta)},"logprobs":${logprobs}}`
+    return `{"type":"${this.type}","item_id":${JSON.stringify(this.item_id)},"output_index":${this.output_index},"content_index":${this.content_index},"delta":${JSON.stringify(this.delta)},"logprobs":${logprobs}`
   }
 }
