@@ -132,14 +132,19 @@ interface Limit {
   /** Which worst case is reserved: `all` when BYOK spend counts. */
   counts: keyof Amounts
   limitNano: number
-  refusal(spentNano: number, worstNano: number): GatewayError
+  /** `advice` ends with `or`: what to change before raising the limit. */
+  refusal(spentNano: number, worstNano: number, advice: string): GatewayError
 }
 
 // Intern routes read `reason`; the others `metadata`.
 const refusal = (limit: string, message: string) =>
   new PaymentRequiredError(message, { reason: 'payment_required', metadata: { error_type: 'payment_required', limit } })
 
-const ADVICE = 'lower max_output_tokens or'
+/** What lowers a model's worst case: its output bound. */
+const MODEL_ADVICE = 'lower max_output_tokens or'
+/** A plugin's price is the same whatever the model answers: only leaving the plugin out lowers it. */
+const PLUGIN_ADVICE = "that is the request's plugins' price before any model answers; leave the plugin out or"
+
 
 const heldCounters = (tracked: TrackedCounters, scope: SpendScope, window: SpendWindow, isByokCounted: boolean): Pick<Limit, 'index' | 'byokIndex' | 'counts'> => ({
   index: indexOf(tracked, scope, 'usage', window),
@@ -154,11 +159,11 @@ const keyLimit = (tracked: TrackedCounters, key: ApiKeyRecord): Limit | null => 
   return {
     ...heldCounters(tracked, 'key', window, key.includeByokInLimit),
     limitNano,
-    refusal: (spent, worst) =>
+    refusal: (spent, worst, advice) =>
       refusal(
         'key',
         `API key limit reached: the key may spend ${formatUsd(limitNano)} ${PERIOD[window]}, ${formatUsd(spent)} of it is spent, and this request ` +
-          `could cost up to ${formatUsd(worst)}; ${ADVICE} raise the key's limit`,
+          `could cost up to ${formatUsd(worst)}; ${advice} raise the key's limit`,
       ),
   }
 }
@@ -169,11 +174,11 @@ const budgetLimits = (tracked: TrackedCounters, workspace: WorkspaceRecord): Lim
     return {
       ...heldCounters(tracked, 'workspace', window, workspace.includeByokInBudgets),
       limitNano: budget.limitNano,
-      refusal: (spent, worst) =>
+      refusal: (spent, worst, advice) =>
         refusal(
           'workspace_budget',
           `Workspace budget reached: workspace "${workspace.slug}" may spend ${formatUsd(budget.limitNano)} ${PERIOD[window]}, ` +
-            `${formatUsd(spent)} of it is spent, and this request could cost up to ${formatUsd(worst)}; ${ADVICE} raise the budget`,
+            `${formatUsd(spent)} of it is spent, and this request could cost up to ${formatUsd(worst)}; ${advice} raise the budget`,
         ),
     }
   })
@@ -183,11 +188,11 @@ const guardrailLimits = (tracked: TrackedCounters, targets: SpendTargets): Limit
   (targets.guardrailBudgets ?? []).map((budget) => ({
     ...heldCounters(tracked, budget.holder === 'user' ? 'user' : 'key', budget.window, budget.includeByok),
     limitNano: budget.limitNano,
-    refusal: (spent, worst) =>
+    refusal: (spent, worst, advice) =>
       withGuardrailRefusal(
         new PaymentRequiredError(
           `Guardrail budget reached: guardrail "${budget.name}" lets ${budget.holder === 'user' ? "this key's user" : 'this key'} spend ${formatUsd(budget.limitNano)} ${PERIOD[budget.window]}, ` +
-            `${formatUsd(spent)} of it is spent, and this request could cost up to ${formatUsd(worst)}; ${ADVICE} raise the guardrail's limit_usd`,
+            `${formatUsd(spent)} of it is spent, and this request could cost up to ${formatUsd(worst)}; ${advice} raise the guardrail's limit_usd`,
           { reason: 'payment_required', metadata: { error_type: 'payment_required', limit: 'guardrail', guardrail_id: budget.guardrailId } },
         ),
         { events: [ruleRefusalEvent(budget, ['limit_usd'])] },
@@ -197,11 +202,11 @@ const guardrailLimits = (tracked: TrackedCounters, targets: SpendTargets): Limit
 const creditLimit = (tracked: TrackedCounters, account: AccountRecord): Limit => ({
   ...heldCounters(tracked, 'account', 'total', false),
   limitNano: account.credits.grantedNano,
-  refusal: (spent, worst) =>
+  refusal: (spent, worst, advice) =>
     refusal(
       'credits',
       `Insufficient credits: the account has ${formatUsd(Math.max(0, account.credits.grantedNano - spent))} left of ${formatUsd(account.credits.grantedNano)} ` +
-        `granted, and this request could cost up to ${formatUsd(worst)}; ${ADVICE} ask the operator for more credits`,
+        `granted, and this request could cost up to ${formatUsd(worst)}; ${advice} ask the operator for more credits`,
     ),
 })
 
@@ -317,12 +322,12 @@ const settleOnce = (service: InferenceService, request: InferenceRequest, tracke
 }
 
 /** Reserves `worst` (worked out only when a limit holds the request) on the request's limited counters, or throws 402. */
-const reserveAmounts = async (service: InferenceService, request: InferenceRequest, worst: () => Amounts): Promise<SpendReservation> => {
+const reserveAmounts = async (service: InferenceService, request: InferenceRequest, worst: () => Amounts, advice: string): Promise<SpendReservation> => {
   const targets = request.spend
   const tracked = trackedCounters(targets, new Date(service.now()))
   const reserved = tracked.list.map(() => 0)
   const limits = activeLimits(service.spend, targets, tracked)
-  if (limits.length > 0) await reserve(service, request, tracked.list, reserved, limits, worst())
+  if (limits.length > 0) await reserve(service, request, tracked.list, reserved, limits, worst(), advice)
   const settle = settleOnce(service, request, tracked.list, reserved)
   return {
     settle: (usage) => settle(billedAmounts(usage)),
@@ -339,7 +344,7 @@ const reserveAmounts = async (service: InferenceService, request: InferenceReque
 
 /** Reserves the request's worst case on its limited counters, or throws 402 naming the limit it would pass. */
 export const reserveSpend = (service: InferenceService, request: InferenceRequest): Promise<SpendReservation> =>
-  reserveAmounts(service, request, () => worstCase(service, request))
+  reserveAmounts(service, request, () => worstCase(service, request), MODEL_ADVICE)
 
 /**
  * Reserves what the request's plugins may spend before its attempts (the web plugin's search: its engine's price per
@@ -349,10 +354,10 @@ export const reserveSpend = (service: InferenceService, request: InferenceReques
 export const reservePluginSpend = async (service: InferenceService, request: InferenceRequest): Promise<SpendReservation | null> => {
   const priceNano = request.plugins.reduce((sum, plugin) => sum + Math.ceil((plugin.price ?? 0) * 1e9), 0)
   if (priceNano === 0) return null
-  return reserveAmounts(service, request, () => ({ usage: priceNano, all: priceNano }))
+  return reserveAmounts(service, request, () => ({ usage: priceNano, all: priceNano }), PLUGIN_ADVICE)
 }
 
-const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[], worst: Amounts) => {
+const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[], worst: Amounts, advice: string) => {
   // A request that cannot cost anything (a free endpoint) is never refused for money.
   const held = limits.filter((limit) => worst[limit.counts] > 0)
   if (held.length === 0) return
@@ -392,7 +397,7 @@ const reserve = async (service: InferenceService, request: InferenceRequest, tra
   if (overIndex >= 0) {
     await undo()
     const amount = amountAt(held[overIndex]!.index)
-    throw held[overIndex]!.refusal(spent[overIndex]! - amount, amount)
+    throw held[overIndex]!.refusal(spent[overIndex]! - amount, amount, advice)
   }
   indexes.forEach((index, position) => (reserved[index] = changes[position]!.amount))
 }

@@ -48,7 +48,7 @@ describe('the web plugin and spend limits', () => {
         code: 402,
         message:
           'API key limit reached: the key may spend $0.003 in total, $0.00 of it is spent, and this request could cost up to $0.004; ' +
-          "lower max_output_tokens or raise the key's limit",
+          "that is the request's plugins' price before any model answers; leave the plugin out or raise the key's limit",
         metadata: { error_type: 'payment_required', limit: 'key' },
       },
     })
