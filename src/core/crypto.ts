@@ -11,6 +11,8 @@ const toHex = (bytes: Uint8Array, start = 0, end = bytes.length): string => {
 }
 
 interface SyncHash {
+  /** One-shot digest (Node ≥ 20.12): no Hash object per call, about a quarter of `createHash`'s time. */
+  hash?(algorithm: 'sha256', value: string, encoding: 'hex'): string
   createHash(algorithm: 'sha256'): { update(value: string): { digest(encoding: 'hex'): string } }
   createHmac(algorithm: 'sha256', key: string): { update(value: string): { digest(encoding: 'hex'): string } }
 }
@@ -33,7 +35,7 @@ const syncHash: SyncHash | undefined = (() => {
 /** Lowercase hex SHA-256 of a UTF-8 string: the only form in which API keys are stored. */
 export const sha256Hex = async (value: string): Promise<string> =>
   syncHash
-    ? syncHash.createHash('sha256').update(value).digest('hex')
+    ? (syncHash.hash?.('sha256', value, 'hex') ?? syncHash.createHash('sha256').update(value).digest('hex'))
     : toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(value))))
 
 const hmacKeys = new Map<string, Promise<CryptoKey>>()
