@@ -7,6 +7,9 @@
  *
  *   node bench/in-process.mjs <build A> <build B> [json|stream|json-chat|stream-chat] [batches]
  *
+ * `INPROCESS_B_LEDGER=off` runs B with the usage ledger off (give the same build twice to see the ledger's cost);
+ * `INPROCESS_EXTRA_DELTAS=N` streams N more text deltas per answer (a long stream shows the cost per event).
+ *
  * A build is a dist/ folder (`npm run build`, or the tsup config built elsewhere). Prints CPU per request of each,
  * B ÷ A over all batches and the median of the per-batch ratios, store calls and spend counters per request.
  */
@@ -29,7 +32,14 @@ const FIXTURES = fileURLToPath(new URL('../test/fixtures/providers/', import.met
 const fixture = (wire, file) => readFileSync(join(FIXTURES, wire, file), 'utf8')
 const encoder = new TextEncoder()
 /** @param {string} text */
-const sseEvents = (text) => text.split(/(?<=\n\n)/).filter((part) => part.length > 0).map((part) => encoder.encode(part))
+const EXTRA_DELTAS = Number(process.env.INPROCESS_EXTRA_DELTAS ?? 0)
+/** The fixture's events, its first text delta repeated `EXTRA_DELTAS` more times. @param {string} text */
+const sseEvents = (text) => {
+  const events = text.split(/(?<=\n\n)/).filter((part) => part.length > 0)
+  const deltaAt = events.findIndex((part) => part.includes('"response.output_text.delta"') || part.includes('"delta":{"content"'))
+  if (EXTRA_DELTAS > 0 && deltaAt >= 0) events.splice(deltaAt, 0, ...Array.from({ length: EXTRA_DELTAS }, () => /** @type {string} */ (events[deltaAt])))
+  return events.map((part) => encoder.encode(part))
+}
 const ANSWERS = {
   responses: { json: fixture('openai', 'text.json'), events: sseEvents(fixture('openai', 'text.sse')) },
   chat: { json: fixture('openai-chat', 'text.json'), events: sseEvents(fixture('openai-chat', 'text.sse')) },
@@ -80,13 +90,14 @@ const counted = (driver) => {
   return { proxy, counts }
 }
 
-/** @param {string} dir */
-const start = async (dir) => {
+/** @param {string} dir @param {boolean} [isLedgerOff] */
+const start = async (dir, isLedgerOff = false) => {
   const { createGateway, memoryStorage } = await import(pathToFileURL(join(dir, 'index.js')).href)
   const store = counted(memoryStorage())
   const gateway = createGateway({
     storage: store.proxy,
     logger: false,
+    ...(isLedgerOff ? { ledger: { enabled: false } } : {}),
     transport: fakeTransport,
     providers: { openai: { baseURL: 'http://127.0.0.1:9/v1', apiKey: UPSTREAM_KEY }, groq: { baseURL: 'http://127.0.0.1:9/v1', apiKey: UPSTREAM_KEY } },
     // The bench's translated model (bench/gateway.mjs).
@@ -128,7 +139,7 @@ const cpuMicros = () => {
   return usage.user + usage.system
 }
 
-const targets = { A: await start(dirA), B: await start(dirB) }
+const targets = { A: await start(dirA), B: await start(dirB, process.env.INPROCESS_B_LEDGER === 'off') }
 for (let index = 0; index < WARM_UP_BATCHES; index++) {
   await batch(targets.A)
   await batch(targets.B)
