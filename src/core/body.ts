@@ -146,6 +146,16 @@ export const readJsonBody = async (request: Request, bounds: BodyBounds): Promis
   }
 }
 
+/** Whether the request carries a body, without reading it. */
+export const hasRequestBody = (request: Request): boolean => {
+  // From the wire, a body always comes with its length or chunked.
+  const declared = request.headers.get('content-length')
+  if (declared !== null) return declared !== '0'
+  if (request.headers.has('transfer-encoding')) return true
+  // A Request built in this process has no length header; a GET or HEAD one never has a body.
+  return request.method !== 'GET' && request.method !== 'HEAD' && request.body !== null
+}
+
 /** Reads a JSON object body; an empty body reads as `{}` so the schema can name missing fields. */
 export const readObjectBody = async (request: Request, bounds: BodyBounds): Promise<Record<string, unknown>> => {
   const value = await readJsonBody(request, bounds)

@@ -105,6 +105,12 @@ export const booleanQuery = () =>
  */
 export const NoQuerySchema = v.strictObject({})
 
+/**
+ * The body of a route that reads none (GET, DELETE, actions without options): a field in it is refused by name, as
+ * an unknown query parameter is. `{}` and `null` say nothing and pass, as clients send them on such calls.
+ */
+export const NoBodySchema = v.nullable(v.strictObject({}))
+
 /** Turns URL search params into a plain object; a repeated parameter keeps its last value. */
 export const searchParamsToObject = (searchParams: URLSearchParams): Record<string, string> => {
   const query: Record<string, string> = {}

@@ -7,7 +7,7 @@
 
 import { assertRouteAuth, authenticate, type Caller } from '../pipeline/auth'
 import { isClientGone, type ClientSignal } from '../core/client-signal'
-import { DEFAULT_REQUEST_BODY_TIMEOUT_MS, readObjectBody } from '../core/body'
+import { DEFAULT_REQUEST_BODY_TIMEOUT_MS, hasRequestBody, readJsonBody, readObjectBody } from '../core/body'
 import { replyStatus, setReplyHeader, toResponse, type Reply } from '../core/reply'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, errorReply, type ErrorFlavor } from '../core/errors'
 import { createConsoleLogger, isLogLevelEnabled, silentLogger, type Logger } from '../core/logger'
@@ -28,7 +28,7 @@ import { assertKnownEndpointProviders } from '../engine/providers'
 import { DEFAULT_TEXT_MODEL, UnknownPriceTargetError } from '../engine/models'
 import { createPriceRefresher, type PriceReloadResult } from '../engine/price-refresh'
 import type { ReplyHandler, ReplyOptions } from '../core/types'
-import { NoQuerySchema, parseInput, searchParamsToObject } from '../core/validation'
+import { NoBodySchema, NoQuerySchema, parseInput, searchParamsToObject } from '../core/validation'
 import { createRepositories, type Repositories } from '../repositories'
 import { routes } from '../routes'
 import { createAdmin, type GatewayAdmin } from '../admin/admin'
@@ -191,9 +191,14 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     // A route without a query schema takes no parameters: any is a 400 naming it (docs/decisions.md, Errors and routing).
     if (!route.query && url.search !== '') parseInput(NoQuerySchema, searchParamsToObject(url.searchParams), 'query')
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
-    const body = route.body
-      ? parseInput(route.body, await readObjectBody(request, { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }), 'body')
-      : undefined
+    const bodyBounds = { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }
+    const body = route.body ? parseInput(route.body, await readObjectBody(request, bodyBounds), 'body') : undefined
+    // A route without a body schema reads no body: one that says something is a 400 naming it (docs/decisions.md,
+    // Errors and routing), so an option sent where the route never looks does not seem applied.
+    if (!route.body && hasRequestBody(request)) {
+      const unread = await readJsonBody(request, bodyBounds)
+      if (unread !== undefined) parseInput(NoBodySchema, unread, 'body')
+    }
     const handle = () =>
       route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime, clientSignal, access))
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null

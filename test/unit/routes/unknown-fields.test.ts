@@ -176,6 +176,22 @@ describe('an unknown query parameter', () => {
     expect(await snapshot(path())).toBe(before)
   })
 
+  // Nor does a route that reads no body: a field in one would look applied and be ignored.
+  it.each(withoutQuery.filter(([method]) => method === 'DELETE'))('%s %s with a field in its body: 400 naming it, nothing changed', async (method, path) => {
+    const before = await snapshot(path())
+    const response = await call(method, path(), { force: true })
+    expect(response.status).toBe(400)
+    expect((await readJson(response)).error.message).toBe('body.force: unknown field')
+    expect(await snapshot(path())).toBe(before)
+  })
+
+  it('a body that says nothing passes where the route reads none: {} and null', async () => {
+    for (const said of [{}, null]) {
+      const key = await t.gateway.admin.createKey({ kind: 'regular', name: 'doomed' })
+      expect((await call('DELETE', `/keys/${key.record.hash}`, said)).status).toBe(200)
+    }
+  })
+
   it('inference routes refuse one too, except the beta flag Anthropic SDKs put on /messages', async () => {
     const responses = await t.call('POST', '/responses?bogus=1', { key: t.regularKey, json: { input: 'Hi' } })
     expect(responses.status).toBe(400)
