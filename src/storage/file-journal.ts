@@ -2,93 +2,77 @@
  * The append-only journal of the file driver: JSON Lines, one `{ seq, ...Mutation }` per successful
  * write, numbered so that entries already folded into a snapshot can be skipped on replay.
  */
-import { open, readFile, truncate, type FileHandle } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { open, rename, rm, truncate, type FileHandle } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { isMutation, parseLine, readLines } from './file-lines'
+import { syncDirectory } from './file-snapshot'
 import type { Mutation } from './memory-engine'
 import { PRIVATE_FILE_MODE, tightenOpenFile } from './private-files'
 
 export type JournalEntry = Mutation & { seq: number }
 
 export interface JournalContents {
-  entries: JournalEntry[]
+  /** Entries read (each was handed to the caller). */
+  lineCount: number
   /** Bytes of complete, valid lines; the file is cut to this length when its tail was torn. */
   size: number
 }
 
 const NEWLINE = 0x0a
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
-
-const isStringRecord = (value: unknown): boolean =>
-  isObject(value) && Object.values(value).every((entry) => typeof entry === 'string')
-
-const isStoredRecord = (value: unknown): boolean =>
-  isObject(value) &&
-  typeof value.id === 'string' &&
-  isObject(value.data) &&
-  Number.isSafeInteger(value.version) &&
-  isStringRecord(value.indexes) &&
-  Array.isArray(value.uniques) &&
-  value.uniques.every((key) => typeof key === 'string') &&
-  typeof value.sortKey === 'string'
-
-const isJournalEntry = (value: unknown): value is JournalEntry => {
-  if (!isObject(value) || !Number.isSafeInteger(value.seq)) return false
-  switch (value.op) {
-    case 'put':
-      return typeof value.collection === 'string' && isStoredRecord(value.record)
-    case 'delete':
-      return typeof value.collection === 'string' && typeof value.id === 'string'
-    case 'counter':
-      return typeof value.key === 'string' && Number.isFinite(value.value) && Number.isFinite(value.expiresAt)
-    default:
-      return false
-  }
-}
-
 const parseEntry = (line: string): JournalEntry | undefined => {
-  try {
-    const value: unknown = JSON.parse(line)
-    return isJournalEntry(value) ? value : undefined
-  } catch {
-    return undefined
-  }
+  const value = parseLine(line)
+  return isMutation(value) && Number.isSafeInteger((value as Partial<JournalEntry>).seq) ? (value as JournalEntry) : undefined
 }
+
+/** The journal's temporary file while `dropThrough` rewrites it. */
+const temporaryPathOf = (path: string) => `${path}.tmp`
+
+/** Removes a temporary journal left by a crash during `dropThrough`: the journal beside it is still whole. */
+export const removeTemporaryJournal = (path: string): Promise<void> => rm(temporaryPathOf(path), { force: true })
 
 /**
- * Reads the journal at `path` (empty when missing). A crash mid-append leaves a torn last line: an
- * unterminated or unparsable tail is cut off, since its write never resolved. A bad line followed by
- * good ones is corruption and throws rather than silently losing writes.
+ * Reads the journal at `path` (empty when missing), handing each entry to `onEntry` in order. It is read piece
+ * by piece, whatever its size. A crash mid-append leaves a torn last line: an unterminated or unparsable tail is
+ * cut off, since its write never resolved. A bad line followed by good ones is corruption and throws rather than
+ * silently losing writes.
  */
-export const readJournal = async (path: string): Promise<JournalContents> => {
-  let bytes: Buffer
+export const readJournal = async (path: string, onEntry: (entry: JournalEntry) => void): Promise<JournalContents> => {
+  let handle: FileHandle
   try {
-    bytes = await readFile(path)
+    handle = await open(path, 'r')
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], size: 0 }
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { lineCount: 0, size: 0 }
     throw error
   }
-
-  const entries: JournalEntry[] = []
-  let start = 0
-  // Splitting bytes on 0x0a is safe: UTF-8 never uses that byte inside a multi-byte character.
-  while (start < bytes.length) {
-    const end = bytes.indexOf(NEWLINE, start)
-    const entry = end === -1 ? undefined : parseEntry(bytes.toString('utf8', start, end))
-    if (!entry) {
-      const isLastLine = end === -1 || end === bytes.length - 1
-      if (!isLastLine) throw new Error(`modelgate: the journal ${path} is corrupt at byte ${start}`)
-      await truncate(path, start)
-      break
+  let lineCount = 0
+  let badLine: { offset: number; nextOffset: number } | undefined
+  let read
+  try {
+    read = await readLines(handle, (line, offset, nextOffset) => {
+      const entry = parseEntry(line)
+      if (!entry) {
+        badLine = { offset, nextOffset }
+        return false
+      }
+      onEntry(entry)
+      lineCount++
+    })
+    if (badLine) {
+      const { size } = await handle.stat()
+      if (badLine.nextOffset !== size) throw new Error(`modelgate: the journal ${path} is corrupt at byte ${badLine.offset}`)
     }
-    entries.push(entry)
-    start = end + 1
+  } finally {
+    await handle.close()
   }
-  return { entries, size: start }
+  const validSize = badLine?.offset ?? read.tailAt
+  if (validSize !== read.size || badLine) await truncate(path, validSize)
+  return { lineCount, size: validSize }
 }
 
 export interface JournalOptions {
-  /** fsync after every append and reset. */
+  /** fsync after every append and rewrite. */
   shouldSync: boolean
   /** Current length of the file in bytes (from `readJournal`). */
   size: number
@@ -106,28 +90,60 @@ export interface Journal {
    * so no partial line remains, and none of them counts.
    */
   append(...entries: JournalEntry[]): Promise<void>
-  /** Empties the journal once its entries are safe in a snapshot. */
-  reset(): Promise<void>
+  /**
+   * Drops the entries in the first `offset` bytes, once they are safe in a snapshot, and keeps the ones appended
+   * since: those are copied to a new file that replaces the journal in one rename, so a crash leaves either
+   * journal whole. Call it between appends.
+   */
+  dropThrough(offset: number): Promise<void>
   close(): Promise<void>
 }
 
-/** Opens the journal at `path` for appending (creating it when missing). */
-export const openJournal = async (path: string, options: JournalOptions): Promise<Journal> => {
-  const handle: FileHandle = await open(path, 'a', PRIVATE_FILE_MODE)
+/**
+ * Every write of a journal handle goes to the end of the file (O_APPEND), so one cut back after a failed append
+ * can take the next append at once; it reads too, since `dropThrough` reads back the entries it keeps.
+ */
+const APPEND_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_APPEND
+
+const openForAppend = async (path: string, extraFlags = 0): Promise<FileHandle> => {
+  const handle = await open(path, APPEND_FLAGS | extraFlags, PRIVATE_FILE_MODE)
   try {
     await tightenOpenFile(handle)
   } catch (error) {
     await handle.close()
     throw error
   }
+  return handle
+}
+
+const readFully = async (handle: FileHandle, from: number, length: number): Promise<Buffer> => {
+  const bytes = Buffer.allocUnsafe(length)
+  let done = 0
+  while (done < length) {
+    const { bytesRead } = await handle.read(bytes, done, length - done, from + done)
+    if (bytesRead === 0) throw new Error('modelgate: the journal ended before its recorded size')
+    done += bytesRead
+  }
+  return bytes
+}
+
+const countLines = (bytes: Buffer): number => {
+  let count = 0
+  for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) count++
+  return count
+}
+
+/** Opens the journal at `path` for appending (creating it when missing). */
+export const openJournal = async (path: string, options: JournalOptions): Promise<Journal> => {
+  let handle = await openForAppend(path)
   let { size, lineCount } = options
-  // Set when a failed append could not be undone: appending after a partial line would corrupt the file.
+  // Set when a failed write could not be undone: appending after a partial line would corrupt the file.
   let brokenBy: unknown
 
-  const writeFully = async (bytes: Buffer): Promise<void> => {
+  const writeFully = async (target: FileHandle, bytes: Buffer): Promise<void> => {
     let written = 0
     while (written < bytes.length) {
-      const { bytesWritten } = await handle.write(bytes, written, bytes.length - written)
+      const { bytesWritten } = await target.write(bytes, written, bytes.length - written)
       written += bytesWritten
     }
   }
@@ -145,7 +161,7 @@ export const openJournal = async (path: string, options: JournalOptions): Promis
       if (brokenBy !== undefined) throw brokenBy
       const bytes = Buffer.from(entries.map((entry) => `${JSON.stringify(entry)}\n`).join(''), 'utf8')
       try {
-        await writeFully(bytes)
+        await writeFully(handle, bytes)
         if (options.shouldSync) await handle.sync()
       } catch (error) {
         try {
@@ -159,12 +175,34 @@ export const openJournal = async (path: string, options: JournalOptions): Promis
       lineCount += entries.length
     },
 
-    async reset() {
+    async dropThrough(offset) {
       if (brokenBy !== undefined) throw brokenBy
-      await handle.truncate(0)
-      size = 0
-      lineCount = 0
-      if (options.shouldSync) await handle.sync()
+      if (offset >= size) {
+        await handle.truncate(0)
+        size = 0
+        lineCount = 0
+        if (options.shouldSync) await handle.sync()
+        return
+      }
+      const kept = await readFully(handle, offset, size - offset)
+      const temporaryPath = temporaryPathOf(path)
+      const next = await openForAppend(temporaryPath, constants.O_TRUNC)
+      try {
+        await writeFully(next, kept)
+        if (options.shouldSync) await next.sync()
+        await rename(temporaryPath, path)
+      } catch (error) {
+        await next.close()
+        await rm(temporaryPath, { force: true })
+        throw error
+      }
+      // The handle stays on the file it wrote, now named as the journal; appends go on from its end.
+      const previous = handle
+      handle = next
+      size = kept.length
+      lineCount = countLines(kept)
+      await previous.close().catch(() => {})
+      if (options.shouldSync) await syncDirectory(dirname(path))
     },
 
     async close() {

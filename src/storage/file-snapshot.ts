@@ -1,50 +1,36 @@
 /**
- * The snapshot of the file driver: the whole state plus the `seq` of the last journal entry folded
- * into it. Written to a temporary file and renamed over the old one, so it is never seen half-written.
+ * The snapshot of the file driver: the whole state plus the `seq` of the last journal entry folded into it.
+ * JSON Lines: a header, then one line per record and per live counter, each a mutation that recreates it. It is
+ * written piece by piece to a temporary file and renamed over the old one, so it is never seen half-written, and
+ * read piece by piece, so neither its size nor the event loop's other work sets a limit on the state.
  */
-import { open, readFile, rename, rm } from 'node:fs/promises'
+import { open, readFile, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import type { EngineState } from './memory-engine'
+import { createLineWriter, isMutation, parseLine, readLines } from './file-lines'
+import type { EngineState, Mutation } from './memory-engine'
 import { PRIVATE_FILE_MODE, tightenOpenFile } from './private-files'
 
-const FORMAT = 1
+const FORMAT = 2
 
-export interface Snapshot {
+interface SnapshotHeader {
   format: typeof FORMAT
-  /** Journal entries up to and including this sequence number are part of `state`. */
+  /** Journal entries up to and including this sequence number are part of the snapshot. */
   seq: number
-  state: EngineState
+  /** Lines after the header: how a reader knows it has all of them. */
+  records: number
+  counters: number
 }
 
-const isSnapshot = (value: unknown): value is Snapshot => {
-  const snapshot = value as Partial<Snapshot> | null
+const isHeader = (value: unknown): value is SnapshotHeader => {
+  const header = value as Partial<SnapshotHeader> | null
   return (
-    typeof snapshot === 'object' &&
-    snapshot !== null &&
-    snapshot.format === FORMAT &&
-    Number.isSafeInteger(snapshot.seq) &&
-    typeof snapshot.state?.collections === 'object' &&
-    Array.isArray(snapshot.state.counters)
+    typeof header === 'object' &&
+    header !== null &&
+    header.format === FORMAT &&
+    Number.isSafeInteger(header.seq) &&
+    Number.isSafeInteger(header.records) &&
+    Number.isSafeInteger(header.counters)
   )
-}
-
-/** Reads the snapshot at `path` and its size in bytes; `undefined` when there is none yet. */
-export const readSnapshot = async (path: string): Promise<{ snapshot: Snapshot; size: number } | undefined> => {
-  let bytes: Buffer
-  try {
-    bytes = await readFile(path)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw error
-  }
-  let value: unknown
-  try {
-    value = JSON.parse(bytes.toString('utf8'))
-  } catch {
-    value = undefined
-  }
-  if (!isSnapshot(value)) throw new Error(`modelgate: the snapshot ${path} is unreadable`)
-  return { snapshot: value, size: bytes.length }
 }
 
 /** Makes a rename or a new file in `directory` durable; best effort where directories cannot be opened (Windows). */
@@ -60,27 +46,114 @@ export const syncDirectory = async (directory: string): Promise<void> => {
   }
 }
 
-/** Replaces the snapshot at `path` with one holding `state` as of journal entry `seq`; resolves with its size in bytes. */
+const unreadable = (path: string, why: string) => new Error(`modelgate: the snapshot ${path} is unreadable (${why})`)
+
+/**
+ * Loads the snapshot at `path` by handing each of its mutations to `apply`; resolves with its `seq`, its size in
+ * bytes and its lines after the header, or `undefined` when there is none yet. A snapshot that does not hold all its header announces throws.
+ */
+export const loadSnapshot = async (
+  path: string,
+  apply: (mutation: Mutation) => void,
+): Promise<{ seq: number; bytes: number; lines: number } | undefined> => {
+  let handle: FileHandle
+  try {
+    handle = await open(path, 'r')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw error
+  }
+  let header: SnapshotHeader | undefined
+  let records = 0
+  let counters = 0
+  let read
+  try {
+    read = await readLines(handle, (line, offset) => {
+      const value = parseLine(line)
+      if (header === undefined) {
+        if (!isHeader(value)) throw unreadable(path, 'no header')
+        header = value
+        return
+      }
+      if (!isMutation(value) || value.op === 'delete') throw unreadable(path, `bad line at byte ${offset}`)
+      if (value.op === 'put') records++
+      else counters++
+      apply(value)
+    })
+  } finally {
+    await handle.close()
+  }
+  if (!header || read.tailAt !== read.size || records !== header.records || counters !== header.counters) {
+    throw unreadable(path, 'incomplete')
+  }
+  return { seq: header.seq, bytes: read.size, lines: records + counters }
+}
+
+/**
+ * Reads a snapshot of the first format (one JSON document, `snapshot.json`), which earlier versions wrote; its
+ * state is loaded by the caller and the next compaction replaces it with the current format.
+ */
+export const readFirstFormatSnapshot = async (
+  path: string,
+): Promise<{ seq: number; state: EngineState; bytes: number; lines: number } | undefined> => {
+  let bytes: Buffer
+  try {
+    bytes = await readFile(path)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw error
+  }
+  const value = parseLine(bytes.toString('utf8')) as { format?: unknown; seq?: unknown; state?: Partial<EngineState> } | undefined
+  const isFirstFormat =
+    typeof value === 'object' &&
+    value !== null &&
+    value.format === 1 &&
+    Number.isSafeInteger(value.seq) &&
+    typeof value.state?.collections === 'object' &&
+    value.state.collections !== null &&
+    Array.isArray(value.state.counters)
+  if (!isFirstFormat) throw unreadable(path, 'not a snapshot')
+  const state = value.state as EngineState
+  const lines = Object.values(state.collections).reduce((count, records) => count + records.length, state.counters.length)
+  return { seq: value.seq as number, state, bytes: bytes.length, lines }
+}
+
+/**
+ * Replaces the snapshot at `path` with one holding `state` as of journal entry `seq`; resolves with its size in
+ * bytes and its lines after the header.
+ */
 export const writeSnapshot = async (
   path: string,
   seq: number,
   state: EngineState,
   shouldSync: boolean,
-): Promise<number> => {
+): Promise<{ bytes: number; lines: number }> => {
   const temporaryPath = `${path}.tmp`
-  const snapshot: Snapshot = { format: FORMAT, seq, state }
-  const bytes = Buffer.from(JSON.stringify(snapshot), 'utf8')
   const handle = await open(temporaryPath, 'w', PRIVATE_FILE_MODE)
+  let bytes: number
+  let lines: number
   try {
     await tightenOpenFile(handle)
-    await handle.writeFile(bytes)
+    const collections = Object.entries(state.collections)
+    const records = collections.reduce((count, [, items]) => count + items.length, 0)
+    const writer = createLineWriter(handle)
+    const header: SnapshotHeader = { format: FORMAT, seq, records, counters: state.counters.length }
+    await writer.line(JSON.stringify(header))
+    for (const [collection, items] of collections) {
+      for (const record of items) await writer.line(JSON.stringify({ op: 'put', collection, record }))
+    }
+    for (const { key, value, expiresAt } of state.counters) {
+      await writer.line(JSON.stringify({ op: 'counter', key, value, expiresAt }))
+    }
+    bytes = await writer.end()
+    lines = header.records + header.counters
     if (shouldSync) await handle.sync()
   } finally {
     await handle.close()
   }
   await rename(temporaryPath, path)
   if (shouldSync) await syncDirectory(dirname(path))
-  return bytes.length
+  return { bytes, lines }
 }
 
 /** Removes a temporary snapshot left by a crash during `writeSnapshot`. */

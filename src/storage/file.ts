@@ -2,8 +2,10 @@
  * The embedded on-disk store of the standalone runner. State lives in memory (the shared engine)
  * and every write is appended to `<directory>/journal.jsonl` before it becomes visible; on open the
  * snapshot is loaded and the journal replayed. Writes go through one promise chain, so journal
- * lines never interleave and each mutation is planned against all writes before it.
+ * lines never interleave and each mutation is planned against all writes before it. A compaction
+ * writes its snapshot beside that chain, so writes go on while it runs.
  */
+import { rm } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { StorageUnavailableError } from '../core/errors'
 import type {
@@ -17,18 +19,21 @@ import type {
   StoredRecord,
 } from './contract'
 import { acquireDirectoryLock } from './file-lock'
-import { openJournal, readJournal, type Journal } from './file-journal'
-import { readSnapshot, removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
+import { openJournal, readJournal, removeTemporaryJournal, type Journal } from './file-journal'
+import { loadSnapshot, readFirstFormatSnapshot, removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
 import { createMemoryEngine, loadEngineState, type MemoryEngine, type Mutation } from './memory-engine'
 import { ensurePrivateDirectory, tightenFile } from './private-files'
 import { assertDistinctCounters } from './validate'
 
 export interface FileStorageOptions {
-  /** Directory holding `journal.jsonl`, `snapshot.json` and `LOCK`; created when missing. */
+  /** Directory holding `journal.jsonl`, `snapshot.jsonl` and `LOCK`; created when missing. */
   directory: string
   /** fsync every write before it resolves (default true). Off, a power loss may drop the latest writes. */
   fsync?: boolean
-  /** Fold the journal into a fresh snapshot once it holds this many lines (default 10 000). */
+  /**
+   * Fold the journal into a fresh snapshot once it holds this many lines and at least as many as the last
+   * snapshot (default 10 000).
+   */
   compactAfter?: number
   /**
    * Fold the journal into a fresh snapshot once it holds this many bytes and at least as many as the
@@ -42,7 +47,9 @@ export interface FileStorageOptions {
 const DEFAULT_COMPACT_AFTER = 10_000
 const DEFAULT_COMPACT_AFTER_BYTES = 16 * 1024 * 1024
 const JOURNAL_FILE = 'journal.jsonl'
-const SNAPSHOT_FILE = 'snapshot.json'
+const SNAPSHOT_FILE = 'snapshot.jsonl'
+/** Where versions before the JSON Lines snapshot kept theirs: read when there is no newer one, removed by the next compaction. */
+const FIRST_FORMAT_SNAPSHOT_FILE = 'snapshot.json'
 
 interface OpenStore {
   engine: MemoryEngine
@@ -53,6 +60,8 @@ interface OpenStore {
   compactAt: number
   /** Journal size in bytes that triggers the next compaction. */
   compactAtBytes: number
+  /** The compaction under way, if any; it settles (never rejects) when its snapshot is in place or has failed. */
+  compaction: Promise<void> | undefined
   releaseLock: () => Promise<void>
 }
 
@@ -91,12 +100,24 @@ const resolveOptions = (options: FileStorageOptions): ResolvedOptions => {
   }
 }
 
+/** What the last snapshot held. */
+interface SnapshotSize {
+  bytes: number
+  /** Records and counters: the lines after its header. */
+  lines: number
+}
+
 /**
- * The journal size that triggers compaction: a snapshot costs the whole state to write, so a large
- * state waits for a journal as large as its last snapshot (as Redis rewrites its AOF), keeping the
- * disk near twice the state while each compaction is paid for by as many bytes of writes.
+ * The journal lines and bytes that trigger compaction: a snapshot costs the whole state to write, so a large
+ * state waits for a journal as long and as large as its last snapshot (as Redis rewrites its AOF). The disk stays
+ * near twice the state, a journal's replay costs about what loading the snapshot does, and each compaction is paid
+ * for by as many lines and bytes of writes: a store of many small records (usage records, counters) is not
+ * rewritten every `compactAfter` writes.
  */
-const compactionSize = (options: ResolvedOptions, snapshotBytes: number) => Math.max(options.compactAfterBytes, snapshotBytes)
+const compactionThresholds = (options: ResolvedOptions, snapshot: SnapshotSize) => ({
+  compactAt: Math.max(options.compactAfter, snapshot.lines),
+  compactAtBytes: Math.max(options.compactAfterBytes, snapshot.bytes),
+})
 
 const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
   const { directory, shouldSync } = options
@@ -104,27 +125,32 @@ const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
   const releaseLock = await acquireDirectoryLock(directory)
   try {
     const snapshotPath = join(directory, SNAPSHOT_FILE)
+    const firstFormatPath = join(directory, FIRST_FORMAT_SNAPSHOT_FILE)
     const journalPath = join(directory, JOURNAL_FILE)
-    await removeTemporarySnapshot(snapshotPath)
-    await tightenFile(snapshotPath)
+    await Promise.all([removeTemporarySnapshot(snapshotPath), removeTemporarySnapshot(firstFormatPath), removeTemporaryJournal(journalPath)])
+    await Promise.all([tightenFile(snapshotPath), tightenFile(firstFormatPath)])
 
     const engine = createMemoryEngine(options.now)
-    const stored = await readSnapshot(snapshotPath)
-    if (stored) loadEngineState(engine, stored.snapshot.state)
-    let seq = stored?.snapshot.seq ?? 0
+    const apply = (mutation: Mutation) => engine.apply(mutation)
+    let stored = await loadSnapshot(snapshotPath, apply)
+    if (!stored) {
+      const firstFormat = await readFirstFormatSnapshot(firstFormatPath)
+      if (firstFormat) loadEngineState(engine, firstFormat.state)
+      stored = firstFormat
+    }
+    let seq = stored?.seq ?? 0
 
-    const { entries, size } = await readJournal(journalPath)
-    for (const entry of entries) {
+    const { lineCount, size } = await readJournal(journalPath, (entry) => {
       // A crash between writing a snapshot and emptying the journal leaves entries the snapshot already holds.
-      if (entry.seq <= seq) continue
+      if (entry.seq <= seq) return
       engine.apply(entry)
       seq = entry.seq
-    }
+    })
 
-    const journal = await openJournal(journalPath, { shouldSync, size, lineCount: entries.length })
+    const journal = await openJournal(journalPath, { shouldSync, size, lineCount })
     if (shouldSync) await syncDirectory(directory)
-    const compactAtBytes = compactionSize(options, stored?.size ?? 0)
-    return { engine, journal, seq, compactAt: options.compactAfter, compactAtBytes, releaseLock }
+    const thresholds = compactionThresholds(options, stored ?? { bytes: 0, lines: 0 })
+    return { engine, journal, seq, ...thresholds, compaction: undefined, releaseLock }
   } catch (error) {
     await releaseLock()
     throw error
@@ -136,6 +162,7 @@ const unavailable = (cause: unknown) => new StorageUnavailableError('Storage is 
 const createFileDriver = (options: FileStorageOptions) => {
   const resolved = resolveOptions(options)
   const snapshotPath = join(resolved.directory, SNAPSHOT_FILE)
+  const firstFormatSnapshotPath = join(resolved.directory, FIRST_FORMAT_SNAPSHOT_FILE)
   const opening = openStore(resolved)
   let store: OpenStore | undefined
   let openError: unknown
@@ -169,24 +196,39 @@ const createFileDriver = (options: FileStorageOptions) => {
     return run
   }
 
-  const compact = async (current: OpenStore): Promise<void> => {
-    try {
-      const snapshotBytes = await writeSnapshot(snapshotPath, current.seq, current.engine.state(), resolved.shouldSync)
-      await current.journal.reset()
-      current.compactAt = resolved.compactAfter
-      current.compactAtBytes = compactionSize(resolved, snapshotBytes)
-    } catch {
-      // The journal still holds every write, so nothing is lost; try again after another round of writes.
-      current.compactAt = current.journal.lineCount + resolved.compactAfter
-      current.compactAtBytes = current.journal.size + resolved.compactAfterBytes
-    }
+  /**
+   * Starts a compaction from inside the write chain: the state as of the last committed write is taken there (its
+   * lists only: a write replaces a record, never changes one), and the snapshot is written beside the chain, so
+   * writes go on meanwhile. The journal then drops, again in the chain, only the entries the snapshot holds.
+   */
+  const startCompaction = (current: OpenStore): void => {
+    const seq = current.seq
+    const journalBytes = current.journal.size
+    const state = current.engine.state()
+    current.compaction = (async () => {
+      try {
+        const snapshot = await writeSnapshot(snapshotPath, seq, state, resolved.shouldSync)
+        await rm(firstFormatSnapshotPath, { force: true })
+        await enqueue(() => current.journal.dropThrough(journalBytes))
+        Object.assign(current, compactionThresholds(resolved, snapshot))
+      } catch {
+        // The journal still holds every write, so nothing is lost; try again after another round of writes.
+        current.compactAt = current.journal.lineCount + resolved.compactAfter
+        current.compactAtBytes = current.journal.size + resolved.compactAfterBytes
+      } finally {
+        current.compaction = undefined
+      }
+      // Writes made during this compaction may already call for the next one (`close` waits for it too).
+      void enqueue(async () => scheduleCompactionIfDue(current))
+    })()
   }
 
   const scheduleCompactionIfDue = (current: OpenStore): void => {
+    if (current.compaction) return
     if (current.journal.lineCount < current.compactAt && current.journal.size < current.compactAtBytes) return
     current.compactAt = Number.POSITIVE_INFINITY
     current.compactAtBytes = Number.POSITIVE_INFINITY
-    void enqueue(() => compact(current))
+    void enqueue(async () => startCompaction(current))
   }
 
   /** Runs a write after every earlier one, so it is planned against all of them. */
@@ -292,12 +334,13 @@ const createFileDriver = (options: FileStorageOptions) => {
     close(): Promise<void> {
       closing ??= (async () => {
         isClosed = true
-        // Drain writes accepted before close, including a compaction one of them scheduled.
+        // Drain writes accepted before close, and a compaction under way with the journal rewrite it queues.
         let drained: Promise<unknown>
         do {
           drained = tail
           await drained
-        } while (drained !== tail)
+          await store?.compaction
+        } while (drained !== tail || store?.compaction)
         if (!store) return
         try {
           await store.journal.close()

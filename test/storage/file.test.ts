@@ -240,9 +240,11 @@ describe('fileStorage', () => {
     const before = await dump(first, ['live-counter'])
     await first.close()
 
-    expect((await journalLines(directory)).length).toBeLessThan(5)
-    const snapshot = await readFile(join(directory, 'snapshot.json'), 'utf8')
-    expect(snapshot).toContain('w11')
+    const snapshot = await readFile(join(directory, 'snapshot.jsonl'), 'utf8')
+    // The journal waits for as many lines as the last snapshot holds (and at least compactAfter) before it is folded.
+    const header = JSON.parse(snapshot.split('\n')[0]!) as { records: number; counters: number }
+    expect((await journalLines(directory)).length).toBeLessThan(Math.max(5, header.records + header.counters))
+    expect(snapshot).toContain('"id":"w0"')
     expect(snapshot).not.toContain('expired-counter')
 
     const second = await openTracked({ directory, compactAfter: 5, now })
@@ -256,7 +258,7 @@ describe('fileStorage', () => {
     const payload = (kilobytes: number) => ({ blob: 'x'.repeat(kilobytes * 1024) })
     const sizeOf = async (directory: string, file: string) => (await stat(join(directory, file))).size
     const snapshotSeq = async (directory: string) =>
-      (JSON.parse(await readFile(join(directory, 'snapshot.json'), 'utf8').catch(() => '{"seq":0}')) as { seq: number }).seq
+      (JSON.parse((await readFile(join(directory, 'snapshot.jsonl'), 'utf8').catch(() => '{"seq":0}')).split('\n')[0]!) as { seq: number }).seq
 
     it('folds a journal past compactAfterBytes into a snapshot, however few its lines', async () => {
       const directory = await makeDirectory()
@@ -279,13 +281,28 @@ describe('fileStorage', () => {
         await driver.create('widgets', { id: `w${index}`, data: payload(4) })
         snapshots.add(await snapshotSeq(directory))
         // The disk holds the state about twice, never the history of every write.
-        const disk = (await sizeOf(directory, 'journal.jsonl')) + (await sizeOf(directory, 'snapshot.json').catch(() => 0))
+        const disk = (await sizeOf(directory, 'journal.jsonl')) + (await sizeOf(directory, 'snapshot.jsonl').catch(() => 0))
         expect(disk).toBeLessThan(2 * (index + 1) * 4.5 * 1024 + 8 * 1024)
       }
       // The threshold doubles with the state: about log2(32) compactions, not 32 (nor none).
       expect(snapshots.size).toBeGreaterThanOrEqual(4)
       expect(snapshots.size).toBeLessThanOrEqual(7)
       expect((await driver.list('widgets')).totalCount).toBe(32)
+    })
+
+    it('waits for a journal as long as the last snapshot, so many small records are not rewritten every compactAfter writes', async () => {
+      const directory = await makeDirectory()
+      const driver = await openTracked({ directory, compactAfter: 10, fsync: false })
+      const snapshots = new Set<number>()
+      for (let index = 0; index < 320; index++) {
+        await driver.create('widgets', { id: `w${index}`, data: { index } })
+        snapshots.add(await snapshotSeq(directory))
+      }
+      // The line threshold doubles with the state too: about log2(320 / 10) compactions, not 32.
+      expect(snapshots.size).toBeGreaterThanOrEqual(4)
+      expect(snapshots.size).toBeLessThanOrEqual(8)
+      expect(await journalLines(directory)).not.toHaveLength(0)
+      expect((await driver.list('widgets')).totalCount).toBe(320)
     })
 
     it('checks compactAfterBytes', () => {
@@ -311,18 +328,22 @@ describe('fileStorage', () => {
     await first.close()
     const foldedJournal = await readFile(journalPath, 'utf8')
 
-    // Reopening with a tiny threshold folds all of it (plus one more write) into a snapshot.
+    // Reopening with a tiny threshold folds all of it into a snapshot.
     const second = await openFileStorage({ directory, compactAfter: 1 })
-    await second.increment('hits', 1, 60_000)
-    const expected = await dump(second, ['hits'])
     await second.close()
     expect(await journalLines(directory)).toHaveLength(0)
+    const expected = await (async () => {
+      const reader = await openFileStorage({ directory })
+      const state = { widgets: await reader.list('widgets'), deleted: await reader.get('widgets', 'w1') }
+      await reader.close()
+      return state
+    })()
 
     // The crash: the snapshot was renamed into place but the old journal was never emptied.
     await writeFile(journalPath, foldedJournal)
     const third = await openTracked({ directory, compactAfter: 1_000 })
-    expect(await dump(third, ['hits'])).toEqual(expected)
-    expect((await third.increment('hits', 0, 60_000)).value).toBe(5)
+    expect({ widgets: await third.list('widgets'), deleted: await third.get('widgets', 'w1') }).toEqual(expected)
+    expect((await third.increment('hits', 0, 60_000)).value).toBe(4)
     expect((await third.findByUnique('widgets', 'slug:shared'))?.id).toBe('w3')
 
     await third.create('widgets', { id: 'w4', data: {} })
@@ -333,10 +354,144 @@ describe('fileStorage', () => {
 
   it('ignores a temporary snapshot left by a crash while writing it', async () => {
     const directory = await makeDirectory()
-    await writeFile(join(directory, 'snapshot.json.tmp'), '{"format":1,"seq":99,"state":{"coll')
+    await writeFile(join(directory, 'snapshot.jsonl.tmp'), '{"format":2,"seq":99,"records":1,"counters":0}\n{"op":"put","coll')
     const driver = await openTracked({ directory })
     expect(await driver.list('widgets')).toEqual({ items: [], totalCount: 0 })
-    await expect(stat(join(directory, 'snapshot.json.tmp'))).rejects.toMatchObject({ code: 'ENOENT' })
+    await expect(stat(join(directory, 'snapshot.jsonl.tmp'))).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+
+  describe('large states (files read and written piece by piece)', () => {
+    /** Holds the snapshot's first write until `release` is called; `started` resolves when it is reached. */
+    const holdSnapshotWrite = async (directory: string) => {
+      const prototype = await fileHandlePrototype(directory)
+      const originalWrite = prototype.write as (this: FileHandle, ...args: unknown[]) => Promise<{ bytesWritten: number }>
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      let reached!: () => void
+      const started = new Promise<void>((resolve) => (reached = resolve))
+      vi.spyOn(prototype, 'write').mockImplementation(async function (this: FileHandle, ...args: unknown[]) {
+        if (String((args[0] as Buffer).subarray(0, 16)).startsWith('{"format":')) {
+          reached()
+          await released
+        }
+        return originalWrite.apply(this, args)
+      } as FileHandle['write'])
+      return { release, started }
+    }
+
+    it('takes writes while a compaction writes its snapshot, and keeps only those in the journal', async () => {
+      const directory = await makeDirectory()
+      const { release, started } = await holdSnapshotWrite(directory)
+      const driver = await openFileStorage({ directory, compactAfter: 4, fsync: false })
+      for (let index = 0; index < 4; index++) await driver.create('widgets', { id: `w${index}`, data: { index } })
+      await started
+      // The snapshot under way holds w0…w3 (seq 1 to 4); these land beside it, not after it.
+      await driver.create('widgets', { id: 'late', data: {}, uniques: ['slug:late'] })
+      await driver.update('widgets', 'w0', 1, { id: 'w0', data: { updated: true } })
+      await driver.increment('hits', 3, 60_000)
+      const expected = await driver.list('widgets')
+      release()
+      await driver.close()
+
+      const snapshot = await readFile(join(directory, 'snapshot.jsonl'), 'utf8')
+      expect(JSON.parse(snapshot.split('\n')[0]!)).toMatchObject({ format: 2, seq: 4, records: 4, counters: 0 })
+      expect((await journalLines(directory)).map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([5, 6, 7])
+      const reopened = await openTracked({ directory })
+      expect(await reopened.list('widgets')).toEqual(expected)
+      expect((await reopened.get<{ updated: boolean }>('widgets', 'w0'))?.data.updated).toBe(true)
+      expect((await reopened.findByUnique('widgets', 'slug:late'))?.id).toBe('late')
+      expect((await reopened.increment('hits', 0, 60_000)).value).toBe(3)
+    })
+
+    it('writes and reads a snapshot and a journal larger than a piece, with a line larger than a piece', async () => {
+      const directory = await makeDirectory()
+      const prototype = await fileHandlePrototype(directory)
+      const originalWrite = prototype.write as (this: FileHandle, ...args: unknown[]) => Promise<{ bytesWritten: number }>
+      /** The sizes of each snapshot's writes, a list per snapshot. */
+      const snapshots: number[][] = []
+      vi.spyOn(prototype, 'write').mockImplementation(async function (this: FileHandle, ...args: unknown[]) {
+        const bytes = args[0] as Buffer
+        if (String(bytes.subarray(0, 16)).startsWith('{"format":')) snapshots.push([])
+        const result = await originalWrite.apply(this, args)
+        if (!String(bytes.subarray(0, 8)).startsWith('{"seq"')) snapshots.at(-1)?.push(result.bytesWritten)
+        return result
+      } as FileHandle['write'])
+
+      const first = await openFileStorage({ directory, compactAfter: 1_000_000, compactAfterBytes: 2 ** 40, fsync: false })
+      // 1.5 MiB in one record: one line longer than a read and a write piece, in both files; non-ASCII text across pieces.
+      await first.create('widgets', { id: 'big', data: { text: 'é€'.repeat(512 * 1024) + 'x'.repeat(512 * 1024 - 3) } })
+      for (let index = 0; index < 3_000; index++) {
+        await first.create('widgets', { id: `w${String(index).padStart(4, '0')}`, data: { filler: 'y'.repeat(400) }, sortKey: 'a' })
+      }
+      const expected = await first.list('widgets')
+      await first.close()
+      // The journal (about 3 MiB) is read back in pieces, its lines crossing their boundaries.
+      const second = await openFileStorage({ directory, compactAfter: 1, fsync: false })
+      expect(await second.list('widgets')).toEqual(expected)
+      await second.close()
+
+      expect(snapshots.length).toBeGreaterThan(0)
+      for (const pieces of snapshots) {
+        expect(pieces.length).toBeGreaterThanOrEqual(3)
+        // Pieces of about 1 MiB; only the one that carries the long record is larger.
+        expect(pieces.filter((bytes) => bytes > 1024 * 1024 + 4096)).toHaveLength(1)
+      }
+      expect(await journalLines(directory)).toHaveLength(0)
+      const third = await openTracked({ directory })
+      expect(await third.list('widgets')).toEqual(expected)
+      expect((await third.get<{ text: string }>('widgets', 'big'))?.data.text.slice(0, 4)).toBe('é€é€')
+    })
+
+    it('loads a snapshot of the first format (one JSON document) and replaces it at the next compaction', async () => {
+      const directory = await makeDirectory()
+      const record = { id: 'w1', data: { n: 1 }, version: 1, indexes: { color: 'red' }, uniques: ['slug:one'], sortKey: 'w1' }
+      const counter = { key: 'hits', value: 2, expiresAt: Date.now() + 60_000 }
+      await writeFile(
+        join(directory, 'snapshot.json'),
+        JSON.stringify({ format: 1, seq: 1, state: { collections: { widgets: [record] }, counters: [counter] } }),
+      )
+      // An entry the snapshot already holds, and one after it.
+      await writeFile(
+        join(directory, 'journal.jsonl'),
+        `${JSON.stringify({ seq: 1, op: 'put', collection: 'widgets', record })}\n` +
+          `${JSON.stringify({ seq: 2, op: 'put', collection: 'widgets', record: { ...record, id: 'w2', uniques: [], sortKey: 'w2' } })}\n`,
+      )
+      const first = await openFileStorage({ directory, compactAfter: 3 })
+      expect((await first.list('widgets', { where: { color: 'red' } })).items.map((item) => item.id)).toEqual(['w1', 'w2'])
+      expect((await first.findByUnique('widgets', 'slug:one'))?.id).toBe('w1')
+      await first.increment('hits', 1, 60_000)
+      await first.close()
+
+      await expect(stat(join(directory, 'snapshot.json'))).rejects.toMatchObject({ code: 'ENOENT' })
+      expect(JSON.parse((await readFile(join(directory, 'snapshot.jsonl'), 'utf8')).split('\n')[0]!)).toMatchObject({ seq: 3, records: 2 })
+      const second = await openTracked({ directory })
+      expect((await second.list('widgets')).totalCount).toBe(2)
+      expect((await second.increment('hits', 0, 60_000)).value).toBe(3)
+    })
+
+    it('refuses a snapshot that lacks lines its header counts, naming it, and releases its lock', async () => {
+      const directory = await makeDirectory()
+      const record = { id: 'w1', data: {}, version: 1, indexes: {}, uniques: [], sortKey: 'w1' }
+      await writeFile(
+        join(directory, 'snapshot.jsonl'),
+        `${JSON.stringify({ format: 2, seq: 2, records: 2, counters: 0 })}\n${JSON.stringify({ op: 'put', collection: 'widgets', record })}\n`,
+      )
+      const error = await rejectionOf(openFileStorage({ directory }))
+      expect(String(error)).toMatch(/snapshot .*snapshot\.jsonl is unreadable \(incomplete\)/)
+      await expect(stat(join(directory, 'LOCK'))).rejects.toMatchObject({ code: 'ENOENT' })
+    })
+
+    it('ignores and removes a temporary journal left by a crash while the journal was rewritten', async () => {
+      const directory = await makeDirectory()
+      const first = await openFileStorage({ directory })
+      await first.create('widgets', { id: 'w1', data: {} })
+      await first.close()
+      const stray = { seq: 2, op: 'put', collection: 'widgets', record: { id: 'w9', data: {}, version: 1, indexes: {}, uniques: [], sortKey: 'w9' } }
+      await writeFile(join(directory, 'journal.jsonl.tmp'), `${JSON.stringify(stray)}\n`)
+      const second = await openTracked({ directory })
+      expect((await second.list('widgets')).items.map((item) => item.id)).toEqual(['w1'])
+      await expect(stat(join(directory, 'journal.jsonl.tmp'))).rejects.toMatchObject({ code: 'ENOENT' })
+    })
   })
 
   describe('private files', () => {
@@ -347,25 +502,25 @@ describe('fileStorage', () => {
       const driver = await openTracked({ directory, compactAfter: 2 })
       await driver.create('widgets', { id: 'w1', data: { secret: 'sealed' } })
       await driver.create('widgets', { id: 'w2', data: {} })
-      await vi.waitFor(async () => expect((await stat(join(directory, 'snapshot.json'))).isFile()).toBe(true))
+      await vi.waitFor(async () => expect((await stat(join(directory, 'snapshot.jsonl'))).isFile()).toBe(true))
       expect(await modeOf(directory)).toBe(0o700)
-      for (const file of ['journal.jsonl', 'LOCK', 'snapshot.json']) expect(await modeOf(join(directory, file)), file).toBe(0o600)
+      for (const file of ['journal.jsonl', 'LOCK', 'snapshot.jsonl']) expect(await modeOf(join(directory, file)), file).toBe(0o600)
     })
 
     it('tightens a directory and files that an older version left readable to others', async () => {
       const directory = await makeDirectory()
       const first = await openFileStorage({ directory, compactAfter: 1 })
       await first.create('widgets', { id: 'w1', data: {} })
-      await vi.waitFor(async () => expect((await stat(join(directory, 'snapshot.json'))).isFile()).toBe(true))
+      await vi.waitFor(async () => expect((await stat(join(directory, 'snapshot.jsonl'))).isFile()).toBe(true))
       await first.create('widgets', { id: 'w2', data: {} })
       await first.close()
       await writeFile(join(directory, 'journal.jsonl'), '', { flag: 'a' })
-      for (const file of ['journal.jsonl', 'snapshot.json']) await chmod(join(directory, file), 0o644)
+      for (const file of ['journal.jsonl', 'snapshot.jsonl']) await chmod(join(directory, file), 0o644)
       await chmod(directory, 0o755)
 
       const driver = await openTracked({ directory })
       expect(await modeOf(directory)).toBe(0o700)
-      for (const file of ['journal.jsonl', 'snapshot.json']) expect(await modeOf(join(directory, file)), file).toBe(0o600)
+      for (const file of ['journal.jsonl', 'snapshot.jsonl']) expect(await modeOf(join(directory, file)), file).toBe(0o600)
       expect((await driver.list('widgets')).items.map((item) => item.id)).toEqual(['w1', 'w2'])
     })
 
@@ -373,17 +528,17 @@ describe('fileStorage', () => {
       const directory = await makeDirectory()
       const driver = await openTracked({ directory, compactAfter: 1 })
       // A leftover made after opening (opening removes one): the next snapshot is written over it.
-      await writeFile(join(directory, 'snapshot.json.tmp'), 'partial', { mode: 0o644 })
+      await writeFile(join(directory, 'snapshot.jsonl.tmp'), 'partial', { mode: 0o644 })
       const modes: number[] = []
       const prototype = await fileHandlePrototype(directory)
-      const originalWriteFile = prototype.writeFile
-      vi.spyOn(prototype, 'writeFile').mockImplementation(async function (this: FileHandle, ...args: Parameters<FileHandle['writeFile']>) {
-        const { mode } = await this.stat()
-        modes.push(mode & 0o777)
-        return originalWriteFile.apply(this, args)
-      })
+      const originalWrite = prototype.write as (this: FileHandle, ...args: unknown[]) => Promise<{ bytesWritten: number }>
+      vi.spyOn(prototype, 'write').mockImplementation(async function (this: FileHandle, ...args: unknown[]) {
+        // The snapshot's writes start with its header; the journal's are checked elsewhere.
+        if (String(args[0]).startsWith('{"format":')) modes.push((await this.stat()).mode & 0o777)
+        return originalWrite.apply(this, args)
+      } as FileHandle['write'])
       await driver.create('widgets', { id: 'w1', data: {} })
-      await vi.waitFor(async () => expect((await readFile(join(directory, 'snapshot.json'), 'utf8')).length).toBeGreaterThan(0))
+      await vi.waitFor(async () => expect((await readFile(join(directory, 'snapshot.jsonl'), 'utf8')).length).toBeGreaterThan(0))
       expect(modes.length).toBeGreaterThan(0)
       expect(modes.every((mode) => mode === 0o600)).toBe(true)
     })

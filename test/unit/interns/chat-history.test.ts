@@ -80,7 +80,7 @@ describe('intern chat history', () => {
 
     // On disk: the journal is folded once it passes 16 MiB, and the snapshot holds one bounded conversation.
     const journal = (await stat(join(directory, 'journal.jsonl'))).size
-    const snapshot = await stat(join(directory, 'snapshot.json')).then((file) => file.size, () => 0)
+    const snapshot = await stat(join(directory, 'snapshot.jsonl')).then((file) => file.size, () => 0)
     expect(journal).toBeLessThanOrEqual(16 * MIB + 2 * DEFAULT_HISTORY_LIMITS.maxBytes)
     expect(snapshot).toBeLessThanOrEqual(DEFAULT_HISTORY_LIMITS.maxBytes + MIB)
   }, 120_000)
