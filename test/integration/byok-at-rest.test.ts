@@ -58,9 +58,17 @@ const DRIVERS: Driver[] = [
       return {
         storage,
         async dump() {
-          let text = ''
-          for (const file of await readdir(directory)) text += await readFile(join(directory, file), 'utf8')
-          return text
+          // A compaction runs beside the writes and renames its temporary snapshot when done: read again when a
+          // listed file is gone.
+          for (;;) {
+            try {
+              let text = ''
+              for (const file of await readdir(directory)) text += await readFile(join(directory, file), 'utf8')
+              return text
+            } catch (error) {
+              if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+            }
+          }
         },
         cleanup: () => rm(directory, { recursive: true, force: true }),
       }
