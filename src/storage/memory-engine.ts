@@ -7,6 +7,15 @@
 import { StorageConflictError } from '../core/errors'
 import type { CounterResult, JsonObject, ListQuery, ListResult, RecordInput, StoredRecord } from './contract'
 import {
+  createOrderedRecords,
+  insertRecord,
+  recordCount,
+  removeRecord,
+  replaceRecord,
+  sortedItems,
+  type OrderedRecords,
+} from './ordered-records'
+import {
   assertCollection,
   assertCounterArguments,
   assertId,
@@ -55,6 +64,62 @@ interface Collection {
   records: Map<string, StoredRecord>
   /** unique key → id of the record holding it */
   uniques: Map<string, string>
+  /** Every record, in list order. */
+  ordered: OrderedRecords
+  /** index field → value → the records holding that value, in list order: a filtered listing reads one of these. */
+  byIndex: Map<string, Map<string, OrderedRecords>>
+}
+
+const indexListFor = (collection: Collection, field: string, value: string): OrderedRecords => {
+  let values = collection.byIndex.get(field)
+  if (!values) {
+    values = new Map()
+    collection.byIndex.set(field, values)
+  }
+  let list = values.get(value)
+  if (!list) {
+    list = createOrderedRecords()
+    values.set(value, list)
+  }
+  return list
+}
+
+/** Takes `record` out of one index value's list, and drops the list once empty (one per account and day, say). */
+const removeFromIndex = (collection: Collection, field: string, record: StoredRecord): void => {
+  const values = collection.byIndex.get(field)
+  const value = record.indexes[field]!
+  const list = values?.get(value)
+  if (list && removeRecord(list, record)) values!.delete(value)
+}
+
+const addRecordOrder = (collection: Collection, record: StoredRecord): void => {
+  insertRecord(collection.ordered, record)
+  for (const field of Object.keys(record.indexes)) insertRecord(indexListFor(collection, field, record.indexes[field]!), record)
+}
+
+const removeRecordOrder = (collection: Collection, record: StoredRecord): void => {
+  removeRecord(collection.ordered, record)
+  for (const field of Object.keys(record.indexes)) removeFromIndex(collection, field, record)
+}
+
+/** Moves `previous`'s places in the ordered lists to `record`, which replaces it. */
+const replaceRecordOrder = (collection: Collection, previous: StoredRecord, record: StoredRecord): void => {
+  if (compareRecords(previous, record) !== 0) {
+    removeRecordOrder(collection, previous)
+    addRecordOrder(collection, record)
+    return
+  }
+  replaceRecord(collection.ordered, previous, record)
+  for (const field of Object.keys(previous.indexes)) {
+    if (record.indexes[field] === previous.indexes[field]) {
+      replaceRecord(indexListFor(collection, field, previous.indexes[field]!), previous, record)
+    } else {
+      removeFromIndex(collection, field, previous)
+    }
+  }
+  for (const field of Object.keys(record.indexes)) {
+    if (record.indexes[field] !== previous.indexes[field]) insertRecord(indexListFor(collection, field, record.indexes[field]!), record)
+  }
 }
 
 /** Expired counters are swept when the map has doubled since the last sweep, so no timer is needed. */
@@ -90,7 +155,7 @@ export const createMemoryEngine = (now: () => number) => {
   const collectionFor = (name: string): Collection => {
     let collection = collections.get(name)
     if (!collection) {
-      collection = { records: new Map(), uniques: new Map() }
+      collection = { records: new Map(), uniques: new Map(), ordered: createOrderedRecords(), byIndex: new Map() }
       collections.set(name, collection)
     }
     return collection
@@ -203,11 +268,14 @@ export const createMemoryEngine = (now: () => number) => {
         if (collection.uniques.get(key) === id) collection.uniques.delete(key)
       }
       if (mutation.op === 'delete') {
+        if (previous) removeRecordOrder(collection, previous)
         collection.records.delete(id)
         return
       }
       collection.records.set(id, mutation.record)
       for (const key of mutation.record.uniques) collection.uniques.set(key, id)
+      if (previous) replaceRecordOrder(collection, previous, mutation.record)
+      else addRecordOrder(collection, mutation.record)
     },
 
     get<T extends JsonObject>(collectionName: string, id: string): StoredRecord<T> | null {
@@ -232,9 +300,19 @@ export const createMemoryEngine = (now: () => number) => {
       assertCollection(collectionName)
       assertListQuery(query)
       const where = Object.entries(query.where ?? {})
-      const records = collections.get(collectionName)?.records.values() ?? []
-      const matches = [...records].filter((record) => where.every(([field, value]) => record.indexes[field] === value))
-      matches.sort(compareRecords)
+      const collection = collections.get(collectionName)
+      // The shortest list that holds every match: one index value's, or the whole collection's.
+      let source = collection?.ordered
+      for (const [field, value] of where) {
+        const list = collection?.byIndex.get(field)?.get(value)
+        if (!list) {
+          source = undefined
+          break
+        }
+        if (recordCount(list) < recordCount(source!)) source = list
+      }
+      const items = source ? sortedItems(source) : []
+      const matches = where.length > 1 ? items.filter((record) => where.every(([field, value]) => record.indexes[field] === value)) : items
       const start = query.offset ?? 0
       const end = query.limit === undefined ? undefined : start + query.limit
       return { items: matches.slice(start, end).map(deepFreeze) as StoredRecord<T>[], totalCount: matches.length }
@@ -244,8 +322,9 @@ export const createMemoryEngine = (now: () => number) => {
     state(): EngineState {
       const at = now()
       const state: EngineState = { collections: {}, counters: [] }
+      // In list order, so loading the state places each record at the end of its lists.
       for (const [name, collection] of collections) {
-        if (collection.records.size > 0) state.collections[name] = [...collection.records.values()]
+        if (collection.records.size > 0) state.collections[name] = [...sortedItems(collection.ordered)]
       }
       for (const [key, counter] of counters) {
         if (counter.expiresAt > at) state.counters.push({ key, ...counter })

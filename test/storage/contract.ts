@@ -546,6 +546,48 @@ export function describeStorageContract(
         expect(ids((await driver.list(widgets)).items)).toEqual(['b1', 'a10', 'e1', 'c1', 'd1'])
         expect(ids((await driver.list(widgets, { where: { color: 'red' } })).items)).toEqual(['a10'])
       })
+
+      it('keeps order and filters through writes out of order, moves, index changes, rewrites and deletes', async () => {
+        type Row = { sortKey: string; color: string; size: string; version: number }
+        const model = new Map<string, Row>()
+        const put = async (id: string, row: Omit<Row, 'version'>) => {
+          const current = model.get(id)
+          const input = widget(id, { sortKey: row.sortKey, indexes: { color: row.color, size: row.size } })
+          if (current) await driver.update(widgets, id, current.version, input)
+          else await driver.create(widgets, input)
+          model.set(id, { ...row, version: (current?.version ?? 0) + 1 })
+        }
+        // 24 records whose sort keys arrive as a permutation, not in order.
+        for (let index = 0; index < 24; index++) {
+          await put(`r${index}`, { sortKey: String((index * 7) % 24).padStart(2, '0'), color: index % 3 === 0 ? 'red' : 'blue', size: index % 2 ? 'm' : 's' })
+        }
+        await put('r5', { ...model.get('r5')!, sortKey: '99' }) // moved to the end
+        await put('r6', { ...model.get('r6')!, sortKey: '00' }) // moved to a tie at the front, broken by id
+        await put('r7', { ...model.get('r7')!, color: 'red' }) // another index value, same place
+        await put('r8', { ...model.get('r8')! }) // rewritten where it was
+        for (const id of ['r0', 'r12', 'r23']) {
+          await driver.delete(widgets, id)
+          model.delete(id)
+        }
+        const expected = (where: Partial<Row> = {}) =>
+          [...model]
+            .filter(([, row]) => Object.entries(where).every(([field, value]) => row[field as keyof Row] === value))
+            .sort(([idA, a], [idB, b]) => (a.sortKey !== b.sortKey ? (a.sortKey < b.sortKey ? -1 : 1) : idA < idB ? -1 : 1))
+            .map(([id]) => id)
+        const pages = async (where?: Record<string, string>) => {
+          const seen: string[] = []
+          for (let offset = 0; ; offset += 5) {
+            const page = await driver.list(widgets, { where, offset, limit: 5 })
+            expect(page.totalCount).toBe(expected(where).length)
+            seen.push(...ids(page.items))
+            if (page.items.length < 5) return seen
+          }
+        }
+        expect(await pages()).toEqual(expected())
+        expect(await pages({ color: 'red' })).toEqual(expected({ color: 'red' }))
+        expect(await pages({ color: 'blue', size: 'm' })).toEqual(expected({ color: 'blue', size: 'm' }))
+        expect(expected({ color: 'red' })).toContain('r7')
+      })
     })
 
     describe('increment', () => {

@@ -19,6 +19,29 @@ describeStorageContract('memory with a fake clock', () => memoryStorage({ now: (
 })
 
 describe('memoryStorage', () => {
+  it('lists in order however far out of order records arrive, and after the front of a long list is deleted', async () => {
+    const storage = memoryStorage()
+    const key = (index: number) => String(index).padStart(5, '0')
+    // Newest first: past a few thousand records each one lands far from the end, and the list is sorted when read.
+    for (let index = 9_999; index >= 0; index -= 100) {
+      const batch = Array.from({ length: 100 }, (_, offset) => index - offset)
+      await storage.createMany('generations', batch.map((at) => ({ id: `g${key(at)}`, data: {}, sortKey: key(at), indexes: { day: at % 2 ? 'odd' : 'even' } })))
+    }
+    const first = await storage.list('generations', { limit: 3 })
+    expect(first.items.map((item) => item.id)).toEqual(['g00000', 'g00001', 'g00002'])
+    expect(first.totalCount).toBe(10_000)
+    const odd = await storage.list('generations', { where: { day: 'odd' }, offset: 4_998 })
+    expect(odd.items.map((item) => item.id)).toEqual(['g09997', 'g09999'])
+    // The retention sweep's pattern: delete the oldest, then a late record arrives just behind the newest.
+    for (const item of (await storage.list('generations', { limit: 500 })).items) await storage.delete('generations', item.id)
+    await storage.create('generations', { id: 'g-late', data: {}, sortKey: key(9_998), indexes: { day: 'even' } })
+    const rest = await storage.list('generations', { offset: 9_497 })
+    expect(rest.items.map((item) => item.id)).toEqual(['g09997', 'g-late', 'g09998', 'g09999'])
+    expect((await storage.list('generations', { where: { day: 'even' }, limit: 1 })).items[0]?.id).toBe('g00500')
+    expect((await storage.list('generations', { where: { day: 'even' } })).totalCount).toBe(4_751)
+    await storage.close()
+  })
+
   it('is named memory', async () => {
     const storage = memoryStorage()
     expect(storage.name).toBe('memory')
