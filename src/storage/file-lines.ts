@@ -82,15 +82,16 @@ export const readLines = async (
     if (bytesRead === 0) return { size: position, tailAt: bufferAt }
     position += bytesRead
     const end = filled + bytesRead
+    const read = buffer.subarray(0, end)
     let start = 0
     // Only the new bytes can hold a newline: the kept ones are the start of an unended line.
-    let newline = buffer.indexOf(NEWLINE, filled)
-    while (newline !== -1 && newline < end) {
-      if (onLine(buffer.toString('utf8', start, newline), bufferAt + start, bufferAt + newline + 1) === false) {
+    let newline = read.indexOf(NEWLINE, filled)
+    while (newline !== -1) {
+      if (onLine(read.toString('utf8', start, newline), bufferAt + start, bufferAt + newline + 1) === false) {
         return { size: position, tailAt: bufferAt + newline + 1 }
       }
       start = newline + 1
-      newline = buffer.indexOf(NEWLINE, start)
+      newline = read.indexOf(NEWLINE, start)
     }
     buffer.copy(buffer, 0, start, end)
     filled = end - start
