@@ -13,6 +13,7 @@ import type { ModelEntry } from '../engine/models'
 import { assertCanOpenStoredSecrets, resolveEncryptionKeys } from './encryption-keys'
 import { modelsFromEnvironment } from './environment-models'
 import { formatFirstManagementKey } from './first-run'
+import { watchHeap } from './heap-watch'
 import { shouldWatchParent, watchParent } from './parent-watch'
 import { logStartup } from './startup-report'
 import { isUrlSource, priceSourceOptions, watchPriceFile } from './prices'
@@ -124,6 +125,8 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   process.stdout.write(`modelgate listening on http://${host}:${port}\n`)
   // On stdout, never in the log: shown once, to whoever started the gateway.
   if (firstManagementKey) process.stdout.write(formatFirstManagementKey(firstManagementKey, apiUrl))
+  // The in-process stores hold everything in the heap; a networked store's records live in its server.
+  const stopWatchingHeap = config.storage === 'memory' || config.storage === 'file' ? watchHeap(logger, { storage: config.storage }) : () => {}
 
   await new Promise<void>((resolve) => {
     let isStopping = false
@@ -155,6 +158,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
     }
   })
   stopWatchingPrices()
+  stopWatchingHeap()
   process.off('SIGHUP', reloadPrices)
   await gateway.close()
   await transport.close()
