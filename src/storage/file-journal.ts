@@ -5,7 +5,7 @@
 import { constants } from 'node:fs'
 import { open, rename, rm, truncate, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { isMutation, parseLine, readLines } from './file-lines'
+import { isMutation, NEWLINE, parseLine, readLines, writeFully } from './file-lines'
 import { syncDirectory } from './file-snapshot'
 import type { Mutation } from './memory-engine'
 import { PRIVATE_FILE_MODE, tightenOpenFile } from './private-files'
@@ -18,8 +18,6 @@ export interface JournalContents {
   /** Bytes of complete, valid lines; the file is cut to this length when its tail was torn. */
   size: number
 }
-
-const NEWLINE = 0x0a
 
 const parseEntry = (line: string): JournalEntry | undefined => {
   const value = parseLine(line)
@@ -67,7 +65,7 @@ export const readJournal = async (path: string, onEntry: (entry: JournalEntry) =
     await handle.close()
   }
   const validSize = badLine?.offset ?? read.tailAt
-  if (validSize !== read.size || badLine) await truncate(path, validSize)
+  if (badLine || validSize !== read.size) await truncate(path, validSize)
   return { lineCount, size: validSize }
 }
 
@@ -139,14 +137,6 @@ export const openJournal = async (path: string, options: JournalOptions): Promis
   let { size, lineCount } = options
   // Set when a failed write could not be undone: appending after a partial line would corrupt the file.
   let brokenBy: unknown
-
-  const writeFully = async (target: FileHandle, bytes: Buffer): Promise<void> => {
-    let written = 0
-    while (written < bytes.length) {
-      const { bytesWritten } = await target.write(bytes, written, bytes.length - written)
-      written += bytesWritten
-    }
-  }
 
   return {
     get lineCount() {

@@ -7,7 +7,7 @@
 import type { FileHandle } from 'node:fs/promises'
 import type { Mutation } from './memory-engine'
 
-const NEWLINE = 0x0a
+export const NEWLINE = 0x0a
 /** Bytes read per call; a longer line grows the buffer to fit it. */
 const READ_CHUNK = 1024 * 1024
 
@@ -99,8 +99,17 @@ export const readLines = async (
   }
 }
 
+/** Writes all of `bytes` at the file's position, however many calls the system takes. */
+export const writeFully = async (handle: FileHandle, bytes: Buffer): Promise<void> => {
+  let done = 0
+  while (done < bytes.length) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done)
+    done += bytesWritten
+  }
+}
+
 /** Bytes written per call when a file is written piece by piece. */
-export const WRITE_CHUNK = 1024 * 1024
+const WRITE_CHUNK = 1024 * 1024
 
 /**
  * Writes lines to an open file in pieces of about `WRITE_CHUNK` bytes, each awaited, so writing a large state
@@ -111,21 +120,13 @@ export const createLineWriter = (handle: FileHandle) => {
   let pending = 0
   let written = 0
 
-  const writeFully = async (bytes: Buffer): Promise<void> => {
-    let done = 0
-    while (done < bytes.length) {
-      const { bytesWritten } = await handle.write(bytes, done, bytes.length - done)
-      done += bytesWritten
-    }
-    written += bytes.length
-  }
-
   const flush = async (): Promise<void> => {
     if (parts.length === 0) return
     const bytes = Buffer.from(parts.join(''), 'utf8')
     parts = []
     pending = 0
-    await writeFully(bytes)
+    await writeFully(handle, bytes)
+    written += bytes.length
   }
 
   return {
