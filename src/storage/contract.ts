@@ -84,6 +84,37 @@ export interface CounterChange {
 }
 
 /**
+ * How long a store remembers at least that a settlement id was applied (one hour): sending it again within this
+ * time changes nothing. A caller retries a settlement whose outcome it did not learn within seconds, so an hour
+ * covers any retry but one after an outage longer than that; it also bounds what the memory costs (one short
+ * entry per request of the last hour).
+ */
+export const SETTLEMENT_MEMORY_MS = 3_600_000
+
+/**
+ * A reservation on tallies, leased to the process that made it: while the process lives it renews the lease,
+ * and once the lease runs out any process may release the hold, so what a dead process held comes back.
+ */
+export interface TallyHold {
+  /** Unique per reservation; the settlement that ends the reservation carries the same id. */
+  id: string
+  /** The process that renews it (its own random id), for diagnostics. */
+  owner: string
+  /** How long the hold lasts unless renewed, measured on the store's clock (a positive integer). */
+  leaseMs: number
+  /** What the hold adds, each to another tally; a tally it creates expires `ttlMs` later. At least one. */
+  changes: CounterChange[]
+}
+
+/** The end of a reservation: what it really cost, added once per id. */
+export interface TallySettlement {
+  /** The id of the hold it ends, whether or not a hold was made under it. */
+  id: string
+  /** What it adds, each to another tally (none: the reservation served nothing). */
+  changes: CounterChange[]
+}
+
+/**
  * One driver contract for memory, the embedded on-disk store, Redis and SQL.
  * All methods may throw `StorageUnavailableError` (rendered 503) when the backend cannot answer.
  * Invalid arguments (an empty id, a negative offset, a non-positive TTL) are caller bugs and throw a `TypeError`.
@@ -149,6 +180,40 @@ export interface StorageDriver {
    * `increment`s.
    */
   incrementMany?(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]>
+
+  /**
+   * Tallies are counters of their own (never those `increment` changes), moved only by leased holds and
+   * idempotent settlements, so amounts that must balance (spend) stay exact across processes and faults: a
+   * settlement sent again changes nothing, and a hold whose process died is released once its lease runs out.
+   * The methods below work on the same tallies; every change of one hold or settlement is atomic with the rest of it.
+   *
+   * `hold` records the hold and adds its changes to their tallies in one atomic step, resolving with each tally's
+   * new value (as `increment` would). An id that is held, or was settled within `SETTLEMENT_MEMORY_MS`, is a
+   * `StorageConflictError('unique')` and changes nothing, so a hold that arrives after its own settlement (a
+   * retried call, a statement the server ran late) never lands.
+   */
+  hold(hold: TallyHold): Promise<CounterResult[]>
+
+  /**
+   * Applies each settlement once per id, each atomically on its own and the batch in as few round trips as the
+   * backend allows: marks the id settled, releases the hold of that id if it is still held (taking back what it
+   * added from each tally that has not expired since), and adds the settlement's changes. An id settled before
+   * changes nothing, so sending a batch again after a failure (or a timeout that hid a success) is safe. Ids in
+   * one batch are distinct.
+   */
+  settle(settlements: ReadonlyArray<TallySettlement>): Promise<void>
+
+  /** Extends the lease of each hold among `ids` still held to `leaseMs` from now; resolves with how many were held. */
+  renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number>
+
+  /**
+   * Releases up to `limit` holds whose lease has run out, as `settle` releases a hold but without settling its id
+   * (its owner may still settle it: that adds the real cost and finds no hold to release). Resolves with how many.
+   */
+  releaseExpiredHolds(limit: number): Promise<number>
+
+  /** Each tally's current value, in order: 0 for one absent or expired. */
+  readTallies(keys: ReadonlyArray<string>): Promise<number[]>
 
   /**
    * Waits for writes already accepted, then releases connections, files and timers. Afterwards every

@@ -5,7 +5,18 @@
  * mutation to its journal first, so a failed append leaves nothing half-done.
  */
 import { StorageConflictError } from '../core/errors'
-import type { CounterResult, JsonObject, ListQuery, ListResult, RecordInput, StoredRecord } from './contract'
+import {
+  SETTLEMENT_MEMORY_MS,
+  type CounterChange,
+  type CounterResult,
+  type JsonObject,
+  type ListQuery,
+  type ListResult,
+  type RecordInput,
+  type StoredRecord,
+  type TallyHold,
+  type TallySettlement,
+} from './contract'
 import {
   createOrderedRecords,
   insertRecord,
@@ -19,7 +30,13 @@ import {
   assertCollection,
   assertCounterArguments,
   assertId,
+  assertIds,
+  assertLeaseMs,
   assertListQuery,
+  assertReleaseLimit,
+  assertTallyHold,
+  assertTallyKeys,
+  assertTallySettlements,
   assertVersion,
   compareRecords,
   toStoredRecord,
@@ -29,7 +46,7 @@ import {
  * One change to the state. Every mutation carries absolute values (the whole record, the counter's
  * new value), so applying one twice leaves the same state as applying it once.
  */
-export type Mutation = PutMutation | DeleteMutation | CounterMutation
+export type Mutation = PutMutation | DeleteMutation | CounterMutation | TallyMutation | HoldMutation | UnholdMutation | SettledMutation
 
 export interface PutMutation {
   op: 'put'
@@ -54,10 +71,54 @@ export interface CounterEntry extends CounterResult {
   key: string
 }
 
-/** Everything the engine holds, as plain data. */
+/** A tally's new value (tallies are counters of their own: `StorageDriver.hold`). */
+export interface TallyMutation {
+  op: 'tally'
+  key: string
+  value: number
+  expiresAt: number
+}
+
+/** A hold as the engine keeps it: its lease as an absolute expiry. */
+export interface HoldEntry {
+  id: string
+  owner: string
+  expiresAt: number
+  changes: CounterChange[]
+}
+
+/** A hold made or renewed. */
+export interface HoldMutation {
+  op: 'hold'
+  hold: HoldEntry
+}
+
+/** A hold gone (settled or released); what it added is taken back by `tally` mutations beside it. */
+export interface UnholdMutation {
+  op: 'unhold'
+  id: string
+}
+
+/** A settlement id applied, remembered until `expiresAt`. */
+export interface SettledMutation {
+  op: 'settled'
+  id: string
+  expiresAt: number
+}
+
+/** A settled id and when it is forgotten. */
+export interface SettledEntry {
+  id: string
+  expiresAt: number
+}
+
+/** Everything the engine holds, as plain data. Tallies, holds and settled ids are absent from states written before they existed. */
 export interface EngineState {
   collections: Record<string, StoredRecord[]>
   counters: CounterEntry[]
+  tallies?: CounterEntry[]
+  holds?: HoldEntry[]
+  settled?: SettledEntry[]
 }
 
 interface Collection {
@@ -151,6 +212,12 @@ export const createMemoryEngine = (now: () => number) => {
   const collections = new Map<string, Collection>()
   const counters = new Map<string, CounterResult>()
   let sweepAtSize = MIN_SWEEP_SIZE
+  const tallies = new Map<string, CounterResult>()
+  const holds = new Map<string, HoldEntry>()
+  /** Settled id → when it is forgotten. */
+  const settled = new Map<string, number>()
+  let sweepTalliesAtSize = MIN_SWEEP_SIZE
+  let sweepSettledAtSize = MIN_SWEEP_SIZE
 
   const collectionFor = (name: string): Collection => {
     let collection = collections.get(name)
@@ -178,6 +245,53 @@ export const createMemoryEngine = (now: () => number) => {
     const at = now()
     for (const [key, counter] of counters) if (counter.expiresAt <= at) counters.delete(key)
     sweepAtSize = Math.max(MIN_SWEEP_SIZE, counters.size * 2)
+  }
+
+  const sweepTallies = (): void => {
+    if (tallies.size >= sweepTalliesAtSize) {
+      const at = now()
+      for (const [key, tally] of tallies) if (tally.expiresAt <= at) tallies.delete(key)
+      sweepTalliesAtSize = Math.max(MIN_SWEEP_SIZE, tallies.size * 2)
+    }
+    if (settled.size >= sweepSettledAtSize) {
+      const at = now()
+      for (const [id, expiresAt] of settled) if (expiresAt <= at) settled.delete(id)
+      sweepSettledAtSize = Math.max(MIN_SWEEP_SIZE, settled.size * 2)
+    }
+  }
+
+  const isSettled = (id: string, at: number): boolean => (settled.get(id) ?? Number.NEGATIVE_INFINITY) > at
+
+  /**
+   * Tally changes planned against the live tallies and the changes planned before them in the same call, so two
+   * settlements of one batch that touch one tally both count. `mutations()` gives one absolute value per tally.
+   */
+  const planTallies = (at: number) => {
+    const planned = new Map<string, CounterResult>()
+    const live = (key: string): CounterResult | undefined => {
+      const tally = planned.get(key) ?? tallies.get(key)
+      return tally && tally.expiresAt > at ? tally : undefined
+    }
+    return {
+      add(change: CounterChange): CounterResult {
+        const tally = live(change.key)
+        const next = tally ? { value: tally.value + change.amount, expiresAt: tally.expiresAt } : { value: change.amount, expiresAt: at + change.ttlMs }
+        planned.set(change.key, next)
+        return next
+      },
+      /** Takes back what a hold added, from a tally that has not expired since (an expired one starts again at 0). */
+      takeBack(change: CounterChange): void {
+        const tally = live(change.key)
+        if (tally) planned.set(change.key, { value: tally.value - change.amount, expiresAt: tally.expiresAt })
+      },
+      mutations: (): TallyMutation[] => [...planned].map(([key, tally]) => ({ op: 'tally', key, value: tally.value, expiresAt: tally.expiresAt })),
+    }
+  }
+
+  /** Plans the release of `hold`: gone, and what it added taken back. */
+  const planRelease = (hold: HoldEntry, tallyPlan: ReturnType<typeof planTallies>): UnholdMutation => {
+    for (const change of hold.changes) tallyPlan.takeBack(change)
+    return { op: 'unhold', id: hold.id }
   }
 
   return {
@@ -253,12 +367,97 @@ export const createMemoryEngine = (now: () => number) => {
         : { op: 'counter', key, value: amount, expiresAt: at + ttlMs }
     },
 
+    /** Plans `hold`: the hold and its changes; `results` are the tallies' new values, in order. */
+    planHold(hold: TallyHold): { mutations: Mutation[]; results: CounterResult[] } {
+      assertTallyHold(hold)
+      const at = now()
+      if (holds.has(hold.id) || isSettled(hold.id, at)) throw new StorageConflictError('unique')
+      const tallyPlan = planTallies(at)
+      const results = hold.changes.map((change) => tallyPlan.add(change))
+      const entry: HoldEntry = {
+        id: hold.id,
+        owner: hold.owner,
+        expiresAt: at + hold.leaseMs,
+        changes: hold.changes.map(({ key, amount, ttlMs }) => ({ key, amount, ttlMs })),
+      }
+      return { mutations: [{ op: 'hold', hold: entry }, ...tallyPlan.mutations()], results: results.map((result) => ({ ...result })) }
+    },
+
+    /** Plans a batch of settlements: each id not settled yet is marked, its hold released, its changes added. */
+    planSettle(settlements: ReadonlyArray<TallySettlement>): Mutation[] {
+      assertTallySettlements(settlements)
+      const at = now()
+      const tallyPlan = planTallies(at)
+      const marks: Mutation[] = []
+      for (const settlement of settlements) {
+        if (isSettled(settlement.id, at)) continue
+        marks.push({ op: 'settled', id: settlement.id, expiresAt: at + SETTLEMENT_MEMORY_MS })
+        const hold = holds.get(settlement.id)
+        if (hold) marks.push(planRelease(hold, tallyPlan))
+        for (const change of settlement.changes) tallyPlan.add(change)
+      }
+      return [...marks, ...tallyPlan.mutations()]
+    },
+
+    /** Plans new leases for the holds among `ids` still held. */
+    planRenew(ids: ReadonlyArray<string>, leaseMs: number): HoldMutation[] {
+      assertIds(ids)
+      assertLeaseMs(leaseMs)
+      const expiresAt = now() + leaseMs
+      const renewed = new Map<string, HoldMutation>()
+      for (const id of ids) {
+        const hold = holds.get(id)
+        if (hold) renewed.set(id, { op: 'hold', hold: { ...hold, expiresAt } })
+      }
+      return [...renewed.values()]
+    },
+
+    /**
+     * Plans the release of up to `limit` holds whose lease ran out; with `isEveryHold`, of any hold (a store only
+     * one process opens at a time knows at start-up that every hold it finds was its predecessor's).
+     */
+    planReleaseExpired(limit: number, isEveryHold = false): { mutations: Mutation[]; released: number } {
+      assertReleaseLimit(limit)
+      const at = now()
+      const tallyPlan = planTallies(at)
+      const releases: Mutation[] = []
+      for (const hold of holds.values()) {
+        if (releases.length >= limit) break
+        if (isEveryHold || hold.expiresAt <= at) releases.push(planRelease(hold, tallyPlan))
+      }
+      return { mutations: [...releases, ...tallyPlan.mutations()], released: releases.length }
+    },
+
+    readTallies(keys: ReadonlyArray<string>): number[] {
+      assertTallyKeys(keys)
+      const at = now()
+      return keys.map((key) => {
+        const tally = tallies.get(key)
+        return tally && tally.expiresAt > at ? tally.value : 0
+      })
+    },
+
     /** Performs a planned (or replayed) mutation. Takes ownership of `mutation.record`, which reads freeze when they hand it out. */
     apply(mutation: Mutation): void {
-      if (mutation.op === 'counter') {
-        counters.set(mutation.key, { value: mutation.value, expiresAt: mutation.expiresAt })
-        sweepCounters()
-        return
+      switch (mutation.op) {
+        case 'counter':
+          counters.set(mutation.key, { value: mutation.value, expiresAt: mutation.expiresAt })
+          sweepCounters()
+          return
+        case 'tally':
+          tallies.set(mutation.key, { value: mutation.value, expiresAt: mutation.expiresAt })
+          sweepTallies()
+          return
+        case 'hold':
+          holds.set(mutation.hold.id, mutation.hold)
+          return
+        case 'unhold':
+          holds.delete(mutation.id)
+          return
+        case 'settled':
+          settled.set(mutation.id, mutation.expiresAt)
+          sweepTallies()
+          return
       }
       const collection = collectionFor(mutation.collection)
       const id = mutation.op === 'put' ? mutation.record.id : mutation.id
@@ -321,13 +520,19 @@ export const createMemoryEngine = (now: () => number) => {
     /** The live state as plain data; shares objects with the engine, so serialize it before the next write. */
     state(): EngineState {
       const at = now()
-      const state: EngineState = { collections: {}, counters: [] }
+      const state: EngineState = { collections: {}, counters: [], tallies: [], holds: [...holds.values()], settled: [] }
       // In list order, so loading the state places each record at the end of its lists.
       for (const [name, collection] of collections) {
         if (collection.records.size > 0) state.collections[name] = [...sortedItems(collection.ordered)]
       }
       for (const [key, counter] of counters) {
         if (counter.expiresAt > at) state.counters.push({ key, ...counter })
+      }
+      for (const [key, tally] of tallies) {
+        if (tally.expiresAt > at) state.tallies!.push({ key, ...tally })
+      }
+      for (const [id, expiresAt] of settled) {
+        if (expiresAt > at) state.settled!.push({ id, expiresAt })
       }
       return state
     },
@@ -342,4 +547,7 @@ export const loadEngineState = (engine: MemoryEngine, state: EngineState): void 
     for (const record of records) engine.apply({ op: 'put', collection, record })
   }
   for (const { key, value, expiresAt } of state.counters) engine.apply({ op: 'counter', key, value, expiresAt })
+  for (const { key, value, expiresAt } of state.tallies ?? []) engine.apply({ op: 'tally', key, value, expiresAt })
+  for (const hold of state.holds ?? []) engine.apply({ op: 'hold', hold })
+  for (const { id, expiresAt } of state.settled ?? []) engine.apply({ op: 'settled', id, expiresAt })
 }

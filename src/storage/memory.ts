@@ -8,6 +8,8 @@ import type {
   RecordInput,
   StorageDriver,
   StoredRecord,
+  TallyHold,
+  TallySettlement,
 } from './contract'
 import { createMemoryEngine, type MemoryEngine } from './memory-engine'
 import { assertDistinctCounters } from './validate'
@@ -95,6 +97,32 @@ export const memoryStorage = (options: MemoryStorageOptions = {}): StorageDriver
       const mutations = changes.map((change) => current.planIncrement(change.key, change.amount, change.ttlMs))
       for (const mutation of mutations) current.apply(mutation)
       return mutations.map((mutation) => ({ value: mutation.value, expiresAt: mutation.expiresAt }))
+    },
+
+    async hold(hold: TallyHold): Promise<CounterResult[]> {
+      const { mutations, results } = openEngine().planHold(hold)
+      for (const mutation of mutations) engine.apply(mutation)
+      return results
+    },
+
+    async settle(settlements: ReadonlyArray<TallySettlement>): Promise<void> {
+      for (const mutation of openEngine().planSettle(settlements)) engine.apply(mutation)
+    },
+
+    async renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number> {
+      const mutations = openEngine().planRenew(ids, leaseMs)
+      for (const mutation of mutations) engine.apply(mutation)
+      return mutations.length
+    },
+
+    async releaseExpiredHolds(limit: number): Promise<number> {
+      const { mutations, released } = openEngine().planReleaseExpired(limit)
+      for (const mutation of mutations) engine.apply(mutation)
+      return released
+    },
+
+    async readTallies(keys: ReadonlyArray<string>): Promise<number[]> {
+      return openEngine().readTallies(keys)
     },
 
     async close(): Promise<void> {

@@ -2,7 +2,7 @@
  * Argument checks shared by every driver. A bad argument is a bug in the caller, not a client
  * error or an outage, so these throw a plain `TypeError` (rendered as a generic 500).
  */
-import type { JsonObject, ListQuery, RecordInput, StoredRecord } from './contract'
+import type { CounterChange, JsonObject, ListQuery, RecordInput, StoredRecord, TallyHold, TallySettlement } from './contract'
 
 function fail(message: string): never {
   throw new TypeError(`modelgate storage: ${message}`)
@@ -139,4 +139,56 @@ export const compareRecords = (a: StoredRecord, b: StoredRecord): number => {
   if (a.sortKey !== b.sortKey) return a.sortKey < b.sortKey ? -1 : 1
   if (a.id !== b.id) return a.id < b.id ? -1 : 1
   return 0
+}
+
+const assertTallyChanges = (changes: unknown, name: string): void => {
+  if (!Array.isArray(changes)) fail(`${name} must be an array`)
+  for (const change of changes as CounterChange[]) {
+    if (!isPlainObject(change)) fail(`${name} must hold objects`)
+    assertCounterArguments(change.key, change.amount, change.ttlMs)
+  }
+  if (new Set((changes as CounterChange[]).map((change) => change.key)).size !== changes.length) fail(`${name} must name distinct tallies`)
+}
+
+/** Throws unless `leaseMs` is a positive integer (Redis takes integer milliseconds). */
+export const assertLeaseMs = (leaseMs: unknown): void => {
+  if (!Number.isSafeInteger(leaseMs) || (leaseMs as number) <= 0) fail('leaseMs must be a positive integer')
+}
+
+/** Throws unless `hold` is a usable `TallyHold`: an id, an owner, a lease and at least one change. */
+export const assertTallyHold = (hold: TallyHold): void => {
+  if (!isPlainObject(hold)) fail('hold must be an object')
+  assertId(hold.id)
+  if (typeof hold.owner !== 'string' || hold.owner === '') fail('hold.owner must be a non-empty string')
+  assertLeaseMs(hold.leaseMs)
+  assertTallyChanges(hold.changes, 'hold.changes')
+  if (hold.changes.length === 0) fail('hold.changes must hold at least one change')
+}
+
+/** Throws unless `settlements` is an array of settlements with distinct ids. */
+export const assertTallySettlements = (settlements: ReadonlyArray<TallySettlement>): void => {
+  if (!Array.isArray(settlements)) fail('settlements must be an array')
+  for (const settlement of settlements) {
+    if (!isPlainObject(settlement)) fail('settlements must hold objects')
+    assertId(settlement.id)
+    assertTallyChanges(settlement.changes, 'settlement.changes')
+  }
+  if (new Set(settlements.map((settlement) => settlement.id)).size !== settlements.length) fail('settlements must have distinct ids')
+}
+
+/** Throws unless `ids` is an array of non-empty strings. */
+export const assertIds = (ids: ReadonlyArray<string>): void => {
+  if (!Array.isArray(ids)) fail('ids must be an array')
+  for (const id of ids) assertId(id)
+}
+
+/** Throws unless `keys` is an array of non-empty strings. */
+export const assertTallyKeys = (keys: ReadonlyArray<string>): void => {
+  if (!Array.isArray(keys)) fail('keys must be an array')
+  for (const key of keys) if (typeof key !== 'string' || key === '') fail('tally key must be a non-empty string')
+}
+
+/** Throws unless `limit` is a positive integer. */
+export const assertReleaseLimit = (limit: unknown): void => {
+  if (!Number.isSafeInteger(limit) || (limit as number) <= 0) fail('limit must be a positive integer')
 }

@@ -8,6 +8,7 @@ import { isGatewayError, type StorageConflictKind } from '../../src/core/errors'
 import type { JsonObject, ListQuery, RecordInput, StorageDriver, StoredRecord } from '../../src/storage/contract'
 import { describeConcurrentUpdates } from './concurrent-updates'
 import { describeSpendLimits } from './spend-limits'
+import { describeTallies } from './tallies'
 
 export interface StorageContractOptions {
   /** The driver's clock in Unix milliseconds (default `Date.now`). */
@@ -768,6 +769,7 @@ export function describeStorageContract(
 
     describeConcurrentUpdates(() => driver)
     describeSpendLimits(() => driver)
+    describeTallies(() => driver, { now, waitUntilPast })
 
     describe('random operations against a model', () => {
       type Outcome = { value: unknown } | { conflict: StorageConflictKind }
