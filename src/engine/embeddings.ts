@@ -104,7 +104,7 @@ export const prepareEmbeddings = async (service: InferenceService, context: RunC
       requestId,
       signal: context.signal,
       isMetadataRequested: false,
-      spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
+      spend: { key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
       attemptReports: [],
       isBatchPrompt: true,
       plugins: [],

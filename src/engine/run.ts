@@ -155,7 +155,7 @@ export const prepareRequest = async (
       signal: context.signal,
       isMetadataRequested: context.isMetadataRequested,
       // Every run of the request (a fusion panel's too) counts against the guardrails' budgets.
-      spend: { repository: repositories.spend, key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
+      spend: { key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
       ...(extensions ? { extensions: extensions.values } : {}),
       attemptReports: [],
       ...(serverTools ? { serverTools } : {}),

@@ -13,6 +13,8 @@ import type { PriceOverride } from './prices.schemas'
 import { createOutlierDetector, disabledOutlierDetector, type OutlierDetectionOptions, type OutlierDetector } from './outlier-detection'
 import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } from './providers'
 import type { SpendSettings } from './spend-targets'
+import { createSpendBook } from './spend-book'
+import type { SpendRepository } from '../repositories/spend-counters'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from './transport'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
@@ -151,6 +153,10 @@ export interface InferenceServiceOptions {
   retry?: RetryOptions
   outlierDetection?: false | Partial<OutlierDetectionOptions>
   enforceCredits?: boolean
+  /** Where spend is held and settled (the gateway's store). */
+  spendRepository: SpendRepository
+  /** A spend hold's lease (docs/decisions.md, "Books that balance"; default 60 s). */
+  spendLeaseMs?: number
   now?: () => Date
   logger: Logger
   serverTools?: ServerToolOptions
@@ -177,7 +183,10 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     retry: retryPolicy(options.retry, now),
     outliers: outlierDetector(options.outlierDetection, now, options.logger),
     streams: createActiveStreams(),
-    spend: { enforceCredits: options.enforceCredits ?? false, pending: new Set<Promise<void>>() },
+    spend: {
+      enforceCredits: options.enforceCredits ?? false,
+      book: createSpendBook({ repository: options.spendRepository, logger: options.logger, ...(options.spendLeaseMs === undefined ? {} : { leaseMs: options.spendLeaseMs }) }),
+    },
     now,
     logger: options.logger,
     serverTools: createServerToolSettings(options.serverTools, options.upstreamGuard),

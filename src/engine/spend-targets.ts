@@ -2,12 +2,11 @@
 
 import type { AccountRecord } from '../repositories/accounts'
 import type { ApiKeyRecord } from '../repositories/api-keys'
-import type { SpendRepository } from '../repositories/spend-counters'
+import type { SpendBook } from './spend-book'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 
 /** Who a request spends for: the records read while authenticating and planning it. */
 export interface SpendTargets {
-  repository: SpendRepository
   key: ApiKeyRecord
   workspace: WorkspaceRecord
   account: AccountRecord
@@ -34,6 +33,6 @@ export interface GuardrailBudget {
 export interface SpendSettings {
   /** Refuse requests of accounts whose granted credits are used up (off: credits are only counted). */
   enforceCredits: boolean
-  /** Settlements being written; the gateway waits for them before it closes its store. */
-  pending: Set<Promise<void>>
+  /** This process's holds and the settlements it is writing; the gateway closes it before its store. */
+  book: SpendBook
 }

@@ -282,42 +282,28 @@ export interface SpendReservation {
   observer(): SessionObserver
 }
 
-/** What a settlement adds to one counter: the real cost less what was reserved there. */
-const settledAmount = (amounts: Amounts, metric: SpendMetric, reserved: number) => (metric === 'usage' ? amounts.usage : amounts.all - amounts.usage) - reserved
+/** What a settlement adds to one counter: the real cost, in the counter's metric. */
+const settledAmount = (amounts: Amounts, metric: SpendMetric) => (metric === 'usage' ? amounts.usage : amounts.all - amounts.usage)
 
-const settleOnce = (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[]) => {
+/** A reservation's id: the hold and the settlement that ends it carry it, so the store applies the settlement once. */
+const newReservationId = () => `sp_${crypto.randomUUID()}`
+
+/**
+ * Settles the reservation `id` once, with the real cost on every counter the request touches; the store releases
+ * the reservation's hold in the same step. Queued in the gateway's spend book, which retries until it lands.
+ */
+const settleOnce = (service: InferenceService, id: string, tracked: readonly Tracked[], isHeld: () => boolean) => {
   let isSettled = false
   return (amounts: Amounts) => {
     if (isSettled) return
     isSettled = true
-    const usageChanges: SpendChange[] = []
-    const byokChanges: SpendChange[] = []
-    tracked.forEach(({ counter, metric }, index) => {
-      const amount = settledAmount(amounts, metric, reserved[index]!)
-      if (amount !== 0) (metric === 'usage' ? usageChanges : byokChanges).push({ counter, amount })
-    })
-    if (usageChanges.length === 0 && byokChanges.length === 0) return
-    const { pending } = service.spend
-    const { repository } = request.spend
-    const addUsage = () => (usageChanges.length === 0 ? Promise.resolve([]) : repository.add(usageChanges))
-    // A BYOK request's list price lands in `byok` before its reservation leaves `usage`: a limit that adds the two
-    // may see the request twice for a moment, never not at all (docs/decisions.md, Credits and limits).
-    const writing = (byokChanges.length === 0 ? addUsage() : repository.add(byokChanges).then(addUsage)).then(
-      () => {},
-      (error: unknown) =>
-        // The counters keep the reservation; the amounts let an operator correct them by hand.
-        service.logger.error('spend settlement failed', {
-          requestId: request.requestId,
-          keyHash: request.spend.key.hash.slice(0, 8),
-          changes: [...byokChanges, ...usageChanges].map((change) => ({
-            counter: change.counter.key.replace(request.spend.key.hash, request.spend.key.hash.slice(0, 8)),
-            amountNano: change.amount,
-          })),
-          error,
-        }),
-    )
-    pending.add(writing)
-    void writing.finally(() => pending.delete(writing))
+    const changes: SpendChange[] = []
+    for (const { counter, metric } of tracked) {
+      const amount = settledAmount(amounts, metric)
+      if (amount !== 0) changes.push({ counter, amount })
+    }
+    if (changes.length === 0 && !isHeld()) return
+    void service.spend.book.settle(id, changes)
   }
 }
 
@@ -325,10 +311,10 @@ const settleOnce = (service: InferenceService, request: InferenceRequest, tracke
 const reserveAmounts = async (service: InferenceService, request: InferenceRequest, worst: () => Amounts, advice: string): Promise<SpendReservation> => {
   const targets = request.spend
   const tracked = trackedCounters(targets, new Date(service.now()))
-  const reserved = tracked.list.map(() => 0)
   const limits = activeLimits(service.spend, targets, tracked)
-  if (limits.length > 0) await reserve(service, request, tracked.list, reserved, limits, worst(), advice)
-  const settle = settleOnce(service, request, tracked.list, reserved)
+  const id = newReservationId()
+  const isHeld = limits.length > 0 && (await reserve(service, id, tracked.list, limits, worst(), advice))
+  const settle = settleOnce(service, id, tracked.list, () => isHeld)
   return {
     settle: (usage) => settle(billedAmounts(usage)),
     charge: (cost) => settle(cost === 0 ? NOTHING : { usage: toNano(cost), all: toNano(cost) }),
@@ -357,47 +343,53 @@ export const reservePluginSpend = async (service: InferenceService, request: Inf
   return reserveAmounts(service, request, () => ({ usage: priceNano, all: priceNano }), PLUGIN_ADVICE)
 }
 
-const reserve = async (service: InferenceService, request: InferenceRequest, tracked: readonly Tracked[], reserved: number[], limits: Limit[], worst: Amounts, advice: string) => {
+/** How long a refusal waits for its hold to be released, so the next request sees the counter as it was. */
+const RELEASE_WAIT_MS = 2_000
+
+/** Gives a hold back before a refusal; waits a bounded while (the spend book keeps trying after that). */
+const release = async (service: InferenceService, id: string) => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  await Promise.race([service.spend.book.settle(id, []), new Promise<void>((resolve) => (timer = setTimeout(resolve, RELEASE_WAIT_MS)))])
+  clearTimeout(timer)
+}
+
+/**
+ * Holds the request's worst case on its limited counters under the reservation `id`, in one store step; throws 402
+ * naming the limit it would pass (the hold given back first). Resolves whether anything was held.
+ */
+const reserve = async (service: InferenceService, id: string, tracked: readonly Tracked[], limits: Limit[], worst: Amounts, advice: string): Promise<boolean> => {
   // A request that cannot cost anything (a free endpoint) is never refused for money.
   const held = limits.filter((limit) => worst[limit.counts] > 0)
-  if (held.length === 0) return
+  if (held.length === 0) return false
   // Two limits may hold one counter (a key's limit and a guardrail's budget, both daily): it is reserved on once, at
   // the larger of their worst cases (one may count BYOK spend, the other not).
   const indexes = [...new Set(held.map((limit) => limit.index))]
   const amountAt = (index: number) => Math.max(...held.filter((limit) => limit.index === index).map((limit) => worst[limit.counts]))
-  const changes = indexes.map((index) => ({ counter: tracked[index]!.counter, amount: amountAt(index) }))
-  const { repository } = request.spend
-  const results = await Promise.allSettled(changes.map((change) => repository.add([change])))
-  const undo = () =>
-    repository
-      .add(changes.filter((_, index) => results[index]!.status === 'fulfilled').map((change) => ({ counter: change.counter, amount: -change.amount })))
-      .catch((error: unknown) => service.logger.error('spend reservation could not be undone', { requestId: request.requestId, error }))
-  const failed = results.find((result) => result.status === 'rejected')
-  if (failed) {
-    await undo()
-    throw failed.reason
-  }
-  const valueAt = (index: number) => (results[indexes.indexOf(index)] as PromiseFulfilledResult<number[]>).value[0]!
-  const spent = held.map((limit) => valueAt(limit.index))
-  // BYOK spend is read after the reservation went in: it only grows, and a settlement adds to it before it gives
-  // back its reservation, so what is read is never less than what was spent when the reservation landed.
+  const { book } = service.spend
+  const values = await book.hold(
+    id,
+    indexes.map((index) => ({ counter: tracked[index]!.counter, amount: amountAt(index) })),
+  )
+  const spent = held.map((limit) => values[indexes.indexOf(limit.index)]!)
+  // BYOK spend is read after the hold went in: it only grows, and a settlement adds the list price in the same step
+  // that releases its hold, so what is read is never less than what was spent when the hold landed.
   const byokHeld = held.flatMap((limit, position) => (limit.byokIndex === undefined ? [] : [{ position, counter: tracked[limit.byokIndex]!.counter }]))
   if (byokHeld.length > 0) {
     let byok: number[]
     try {
-      byok = await repository.read(byokHeld.map(({ counter }) => counter))
+      byok = await book.read(byokHeld.map(({ counter }) => counter))
     } catch (error) {
-      await undo()
+      await release(service, id)
       throw error
     }
     byokHeld.forEach(({ position }, read) => (spent[position]! += byok[read]!))
   }
-  // Over when this reservation passed the limit, or the limit was reached already.
+  // Over when this hold passed the limit, or the limit was reached already.
   const overIndex = held.findIndex((limit, position) => spent[position]! > limit.limitNano)
   if (overIndex >= 0) {
-    await undo()
+    await release(service, id)
     const amount = amountAt(held[overIndex]!.index)
     throw held[overIndex]!.refusal(spent[overIndex]! - amount, amount, advice)
   }
-  indexes.forEach((index, position) => (reserved[index] = changes[position]!.amount))
+  return true
 }

@@ -152,6 +152,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       logger,
       secrets,
       adapters: ADAPTERS,
+      spendRepository: repositories.spend,
+      ...(config.spend?.leaseMs === undefined ? {} : { spendLeaseMs: config.spend.leaseMs }),
       // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
       endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
     }),
@@ -252,11 +254,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     }
   }
 
-  const flushSpend = async () => {
-    const { pending } = runtime.inference.spend
-    // Settlements started while waiting (a stream ending meanwhile) are waited for too.
-    while (pending.size > 0) await Promise.allSettled([...pending])
-  }
+  const flushSpend = () => runtime.inference.spend.book.flush()
 
   return {
     fetch: async (request) => toResponse(await reply(request)),
@@ -276,7 +274,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       await Promise.allSettled([...runtime.interns.tasks])
       // Records of answers already sent are written before the store goes.
       await runtime.ledger?.close()
-      await flushSpend()
+      await runtime.inference.spend.book.close()
       await storage.close()
     },
   }

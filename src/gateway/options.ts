@@ -19,7 +19,7 @@ import { DEFAULT_LEASE_TTL_MS } from '../interns/lease'
 const isStorageDriver = (value: unknown): value is StorageDriver =>
   typeof value === 'object' &&
   value !== null &&
-  ['create', 'createMany', 'get', 'findByUnique', 'update', 'delete', 'list', 'increment', 'close'].every(
+  ['create', 'createMany', 'get', 'findByUnique', 'update', 'delete', 'list', 'increment', 'hold', 'settle', 'renewHolds', 'releaseExpiredHolds', 'readTallies', 'close'].every(
     (method) => typeof (value as Record<string, unknown>)[method] === 'function',
   )
 
@@ -328,6 +328,12 @@ export const GatewayOptionsSchema = v.strictObject({
    * workspace budgets refuse requests.
    */
   enforceCredits: v.optional(v.boolean()),
+  /**
+   * Spend holds (docs/decisions.md, "Books that balance"): a request's reservation is leased for `leaseMs`
+   * (default 60 s, 1 s to 1 h) and renewed every third of it while the request runs; once a process dies its holds
+   * run out and any gateway on the store releases them, within about one and a half leases.
+   */
+  spend: v.optional(v.strictObject({ leaseMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1_000), v.maxValue(3_600_000))) })),
   /** Share of the list price charged on BYOK requests (default 0.05). */
   byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Reported as `service_metadata.region`. */

@@ -1,8 +1,7 @@
 /**
  * Spend counters: what API keys, workspaces and accounts spent, in whole nano-dollars (src/core/money.ts),
- * over the storage contract's atomic expiring counters, so every gateway process on one store counts into
- * the same totals. Each window has its own counter, named by the UTC calendar period it covers
- * (`d2025-03-14`, `w2025-03-10` for the week starting that Monday, `m2025-03`, `total`): a limit resets when
+ * over the storage contract's tallies, so every gateway process on one store counts into the same totals. Each
+ * window has its own counter, named by the UTC calendar period it covers (`d2025-03-14`, `w2025-03-10` for the week starting that Monday, `m2025-03`, `total`): a limit resets when
  * the calendar moves on to a new name, not when a timer fires. The expiry only clears old periods away.
  */
 
@@ -79,29 +78,52 @@ export interface KeySpend {
 
 export interface SpendChange {
   counter: SpendCounter
-  /** Nano-dollars; negative to give back. */
+  /** Nano-dollars. */
   amount: number
 }
 
-export const createSpendRepository = (storage: StorageDriver) => {
-  /**
-   * Adds every change at once and resolves with each counter's new value: in one call where the driver
-   * batches them (the file driver syncs its journal once), else as concurrent increments (one round trip's
-   * wait on Redis, parallel statements on SQL pools).
-   */
-  const add = async (changes: readonly SpendChange[]): Promise<number[]> => {
-    if (storage.incrementMany && changes.length > 1) {
-      const results = await storage.incrementMany(changes.map(({ counter, amount }) => ({ key: counter.key, amount, ttlMs: counter.ttlMs })))
-      return results.map((result) => result.value)
-    }
-    return Promise.all(changes.map(async ({ counter, amount }) => (await storage.increment(counter.key, amount, counter.ttlMs)).value))
-  }
+/** A reservation's hold on the counters its limits read. */
+export interface SpendHold {
+  id: string
+  /** The gateway process that renews it. */
+  owner: string
+  leaseMs: number
+  changes: readonly SpendChange[]
+}
 
-  // The contract has no plain read: adding nothing reads the counter (and starts it at 0 when absent).
-  const read = (counters: readonly SpendCounter[]) => add(counters.map((counter) => ({ counter, amount: 0 })))
+/** What a reservation really cost, on every counter it touches; applied once per id, releasing the hold of that id. */
+export interface SpendSettlement {
+  id: string
+  changes: readonly SpendChange[]
+}
+
+const toTallyChanges = (changes: readonly SpendChange[]) => changes.map(({ counter, amount }) => ({ key: counter.key, amount, ttlMs: counter.ttlMs }))
+
+/**
+ * Spend counters are the store's tallies (src/storage/contract.ts): they move only by leased holds and by
+ * settlements applied once per id, so a settlement sent again after a fault changes nothing and a hold whose
+ * process died is released when its lease runs out.
+ */
+export const createSpendRepository = (storage: StorageDriver) => {
+  const read = (counters: readonly SpendCounter[]) => storage.readTallies(counters.map((counter) => counter.key))
 
   return {
-    add,
+    /** Holds `changes` under a lease and resolves with each counter's new value; one atomic step. */
+    async hold(hold: SpendHold): Promise<number[]> {
+      const results = await storage.hold({ id: hold.id, owner: hold.owner, leaseMs: hold.leaseMs, changes: toTallyChanges(hold.changes) })
+      return results.map((result) => result.value)
+    },
+
+    /** Applies settlements, each once per id: the batch in one store call. */
+    settle: (settlements: readonly SpendSettlement[]): Promise<void> =>
+      storage.settle(settlements.map((settlement) => ({ id: settlement.id, changes: toTallyChanges(settlement.changes) }))),
+
+    /** Extends the leases of the holds among `ids`; resolves with how many are still held. */
+    renew: (ids: readonly string[], leaseMs: number): Promise<number> => storage.renewHolds(ids, leaseMs),
+
+    /** Releases up to `limit` holds whose lease ran out, whoever made them. */
+    releaseExpired: (limit: number): Promise<number> => storage.releaseExpiredHolds(limit),
+
     read,
 
     /** What the key `hash` spent, per window and metric, in the periods holding `at`. */

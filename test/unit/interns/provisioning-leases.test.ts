@@ -204,8 +204,8 @@ describe('provisioning leases', () => {
   it('close() stops the sweeps', async () => {
     const timersBefore = vi.getTimerCount()
     const one = startGateway('one')
-    // The provisioning sweep and the usage ledger's retention sweep.
-    expect(vi.getTimerCount()).toBe(timersBefore + 2)
+    // The provisioning sweep, the usage ledger's retention sweep, and the spend book's lease renewal and release of expired holds.
+    expect(vi.getTimerCount()).toBe(timersBefore + 4)
     await one.gateway.close()
     expect(vi.getTimerCount()).toBe(timersBefore)
   })

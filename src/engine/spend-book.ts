@@ -1,0 +1,210 @@
+/**
+ * The spend book of one gateway process (docs/decisions.md, "Books that balance"): the holds it made, renewed
+ * while their requests run, and the settlements it has not yet seen land, sent in batches and retried until they
+ * do. The store applies a settlement once per id, so a retry after a fault that hid a success changes nothing;
+ * a hold's lease runs out when its process dies, and any process then releases it.
+ */
+
+import { createGroupCommit } from '../core/group-commit'
+import type { Logger } from '../core/logger'
+import type { SpendChange, SpendCounter, SpendRepository, SpendSettlement } from '../repositories/spend-counters'
+
+/** A hold lasts this long unless renewed (a third of it between renewals): a dead process's holds return within two leases. */
+export const DEFAULT_SPEND_LEASE_MS = 60_000
+
+/** Settlements in one store call. */
+const MAX_BATCH = 100
+/** Store calls under way at once. */
+const MAX_IN_FLIGHT = 4
+/** Settlements waiting beyond this are written off with an error line (a store down for very long under load). */
+const MAX_QUEUE = 100_000
+/** Ids renewed in one store call. */
+const RENEW_BATCH = 500
+/** Expired holds released in one store call, and calls per sweep. */
+const RELEASE_BATCH = 100
+const RELEASE_ROUNDS = 20
+/** Backoff between attempts of a settlement batch: doubling from the first to the last. */
+const FIRST_RETRY_MS = 100
+const MAX_RETRY_MS = 5_000
+/** How long `close` waits for settlements still queued before it writes them off in the log. */
+const CLOSE_GRACE_MS = 10_000
+
+export interface SpendBookOptions {
+  repository: SpendRepository
+  logger: Logger
+  /** A hold's lease (default 60 s). */
+  leaseMs?: number
+}
+
+export interface SpendBook {
+  /** This process's id on the holds it makes. */
+  readonly owner: string
+  readonly leaseMs: number
+  /**
+   * Holds `changes` under the reservation `id` and resolves with each counter's new value; the hold is renewed
+   * until its settlement lands. When the store fails to answer, the hold may still have landed: its release is
+   * queued before the error is thrown.
+   */
+  hold(id: string, changes: readonly SpendChange[]): Promise<number[]>
+  /** Queues the settlement of `id`; resolves once it landed. Never rejects: a failed write is retried. */
+  settle(id: string, changes: readonly SpendChange[]): Promise<void>
+  /** Each counter's current value. */
+  read(counters: readonly SpendCounter[]): Promise<number[]>
+  /** Resolves once every settlement queued so far has landed. */
+  flush(): Promise<void>
+  /** Releases holds whose lease ran out (any process's); resolves with how many. */
+  releaseExpired(): Promise<number>
+  /** Stops renewing and sweeping; waits a while for queued settlements, then logs those it gives up on. */
+  close(): Promise<void>
+}
+
+const sleep = (ms: number) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    ;(timer as { unref?: () => void }).unref?.()
+  })
+
+const unrefTimer = (timer: unknown) => (timer as { unref?: () => void } | undefined)?.unref?.()
+
+/** The store's own reason, for the log: a 503's cause (refused, timed out) is what an operator needs. */
+const causeOf = (error: unknown) => (error instanceof Error && error.cause !== undefined ? { cause: error.cause } : {})
+
+/** A settlement as the log shows it: the counters without the key's full hash, and the amounts. */
+const describe = (settlement: SpendSettlement) => ({
+  id: settlement.id,
+  changes: settlement.changes.map((change) => ({ counter: change.counter.key.replace(/([0-9a-f]{8})[0-9a-f]{56}/, '$1…'), amountNano: change.amount })),
+})
+
+export const createSpendBook = (options: SpendBookOptions): SpendBook => {
+  const { repository, logger } = options
+  const leaseMs = options.leaseMs ?? DEFAULT_SPEND_LEASE_MS
+  const owner = `gw_${crypto.randomUUID()}`
+  /** Holds of this process whose settlement has not landed yet: renewed until it does. */
+  const live = new Set<string>()
+  let isClosing = false
+  let isClosed = false
+
+  /** Sends a batch until it lands, backing off between attempts; gives up only once the book has closed. */
+  const writeUntilLanded = async (batch: SpendSettlement[]) => {
+    for (let attempt = 1, delay = FIRST_RETRY_MS; ; attempt++, delay = Math.min(delay * 2, MAX_RETRY_MS)) {
+      try {
+        await repository.settle(batch)
+        for (const settlement of batch) live.delete(settlement.id)
+        if (attempt > 1) logger.info('spend settlements written after a retry', { settlements: batch.length, attempts: attempt })
+        return
+      } catch (error) {
+        if (isClosed) {
+          logger.error('spend settlements not written: the gateway closed before the store answered; correct these counters by hand', {
+            settlements: batch.map(describe),
+            error,
+            ...causeOf(error),
+          })
+          return
+        }
+        logger.warn('spend settlement failed; retrying', { settlements: batch.length, attempt, retryInMs: delay, error, ...causeOf(error) })
+        await sleep(delay)
+      }
+    }
+  }
+
+  const commit = createGroupCommit(writeUntilLanded, {
+    maxBatch: MAX_BATCH,
+    maxQueue: MAX_QUEUE,
+    maxInFlight: MAX_IN_FLIGHT,
+    overloadedMessage: 'Spend settlements are not keeping up with requests',
+  })
+
+  const settle = (id: string, changes: readonly SpendChange[]): Promise<void> => {
+    const settlement = { id, changes }
+    return commit.add(settlement).catch((error: unknown) => {
+      // Only a full queue rejects: the store has been down for long under load.
+      logger.error('spend settlement dropped: too many are waiting for the store; correct these counters by hand', { settlement: describe(settlement), error })
+    })
+  }
+
+  const renew = async () => {
+    const ids = [...live]
+    for (let start = 0; start < ids.length; start += RENEW_BATCH) {
+      await repository.renew(ids.slice(start, start + RENEW_BATCH), leaseMs)
+    }
+  }
+
+  const releaseExpired = async () => {
+    let released = 0
+    for (let round = 0; round < RELEASE_ROUNDS; round++) {
+      const count = await repository.releaseExpired(RELEASE_BATCH)
+      released += count
+      if (count < RELEASE_BATCH) break
+    }
+    if (released > 0) logger.info('released spend holds whose lease ran out', { holds: released })
+    return released
+  }
+
+  /** Runs `task` now and then every `everyMs`, one run at a time, logging a failure and carrying on. */
+  const every = (everyMs: number, name: string, task: () => Promise<unknown>) => {
+    let running: Promise<void> | undefined
+    const run = () => {
+      if (running || isClosing) return
+      running = task()
+        .then(
+          () => {},
+          (error: unknown) => logger.warn(`${name} failed; trying again later`, { error, ...causeOf(error) }),
+        )
+        .finally(() => {
+          running = undefined
+        })
+    }
+    const timer = setInterval(run, everyMs)
+    unrefTimer(timer)
+    return {
+      run,
+      async stop() {
+        clearInterval(timer)
+        await running
+      },
+    }
+  }
+
+  const renewal = every(Math.max(1, Math.floor(leaseMs / 3)), 'renewing spend holds', () => (live.size === 0 ? Promise.resolve() : renew()))
+  const sweep = every(Math.max(1, Math.floor(leaseMs / 2)), 'releasing expired spend holds', releaseExpired)
+  // A process that starts releases what its predecessors left held, once their leases ran out.
+  sweep.run()
+
+  return {
+    owner,
+    leaseMs,
+
+    async hold(id, changes) {
+      live.add(id)
+      try {
+        return await repository.hold({ id, owner, leaseMs, changes })
+      } catch (error) {
+        // The hold may have landed before the store failed to answer: settling the id releases it (or, if it lands
+        // later still, refuses it).
+        void settle(id, [])
+        throw error
+      }
+    },
+
+    settle,
+
+    read: (counters) => repository.read(counters),
+
+    flush: () => commit.drain(),
+
+    releaseExpired,
+
+    async close() {
+      isClosing = true
+      await Promise.all([renewal.stop(), sweep.stop()])
+      const drained = commit.drain()
+      const timer = setTimeout(() => {
+        isClosed = true
+      }, CLOSE_GRACE_MS)
+      unrefTimer(timer)
+      await drained
+      clearTimeout(timer)
+      isClosed = true
+    },
+  }
+}
