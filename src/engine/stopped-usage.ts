@@ -1,21 +1,24 @@
 /**
- * What a stream the client stopped used (docs/decisions.md, Usage ledger "Cancelled streams"): the upstream's
- * usage when it arrived before the stop, else an estimate at 4 characters per token from the content text the
- * client was sent and the prompt the turn sent. Worked out once, by the session that was stopped, so the spend
- * settlement and the generation record charge the same amount.
+ * Usage the gateway reckons itself (docs/decisions.md, "Books that balance"): for an answer whose upstream
+ * reported none, or one cut short after content (the client left, the provider's stream broke off, the idle or
+ * total timeout passed, the gateway shut down). The prompt as sent and the content text the client was sent are
+ * counted with OpenAI's `o200k_base` encoding, on a bounded sample scaled to the whole length, so a long answer
+ * costs the count of its first part only. Worked out once, by the session that ended, so the spend settlement
+ * and the generation record charge the same amount.
  */
 
-import { emptyUsage, type Usage } from '../providers/types'
+import { emptyUsage, type OutputItem, type Usage } from '../providers/types'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { SessionEvent } from './session-events'
+import { countTokens, loadEncoding, loadedEncoding } from './token-encoding'
 
-// OpenAI's rule of thumb for English text: about four characters per token.
+/** Characters counted exactly; beyond it the count is scaled by length. */
+const SAMPLE_CHARACTERS = 64 * 1024
+/** Before the encoding has loaded: about four characters a token for Latin text, one for CJK and similar scripts. */
 const CHARACTERS_PER_TOKEN = 4
+const FIRST_WIDE_CHARACTER = 0x2e80
 
-/** Tokens for `characters` of text, rounded up: any text is at least one token. */
-const estimateTokens = (characters: number): number => Math.ceil(characters / CHARACTERS_PER_TOKEN)
-
-/** Characters of content an event carries to the client: what a stopped stream's output estimate counts. */
+/** Characters of content an event carries to the client: what the output estimate counts. */
 export const contentLength = (event: SessionEvent): number => {
   switch (event.type) {
     case 'response.output_text.delta':
@@ -29,14 +32,87 @@ export const contentLength = (event: SessionEvent): number => {
   }
 }
 
-/** The prompt an input estimate counts: instructions and input as sent, in JSON. */
-const promptLength = (body: ResponsesRequestBody): number => (body.instructions?.length ?? 0) + JSON.stringify(body.input ?? '').length
+/** A rough count for when the encoding is not loaded yet: never 0 for some text. */
+const roughTokens = (text: string): number => {
+  let narrow = 0
+  let wide = 0
+  for (let index = 0; index < text.length; index++) {
+    if (text.charCodeAt(index) >= FIRST_WIDE_CHARACTER) wide++
+    else narrow++
+  }
+  return wide + Math.ceil(narrow / CHARACTERS_PER_TOKEN)
+}
 
-/** Usage of a turn stopped before the upstream reported any: estimated from the text that went each way. */
-export const estimatedUsage = (body: ResponsesRequestBody, outputCharacters: number): Usage => {
+/** Tokens in a text of `length` characters whose first part is `sample`. */
+const scaledTokens = (sample: string, length: number): number => {
+  if (length === 0) return 0
+  const encoding = loadedEncoding()
+  const counted = encoding ? countTokens(encoding, sample) : roughTokens(sample)
+  return Math.max(1, Math.ceil(sample.length >= length ? counted : (counted * length) / Math.max(1, sample.length)))
+}
+
+/** Starts loading the encoding, so estimates that must answer at once (a stream that ended) can use it. */
+export const prepareEstimates = (): void => {
+  void loadEncoding().catch(() => {})
+}
+
+/** The content text a session sent its client: its length, and its first part for the count. */
+export interface DeliveredText {
+  /** Adds what `event` carries to the client. */
+  add(event: SessionEvent): void
+  readonly characters: number
+  /** Tokens the delivered text counts. */
+  tokens(): number
+}
+
+export const createDeliveredText = (): DeliveredText => {
+  let characters = 0
+  let sample = ''
+  return {
+    add(event) {
+      const length = contentLength(event)
+      if (length === 0) return
+      characters += length
+      if (sample.length < SAMPLE_CHARACTERS) sample += (event as { delta: string }).delta.slice(0, SAMPLE_CHARACTERS - sample.length)
+    },
+    get characters() {
+      return characters
+    },
+    tokens: () => scaledTokens(sample, characters),
+  }
+}
+
+/** The prompt an input estimate counts: instructions and input as sent, in JSON. */
+const promptTokens = (body: ResponsesRequestBody): number => {
+  const input = JSON.stringify(body.input ?? '')
+  const instructions = body.instructions ?? ''
+  const length = instructions.length + input.length
+  const sample = (instructions + input.slice(0, SAMPLE_CHARACTERS)).slice(0, SAMPLE_CHARACTERS)
+  return scaledTokens(sample, length)
+}
+
+/** Usage of a turn that ended without the upstream reporting any: estimated from the text that went each way. */
+export const estimatedUsage = (body: ResponsesRequestBody, delivered: DeliveredText): Usage => {
   const usage = emptyUsage()
-  usage.input_tokens = estimateTokens(promptLength(body))
-  usage.output_tokens = estimateTokens(outputCharacters)
+  usage.input_tokens = promptTokens(body)
+  usage.output_tokens = delivered.tokens()
   usage.total_tokens = usage.input_tokens + usage.output_tokens
   return usage
+}
+
+/** The content text of whole-answer output: what the output estimate counts when the upstream reported no usage. */
+export const deliveredOutput = (output: readonly OutputItem[]): DeliveredText => {
+  const delivered = createDeliveredText()
+  const add = (text: unknown) => {
+    if (typeof text === 'string' && text !== '') delivered.add({ type: 'response.output_text.delta', delta: text } as SessionEvent)
+  }
+  for (const item of output) {
+    if (item.type === 'message') for (const part of (item as { content?: Array<{ text?: unknown; refusal?: unknown }> }).content ?? []) add(part.text ?? part.refusal)
+    else if (item.type === 'function_call') add((item as { arguments?: unknown }).arguments)
+    else if (item.type === 'reasoning') {
+      const reasoning = item as { summary?: Array<{ text?: unknown }>; content?: Array<{ text?: unknown }> }
+      for (const part of [...(reasoning.summary ?? []), ...(reasoning.content ?? [])]) add(part.text)
+    }
+  }
+  return delivered
 }

@@ -8,7 +8,7 @@
 
 import { GatewayError, InternalError, isGatewayError } from '../core/errors'
 import { redactSecrets } from '../providers/shared/errors'
-import { emptyUsage, type OutputItem, type Usage } from '../providers/types'
+import type { OutputItem, Usage } from '../providers/types'
 import type { FinishStatus } from '../providers/events'
 import type { ActiveStream } from './active-streams'
 import { ClientClosedError, toAttemptFailure } from './attempts'
@@ -22,7 +22,9 @@ import { metadataIfRequested } from './service-metadata'
 import type { InferenceService } from './service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from './session-events'
 import { StreamSignal } from './stream-signal'
-import { contentLength, estimatedUsage } from './stopped-usage'
+import { createDeliveredText, estimatedUsage } from './stopped-usage'
+import { UpstreamFailure } from '../providers/shared/errors'
+import { UpstreamTimeoutSignal } from './transport'
 
 // A canonical type (spec `error_type`), so clients read it as the gateway's failure, not the provider's or theirs.
 const SHUTDOWN_ERROR_TYPE = 'server'
@@ -33,6 +35,25 @@ const shuttingDown = (message: string) => new GatewayError(503, message, { metad
 const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
 type Opened = Extract<OpenStream, { isOpen: true }>
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
+
+/**
+ * What ended a stream after content, said as what happened: the provider's stream broke off, went silent past the
+ * idle timeout, or ran past the total timeout. An upstream's own in-band error keeps its words.
+ */
+const brokenOff = (error: unknown, failure: GatewayError, service: InferenceService): GatewayError => {
+  const options = (cause: unknown) => ({ upstreamStatus: 0, cause })
+  if (error instanceof UpstreamTimeoutSignal && error.phase === 'idle') {
+    return new UpstreamFailure('timeout', `The provider's stream sent nothing for longer than the idle timeout (${seconds(service.timeouts.idleMs)}) after part of the answer`, options(error))
+  }
+  if (error instanceof UpstreamTimeoutSignal && error.phase === 'total') {
+    return new UpstreamFailure('timeout', `The provider's answer ran past the total timeout (${seconds(service.timeouts.totalMs)}) after part of it was sent`, options(error))
+  }
+  // A transport error (the connection closed or reset mid-body) is no failure to reach the provider: it was reached.
+  if (!isGatewayError(error)) return new UpstreamFailure('provider_unavailable', "The provider's stream ended early, after part of the answer was sent", options(failure.cause))
+  return failure
+}
 
 /**
  * Starts a streamed response. Resolves once content arrived (or the commit deadline passed), so an
@@ -94,12 +115,12 @@ export const openSession = async (service: InferenceService, request: InferenceR
     let keepAlive: ReturnType<typeof setInterval> | undefined
     const items: OutputItem[] = []
     let usage: Usage | undefined
-    // What a stop's estimate counts when the upstream reported no usage before it.
-    let contentCharacters = 0
+    // What an estimate counts when the upstream reported no usage.
+    const delivered = createDeliveredText()
 
     const write = (event: SessionEvent) => {
       lastWrite = performance.now()
-      contentCharacters += contentLength(event)
+      delivered.add(event)
       if (!sink.write(event)) needsDrain = true
     }
     const end = (stopped?: StoppedUsage) => {
@@ -111,7 +132,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
     // What the answer used when it was cut short after `started`: the upstream's usage if it came, else an estimate.
     const stoppedUsage = (): StoppedUsage | undefined => {
       if (!started) return undefined
-      const used = usage ?? estimatedUsage(request.body, contentCharacters)
+      const used = usage ?? estimatedUsage(request.body, delivered)
       return { usage: billAttempt(used, started.attempt, service.byokFeeRate, items.filter(Boolean)), isEstimated: usage === undefined }
     }
     const result = (
@@ -131,7 +152,8 @@ export const openSession = async (service: InferenceService, request: InferenceR
       stopSequence?: string,
     ) => {
       const output = items.filter(Boolean)
-      const billed = billAttempt(usage ?? emptyUsage(), served.attempt, service.byokFeeRate, output)
+      // No usage from the upstream (none sent, or the stream broke off first): what was delivered is charged, estimated.
+      const billed = billAttempt(usage ?? estimatedUsage(request.body, delivered), served.attempt, service.byokFeeRate, output)
       write({ type: 'usage', usage: billed })
       if (failure) write({ type: 'error', error: failure })
       const finished = result({
@@ -143,6 +165,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
         incompleteDetails,
         servedBy: servedBy(served),
         ...(stopSequence === undefined ? {} : { stopSequence }),
+        ...(usage === undefined ? { isUsageEstimated: true } : {}),
       })
       write({ type: 'finished', result: { ...finished, ...metadataIfRequested(service, request, served, served.attemptNumber, startedAt) } })
       end()
@@ -231,7 +254,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
         // The client went away without the consumer stopping the session (a host that aborts the request's signal):
         // the answer is charged what it used, as a stop would charge it.
         if (error instanceof ClientClosedError || signal.aborted) return end(stoppedUsage())
-        const failure = toAttemptFailure(error, served.attempt, attempt.secrets)
+        const failure = brokenOff(error, toAttemptFailure(error, served.attempt, attempt.secrets), service)
         service.logger.warn('upstream stream failed after content', {
           requestId: request.requestId,
           provider: served.attempt.provider.descriptor.id,

@@ -65,7 +65,8 @@ export interface UpstreamRequest {
 /** A complete (non-streaming) upstream answer, translated. */
 export interface UpstreamResult {
   output: OutputItem[]
-  usage: Usage
+  /** Absent when the upstream reported none: the engine then estimates it (and says so on the record). */
+  usage?: Usage
   status: FinishStatus
   /** Set when `status` is `incomplete` (e.g. `{reason: 'max_output_tokens'}`). */
   incompleteDetails: { reason: string } | null

@@ -144,8 +144,9 @@ export function describeTallies(getDriver: () => StorageDriver, options: TallyOp
     it('releases a hold whose lease ran out, once, and its owner’s late settlement adds only the real cost', async () => {
       const driver = getDriver()
       const { tally, id } = names()
-      const madeAt = options.now()
       await driver.hold(holdOf(id('short'), [change(tally('a'), 1_000)], 20))
+      // Taken after the store answered: it stamped the lease at some moment before.
+      const madeAt = options.now()
       await driver.hold(holdOf(id('long'), [change(tally('a'), 10)]))
       await leasePassed(madeAt, 20)
       expect(await releaseAllExpired(driver)).toBeGreaterThanOrEqual(1)
@@ -163,8 +164,8 @@ export function describeTallies(getDriver: () => StorageDriver, options: TallyOp
       const { tally, id } = names()
       await driver.hold(holdOf(id('1'), [change(tally('a'), 100)]))
       await driver.hold(holdOf(id('2'), [change(tally('a'), 20)]))
-      const renewedAt = options.now()
       expect(await driver.renewHolds([id('1'), id('missing')], 20)).toBe(1)
+      const renewedAt = options.now()
       expect(await driver.renewHolds([id('2')], LONG_LEASE_MS)).toBe(1)
       await leasePassed(renewedAt, 20)
       await releaseAllExpired(driver)
@@ -177,8 +178,8 @@ export function describeTallies(getDriver: () => StorageDriver, options: TallyOp
       const { tally, id } = names()
       // Earlier tests' expired holds on a shared store go first, so this test counts only its own.
       await releaseAllExpired(driver)
-      const madeAt = options.now()
       for (const label of ['1', '2', '3']) await driver.hold(holdOf(id(label), [change(tally('a'), 100)], 20))
+      const madeAt = options.now()
       await leasePassed(madeAt, 20)
       const first = await driver.releaseExpiredHolds(2)
       expect(first).toBe(2)

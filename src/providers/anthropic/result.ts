@@ -114,7 +114,7 @@ export const readMessagesResult = (body: unknown, _call: UpstreamCall): Upstream
   builder.finish(finish.status)
   return {
     output: builder.items,
-    usage: toUsage(body.usage as WireUsage | undefined),
+    ...(body.usage ? { usage: toUsage(body.usage as WireUsage) } : {}),
     status: finish.status,
     incompleteDetails: finish.incompleteDetails,
     ...(finish.stopSequence === undefined ? {} : { stopSequence: finish.stopSequence }),

@@ -149,7 +149,8 @@ export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, call:
         isStopped = true
         const finish = toFinish(stopReason, stopSequence)
         yield* builder.finish(finish.status)
-        yield { type: 'upstream.usage', usage: toUsage(usage) }
+        // Anthropic counts every message; a stream that carried no count leaves the estimate to the engine.
+        if (Object.keys(usage).length > 0) yield { type: 'upstream.usage', usage: toUsage(usage) }
         yield { type: 'upstream.finish', ...finish }
         break
       }

@@ -28,7 +28,7 @@ export const readGeminiResult = (body: unknown, _call: UpstreamCall): UpstreamRe
   builder.finish(finish.status)
   return {
     output: builder.items,
-    usage: usageOf(response.usageMetadata),
+    ...(response.usageMetadata ? { usage: usageOf(response.usageMetadata) } : {}),
     status: finish.status,
     incompleteDetails: finish.incompleteDetails,
     ...(response.responseId ? { upstreamId: response.responseId } : {}),

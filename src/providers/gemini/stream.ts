@@ -45,6 +45,7 @@ export async function* readGeminiStream(body: AsyncIterable<Uint8Array>, call: U
   yield* grounding.searches()
   const finish = finishOf(finishReason)
   yield* builder.finish(finish.status)
-  yield { type: 'upstream.usage', usage: usageOf(usage) }
+  // No usage metadata: the engine estimates what was used.
+  if (usage) yield { type: 'upstream.usage', usage: usageOf(usage) }
   yield { type: 'upstream.finish', status: finish.status, incompleteDetails: finish.incompleteDetails }
 }

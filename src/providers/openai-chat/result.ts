@@ -127,7 +127,7 @@ export const readChatResult = (body: unknown, call?: UpstreamCall): UpstreamResu
   builder.finish(finish.status)
   return {
     output: builder.items,
-    usage: readUsage(completion.usage ?? completion.x_groq?.usage),
+    ...((completion.usage ?? completion.x_groq?.usage) ? { usage: readUsage(completion.usage ?? completion.x_groq?.usage) } : {}),
     status: finish.status,
     incompleteDetails: finish.incompleteDetails,
     ...(finish.stopSequence === undefined ? {} : { stopSequence: finish.stopSequence }),

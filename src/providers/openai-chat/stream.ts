@@ -11,7 +11,7 @@
  * - a stream that ends with neither `[DONE]` nor a finish reason was cut off.
  */
 
-import { emptyUsage, type Usage } from '../types'
+import type { Usage } from '../types'
 import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
 import { createOutputBuilder } from '../shared/output-builder'
 import { parseSseJson, type SseMessage } from '../shared/sse'
@@ -38,7 +38,9 @@ export const readChatStream = (body: AsyncIterable<Uint8Array>, call: UpstreamCa
   const pushFinish = (out: UpstreamStreamEvent[]) => {
     const finish = readFinish(finishReason, stopReason, call)
     out.push(...builder.finish(finish.status))
-    out.push({ type: 'upstream.usage', usage: usage ?? emptyUsage() }, { type: 'upstream.finish', ...finish })
+    // No usage chunk (a member that ignores `stream_options.include_usage`): the engine estimates what was used.
+    if (usage) out.push({ type: 'upstream.usage', usage })
+    out.push({ type: 'upstream.finish', ...finish })
   }
 
   const translate = (message: SseMessage, out: UpstreamStreamEvent[]) => {

@@ -51,7 +51,7 @@ export const readOpenAIResult = (body: unknown): UpstreamResult => {
   }
   return {
     output: response.output.map(toOutputItem),
-    usage: toUsage(response.usage),
+    ...(response.usage ? { usage: toUsage(response.usage) } : {}),
     ...toFinish(response, false),
     ...(typeof response.id === 'string' ? { upstreamId: response.id } : {}),
   }

@@ -68,7 +68,8 @@ export const readOpenAIStream = (body: AsyncIterable<Uint8Array>, call: Upstream
         if (message.event === 'response.completed') {
           const usage = readCompletedUsage(message.data)
           if (usage !== undefined) {
-            out.push({ type: 'upstream.usage', usage: toUsage(usage) }, { type: 'upstream.finish', status: 'completed', incompleteDetails: null })
+            if (usage) out.push({ type: 'upstream.usage', usage: toUsage(usage) })
+            out.push({ type: 'upstream.finish', status: 'completed', incompleteDetails: null })
             isFinished = true
             return
           }
@@ -86,7 +87,9 @@ export const readOpenAIStream = (body: AsyncIterable<Uint8Array>, call: Upstream
           case 'response.completed':
           case 'response.incomplete': {
             const response = event.response ?? {}
-            out.push({ type: 'upstream.usage', usage: toUsage(response.usage) }, { type: 'upstream.finish', ...toFinish(response, type === 'response.incomplete') })
+            // A response without usage: the engine estimates what was used.
+            if (response.usage) out.push({ type: 'upstream.usage', usage: toUsage(response.usage) })
+            out.push({ type: 'upstream.finish', ...toFinish(response, type === 'response.incomplete') })
             isFinished = true
             return
           }

@@ -56,7 +56,7 @@ describe.each(TRANSPORTS)('upstream idle timeout (%s transport)', (_name, makeTr
     expect(events.at(-2)!.data.response).toMatchObject({
       status: 'failed',
       error_type: 'timeout',
-      error: { code: 'server_error', message: 'OpenAI: No answer in time (idle between chunks)' },
+      error: { code: 'server_error', message: "OpenAI: The provider's stream sent nothing for longer than the idle timeout (0.2 s) after part of the answer" },
     })
     await aborted
     expect(upstream.abortCount()).toBe(1)

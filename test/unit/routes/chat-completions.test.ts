@@ -318,7 +318,10 @@ describe('POST /chat/completions, streamed', () => {
     const failed = chunks.at(-3)
     expect(failed.error).toEqual({ code: 502, message: expect.stringContaining('Upstream broke'), metadata: { error_type: 'server' } })
     expect(failed.choices).toEqual([{ index: 0, delta: { content: '' }, finish_reason: 'error' }])
-    expect(chunks.at(-2)).toMatchObject({ choices: [], usage: { prompt_tokens: 0, completion_tokens: 0 } })
+    // The upstream reported no usage before it failed: what was delivered is charged, estimated from the prompt and `Partial`.
+    expect(chunks.at(-2)).toMatchObject({ choices: [], usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) } })
+    expect(chunks.at(-2).usage.prompt_tokens).toBeGreaterThan(0)
+    expect(chunks.at(-2).usage.completion_tokens).toBeGreaterThan(0)
     expect(chunks.slice(1, -3).map((chunk) => chunk.choices[0].delta)).toEqual([{ content: 'Partial' }])
   })
 
