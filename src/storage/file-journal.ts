@@ -1,6 +1,8 @@
 /**
  * The append-only journal of the file driver: JSON Lines, one `{ seq, ...Mutation }` per successful
- * write, numbered so that entries already folded into a snapshot can be skipped on replay.
+ * write, numbered so that entries already folded into a snapshot can be skipped on replay. Mutations that
+ * count only together (a hold and what it adds, a batch of settlements) share one `{ seq, op: 'batch', mutations }`
+ * line: a crash mid-append tears at most the last line, which replay drops whole, so it never keeps half of them.
  */
 import { constants } from 'node:fs'
 import { open, rename, rm, truncate, type FileHandle } from 'node:fs/promises'
@@ -10,7 +12,14 @@ import { syncDirectory } from './file-snapshot'
 import type { Mutation } from './memory-engine'
 import { PRIVATE_FILE_MODE, tightenOpenFile } from './private-files'
 
-export type JournalEntry = Mutation & { seq: number }
+/** Mutations applied all or none: the journal holds them on one line. */
+export interface BatchEntry {
+  seq: number
+  op: 'batch'
+  mutations: Mutation[]
+}
+
+export type JournalEntry = (Mutation & { seq: number }) | BatchEntry
 
 export interface JournalContents {
   /** Entries read (each was handed to the caller). */
@@ -19,9 +28,23 @@ export interface JournalContents {
   size: number
 }
 
+const isBatchEntry = (value: unknown): value is BatchEntry => {
+  const entry = value as Partial<BatchEntry> | null
+  return (
+    typeof entry === 'object' &&
+    entry !== null &&
+    entry.op === 'batch' &&
+    Array.isArray(entry.mutations) &&
+    entry.mutations.length > 0 &&
+    entry.mutations.every(isMutation)
+  )
+}
+
 const parseEntry = (line: string): JournalEntry | undefined => {
   const value = parseLine(line)
-  return isMutation(value) && Number.isSafeInteger((value as Partial<JournalEntry>).seq) ? (value as JournalEntry) : undefined
+  return (isMutation(value) || isBatchEntry(value)) && Number.isSafeInteger((value as Partial<JournalEntry>).seq)
+    ? (value as JournalEntry)
+    : undefined
 }
 
 /** The journal's temporary file while `dropThrough` rewrites it. */

@@ -27,6 +27,17 @@ const isStoredRecord = (value: unknown): boolean =>
   value.uniques.every((key) => typeof key === 'string') &&
   typeof value.sortKey === 'string'
 
+const isCounterChange = (value: unknown): boolean =>
+  isObject(value) && typeof value.key === 'string' && Number.isFinite(value.amount) && Number.isSafeInteger(value.ttlMs)
+
+const isHoldEntry = (value: unknown): boolean =>
+  isObject(value) &&
+  typeof value.id === 'string' &&
+  typeof value.owner === 'string' &&
+  Number.isFinite(value.expiresAt) &&
+  Array.isArray(value.changes) &&
+  value.changes.every(isCounterChange)
+
 /** A parsed line that describes a mutation (other fields, such as a journal entry's `seq`, are the caller's to check). */
 export const isMutation = (value: unknown): value is Mutation => {
   if (!isObject(value)) return false
@@ -36,7 +47,14 @@ export const isMutation = (value: unknown): value is Mutation => {
     case 'delete':
       return typeof value.collection === 'string' && typeof value.id === 'string'
     case 'counter':
+    case 'tally':
       return typeof value.key === 'string' && Number.isFinite(value.value) && Number.isFinite(value.expiresAt)
+    case 'hold':
+      return isHoldEntry(value.hold)
+    case 'unhold':
+      return typeof value.id === 'string'
+    case 'settled':
+      return typeof value.id === 'string' && Number.isFinite(value.expiresAt)
     default:
       return false
   }

@@ -1,8 +1,9 @@
 /**
  * The snapshot of the file driver: the whole state plus the `seq` of the last journal entry folded into it.
- * JSON Lines: a header, then one line per record and per live counter, each a mutation that recreates it. It is
- * written piece by piece to a temporary file and renamed over the old one, so it is never seen half-written, and
- * read piece by piece, so neither its size nor the event loop's other work sets a limit on the state.
+ * JSON Lines: a header, then one line per record, live counter, live tally, hold and remembered settlement id, in
+ * that order, each a mutation that recreates it. It is written piece by piece to a temporary file and renamed over
+ * the old one, so it is never seen half-written, and read piece by piece, so neither its size nor the event loop's
+ * other work sets a limit on the state.
  */
 import { open, readFile, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
@@ -10,28 +11,48 @@ import { createLineWriter, isMutation, parseLine, readLines } from './file-lines
 import type { EngineState, Mutation } from './memory-engine'
 import { PRIVATE_FILE_MODE, tightenOpenFile } from './private-files'
 
-const FORMAT = 2
+/** 3 added tallies, holds and settled ids; 2, which has none, is still read. */
+const FORMAT = 3
+const FORMAT_BEFORE_TALLIES = 2
 
-interface SnapshotHeader {
+/** Lines after the header, by kind: how a reader knows it has all of them. */
+interface LineCounts {
+  records: number
+  counters: number
+  tallies: number
+  holds: number
+  settled: number
+}
+
+interface SnapshotHeader extends LineCounts {
   format: typeof FORMAT
   /** Journal entries up to and including this sequence number are part of the snapshot. */
   seq: number
-  /** Lines after the header: how a reader knows it has all of them. */
-  records: number
-  counters: number
 }
 
-const isHeader = (value: unknown): value is SnapshotHeader => {
-  const header = value as Partial<SnapshotHeader> | null
-  return (
-    typeof header === 'object' &&
-    header !== null &&
-    header.format === FORMAT &&
-    Number.isSafeInteger(header.seq) &&
-    Number.isSafeInteger(header.records) &&
-    Number.isSafeInteger(header.counters)
-  )
+const COUNTED_KINDS = ['records', 'counters', 'tallies', 'holds', 'settled'] as const
+
+/** The kind a snapshot line counts as, by its mutation. */
+const KIND_OF_OP: Partial<Record<Mutation['op'], keyof LineCounts>> = {
+  put: 'records',
+  counter: 'counters',
+  tally: 'tallies',
+  hold: 'holds',
+  settled: 'settled',
 }
+
+/** The header's seq and counts; a format 2 header counts no tallies, holds or settled ids. */
+const readHeader = (value: unknown): (LineCounts & { seq: number }) | undefined => {
+  if (typeof value !== 'object' || value === null) return undefined
+  const header = value as Record<string, unknown>
+  const kinds = header.format === FORMAT ? COUNTED_KINDS : header.format === FORMAT_BEFORE_TALLIES ? (['records', 'counters'] as const) : undefined
+  if (!kinds || !Number.isSafeInteger(header.seq) || !kinds.every((kind) => Number.isSafeInteger(header[kind]))) return undefined
+  const counts: LineCounts = { records: 0, counters: 0, tallies: 0, holds: 0, settled: 0 }
+  for (const kind of kinds) counts[kind] = header[kind] as number
+  return { seq: header.seq as number, ...counts }
+}
+
+const lineTotal = (counts: LineCounts): number => COUNTED_KINDS.reduce((total, kind) => total + counts[kind], 0)
 
 /** Makes a rename or a new file in `directory` durable; best effort where directories cannot be opened (Windows). */
 export const syncDirectory = async (directory: string): Promise<void> => {
@@ -63,30 +84,29 @@ export const loadSnapshot = async (
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw error
   }
-  let header: SnapshotHeader | undefined
-  let records = 0
-  let counters = 0
+  let header: (LineCounts & { seq: number }) | undefined
+  const counts: LineCounts = { records: 0, counters: 0, tallies: 0, holds: 0, settled: 0 }
   let read
   try {
     read = await readLines(handle, (line, offset) => {
       const value = parseLine(line)
       if (header === undefined) {
-        if (!isHeader(value)) throw unreadable(path, 'no header')
-        header = value
+        header = readHeader(value)
+        if (!header) throw unreadable(path, 'no header')
         return
       }
-      if (!isMutation(value) || value.op === 'delete') throw unreadable(path, `bad line at byte ${offset}`)
-      if (value.op === 'put') records++
-      else counters++
-      apply(value)
+      const kind = isMutation(value) ? KIND_OF_OP[value.op] : undefined
+      if (!kind) throw unreadable(path, `bad line at byte ${offset}`)
+      counts[kind]++
+      apply(value as Mutation)
     })
   } finally {
     await handle.close()
   }
-  if (!header || read.tailAt !== read.size || records !== header.records || counters !== header.counters) {
+  if (!header || read.tailAt !== read.size || COUNTED_KINDS.some((kind) => counts[kind] !== header![kind])) {
     throw unreadable(path, 'incomplete')
   }
-  return { seq: header.seq, bytes: read.size, lines: records + counters }
+  return { seq: header.seq, bytes: read.size, lines: lineTotal(counts) }
 }
 
 /**
@@ -136,8 +156,19 @@ export const writeSnapshot = async (
     await tightenOpenFile(handle)
     const collections = Object.entries(state.collections)
     const records = collections.reduce((count, [, items]) => count + items.length, 0)
+    const tallies = state.tallies ?? []
+    const holds = state.holds ?? []
+    const settled = state.settled ?? []
     const writer = createLineWriter(handle)
-    const header: SnapshotHeader = { format: FORMAT, seq, records, counters: state.counters.length }
+    const header: SnapshotHeader = {
+      format: FORMAT,
+      seq,
+      records,
+      counters: state.counters.length,
+      tallies: tallies.length,
+      holds: holds.length,
+      settled: settled.length,
+    }
     await writer.line(JSON.stringify(header))
     for (const [collection, items] of collections) {
       for (const record of items) await writer.line(JSON.stringify({ op: 'put', collection, record }))
@@ -145,8 +176,11 @@ export const writeSnapshot = async (
     for (const { key, value, expiresAt } of state.counters) {
       await writer.line(JSON.stringify({ op: 'counter', key, value, expiresAt }))
     }
+    for (const { key, value, expiresAt } of tallies) await writer.line(JSON.stringify({ op: 'tally', key, value, expiresAt }))
+    for (const hold of holds) await writer.line(JSON.stringify({ op: 'hold', hold }))
+    for (const { id, expiresAt } of settled) await writer.line(JSON.stringify({ op: 'settled', id, expiresAt }))
     bytes = await writer.end()
-    lines = header.records + header.counters
+    lines = lineTotal(header)
     if (shouldSync) await handle.sync()
   } finally {
     await handle.close()

@@ -4,6 +4,12 @@
  * snapshot is loaded and the journal replayed. Writes go through one promise chain, so journal
  * lines never interleave and each mutation is planned against all writes before it. A compaction
  * writes its snapshot beside that chain, so writes go on while it runs.
+ *
+ * Tallies (`StorageDriver.hold`): a hold or a batch of settlements is one journal line (`op: 'batch'`), so a
+ * crash keeps all of it or none. The lock makes this process the store's only one, so every hold found on open
+ * was made by a process that is gone: all of them are released then, at once, rather than after their leases.
+ * A store written before tallies existed kept spend in counters named `spend:…`; on open, each live one is
+ * carried into the tally of the same key and expired, in one journal line, so a later open finds nothing to carry.
  */
 import { rm } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
@@ -17,13 +23,23 @@ import type {
   RecordInput,
   StorageDriver,
   StoredRecord,
+  TallyHold,
+  TallySettlement,
 } from './contract'
 import { acquireDirectoryLock } from './file-lock'
 import { openJournal, readJournal, removeTemporaryJournal, type Journal } from './file-journal'
 import { loadSnapshot, readFirstFormatSnapshot, removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
-import { createMemoryEngine, loadEngineState, type MemoryEngine, type Mutation } from './memory-engine'
+import { createMemoryEngine, loadEngineState, type CounterMutation, type MemoryEngine, type Mutation } from './memory-engine'
 import { ensurePrivateDirectory, tightenFile } from './private-files'
-import { assertDistinctCounters } from './validate'
+import {
+  assertDistinctCounters,
+  assertIds,
+  assertLeaseMs,
+  assertReleaseLimit,
+  assertTallyHold,
+  assertTallyKeys,
+  assertTallySettlements,
+} from './validate'
 
 export interface FileStorageOptions {
   /** Directory holding `journal.jsonl`, `snapshot.jsonl` and `LOCK`; created when missing. */
@@ -103,8 +119,35 @@ const resolveOptions = (options: FileStorageOptions): ResolvedOptions => {
 /** What the last snapshot held. */
 interface SnapshotSize {
   bytes: number
-  /** Records and counters: the lines after its header. */
+  /** Records, counters, tallies, holds and settled ids: the lines after its header. */
   lines: number
+}
+
+/** Where spend was kept before tallies existed: counters whose key starts with this (src/repositories/spend-counters.ts). */
+const SPEND_COUNTER_PREFIX = 'spend:'
+
+/** Appends `mutations` as one journal line (all or none on replay) after entry `seq`, then applies them. */
+const appendTogether = async (journal: Journal, engine: MemoryEngine, seq: number, mutations: Mutation[]): Promise<void> => {
+  await journal.append({ seq: seq + 1, op: 'batch', mutations })
+  for (const mutation of mutations) engine.apply(mutation)
+}
+
+/**
+ * Carries spend counters of a store written before tallies existed into tallies of the same key (added to a tally
+ * that already lives) and expires the counters, as one batch: `legacy` holds the last value the load gave each.
+ */
+const planSpendCarry = (engine: MemoryEngine, legacy: Map<string, CounterMutation>, at: number): Mutation[] => {
+  const live = [...legacy.values()].filter((counter) => counter.expiresAt > at)
+  if (live.length === 0) return []
+  const tallies = new Map((engine.state().tallies ?? []).map((tally) => [tally.key, tally]))
+  return live.flatMap(({ key, value, expiresAt }): Mutation[] => {
+    const tally = tallies.get(key)
+    return [
+      { op: 'tally', key, value: (tally?.value ?? 0) + value, expiresAt: tally?.expiresAt ?? expiresAt },
+      // Expired: gone from reads and from the next snapshot, and a replay of this line finds nothing to carry.
+      { op: 'counter', key, value: 0, expiresAt: 0 },
+    ]
+  })
 }
 
 /**
@@ -131,11 +174,21 @@ const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
     await Promise.all([tightenFile(snapshotPath), tightenFile(firstFormatPath)])
 
     const engine = createMemoryEngine(options.now)
-    const apply = (mutation: Mutation) => engine.apply(mutation)
+    /** The last state of each spend counter, for the carry into tallies. */
+    const legacySpend = new Map<string, CounterMutation>()
+    const apply = (mutation: Mutation) => {
+      engine.apply(mutation)
+      if (mutation.op === 'counter' && mutation.key.startsWith(SPEND_COUNTER_PREFIX)) legacySpend.set(mutation.key, mutation)
+    }
     let stored = await loadSnapshot(snapshotPath, apply)
     if (!stored) {
       const firstFormat = await readFirstFormatSnapshot(firstFormatPath)
-      if (firstFormat) loadEngineState(engine, firstFormat.state)
+      if (firstFormat) {
+        loadEngineState(engine, firstFormat.state)
+        for (const { key, value, expiresAt } of firstFormat.state.counters) {
+          if (key.startsWith(SPEND_COUNTER_PREFIX)) legacySpend.set(key, { op: 'counter', key, value, expiresAt })
+        }
+      }
       stored = firstFormat
     }
     let seq = stored?.seq ?? 0
@@ -143,12 +196,23 @@ const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
     const { lineCount, size } = await readJournal(journalPath, (entry) => {
       // A crash between writing a snapshot and emptying the journal leaves entries the snapshot already holds.
       if (entry.seq <= seq) return
-      engine.apply(entry)
+      if (entry.op === 'batch') for (const mutation of entry.mutations) apply(mutation)
+      else apply(entry)
       seq = entry.seq
     })
 
     const journal = await openJournal(journalPath, { shouldSync, size, lineCount })
-    if (shouldSync) await syncDirectory(directory)
+    try {
+      if (shouldSync) await syncDirectory(directory)
+      const carry = planSpendCarry(engine, legacySpend, options.now())
+      if (carry.length > 0) await appendTogether(journal, engine, seq++, carry)
+      // Only this process has the store (the lock), so every hold in it belongs to a process that is gone.
+      const orphans = engine.planReleaseExpired(Number.MAX_SAFE_INTEGER, true)
+      if (orphans.released > 0) await appendTogether(journal, engine, seq++, orphans.mutations)
+    } catch (error) {
+      await journal.close()
+      throw error
+    }
     const thresholds = compactionThresholds(options, stored ?? { bytes: 0, lines: 0 })
     return { engine, journal, seq, ...thresholds, compaction: undefined, releaseLock }
   } catch (error) {
@@ -241,6 +305,21 @@ const createFileDriver = (options: FileStorageOptions) => {
     })
   }
 
+  /**
+   * Makes planned mutations that count only together durable as one journal line, then visible; a failed append
+   * leaves the state untouched.
+   */
+  const commitTogether = async (current: OpenStore, mutations: Mutation[]): Promise<void> => {
+    if (mutations.length === 0) return
+    try {
+      await appendTogether(current.journal, current.engine, current.seq, mutations)
+    } catch (error) {
+      throw unavailable(error)
+    }
+    current.seq++
+    scheduleCompactionIfDue(current)
+  }
+
   /** Makes planned mutations durable (one append), then visible; a failed append leaves the state untouched. */
   const commit = async (current: OpenStore, ...mutations: Mutation[]): Promise<void> => {
     if (mutations.length === 0) return
@@ -329,6 +408,47 @@ const createFileDriver = (options: FileStorageOptions) => {
         if (mutations.length > 0) await commit(current, ...mutations)
         return mutations.map((mutation) => ({ value: mutation.value, expiresAt: mutation.expiresAt }))
       })
+    },
+
+    async hold(hold: TallyHold): Promise<CounterResult[]> {
+      assertTallyHold(hold)
+      return serialized(async (current) => {
+        const { mutations, results } = current.engine.planHold(hold)
+        await commitTogether(current, mutations)
+        return results
+      })
+    },
+
+    async settle(settlements: ReadonlyArray<TallySettlement>): Promise<void> {
+      assertTallySettlements(settlements)
+      return serialized(async (current) => {
+        // Settled ids, released holds and the tallies' new values on one line: a crash keeps the whole batch or none of it.
+        await commitTogether(current, current.engine.planSettle(settlements))
+      })
+    },
+
+    async renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number> {
+      assertIds(ids)
+      assertLeaseMs(leaseMs)
+      return serialized(async (current) => {
+        const mutations = current.engine.planRenew(ids, leaseMs)
+        await commitTogether(current, mutations)
+        return mutations.length
+      })
+    },
+
+    async releaseExpiredHolds(limit: number): Promise<number> {
+      assertReleaseLimit(limit)
+      return serialized(async (current) => {
+        const { mutations, released } = current.engine.planReleaseExpired(limit)
+        await commitTogether(current, mutations)
+        return released
+      })
+    },
+
+    async readTallies(keys: ReadonlyArray<string>): Promise<number[]> {
+      assertTallyKeys(keys)
+      return (await openedStore()).engine.readTallies(keys)
     },
 
     close(): Promise<void> {

@@ -9,10 +9,16 @@
  *   `<prefix>{<c>}:all`               sorted set of `<sortKey>\0<id>`, all scores 0
  *   `<prefix>{<c>}:i:<field>:<value>` sorted set of the same members, one per index value
  *   `<prefix>{counter:<key>}`         hash: value, expiresAt (absolute, from the server's clock)
+ * Tallies, holds and settled ids share one slot (src/storage/redis-tallies.ts has the details and the upgrade):
+ *   `<prefix>{tally}:t:<key>`         hash: value, expiresAt, as a counter's
+ *   `<prefix>{tally}:h:<id>`          hash: owner, changes (JSON)
+ *   `<prefix>{tally}:leases`          sorted set of hold ids, scored by the end of their lease
+ *   `<prefix>{tally}:s:<id>`          string: the id was settled (expires after SETTLEMENT_MEMORY_MS)
+ *   `<prefix>{tally}:upgraded`        string: old `spend:` counters were carried into tallies
+ *   `<prefix>{tally}:m:<key>`         string, Cluster only: this old counter was carried over
  * Every part after the prefix escapes `%`, `:`, `{` and `}` as `%XX`, so no id or key can reach
  * into another's name or break the hash tag.
  */
-import { createHash } from 'node:crypto'
 import { Redis, type Cluster } from 'ioredis'
 import { withDeadline } from '../core/deadline'
 import { StorageConflictError, StorageUnavailableError } from '../core/errors'
@@ -25,6 +31,18 @@ import type {
   StorageDriver,
   StoredRecord,
 } from './contract'
+import {
+  LUA_ENCODE,
+  LUA_FORMAT_NUMBER,
+  LUA_NOW,
+  assertKeyText,
+  defineScript,
+  encodeKeyPart,
+  hasLoneSurrogate,
+  parseLuaNumber,
+  type Script,
+} from './redis-lua'
+import { createRedisTallies, type TallyClient } from './redis-tallies'
 import {
   assertCollection,
   assertCounterArguments,
@@ -60,7 +78,7 @@ const DOWN_STATUSES = new Set(['reconnecting', 'disconnecting', 'close', 'end'])
 const RECORD_FIELDS = ['id', 'version', 'sortKey', 'indexes', 'uniques', 'data'] as const
 
 /** The part of an ioredis `Redis` or `Cluster` this driver uses. */
-interface RedisClient {
+interface RedisClient extends TallyClient {
   readonly status: string
   evalsha(sha: string, numberOfKeys: number, ...args: string[]): Promise<unknown>
   eval(script: string, numberOfKeys: number, ...args: string[]): Promise<unknown>
@@ -73,7 +91,7 @@ interface RedisClient {
 const isRedisClient = (value: unknown): boolean =>
   typeof value === 'object' &&
   value !== null &&
-  ['evalsha', 'eval', 'hmget', 'quit', 'disconnect'].every(
+  ['evalsha', 'eval', 'hmget', 'get', 'set', 'del', 'scan', 'quit', 'disconnect'].every(
     (method) => typeof (value as Record<string, unknown>)[method] === 'function',
   ) &&
   typeof (value as { status?: unknown }).status === 'string'
@@ -140,25 +158,9 @@ const resolveOptions = (options: RedisStorageOptions): ResolvedOptions => {
   return { client: owned as unknown as RedisClient, ownsClient: true, prefix, commandTimeoutMs, lastConnectionError: () => lastConnectionError }
 }
 
-/** Lone UTF-16 surrogates cannot be sent as UTF-8: two different ids would reach Redis as the same bytes. */
-const hasLoneSurrogate = (text: string): boolean => /\p{Cs}/u.test(text)
-
-const assertKeyText = (text: string, name: string): void => {
-  if (hasLoneSurrogate(text)) throw new TypeError(`modelgate storage: ${name} must not contain lone surrogates`)
-}
-
-/** Must match `enc` in the Lua prelude: both escape the same four ASCII bytes. */
-const encodeKeyPart = (text: string): string =>
-  text.replace(/[%:{}]/g, (character) => `%${character.charCodeAt(0).toString(16).toUpperCase()}`)
-
 // Scripts receive one key, `<base>all`, so Redis Cluster routes them to the collection's slot;
 // the other keys they touch share its hash tag. They are kept as `String.raw` so `\0` reaches Lua as written.
-const LUA_PRELUDE = String.raw`
-local function enc(text)
-  return (string.gsub(text, '[%%:{}]', function(character)
-    return string.format('%%%02X', string.byte(character))
-  end))
-end
+const LUA_PRELUDE = LUA_ENCODE + String.raw`
 local base = string.sub(KEYS[1], 1, -4)
 local function indexKeys(indexesJson)
   local keys = { base .. 'all' }
@@ -301,19 +303,8 @@ return result
 `
 
 // KEYS[1]: the counter. ARGV: amount, ttlMs. Returns { value, expiresAt } as strings.
-// The sum is taken in Lua, whose numbers are doubles like JavaScript's, and written back with
-// enough digits to round-trip; INCRBYFLOAT would add in long double and print 17 fixed decimals.
 // Time comes from the server, so every process sees the same window and the same expiresAt.
-const INCREMENT = String.raw`
-local function formatNumber(number)
-  for precision = 15, 17 do
-    local text = string.format('%.' .. precision .. 'g', number)
-    if tonumber(text) == number then return text end
-  end
-  return string.format('%.17g', number)
-end
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+const INCREMENT = LUA_FORMAT_NUMBER + LUA_NOW + String.raw`
 local current = redis.call('HMGET', KEYS[1], 'value', 'expiresAt')
 if current[2] and tonumber(current[2]) > now then
   local value = formatNumber(tonumber(current[1]) + tonumber(ARGV[1]))
@@ -327,13 +318,6 @@ redis.call('PEXPIREAT', KEYS[1], expiresAt)
 return { value, expiresAt }
 `
 
-interface Script {
-  lua: string
-  sha: string
-}
-
-const defineScript = (lua: string): Script => ({ lua, sha: createHash('sha1').update(lua).digest('hex') })
-
 const SCRIPTS = {
   create: defineScript(LUA_PRELUDE + CREATE),
   createMany: defineScript(LUA_PRELUDE + CREATE_MANY),
@@ -342,13 +326,6 @@ const SCRIPTS = {
   findByUnique: defineScript(LUA_PRELUDE + FIND_BY_UNIQUE),
   list: defineScript(LUA_PRELUDE + LIST),
   increment: defineScript(INCREMENT),
-}
-
-/** Lua returns numbers it cannot print as JSON would (`inf`, `nan`); everything else is plain decimal. */
-const parseLuaNumber = (text: string): number => {
-  if (text === 'inf') return Number.POSITIVE_INFINITY
-  if (text === '-inf') return Number.NEGATIVE_INFINITY
-  return Number(text)
 }
 
 /** Builds a record from `RECORD_FIELDS` as read from Redis; `null` for a record that is gone. */
@@ -440,16 +417,27 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
     }
   }
 
-  const runScript = (script: Script, key: string, args: string[]): Promise<unknown> =>
+  const runScriptWithKeys = (script: Script, keys: string[], args: string[]): Promise<unknown> =>
     run(async () => {
       try {
-        return await client.evalsha(script.sha, 1, key, ...args)
+        return await client.evalsha(script.sha, keys.length, ...keys, ...args)
       } catch (error) {
         // The script cache is empty after a restart or SCRIPT FLUSH; EVAL runs the script and caches it again.
         if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-        return client.eval(script.lua, 1, key, ...args)
+        return client.eval(script.lua, keys.length, ...keys, ...args)
       }
     })
+  const runScript = (script: Script, key: string, args: string[]): Promise<unknown> => runScriptWithKeys(script, [key], args)
+
+  const tallies = createRedisTallies({
+    prefix,
+    client,
+    run,
+    runScript: runScriptWithKeys,
+    assertOpen: () => {
+      if (isClosed) throw new StorageUnavailableError('Storage is closed')
+    },
+  })
 
   const collectionBase = (collection: string): string => {
     assertCollection(collection)
@@ -582,6 +570,8 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
       ]
       return { value: parseLuaNumber(value), expiresAt: Number(expiresAt) }
     },
+
+    ...tallies,
 
     close(): Promise<void> {
       closing ??= (async () => {

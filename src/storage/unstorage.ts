@@ -7,23 +7,42 @@
  *   `<prefix><collection>:r:<id>`         the stored record
  *   `<prefix><collection>:u:<uniqueKey>`  `{ id }` of the record claiming the key
  *   `<prefix>_counter:<key>`              `{ value, expiresAt }` (`_` never appears in an encoded collection)
+ *   `<prefix>_tally:<key>`                `{ value, expiresAt }` of a tally (`StorageDriver.hold`)
+ *   `<prefix>_hold:<id>`                  `{ id, owner, expiresAt, changes }` of a hold
+ *   `<prefix>_settled:<id>`               `{ expiresAt }`: the settlement id is remembered until then
+ *
+ * Tallies, like counters, are exact only within one process: a hold or a settlement is several writes, in
+ * an order chosen so that a crash between two of them can leave a tally too high (until its period ends),
+ * never too low. Spend kept by an older version in `_counter:spend…` keys is carried into the tallies of the
+ * same keys as the driver's first operation, and those counters removed; two processes starting at once on
+ * such a backend may both carry one counter.
  */
 import type { Storage } from 'unstorage'
 import { StorageConflictError, StorageUnavailableError } from '../core/errors'
-import type {
-  CounterResult,
-  JsonObject,
-  ListQuery,
-  ListResult,
-  RecordInput,
-  StorageDriver,
-  StoredRecord,
+import {
+  SETTLEMENT_MEMORY_MS,
+  type CounterChange,
+  type CounterResult,
+  type JsonObject,
+  type ListQuery,
+  type ListResult,
+  type RecordInput,
+  type StorageDriver,
+  type StoredRecord,
+  type TallyHold,
+  type TallySettlement,
 } from './contract'
 import {
   assertCollection,
   assertCounterArguments,
   assertId,
+  assertIds,
+  assertLeaseMs,
   assertListQuery,
+  assertReleaseLimit,
+  assertTallyHold,
+  assertTallyKeys,
+  assertTallySettlements,
   assertVersion,
   compareRecords,
   toStoredRecord,
@@ -46,6 +65,23 @@ interface CounterEntry {
   value: number
   expiresAt: number
 }
+
+interface HoldEntry {
+  id: string
+  owner: string
+  expiresAt: number
+  changes: CounterChange[]
+}
+
+interface SettledEntry {
+  expiresAt: number
+}
+
+/** Where spend was kept before tallies existed: counters whose key starts with this (src/repositories/spend-counters.ts). */
+const SPEND_COUNTER_PREFIX = 'spend:'
+
+/** Expired tallies and settled ids are swept once this many settlements were written since the last sweep, or as many as it left. */
+const MIN_SWEEP_AFTER = 1024
 
 /**
  * unstorage rewrites `/`, `\` and `?` in keys, its file drivers refuse `.` and `..` segments and
@@ -75,9 +111,10 @@ const isStorage = (value: unknown): value is Storage =>
  *
  * Not atomic across processes: unstorage has no create-if-absent, compare-and-set or atomic
  * increment, so two processes (or two gateways on one backend) can both win a unique key, both
- * pass a version check, or lose counter increments. Within one process every operation runs in
- * turn, so a single process sees the full contract. Keep accounts, keys, idempotency records and
- * rate limits on the memory, file, Redis or SQL driver. Listing reads the whole collection.
+ * pass a version check, lose counter and tally changes, or both release one hold. Within one process
+ * every operation runs in turn, so a single process sees the full contract (but for a crash in the
+ * middle of one, which can leave a tally too high). Keep accounts, keys, idempotency records, rate
+ * limits and spend on the memory, file, Redis or SQL driver. Listing reads the whole collection.
  *
  * @example
  * import { createStorage } from 'unstorage'
@@ -134,6 +171,16 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     }
   }
 
+  const listKeys = async (base: string): Promise<string[]> => {
+    try {
+      return await storage.getKeys(base)
+    } catch (error) {
+      throw unavailable(error)
+    }
+  }
+  /** Seconds until `expiresAt`, for backends that expire keys (at least one). */
+  const ttlSecondsUntil = (expiresAt: number, at: number) => Math.max(1, Math.ceil((expiresAt - at) / 1_000))
+
   const collectionBase = (collection: string): string => {
     assertCollection(collection)
     return `${prefix}${encodeKeyPart(collection, 'collection')}:`
@@ -175,6 +222,107 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     for (const key of record.uniques) await write(uniqueKeyOf(base, key), { id: record.id })
     await write(recordKey(base, record.id), record)
     return record
+  }
+
+  const counterKeyOf = (key: string) => `${prefix}_counter:${encodeKeyPart(key, 'counter key')}`
+  const tallyKeyOf = (key: string) => `${prefix}_tally:${encodeKeyPart(key, 'tally key')}`
+  const holdKeyOf = (id: string) => `${prefix}_hold:${encodeKeyPart(id, 'hold id')}`
+  const settledKeyOf = (id: string) => `${prefix}_settled:${encodeKeyPart(id, 'settlement id')}`
+
+  const liveEntry = <T extends { expiresAt: number }>(entry: T | null, at: number): T | undefined =>
+    entry !== null && entry.expiresAt > at ? entry : undefined
+
+  /**
+   * Tally changes of one call, read through once and written at the end: a settlement that touches a tally twice
+   * (its hold and its cost) writes it once.
+   */
+  const tallyPlan = (at: number) => {
+    const planned = new Map<string, CounterEntry | undefined>()
+    const live = async (key: string): Promise<CounterEntry | undefined> => {
+      if (!planned.has(key)) planned.set(key, liveEntry(await read<CounterEntry>(tallyKeyOf(key)), at))
+      return planned.get(key)
+    }
+    const changed = new Set<string>()
+    return {
+      async add({ key, amount, ttlMs }: CounterChange): Promise<CounterEntry> {
+        const tally = await live(key)
+        const next = tally ? { value: tally.value + amount, expiresAt: tally.expiresAt } : { value: amount, expiresAt: at + ttlMs }
+        planned.set(key, next)
+        changed.add(key)
+        return next
+      },
+      /** Takes back what a hold added, from a tally still live (an expired one starts again at 0, never below). */
+      async takeBack({ key, amount }: CounterChange): Promise<void> {
+        const tally = await live(key)
+        if (!tally) return
+        planned.set(key, { value: tally.value - amount, expiresAt: tally.expiresAt })
+        changed.add(key)
+      },
+      async write(): Promise<void> {
+        for (const key of changed) {
+          const tally = planned.get(key)!
+          await write(tallyKeyOf(key), tally, ttlSecondsUntil(tally.expiresAt, at))
+        }
+      },
+    }
+  }
+
+  /** Releases a hold: gone first, then what it added taken back, so a crash between leaves the tally too high, never too low. */
+  const releaseHold = async (hold: HoldEntry, at: number): Promise<void> => {
+    await remove(holdKeyOf(hold.id))
+    const plan = tallyPlan(at)
+    for (const change of hold.changes) await plan.takeBack(change)
+    await plan.write()
+  }
+
+  let hasCarriedSpend = false
+  /**
+   * Carries spend counters an older version kept (`_counter:spend…`) into tallies of the same key, once per driver,
+   * as its first operation (again before a tally operation if the backend failed it): the tally first, then the
+   * counter removed, so a crash between counts it twice rather than losing it.
+   */
+  const carrySpendCounters = async (): Promise<void> => {
+    if (hasCarriedSpend) return
+    const spendBase = counterKeyOf(SPEND_COUNTER_PREFIX)
+    const keys = (await listKeys(`${prefix}_counter`)).filter((key) => key.startsWith(spendBase))
+    for (const counterKey of keys) {
+      const at = Date.now()
+      const counter = liveEntry(await read<CounterEntry>(counterKey), at)
+      if (counter) {
+        const key = decodeURIComponent(counterKey.slice(`${prefix}_counter:`.length))
+        const tally = liveEntry(await read<CounterEntry>(tallyKeyOf(key)), at)
+        const next = tally ? { value: tally.value + counter.value, expiresAt: tally.expiresAt } : counter
+        await write(tallyKeyOf(key), next, ttlSecondsUntil(next.expiresAt, at))
+      }
+      await remove(counterKey)
+    }
+    hasCarriedSpend = true
+  }
+
+  // First in the chain, so the carry sees only what an older version wrote, never this driver's own counters.
+  serialized(carrySpendCounters).catch(() => {})
+
+  /** Runs a tally operation in turn, after the spend counters of an older version were carried over. */
+  const serializedTally = <R>(task: () => Promise<R>): Promise<R> =>
+    serialized(async () => {
+      await carrySpendCounters()
+      return task()
+    })
+
+  let settledSinceSweep = 0
+  let sweepAfter = MIN_SWEEP_AFTER
+  /** Removes expired tallies and settled ids, for backends that do not expire keys themselves. */
+  const sweepExpired = async (): Promise<void> => {
+    let kept = 0
+    for (const base of [`${prefix}_settled`, `${prefix}_tally`]) {
+      for (const key of await listKeys(base)) {
+        const entry = await read<{ expiresAt: number }>(key)
+        if (entry && entry.expiresAt <= Date.now()) await remove(key)
+        else kept++
+      }
+    }
+    settledSinceSweep = 0
+    sweepAfter = Math.max(MIN_SWEEP_AFTER, kept)
   }
 
   return {
@@ -289,7 +437,7 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     increment(key: string, amount: number, ttlMs: number): Promise<CounterResult> {
       return serialized(async () => {
         assertCounterArguments(key, amount, ttlMs)
-        const counterKey = `${prefix}_counter:${encodeKeyPart(key, 'counter key')}`
+        const counterKey = counterKeyOf(key)
         const at = Date.now()
         const current = await read<CounterEntry>(counterKey)
         const next: CounterEntry =
@@ -298,6 +446,99 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
             : { value: amount, expiresAt: at + ttlMs }
         await write(counterKey, next, Math.ceil((next.expiresAt - at) / 1_000))
         return next
+      })
+    },
+
+    // Arguments are checked before anything reaches the backend, the spend carry included.
+    async hold(hold: TallyHold): Promise<CounterResult[]> {
+      assertTallyHold(hold)
+      for (const change of hold.changes) tallyKeyOf(change.key)
+      return serializedTally(async () => {
+        const holdKey = holdKeyOf(hold.id)
+        const at = Date.now()
+        if ((await read(holdKey)) !== null || liveEntry(await read<SettledEntry>(settledKeyOf(hold.id)), at)) {
+          throw new StorageConflictError('unique')
+        }
+        const plan = tallyPlan(at)
+        const results: CounterResult[] = []
+        for (const change of hold.changes) results.push({ ...(await plan.add(change)) })
+        // Tallies before the hold: a crash between leaves them too high until their period ends, never a hold
+        // whose release would take back what was never added.
+        await plan.write()
+        const entry: HoldEntry = {
+          id: hold.id,
+          owner: hold.owner,
+          expiresAt: at + hold.leaseMs,
+          changes: hold.changes.map(({ key, amount, ttlMs }) => ({ key, amount, ttlMs })),
+        }
+        await write(holdKey, entry)
+        return results
+      })
+    },
+
+    async settle(settlements: ReadonlyArray<TallySettlement>): Promise<void> {
+      assertTallySettlements(settlements)
+      for (const settlement of settlements) {
+        settledKeyOf(settlement.id)
+        for (const change of settlement.changes) tallyKeyOf(change.key)
+      }
+      return serializedTally(async () => {
+        for (const settlement of settlements) {
+          const at = Date.now()
+          const settledKey = settledKeyOf(settlement.id)
+          if (liveEntry(await read<SettledEntry>(settledKey), at)) continue
+          // Hold gone, tallies, then the id marked: a crash between any two leaves a tally too high, never too low.
+          const hold = await read<HoldEntry>(holdKeyOf(settlement.id))
+          if (hold) await remove(holdKeyOf(settlement.id))
+          const plan = tallyPlan(at)
+          for (const change of hold?.changes ?? []) await plan.takeBack(change)
+          for (const change of settlement.changes) await plan.add(change)
+          await plan.write()
+          await write(settledKey, { expiresAt: at + SETTLEMENT_MEMORY_MS }, SETTLEMENT_MEMORY_MS / 1_000)
+          settledSinceSweep++
+        }
+        if (settledSinceSweep >= sweepAfter) await sweepExpired()
+      })
+    },
+
+    async renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number> {
+      assertIds(ids)
+      assertLeaseMs(leaseMs)
+      for (const id of ids) holdKeyOf(id)
+      return serializedTally(async () => {
+        let renewed = 0
+        for (const id of new Set(ids)) {
+          const hold = await read<HoldEntry>(holdKeyOf(id))
+          if (!hold) continue
+          await write(holdKeyOf(id), { ...hold, expiresAt: Date.now() + leaseMs })
+          renewed++
+        }
+        return renewed
+      })
+    },
+
+    async releaseExpiredHolds(limit: number): Promise<number> {
+      assertReleaseLimit(limit)
+      return serializedTally(async () => {
+        let released = 0
+        for (const key of await listKeys(`${prefix}_hold`)) {
+          if (released >= limit) break
+          const hold = await read<HoldEntry>(key)
+          if (!hold || hold.expiresAt > Date.now()) continue
+          await releaseHold(hold, Date.now())
+          released++
+        }
+        return released
+      })
+    },
+
+    async readTallies(keys: ReadonlyArray<string>): Promise<number[]> {
+      assertTallyKeys(keys)
+      const tallyKeys = keys.map(tallyKeyOf)
+      return serializedTally(async () => {
+        const at = Date.now()
+        const tallies = await Promise.all(tallyKeys.map((key) => read<CounterEntry>(key)))
+        return tallies.map((tally) => liveEntry(tally, at)?.value ?? 0)
       })
     },
 

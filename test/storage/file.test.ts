@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process'
-import { appendFile, chmod, mkdtemp, open, readFile, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
+import { appendFile, chmod, cp, mkdtemp, open, readFile, rm, stat, truncate, writeFile, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { isGatewayError } from '../../src/core/errors'
-import type { StorageDriver } from '../../src/storage/contract'
+import { SETTLEMENT_MEMORY_MS, type StorageDriver } from '../../src/storage/contract'
 import { fileStorage, openFileStorage, type FileStorageOptions } from '../../src/storage/file'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
@@ -393,7 +393,7 @@ describe('fileStorage', () => {
       await driver.close()
 
       const snapshot = await readFile(join(directory, 'snapshot.jsonl'), 'utf8')
-      expect(JSON.parse(snapshot.split('\n')[0]!)).toMatchObject({ format: 2, seq: 4, records: 4, counters: 0 })
+      expect(JSON.parse(snapshot.split('\n')[0]!)).toMatchObject({ format: 3, seq: 4, records: 4, counters: 0, tallies: 0, holds: 0, settled: 0 })
       expect((await journalLines(directory)).map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([5, 6, 7])
       const reopened = await openTracked({ directory })
       expect(await reopened.list('widgets')).toEqual(expected)
@@ -661,6 +661,243 @@ describe('fileStorage', () => {
       const reopened = await openTracked({ directory })
       expect((await reopened.get('widgets', 'w1'))?.data).toEqual({ n: 1 })
       expect((await reopened.increment('hits', 0, 60_000)).value).toBe(2)
+    })
+  })
+
+  describe('tallies', () => {
+    const DAY_MS = 86_400_000
+    const change = (key: string, amount: number, ttlMs = DAY_MS) => ({ key, amount, ttlMs })
+    const holdOf = (id: string, changes: Array<ReturnType<typeof change>>, leaseMs = 600_000) => ({ id, owner: 'owner-a', leaseMs, changes })
+    const entries = async (directory: string) => (await journalLines(directory)).map((line) => JSON.parse(line) as { seq: number; op: string; mutations?: Array<{ op: string }> })
+
+    it('journals a hold, a batch of settlements and a release as one line each, kept across a reopen', async () => {
+      const directory = await makeDirectory()
+      let time = 1_000_000
+      const now = () => time
+      const first = await openFileStorage({ directory, now })
+      await first.hold(holdOf('h1', [change('spend:a', 1_000), change('spend:b', 1_000)]))
+      await first.hold(holdOf('h2', [change('spend:a', 500)], 10))
+      await first.settle([
+        { id: 'h1', changes: [change('spend:a', 300), change('spend:b', 300)] },
+        { id: 'free', changes: [change('spend:a', 7)] },
+      ])
+      time += 11
+      expect(await first.releaseExpiredHolds(10)).toBe(1)
+      // Nothing to settle, renew or release writes nothing.
+      await first.settle([{ id: 'h1', changes: [change('spend:a', 300)] }])
+      expect(await first.renewHolds(['h1'], 1_000)).toBe(0)
+      expect(await first.releaseExpiredHolds(10)).toBe(0)
+      const written = await entries(directory)
+      expect(written.map((entry) => entry.op)).toEqual(['batch', 'batch', 'batch', 'batch'])
+      expect(written[2]!.mutations!.map((mutation) => mutation.op)).toEqual(['settled', 'unhold', 'settled', 'tally', 'tally'])
+      expect(written[3]!.mutations!.map((mutation) => mutation.op)).toEqual(['unhold', 'tally'])
+      expect(await first.readTallies(['spend:a', 'spend:b'])).toEqual([307, 300])
+      await first.close()
+
+      const second = await openTracked({ directory, now })
+      expect(await second.readTallies(['spend:a', 'spend:b'])).toEqual([307, 300])
+      // The settled ids are remembered: a hold under one is refused, a settlement sent again changes nothing.
+      await expect(second.hold(holdOf('h1', [change('spend:a', 1)]))).rejects.toMatchObject({ status: 409, kind: 'unique' })
+      await second.settle([{ id: 'free', changes: [change('spend:a', 7)] }])
+      expect(await second.readTallies(['spend:a'])).toEqual([307])
+      // Tallies are not counters: the counter of the same key was never touched.
+      expect((await second.increment('spend:a', 0, DAY_MS)).value).toBe(0)
+    })
+
+    it('keeps all or none of a settlement batch whose journal line a crash tore', async () => {
+      const directory = await makeDirectory()
+      const first = await openFileStorage({ directory })
+      await first.settle([{ id: 'before', changes: [change('spend:a', 5)] }])
+      const intact = (await stat(join(directory, 'journal.jsonl'))).size
+      await first.settle([
+        { id: 's1', changes: [change('spend:a', 100), change('spend:b', 100)] },
+        { id: 's2', changes: [change('spend:a', 40)] },
+      ])
+      const full = (await stat(join(directory, 'journal.jsonl'))).size
+      await first.close()
+      // Every prefix of the line, down to its first byte: the same state as before the batch.
+      for (const cut of [full - 2, Math.floor((intact + full) / 2), intact + 1]) {
+        const copy = await makeDirectory()
+        await cp(directory, copy, { recursive: true })
+        await truncate(join(copy, 'journal.jsonl'), cut)
+        const reopened = await openFileStorage({ directory: copy })
+        expect(await reopened.readTallies(['spend:a', 'spend:b']), `cut at ${cut}`).toEqual([5, 0])
+        expect((await stat(join(copy, 'journal.jsonl'))).size).toBe(intact)
+        // Not settled, so sending the batch again applies it whole.
+        await reopened.settle([
+          { id: 's1', changes: [change('spend:a', 100), change('spend:b', 100)] },
+          { id: 's2', changes: [change('spend:a', 40)] },
+        ])
+        expect(await reopened.readTallies(['spend:a', 'spend:b'])).toEqual([145, 100])
+        await reopened.close()
+      }
+      const whole = await openTracked({ directory })
+      expect(await whole.readTallies(['spend:a', 'spend:b'])).toEqual([145, 100])
+    })
+
+    it('writes nothing of a hold or a settlement whose append fails', async () => {
+      const directory = await makeDirectory()
+      const driver = await openTracked({ directory })
+      await driver.hold(holdOf('h1', [change('spend:a', 1_000)]))
+      const prototype = await fileHandlePrototype(directory)
+      vi.spyOn(prototype, 'write').mockRejectedValueOnce(diskError())
+      await expect(driver.hold(holdOf('h2', [change('spend:a', 1), change('spend:b', 1)]))).rejects.toMatchObject({ status: 503 })
+      vi.spyOn(prototype, 'sync').mockRejectedValueOnce(diskError())
+      await expect(driver.settle([{ id: 'h1', changes: [change('spend:a', 10)] }])).rejects.toMatchObject({ status: 503 })
+      expect(await driver.readTallies(['spend:a', 'spend:b'])).toEqual([1_000, 0])
+      // Neither id counts as held or settled: both go through now.
+      await driver.hold(holdOf('h2', [change('spend:b', 1)]))
+      await driver.settle([{ id: 'h1', changes: [change('spend:a', 10)] }])
+      expect(await driver.readTallies(['spend:a', 'spend:b'])).toEqual([10, 1])
+    })
+
+    it('releases on open every hold a closed store kept, once, and its owner’s late settlement adds only the real cost', async () => {
+      const directory = await makeDirectory()
+      const first = await openFileStorage({ directory })
+      await first.settle([{ id: 'earlier', changes: [change('spend:a', 50)] }])
+      await first.hold(holdOf('h1', [change('spend:a', 1_000), change('spend:b', 1_000)]))
+      await first.hold(holdOf('h2', [change('spend:a', 200)]))
+      expect(await first.readTallies(['spend:a', 'spend:b'])).toEqual([1_250, 1_000])
+      await first.close()
+
+      const second = await openFileStorage({ directory })
+      expect(await second.readTallies(['spend:a', 'spend:b'])).toEqual([50, 0])
+      expect(await second.renewHolds(['h1', 'h2'], 600_000)).toBe(0)
+      const release = (await entries(directory)).at(-1)!
+      expect(release.mutations!.map((mutation) => mutation.op).sort()).toEqual(['tally', 'tally', 'unhold', 'unhold'])
+      await second.settle([{ id: 'h1', changes: [change('spend:a', 30)] }])
+      await second.close()
+
+      const third = await openTracked({ directory })
+      expect(await third.readTallies(['spend:a', 'spend:b'])).toEqual([80, 0])
+    })
+
+    it('releases on open the holds of a process that died holding them, from the journal or from a snapshot', async () => {
+      for (const compactAfter of [10_000, 1]) {
+        const directory = await makeDirectory()
+        const living = await openTracked({ directory, compactAfter })
+        await living.settle([{ id: 'earlier', changes: [change('spend:a', 50)] }])
+        await living.hold(holdOf('h1', [change('spend:a', 1_000)]))
+        await living.hold(holdOf('h2', [change('spend:a', 200), change('spend:b', 200)]))
+        if (compactAfter === 1) {
+          // The snapshot of the last write: no compaction follows it, so the copy below races none.
+          await vi.waitFor(async () => expect(await readFile(join(directory, 'snapshot.jsonl'), 'utf8')).toContain('"op":"hold","hold":{"id":"h2"'))
+        }
+        // The crash: the files as the process left them, its lock (this pid, from an "earlier run") included.
+        const crashed = await makeDirectory()
+        await cp(directory, crashed, { recursive: true })
+        expect(await readFile(join(crashed, 'LOCK'), 'utf8')).toBe(String(process.pid))
+
+        const reopened = await openTracked({ directory: crashed })
+        expect(await reopened.readTallies(['spend:a', 'spend:b']), `compactAfter ${compactAfter}`).toEqual([50, 0])
+        expect(await reopened.releaseExpiredHolds(10)).toBe(0)
+        await reopened.hold(holdOf('h3', [change('spend:a', 5)]))
+        expect(await reopened.readTallies(['spend:a'])).toEqual([55])
+      }
+    })
+
+    it('writes tallies, holds and settled ids into its snapshot (format 3) and reads them back', async () => {
+      const directory = await makeDirectory()
+      let time = 2_000_000
+      const now = () => time
+      const first = await openFileStorage({ directory, now, compactAfter: 1_000 })
+      await first.settle([{ id: 'old', changes: [change('spend:gone', 9, 100)] }])
+      time += SETTLEMENT_MEMORY_MS
+      await first.hold(holdOf('h1', [change('spend:a', 1_000)]))
+      await first.settle([{ id: 's1', changes: [change('spend:a', 70)] }])
+      await first.close()
+      // Folds everything into a snapshot; the expired tally and settled id stay out of it.
+      const compacting = await openFileStorage({ directory, now, compactAfter: 1 })
+      await compacting.renewHolds(['h1'], 600_000)
+      await compacting.close()
+      const [header, ...lines] = (await readFile(join(directory, 'snapshot.jsonl'), 'utf8')).split('\n').filter((line) => line !== '')
+      expect(JSON.parse(header!)).toMatchObject({ format: 3, records: 0, counters: 0, tallies: 1, holds: 0, settled: 1 })
+      expect(lines.map((line) => JSON.parse(line) as unknown)).toEqual([
+        { op: 'tally', key: 'spend:a', value: 70, expiresAt: time + DAY_MS },
+        { op: 'settled', id: 's1', expiresAt: time + SETTLEMENT_MEMORY_MS },
+      ])
+      expect(await journalLines(directory)).toHaveLength(0)
+
+      const second = await openTracked({ directory, now })
+      expect(await second.readTallies(['spend:a', 'spend:gone'])).toEqual([70, 0])
+      await expect(second.hold(holdOf('s1', [change('spend:a', 1)]))).rejects.toMatchObject({ status: 409 })
+      await second.hold(holdOf('old', [change('spend:a', 1)]))
+      expect(await second.readTallies(['spend:a'])).toEqual([71])
+    })
+
+    it('refuses a snapshot that lacks a tally its header counts', async () => {
+      const directory = await makeDirectory()
+      await writeFile(
+        join(directory, 'snapshot.jsonl'),
+        `${JSON.stringify({ format: 3, seq: 1, records: 0, counters: 0, tallies: 2, holds: 0, settled: 0 })}\n` +
+          `${JSON.stringify({ op: 'tally', key: 'spend:a', value: 1, expiresAt: Date.now() + DAY_MS })}\n`,
+      )
+      expect(String(await rejectionOf(openFileStorage({ directory })))).toMatch(/snapshot\.jsonl is unreadable \(incomplete\)/)
+    })
+
+    describe('a store written before tallies', () => {
+      const at = 3_000_000
+      const spend = { key: 'spend:key:k1:usage:total', value: 400, expiresAt: at + DAY_MS }
+
+      /** The files an older version left: a format 2 snapshot with counters, and a journal with a later increment. */
+      const writeOldStore = async (directory: string) => {
+        const record = { id: 'w1', data: {}, version: 1, indexes: {}, uniques: [], sortKey: '' }
+        await writeFile(
+          join(directory, 'snapshot.jsonl'),
+          [
+            { format: 2, seq: 2, records: 1, counters: 3 },
+            { op: 'put', collection: 'widgets', record },
+            { op: 'counter', ...spend },
+            { op: 'counter', key: 'spend:key:k1:usage:d1970-01-01', value: 30, expiresAt: at - 1 },
+            { op: 'counter', key: 'rate:k1', value: 3, expiresAt: at + 60_000 },
+          ]
+            .map((line) => `${JSON.stringify(line)}\n`)
+            .join(''),
+        )
+        await writeFile(
+          join(directory, 'journal.jsonl'),
+          `${JSON.stringify({ seq: 2, op: 'counter', ...spend, value: 350 })}\n${JSON.stringify({ seq: 3, op: 'counter', ...spend, value: 420 })}\n`,
+        )
+      }
+
+      it('carries live spend counters into tallies once, and leaves other counters alone', async () => {
+        const directory = await makeDirectory()
+        await writeOldStore(directory)
+        const now = () => at
+        const first = await openFileStorage({ directory, now })
+        expect(await first.readTallies([spend.key, 'spend:key:k1:usage:d1970-01-01', 'rate:k1'])).toEqual([420, 0, 0])
+        expect((await first.increment(spend.key, 0, DAY_MS)).value).toBe(0)
+        expect((await first.increment('rate:k1', 0, 60_000)).value).toBe(3)
+        expect((await first.get('widgets', 'w1'))?.id).toBe('w1')
+        const [carried] = await first.hold(holdOf('h1', [change(spend.key, 80)]))
+        // The tally keeps the counter's expiry.
+        expect(carried).toEqual({ value: 500, expiresAt: spend.expiresAt })
+        await first.settle([{ id: 'h1', changes: [change(spend.key, 80)] }])
+        await first.close()
+
+        const second = await openFileStorage({ directory, now })
+        expect(await second.readTallies([spend.key])).toEqual([500])
+        await second.close()
+        // Again after a compaction folded the carry into a format 3 snapshot.
+        const compacting = await openFileStorage({ directory, now, compactAfter: 1 })
+        await compacting.increment('rate:k1', 1, 60_000)
+        await compacting.close()
+        expect(JSON.parse((await readFile(join(directory, 'snapshot.jsonl'), 'utf8')).split('\n')[0]!)).toMatchObject({ format: 3, counters: 1, tallies: 1 })
+        const third = await openTracked({ directory, now })
+        expect(await third.readTallies([spend.key])).toEqual([500])
+        expect((await third.increment(spend.key, 0, DAY_MS)).value).toBe(0)
+      })
+
+      it('carries them from a snapshot of the first format too', async () => {
+        const directory = await makeDirectory()
+        await writeFile(join(directory, 'snapshot.json'), JSON.stringify({ format: 1, seq: 1, state: { collections: {}, counters: [spend] } }))
+        const first = await openFileStorage({ directory, now: () => at })
+        expect(await first.readTallies([spend.key])).toEqual([400])
+        await first.close()
+        const second = await openTracked({ directory, now: () => at })
+        expect(await second.readTallies([spend.key])).toEqual([400])
+        expect((await second.increment(spend.key, 0, DAY_MS)).value).toBe(0)
+      })
     })
   })
 })

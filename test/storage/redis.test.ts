@@ -172,6 +172,52 @@ const waitForRecovery = async <T>(call: () => Promise<T>): Promise<T> => {
   return value
 }
 
+/** A Redis key part escaped as the driver escapes it. */
+const escaped = (text: string) => text.replace(/[%:{}]/g, (character) => `%${character.charCodeAt(0).toString(16).toUpperCase()}`)
+
+interface ScriptCall {
+  command: 'evalsha' | 'eval'
+  keys: string[]
+}
+
+/**
+ * A real client that records the KEYS of every script sent through it. With `isCluster` it poses as an ioredis
+ * Cluster whose only primary is this server, so the driver takes its Cluster paths; `failDeletes` makes that many
+ * DEL calls fail as a lost connection would.
+ */
+const recordingClient = (options: { isCluster?: boolean; failDeletes?: number } = {}) => {
+  const client = openClient()
+  const scripts: ScriptCall[] = []
+  let deletesToFail = options.failDeletes ?? 0
+  const proxy = new Proxy(client, {
+    get(target, property) {
+      if (property === 'evalsha' || property === 'eval') {
+        return (script: string, count: number, ...rest: string[]) => {
+          scripts.push({ command: property, keys: rest.slice(0, count) })
+          return target[property](script, count, ...rest)
+        }
+      }
+      if (options.isCluster && property === 'isCluster') return true
+      if (options.isCluster && property === 'nodes') return () => [target]
+      if (property === 'del' && deletesToFail > 0) {
+        return async () => {
+          deletesToFail--
+          throw new Error('Connection is closed.')
+        }
+      }
+      const value: unknown = Reflect.get(target, property, target)
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
+    },
+  })
+  return { client: proxy, scripts }
+}
+
+/** The server's clock in Unix milliseconds. */
+const serverNow = async () => {
+  const [seconds, microseconds] = await admin.time()
+  return Number(seconds) * 1_000 + Math.floor(Number(microseconds) / 1_000)
+}
+
 describeStorageContract('redis', () => redisStorage({ url: REDIS_URL, prefix }), {
   // Redis runs on this machine, so its clock is ours; the margin covers rounding to milliseconds.
   clockToleranceMs: 25,
@@ -365,6 +411,169 @@ describe('redisStorage', () => {
     })
   })
 
+  describe('tallies', () => {
+    const DAY_MS = 86_400_000
+    const tallyBase = (of = prefix) => `${of}{tally}:`
+    /** A prefix of its own under this run's, for a store that has not been upgraded yet. */
+    const freshPrefix = () => `${prefix}${unique('upgrade')}:`
+
+    it('keeps every tally key, hold, lease and settled id in one slot, with ids and keys escaped', async () => {
+      const driver = open()
+      const key = unique('spend:odd{1}%')
+      const id = unique('hold:{x}%')
+      await driver.hold({ id, owner: 'process-a', leaseMs: 60_000, changes: [{ key, amount: 1.5, ttlMs: DAY_MS }] })
+      const base = tallyBase()
+      const tallyKey = `${base}t:${escaped(key)}`
+      const holdKey = `${base}h:${escaped(id)}`
+      expect(await admin.hgetall(holdKey)).toEqual({ owner: 'process-a', changes: JSON.stringify([{ key, amount: 1.5, ttlMs: DAY_MS }]) })
+      const lease = Number(await admin.zscore(`${base}leases`, id))
+      expect(lease).toBeGreaterThan(await serverNow())
+      const tally = await admin.hgetall(tallyKey)
+      expect(tally.value).toBe('1.5')
+      // The tally expires in Redis at the instant it stores, so Redis sweeps it.
+      expect(await admin.pexpiretime(tallyKey)).toBe(Number(tally.expiresAt))
+
+      await driver.settle([{ id, changes: [{ key, amount: 0.25, ttlMs: DAY_MS }] }])
+      expect(await admin.exists(holdKey)).toBe(0)
+      expect(await admin.zscore(`${base}leases`, id)).toBeNull()
+      const settledKey = `${base}s:${escaped(id)}`
+      expect(await admin.pttl(settledKey)).toBeGreaterThan(3_000_000)
+      expect(await admin.pttl(settledKey)).toBeLessThanOrEqual(3_600_000)
+      expect(await admin.hget(tallyKey, 'value')).toBe('0.25')
+
+      const keys = (await keysOfRun()).filter((name) => name.startsWith(base))
+      expect(keys).toEqual(expect.arrayContaining([tallyKey, `${base}leases`, settledKey, `${base}upgraded`]))
+      for (const name of keys) expect(calculateSlot(name)).toBe(calculateSlot('tally'))
+    })
+
+    it('sends every tally script with keys of one slot, and a settle batch as one script call', async () => {
+      const { client, scripts } = recordingClient()
+      const driver = open({ client })
+      const key = (label: string) => unique(`spend:k:${label}`)
+      const [shared, other] = [key('shared'), key('other')]
+      await driver.readTallies([shared])
+      scripts.splice(0)
+
+      const ids = Array.from({ length: 50 }, (_, index) => unique(`h${index}`))
+      for (const id of ids.slice(0, 25)) await driver.hold({ id, owner: 'a', leaseMs: 60_000, changes: [{ key: shared, amount: 10, ttlMs: DAY_MS }] })
+      expect(await driver.renewHolds(ids, 60_000)).toBe(25)
+      await driver.releaseExpiredHolds(10)
+      const before = scripts.length
+      await driver.settle(ids.map((id) => ({ id, changes: [{ key: shared, amount: 1, ttlMs: DAY_MS }, { key: other, amount: 2, ttlMs: DAY_MS }] })))
+      expect(scripts.slice(before).filter((call) => call.command === 'evalsha')).toHaveLength(1)
+      expect(await driver.readTallies([shared, other])).toEqual([50, 100])
+
+      // A batch past 100 settlements is split (each settlement stays atomic on its own) and still adds up exactly.
+      const many = Array.from({ length: 150 }, (_, index) => ({ id: unique(`s${index}`), changes: [{ key: shared, amount: 1, ttlMs: DAY_MS }] }))
+      const beforeMany = scripts.length
+      await driver.settle(many)
+      expect(scripts.slice(beforeMany).filter((call) => call.command === 'evalsha')).toHaveLength(2)
+      await driver.settle(many)
+      expect(await driver.readTallies([shared])).toEqual([200])
+
+      expect(scripts.length).toBeGreaterThan(0)
+      for (const call of scripts) {
+        const slots = new Set(call.keys.map((name) => calculateSlot(name)))
+        expect([...slots], call.keys.join(' ')).toEqual([calculateSlot('tally')])
+      }
+    })
+
+    it('reads a tally Redis has not evicted yet as expired once its expiresAt has passed, and starts it again', async () => {
+      const driver = open()
+      const key = unique('spend:k:stale')
+      await driver.readTallies([key])
+      // As Redis may leave it for a moment after its instant: the stored expiresAt is what counts.
+      await admin.hset(`${tallyBase()}t:${escaped(key)}`, 'value', '500', 'expiresAt', String((await serverNow()) - 1_000))
+      expect(await driver.readTallies([key])).toEqual([0])
+      const [held] = await driver.hold({ id: unique('h'), owner: 'a', leaseMs: 60_000, changes: [{ key, amount: 7, ttlMs: DAY_MS }] })
+      expect(held!.value).toBe(7)
+      expect(held!.expiresAt).toBeGreaterThan((await serverNow()) + DAY_MS - 60_000)
+    })
+
+    it('gives back what a hold added under a key with control characters, quotes and characters outside the BMP', async () => {
+      const driver = open()
+      const key = unique('spend:\u0000"\\ ✓ 😀\n')
+      const id = unique('h\u0001"')
+      await driver.hold({ id, owner: 'a', leaseMs: 60_000, changes: [{ key, amount: 0.1 + 0.2, ttlMs: DAY_MS }] })
+      expect(await driver.readTallies([key])).toEqual([0.1 + 0.2])
+      await driver.settle([{ id, changes: [{ key, amount: 1e-9, ttlMs: DAY_MS }] }])
+      // Exactly what the hold added came back: 0.1 + 0.2 - (0.1 + 0.2) + 1e-9, to the last bit.
+      expect(await driver.readTallies([key])).toEqual([0.1 + 0.2 - (0.1 + 0.2) + 1e-9])
+    })
+
+    it('runs its tally scripts again after the server lost its script cache', async () => {
+      const driver = open()
+      const key = unique('spend:k:flush')
+      const id = unique('h')
+      await driver.hold({ id, owner: 'a', leaseMs: 60_000, changes: [{ key, amount: 3, ttlMs: DAY_MS }] })
+      await admin.script('FLUSH')
+      await driver.settle([{ id, changes: [{ key, amount: 1, ttlMs: DAY_MS }] }])
+      expect(await driver.readTallies([key])).toEqual([1])
+    })
+
+    describe('upgrade from spend counters', () => {
+      /** Writes what an older version kept: spend in ordinary counters, through the driver's own increment. */
+      const writeOldCounters = async (at: string) => {
+        const old = open({ prefix: at })
+        const keys = { daily: unique('spend:key:abc:usage:d2025-03-14'), total: unique('spend:account:a1:usage:total'), other: unique('rate:key:abc') }
+        await old.increment(keys.daily, 1_000, 2 * DAY_MS)
+        await old.increment(keys.daily, 234, 2 * DAY_MS)
+        await old.increment(keys.total, 5_000, 100 * DAY_MS)
+        await old.increment(keys.other, 9, 60_000)
+        return keys
+      }
+      const oldCounterKey = (at: string, key: string) => `${at}{counter:${escaped(key)}}`
+
+      it('carries each old spend counter into the tally of its key once, keeping its expiry, on a standalone server', async () => {
+        const at = freshPrefix()
+        const keys = await writeOldCounters(at)
+        const daily = await admin.hgetall(oldCounterKey(at, keys.daily))
+        // An old counter past its expiresAt that Redis has not evicted yet carries nothing.
+        const stale = unique('spend:key:abc:usage:d2025-03-13')
+        await admin.hset(oldCounterKey(at, stale), 'value', '77', 'expiresAt', String((await serverNow()) - 1_000))
+        // A tally already there (made by another process while this one upgrades) keeps its value too, and the earlier expiry wins.
+        await admin.hset(`${tallyBase(at)}t:${escaped(keys.total)}`, 'value', '40', 'expiresAt', String((await serverNow()) + 200 * DAY_MS))
+
+        // Three processes upgrade at once: each counter moves once.
+        const drivers = [open({ prefix: at }), open({ prefix: at }), open({ prefix: at })]
+        const reads = await Promise.all(drivers.map((driver) => driver.readTallies([keys.daily, keys.total, stale, keys.other])))
+        for (const values of reads) expect(values).toEqual([1_234, 5_040, 0, 0])
+
+        expect(await admin.hgetall(`${tallyBase(at)}t:${escaped(keys.daily)}`)).toEqual({ value: '1234', expiresAt: daily.expiresAt })
+        const total = await admin.hgetall(`${tallyBase(at)}t:${escaped(keys.total)}`)
+        expect(Number(total.expiresAt)).toBeLessThan((await serverNow()) + 101 * DAY_MS)
+        expect(await admin.pexpiretime(`${tallyBase(at)}t:${escaped(keys.total)}`)).toBe(Number(total.expiresAt))
+        for (const key of [keys.daily, keys.total, stale]) expect(await admin.exists(oldCounterKey(at, key))).toBe(0)
+        // Counters that never held spend stay counters.
+        expect((await drivers[0]!.increment(keys.other, 0, 60_000)).value).toBe(9)
+        expect(await admin.get(`${tallyBase(at)}upgraded`)).toBe('1')
+
+        // Once upgraded, a spend counter written afterwards (an old process still running) is not carried again.
+        await drivers[0]!.increment(keys.daily, 1, 60_000)
+        expect(await open({ prefix: at }).readTallies([keys.daily])).toEqual([1_234])
+      })
+
+      it('on a Cluster, adds each old counter once through a marker in the tally slot, even when its delete failed', async () => {
+        const at = freshPrefix()
+        const keys = await writeOldCounters(at)
+        const { client, scripts } = recordingClient({ isCluster: true, failDeletes: 1 })
+        const driver = open({ client, prefix: at })
+        // The first delete fails as a lost connection would: the call fails, and the counter it had added stays added once.
+        await expectUnavailable(driver.readTallies([keys.daily]))
+        expect(await admin.get(`${tallyBase(at)}upgraded`)).toBeNull()
+        expect(await driver.readTallies([keys.daily, keys.total, keys.other])).toEqual([1_234, 5_000, 0])
+        expect(await open({ prefix: at }).readTallies([keys.daily, keys.total])).toEqual([1_234, 5_000])
+        for (const key of [keys.daily, keys.total]) {
+          expect(await admin.exists(oldCounterKey(at, key))).toBe(0)
+          expect(await admin.pttl(`${tallyBase(at)}m:${escaped(key)}`)).toBeGreaterThan(0)
+        }
+        // Every script stayed in the tally slot: the old counters were only read and deleted, one key per command.
+        expect(scripts.length).toBeGreaterThan(0)
+        for (const call of scripts) expect(new Set(call.keys.map((name) => calculateSlot(name)))).toEqual(new Set([calculateSlot('tally')]))
+      })
+    })
+  })
+
   describe('failures', () => {
     it('fails fast with StorageUnavailableError when Redis is unreachable, leaking no key', async () => {
       const driver = open({ url: 'redis://127.0.0.1:1', commandTimeoutMs: 300 })
@@ -377,6 +586,11 @@ describe('redisStorage', () => {
         driver.delete(collection, 'w1'),
         driver.list(collection),
         driver.increment(unique('counter'), 1, 1_000),
+        driver.hold({ id: unique('h'), owner: 'a', leaseMs: 1_000, changes: [{ key: unique('spend:k'), amount: 1, ttlMs: 1_000 }] }),
+        driver.settle([{ id: unique('h'), changes: [{ key: unique('spend:k'), amount: 1, ttlMs: 1_000 }] }]),
+        driver.renewHolds([unique('h')], 1_000),
+        driver.releaseExpiredHolds(10),
+        driver.readTallies([unique('spend:k')]),
       ]
       for (const call of calls) {
         const error = await expectUnavailable(call)
@@ -435,6 +649,48 @@ describe('redisStorage', () => {
       expect((await driver.create(collection, { id: 'w3', data: {} })).version).toBe(1)
     })
 
+    it('rejects holds and settlements while a proxy to Redis is cut, and settles each id once after it is back', async () => {
+      const proxy = await startProxy()
+      const driver = open({ url: proxy.url, commandTimeoutMs: 500 })
+      const key = unique('spend:k:outage')
+      const change = (amount: number) => ({ key, amount, ttlMs: 86_400_000 })
+      const [first, second] = [unique('h1'), unique('h2')]
+      await driver.hold({ id: first, owner: 'a', leaseMs: 60_000, changes: [change(1_000)] })
+
+      await proxy.cut()
+      await expectUnavailable(driver.hold({ id: second, owner: 'a', leaseMs: 60_000, changes: [change(1_000)] }))
+      await expectUnavailable(driver.settle([{ id: first, changes: [change(300)] }]))
+      await expectUnavailable(driver.renewHolds([first], 60_000))
+      await expectUnavailable(driver.releaseExpiredHolds(10))
+      await expectUnavailable(driver.readTallies([key]))
+
+      await proxy.restore()
+      expect(await waitForRecovery(() => driver.readTallies([key]))).toEqual([1_000])
+      // The settlement is sent again, twice: it lands once.
+      await driver.settle([{ id: first, changes: [change(300)] }])
+      await driver.settle([{ id: first, changes: [change(300)] }])
+      expect(await driver.readTallies([key])).toEqual([300])
+    })
+
+    it('keeps a hold whose answer was swallowed whole or absent, and a retried settlement lands once', async () => {
+      const proxy = await startProxy()
+      const driver = open({ url: proxy.url, commandTimeoutMs: 300 })
+      const key = unique('spend:k:swallowed')
+      const change = (amount: number) => ({ key, amount, ttlMs: 86_400_000 })
+      const id = unique('h')
+      await driver.readTallies([key])
+
+      proxy.swallow()
+      await expectUnavailable(driver.hold({ id, owner: 'a', leaseMs: 60_000, changes: [change(1_000)] }))
+      await proxy.restore()
+      const [held] = await waitForRecovery(() => driver.readTallies([key]))
+      // The hold either ran completely or not at all.
+      expect([0, 1_000]).toContain(held)
+      await driver.settle([{ id, changes: [change(250)] }])
+      await driver.settle([{ id, changes: [change(250)] }])
+      expect(await driver.readTallies([key])).toEqual([250])
+    })
+
     it('runs its scripts again after the server lost its script cache', async () => {
       const driver = open()
       const collection = unique('widgets')
@@ -453,6 +709,8 @@ describe('redisStorage', () => {
       await driver.create(collection, { id: 'w1', data: {} })
       await driver.close()
       await expectUnavailable(driver.get(collection, 'w1'), 'Storage is closed')
+      await expectUnavailable(driver.settle([]), 'Storage is closed')
+      await expectUnavailable(driver.readTallies([]), 'Storage is closed')
       expect(await client.ping()).toBe('PONG')
       expect(await client.exists(`${prefix}{${collection}}:r:w1`)).toBe(1)
     })
