@@ -328,6 +328,43 @@ const reserveAmounts = async (service: InferenceService, request: InferenceReque
   }
 }
 
+/**
+ * The spend of a run's paid steps after its first (a server-tool loop's later turns), which the request's own
+ * reservation does not cover: before each, the hold made for the previous step is given back and a new one holds
+ * what the run spent beyond its first step plus the next step's worst case, or 402 names the limit it would pass.
+ * So concurrent loops on one key pass its limit by no more than one step each (docs/decisions.md, "Books that balance").
+ */
+export interface StepSpend {
+  /** Holds the next step; rejects with 402 before it is sent when a limit would be passed. */
+  before(next: InferenceRequest, spentAfterFirst: BilledUsage): Promise<void>
+  /** Gives the last step's hold back: the request's own settlement carries what every step cost. */
+  end(): void
+}
+
+export const createStepSpend = (service: InferenceService): StepSpend => {
+  let held: SpendReservation | undefined
+  const release = () => {
+    held?.settle(null)
+    held = undefined
+  }
+  return {
+    async before(next, spentAfterFirst) {
+      release()
+      const spent = billedAmounts(spentAfterFirst)
+      held = await reserveAmounts(
+        service,
+        next,
+        () => {
+          const worst = worstCase(service, next)
+          return { usage: worst.usage + spent.usage, all: worst.all + spent.all }
+        },
+        MODEL_ADVICE,
+      )
+    },
+    end: release,
+  }
+}
+
 /** Reserves the request's worst case on its limited counters, or throws 402 naming the limit it would pass. */
 export const reserveSpend = (service: InferenceService, request: InferenceRequest): Promise<SpendReservation> =>
   reserveAmounts(service, request, () => worstCase(service, request), MODEL_ADVICE)

@@ -93,6 +93,8 @@ export class ServerToolLoop {
   /** The caller's input as every turn sends it: items of the server tools in it as the calls and results they stand for. */
   #input: InputItem[] | undefined
   #steps = 0
+  /** The first turn's usage, which the request's own reservation holds. */
+  #firstTurnUsage: BilledUsage | undefined
   #toolCost = 0
   #requested = 0
   #executed = 0
@@ -155,7 +157,7 @@ export class ServerToolLoop {
 
   /** Records a finished turn and decides what comes next. */
   afterTurn(turn: TurnResult): TurnDecision {
-    this.#steps++
+    if (this.#steps++ === 0) this.#firstTurnUsage = turn.usage ?? undefined
     if (turn.usage) this.#turnUsages.push(turn.usage)
     const calls: PendingCall[] = []
     let hasClientCalls = false
@@ -274,6 +276,15 @@ export class ServerToolLoop {
    * Every turn's usage and the tools' cost, with `server_tool_use_details`; with `unfinished`, the usage of a
    * turn the client stopped as well.
    */
+  /** What the loop spent beyond its first turn (later turns, nested calls, tools): what a later turn's hold covers. */
+  spentAfterFirstTurn(): LoopUsage {
+    return sumLoopUsage(
+      this.#turnUsages.filter((usage) => usage !== this.#firstTurnUsage),
+      this.#toolCost,
+      { tool_calls_requested: this.#requested, tool_calls_executed: this.#executed, web_search_requests: this.#webSearchRequests },
+    )
+  }
+
   usage(unfinished?: BilledUsage): LoopUsage {
     return sumLoopUsage(unfinished ? [...this.#turnUsages, unfinished] : this.#turnUsages, this.#toolCost, {
       tool_calls_requested: this.#requested,

@@ -15,6 +15,7 @@ import { toResponseFailure } from '../fallback'
 import type { InferenceRequest } from '../request'
 import type { InferenceService } from '../service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from '../session-events'
+import { createStepSpend } from '../spend'
 import { openSession } from '../stream-session'
 import { StreamSignal } from '../stream-signal'
 import { citationsIn, withCitations } from './citations'
@@ -247,6 +248,8 @@ export const openServerToolSession = async (service: InferenceService, request: 
 
     const run = async () => {
       const tools = toolSignal(signal)
+      // Turns after the first are held before they are sent, each with what the loop spent so far (spend.ts).
+      const steps = createStepSpend(service)
       try {
         let session = first
         for (let isFirst = true; ; isFirst = false) {
@@ -276,7 +279,9 @@ export const openServerToolSession = async (service: InferenceService, request: 
           if (result.status === 'failed') return finish('failed', result.error, null)
           if (decision.next === 'end') return finish(result.status, null, result.incompleteDetails)
           try {
-            session = await openSession(service, loop.turnRequest())
+            const turn = loop.turnRequest()
+            await steps.before(turn, loop.spentAfterFirstTurn())
+            session = await openSession(service, turn)
           } catch (error) {
             if (error instanceof ClientClosedError || signal.aborted) throw error
             return finish('failed', toResponseFailure(isGatewayError(error) ? error : new InternalError('Internal server error')), null)
@@ -293,6 +298,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
         throw error
       } finally {
         tools.release()
+        steps.end()
       }
     }
 

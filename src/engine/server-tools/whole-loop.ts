@@ -11,6 +11,7 @@ import { toResponseFailure } from '../fallback'
 import type { InferenceRequest } from '../request'
 import type { InferenceService } from '../service'
 import type { ResponseResult, WholeAnswer } from '../session-events'
+import { createStepSpend } from '../spend'
 import { answerWhole } from '../whole'
 import { withCitations } from './citations'
 import { ServerToolLoop } from './loop'
@@ -35,6 +36,8 @@ export const nestedRunnerFor = (service: InferenceService, request: InferenceReq
 export const answerWithServerTools = async (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan): Promise<WholeAnswer> => {
   const loop = new ServerToolLoop(service, request, plan, nestedRunnerFor(service, request, plan))
   const tools = toolSignal(request.signal)
+  // Turns after the first are held before they are sent, each with what the loop spent so far (spend.ts).
+  const steps = createStepSpend(service)
   const output: OutputItem[] = []
   let first: ResponseResult | undefined
   let last!: ResponseResult
@@ -43,7 +46,9 @@ export const answerWithServerTools = async (service: InferenceService, request: 
     for (;;) {
       let answer: WholeAnswer
       try {
-        answer = await answerWhole(service, loop.turnRequest())
+        const turn = loop.turnRequest()
+        if (first) await steps.before(turn, loop.spentAfterFirstTurn())
+        answer = await answerWhole(service, turn)
       } catch (error) {
         if (!first || error instanceof ClientClosedError || !isGatewayError(error)) throw error
         // A later turn failed: the response fails with what the earlier turns produced and cost, as a stream would.
@@ -67,6 +72,7 @@ export const answerWithServerTools = async (service: InferenceService, request: 
     throw error
   } finally {
     tools.release()
+    steps.end()
   }
   return { request: request.body, result: { ...last, id: first.id, createdAt: first.createdAt, output, usage: loop.usage() }, overheadMs }
 }

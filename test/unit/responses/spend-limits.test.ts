@@ -407,3 +407,43 @@ describe('reservations under concurrency', () => {
     expect(record.usage).toBeLessThanOrEqual(0.0002)
   })
 })
+
+describe('server-tool loops hold each later turn before it is sent', () => {
+  // Every turn calls service:datetime again, so a loop runs until `max_tool_calls` (30) unless its spend stops it.
+  const LOOPING = [{ type: 'function_call' as const, name: 'service_datetime', arguments: '{}' }, { type: 'usage' as const, inputTokens: 10, outputTokens: 5 }]
+  const TURN_NANO = 20_000
+  const LIMIT_NANO = 200_000
+  const LOOPS = 4
+  const body = { input: 'Hi', max_output_tokens: 10, tools: [{ type: 'service:datetime' }] }
+
+  it('stops concurrent loops at the key limit, each passing it by no more than one turn, and ends them failed with 402', async () => {
+    const { t, provider } = await start({ provider: scriptedProvider({ reply: LOOPING }) })
+    const { key, data } = await createKey(t, { limit: LIMIT_NANO / 1e9 })
+    const answers = await Promise.all(Array.from({ length: LOOPS }, () => t.call('POST', '/responses', { json: body, key })))
+    const results = await Promise.all(answers.map((answer) => readJson(answer)))
+    for (const result of results) {
+      expect(result.status).toBe('failed')
+      expect(result.error.message).toMatch(/API key limit reached/)
+    }
+    const record = await keyRecord(t, data.hash)
+    const spentNano = Math.round(record.usage * 1e9)
+    // Every turn that ran was charged, and no loop ran a turn the limit could not hold.
+    expect(spentNano).toBe(provider.calls.length * TURN_NANO)
+    expect(spentNano).toBeLessThanOrEqual(LIMIT_NANO + LOOPS * TURN_NANO)
+    // Without a hold per turn, four loops of 31 turns would have spent 124 turns.
+    expect(provider.calls.length).toBeLessThan(LIMIT_NANO / TURN_NANO + LOOPS + 1)
+  })
+
+  it('ends a streamed loop in-band with the 402 once its next turn would pass the limit, having charged the turns it ran', async () => {
+    const { t, provider } = await start({ provider: scriptedProvider({ reply: LOOPING }) })
+    const { key, data } = await createKey(t, { limit: LIMIT_NANO / 1e9 })
+    const events = await readEvents(await t.call('POST', '/responses', { json: { ...body, stream: true }, key }))
+    const last = events.at(-1) as unknown as { type: string; response: { status: string; error: { message: string }; usage: { cost: number } } }
+    expect(last.type).toBe('response.failed')
+    expect(last.response.error.message).toMatch(/API key limit reached/)
+    const record = await keyRecord(t, data.hash)
+    expect(Math.round(record.usage * 1e9)).toBe(provider.calls.length * TURN_NANO)
+    expect(Math.round(last.response.usage.cost * 1e9)).toBe(provider.calls.length * TURN_NANO)
+    expect(provider.calls.length).toBeLessThanOrEqual(LIMIT_NANO / TURN_NANO)
+  })
+})
