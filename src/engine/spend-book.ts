@@ -34,6 +34,8 @@ export interface SpendBookOptions {
   logger: Logger
   /** A hold's lease (default 60 s). */
   leaseMs?: number
+  /** How long `close` waits for queued settlements (default 10 s). */
+  closeGraceMs?: number
 }
 
 export interface SpendBook {
@@ -200,7 +202,7 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
       const drained = commit.drain()
       const timer = setTimeout(() => {
         isClosed = true
-      }, CLOSE_GRACE_MS)
+      }, options.closeGraceMs ?? CLOSE_GRACE_MS)
       unrefTimer(timer)
       await drained
       clearTimeout(timer)

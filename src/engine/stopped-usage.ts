@@ -2,15 +2,16 @@
  * Usage the gateway reckons itself (docs/decisions.md, "Books that balance"): for an answer whose upstream
  * reported none, or one cut short after content (the client left, the provider's stream broke off, the idle or
  * total timeout passed, the gateway shut down). The prompt as sent and the content text the client was sent are
- * counted with OpenAI's `o200k_base` encoding, on a bounded sample scaled to the whole length, so a long answer
- * costs the count of its first part only. Worked out once, by the session that ended, so the spend settlement
- * and the generation record charge the same amount.
+ * counted on a bounded sample scaled to the whole length, so a long answer costs the count of its first part only:
+ * with OpenAI's `o200k_base` encoding where the estimate can wait for it to load (an answer that ended or broke
+ * off), roughly where it must be given at once (a stream its client or the shutdown stopped). Worked out once, by
+ * the session that ended, so the spend settlement and the generation record charge the same amount.
  */
 
 import { emptyUsage, type OutputItem, type Usage } from '../providers/types'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { SessionEvent } from './session-events'
-import { countTokens, loadEncoding, loadedEncoding } from './token-encoding'
+import { countTokens, loadEncoding, type Encoding } from './token-encoding'
 
 /** Characters counted exactly; beyond it the count is scaled by length. */
 const SAMPLE_CHARACTERS = 64 * 1024
@@ -43,26 +44,23 @@ const roughTokens = (text: string): number => {
   return wide + Math.ceil(narrow / CHARACTERS_PER_TOKEN)
 }
 
-/** Tokens in a text of `length` characters whose first part is `sample`. */
-const scaledTokens = (sample: string, length: number): number => {
+/** Tokens in a text of `length` characters whose first part is `sample`: by `encoding`, else roughly. */
+const scaledTokens = (sample: string, length: number, encoding: Encoding | undefined): number => {
   if (length === 0) return 0
-  const encoding = loadedEncoding()
   const counted = encoding ? countTokens(encoding, sample) : roughTokens(sample)
   return Math.max(1, Math.ceil(sample.length >= length ? counted : (counted * length) / Math.max(1, sample.length)))
 }
 
-/** Starts loading the encoding, so estimates that must answer at once (a stream that ended) can use it. */
-export const prepareEstimates = (): void => {
-  void loadEncoding().catch(() => {})
-}
+/** The encoding for an estimate that can wait for it; `undefined` (a rough count) if it cannot be loaded. */
+export const estimateEncoding = (): Promise<Encoding | undefined> => loadEncoding().catch(() => undefined)
 
 /** The content text a session sent its client: its length, and its first part for the count. */
 export interface DeliveredText {
   /** Adds what `event` carries to the client. */
   add(event: SessionEvent): void
   readonly characters: number
-  /** Tokens the delivered text counts. */
-  tokens(): number
+  /** Tokens the delivered text counts: by `encoding`, else roughly. */
+  tokens(encoding?: Encoding): number
 }
 
 export const createDeliveredText = (): DeliveredText => {
@@ -78,24 +76,24 @@ export const createDeliveredText = (): DeliveredText => {
     get characters() {
       return characters
     },
-    tokens: () => scaledTokens(sample, characters),
+    tokens: (encoding) => scaledTokens(sample, characters, encoding),
   }
 }
 
 /** The prompt an input estimate counts: instructions and input as sent, in JSON. */
-const promptTokens = (body: ResponsesRequestBody): number => {
+const promptTokens = (body: ResponsesRequestBody, encoding: Encoding | undefined): number => {
   const input = JSON.stringify(body.input ?? '')
   const instructions = body.instructions ?? ''
   const length = instructions.length + input.length
   const sample = (instructions + input.slice(0, SAMPLE_CHARACTERS)).slice(0, SAMPLE_CHARACTERS)
-  return scaledTokens(sample, length)
+  return scaledTokens(sample, length, encoding)
 }
 
 /** Usage of a turn that ended without the upstream reporting any: estimated from the text that went each way. */
-export const estimatedUsage = (body: ResponsesRequestBody, delivered: DeliveredText): Usage => {
+export const estimatedUsage = (body: ResponsesRequestBody, delivered: DeliveredText, encoding?: Encoding): Usage => {
   const usage = emptyUsage()
-  usage.input_tokens = promptTokens(body)
-  usage.output_tokens = delivered.tokens()
+  usage.input_tokens = promptTokens(body, encoding)
+  usage.output_tokens = delivered.tokens(encoding)
   usage.total_tokens = usage.input_tokens + usage.output_tokens
   return usage
 }
