@@ -47,7 +47,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
   let onShutdown: ((message: string) => void) | undefined
   let shutdownRequested!: (value: 'shutdown') => void
   const shutdown = new Promise<'shutdown'>((resolve) => (shutdownRequested = resolve))
-  const opening = openStream(service, request, { requestId: request.requestId, signal }, startedAt)
+  const opening = openStream(service, request, { requestId: request.requestId, signal, deadline: request.deadline }, startedAt)
   const abortOpening = () =>
     void opening.then(
       (open) => open.isOpen && open.opened.abort(),
