@@ -29,6 +29,9 @@ const SHUTDOWN_ERROR_TYPE = 'server'
 
 const shuttingDown = (message: string) => new GatewayError(503, message, { metadata: { error_type: SHUTDOWN_ERROR_TYPE } })
 
+/** The in-band failure of a stream the gateway ended as it shuts down: marked so, whatever the message. */
+export const shutdownFailure = (message: string): ResponseFailure => ({ status: 503, errorType: SHUTDOWN_ERROR_TYPE, message, isShutdown: true })
+
 // One object for every keep-alive: they carry nothing.
 const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
@@ -149,8 +152,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
     }
 
     // Committed before any content, and every attempt failed: report it in-band, with what a whole answer reports.
-    const failBeforeContent = (error: GatewayError) => {
-      const failure = toResponseFailure(error)
+    const failBeforeContent = (error: GatewayError, failure = toResponseFailure(error)) => {
       const metadata = error.extraBody?.service_metadata as Record<string, unknown> | undefined
       write({ type: 'started', id, createdAt, model: request.requestedModel, servedBy: null })
       write({ type: 'error', error: failure })
@@ -161,9 +163,9 @@ export const openSession = async (service: InferenceService, request: InferenceR
 
     onShutdown = (message) => {
       if (isStopped) return
-      if (!started) return failBeforeContent(shuttingDown(message))
+      if (!started) return failBeforeContent(shuttingDown(message), shutdownFailure(message))
       open?.opened.abort()
-      finish(started, 'failed', { status: 503, errorType: SHUTDOWN_ERROR_TYPE, message }, null)
+      finish(started, 'failed', shutdownFailure(message), null)
     }
 
     const run = async () => {

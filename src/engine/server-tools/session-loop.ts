@@ -16,7 +16,7 @@ import type { InferenceRequest } from '../request'
 import { requestAbortSignal } from '../request-deadline'
 import type { InferenceService } from '../service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from '../session-events'
-import { openSession } from '../stream-session'
+import { openSession, shutdownFailure } from '../stream-session'
 import { StreamSignal } from '../stream-signal'
 import { citationsIn, withCitations } from './citations'
 import type { ServerTool } from './contract'
@@ -117,7 +117,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
       close()
     }
     function finishShutdown() {
-      finish('failed', { status: 503, errorType: 'server', message: shutdownMessage! }, null)
+      finish('failed', shutdownFailure(shutdownMessage!), null)
     }
 
     /** Plays one turn into the sink, its items renumbered by `layout`; resolves when it ended. */
