@@ -63,6 +63,8 @@ const RunnerSettingsSchema = v.strictObject({
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
   /** How long a whole request body may take to arrive, in ms (408 after that). */
   requestBodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
+  /** The deadline of a whole request, every attempt, turn and run of it, in ms (see `createGateway`'s `requestTimeoutMs`). */
+  requestTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   /** Master keys for BYOK secrets, primary first, comma-separated in the environment (never logged). */
   encryptionKeys: v.optional(v.array(v.string())),
@@ -159,6 +161,7 @@ export const GATEWAY_PASS_THROUGH = [
   'trustedHostHeader',
   'enforceCredits',
   'prices',
+  'requestTimeoutMs',
 ] as const satisfies ReadonlyArray<keyof v.InferOutput<typeof RunnerConfigSchema>>
 
 export type RunnerConfig = v.InferOutput<typeof RunnerConfigSchema>
@@ -182,6 +185,7 @@ export const ENVIRONMENT = {
   MODELGATE_LEDGER_RETENTION_DAYS: 'ledgerRetentionDays',
   MODELGATE_BODY_LIMIT: 'bodyLimit',
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
+  MODELGATE_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
   MODELGATE_LOG_LEVEL: 'logLevel',
   MODELGATE_MANAGEMENT_KEY: 'managementKey',
   MODELGATE_ENCRYPTION_KEY: 'encryptionKeys',
@@ -197,6 +201,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'port',
   'bodyLimit',
   'requestBodyTimeoutMs',
+  'requestTimeoutMs',
   'shutdownGraceSeconds',
   'rateLimitRequests',
   'rateLimitWindowSeconds',

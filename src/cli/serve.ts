@@ -1,6 +1,5 @@
 /** `modelgate serve`: the gateway on node:http, with a clean shutdown on SIGINT and SIGTERM, and price reloads on SIGHUP. */
 
-import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { toNodeListener } from '../adapters/node'
 import { createGateway, type Gateway } from '../gateway/gateway'
@@ -10,6 +9,7 @@ import { GATEWAY_PASS_THROUGH, providersFromEnvironment, type RunnerConfig } fro
 import { undiciTransport } from '../transport/undici'
 import type { GatewayOptions } from '../gateway/options'
 import type { ModelEntry } from '../engine/models'
+import { createDrainingServer } from './draining-server'
 import { assertCanOpenStoredSecrets, resolveEncryptionKeys } from './encryption-keys'
 import { modelsFromEnvironment } from './environment-models'
 import { formatFirstManagementKey } from './first-run'
@@ -102,7 +102,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   const stopWatchingPrices = config.priceSource && !isUrlSource(config.priceSource) ? watchPriceFile(config.priceSource, reloadPrices) : () => {}
   if (config.priceSource) process.on('SIGHUP', reloadPrices)
 
-  const server = createServer(toNodeListener(gateway))
+  const { server, drain } = createDrainingServer(toNodeListener(gateway))
   server.keepAliveTimeout = 65_000
   try {
     await new Promise<void>((resolve, reject) => {
@@ -148,7 +148,8 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
         clearTimeout(cut)
         resolve()
       })
-      server.closeIdleConnections()
+      // Keep-alive connections close as their last response ends, not at the end of the grace period.
+      drain()
     }
     process.once('SIGINT', () => stop('SIGINT'))
     process.once('SIGTERM', () => stop('SIGTERM'))

@@ -14,6 +14,7 @@ import { UpstreamFailure, isUpstreamFailure, redactSecrets } from '../providers/
 import type { ByokRecord } from '../repositories/byok-credentials'
 import { revealByokKey } from '../services/byok'
 import { checkCallerDestination } from './destination'
+import { RequestDeadlineSignal, type RequestDeadline } from './request-deadline'
 import type { Attempt } from './routing'
 import type { InferenceService } from './service'
 import { credentialSecrets, sentSecrets } from './sent-secrets'
@@ -31,6 +32,8 @@ export interface AttemptRequest {
   requestId: string
   /** Fires when the client went away. */
   signal: ClientSignal
+  /** Bounds every wait of the attempt: it gets only what is left. */
+  deadline: RequestDeadline
 }
 
 /** The client went away: stop everything, answer nothing. */
@@ -128,6 +131,8 @@ export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: read
   if (error instanceof DestinationRefusedError) {
     return new UpstreamFailure('permission_denied', `The credential's upstream location is not allowed: ${error.reason}`, { upstreamStatus: 0, cause: error })
   }
+  // The request's deadline passed while the body was read: the deadline's error, naming no provider.
+  if (error instanceof RequestDeadlineSignal) return error.deadline.error()
   if (isGatewayError(error)) return error
   const message = error instanceof Error ? error.message : String(error)
   return new UpstreamFailure('provider_unavailable', 'Could not reach the provider', {
@@ -164,23 +169,38 @@ export const openAttempt = async (
   let sent: string[] | undefined
   const secrets = () => (sent ??= sentSecrets(upstreamRequest, target.apiKey))
   const { callerDestination } = upstreamRequest
+  const { deadline } = request
   const started = performance.now()
   let response: UpstreamResponse
+  // Each wait is the operator's per-attempt timeout, or what is left of the request's deadline when that is less.
+  const bounded = deadline.bound(service.timeouts)
   try {
     if (callerDestination) await checkCallerDestination(upstreamRequest.url, callerDestination, service.guard, service.transport)
     // The transport ends the exchange when the client goes away (the signal) or the first byte is late.
     response = await service.transport(upstreamRequest, {
       signal,
-      timeouts: service.timeouts,
+      timeouts: bounded.timeouts,
       ...(callerDestination ? { guard: service.guard } : {}),
     })
   } catch (error) {
     if (signal.aborted) throw new ClientClosedError()
+    if (error instanceof UpstreamTimeoutSignal && error.phase !== 'idle' && error.phase !== 'total' && bounded.isCapped(error.phase)) {
+      deadline.markPassed()
+      throw deadline.error()
+    }
     throw toAttemptFailure(error, attempt, secrets())
   }
   const upstreamMs = performance.now() - started
-  // The rest of the exchange (the body) gets what is left of the total time.
-  const total = setTimeout(() => void response.cancel(new UpstreamTimeoutSignal('total')), Math.max(0, service.timeouts.totalMs - upstreamMs))
+  // The rest of the exchange (the body) gets what is left of the total time, and no more than the request's deadline.
+  const totalLeft = Math.max(0, service.timeouts.totalMs - upstreamMs)
+  const deadlineLeft = deadline.remainingMs()
+  const total =
+    deadlineLeft < totalLeft
+      ? setTimeout(() => {
+          deadline.markPassed()
+          void response.cancel(new RequestDeadlineSignal(deadline))
+        }, deadlineLeft)
+      : setTimeout(() => void response.cancel(new UpstreamTimeoutSignal('total')), totalLeft)
   const release = () => clearTimeout(total)
   const abort = () => {
     clearTimeout(total)

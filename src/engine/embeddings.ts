@@ -11,6 +11,7 @@ import { readJsonBody } from './attempts'
 import { billAttempt, type BilledUsage } from './billing'
 import { endUserIdFor } from './end-user'
 import { clientError, firstServedAttempt, servedBy as toServedBy } from './fallback'
+import { createRequestDeadline } from './request-deadline'
 import type { InferenceRequest } from './request'
 import type { ProviderPreferences, ResponsesRequestBody } from './request.schemas'
 import { newResponseId, nowSeconds } from './response-identity'
@@ -103,6 +104,7 @@ export const prepareEmbeddings = async (service: InferenceService, context: RunC
       endUserId,
       requestId,
       signal: context.signal,
+      deadline: createRequestDeadline(service.requestTimeoutMs),
       isMetadataRequested: false,
       spend: { key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
       attemptReports: [],

@@ -12,6 +12,7 @@ import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptBuilder, 
 import type { AttemptOutcome } from './outlier-detection'
 import { callForAttempt } from './plugins/apply'
 import type { InferenceRequest } from './request'
+import { RequestDeadlineError } from './request-deadline'
 import { boundedRetryAfter } from './retry-after'
 import type { Attempt } from './routing'
 import type { InferenceService } from './service'
@@ -42,6 +43,17 @@ const callFor = (request: InferenceRequest, attempt: Attempt, service: Inference
   ...(request.serverTools?.nativeWebSearch ? { nativeWebSearch: request.serverTools.nativeWebSearch.search } : {}),
 })
 
+/** The gateway's own failure (the request's deadline, a key it cannot open) with `service_metadata` when it was asked for. */
+const withExtraBody = (error: GatewayError, extraBody: Record<string, unknown>) =>
+  new GatewayError(error.status, error.message, {
+    ...(error.metadata ? { metadata: error.metadata } : {}),
+    ...(error.reason === undefined ? {} : { reason: error.reason }),
+    ...(error.retryable === undefined ? {} : { retryable: error.retryable }),
+    ...(error.headers ? { headers: error.headers } : {}),
+    extraBody: { ...error.extraBody, ...extraBody },
+    cause: error,
+  })
+
 const withRetryAfter = (seconds: string | undefined) => (seconds === undefined ? {} : { headers: { 'retry-after': seconds } })
 
 /**
@@ -49,7 +61,7 @@ const withRetryAfter = (seconds: string | undefined) => (seconds === undefined ?
  * the operator's problem, not the caller's: it becomes a 502, never a 401 that blames the caller.
  */
 export const clientError = (failure: GatewayError, attempt: Attempt | undefined, service: InferenceService, extraBody?: Record<string, unknown>) => {
-  if (!isUpstreamFailure(failure)) return failure
+  if (!isUpstreamFailure(failure)) return extraBody ? withExtraBody(failure, extraBody) : failure
   const provider = attempt?.provider.descriptor
   const isSharedCredentialProblem = attempt?.credential === null && ['authentication', 'permission_denied', 'payment_required'].includes(failure.errorType)
   const errorType = isSharedCredentialProblem ? 'provider_unavailable' : failure.errorType
@@ -113,15 +125,23 @@ export const firstServedAttempt = async <T>(
   let lastFailure: GatewayError | undefined
   let lastAttempt: Attempt | undefined
   let attemptsMade = 0
+  const { deadline } = attemptRequest
   for (const attempt of request.attempts) {
     const keys = outlierKeys(attempt)
     if (!isPanic && outliers.isEjected(keys)) continue
     if (attemptsMade >= retry.maxAttempts) break
+    // The fallback stopped for want of time, not for want of attempts: that is what the client is told.
+    if (deadline.isPassed) {
+      lastFailure = deadline.error()
+      lastAttempt = undefined
+      break
+    }
     if (attemptsMade > 0 && !retry.budget.tryWithdraw()) {
       service.logger.warn('retry budget exhausted: no further attempt', { requestId: request.requestId, attempts: attemptsMade })
       break
     }
     attemptsMade++
+    deadline.countAttempt()
     outliers.admit(keys)
     const call = callForAttempt(callFor(request, attempt, service, stream), attempt, request)
     let opened: OpenedAttempt | undefined
@@ -154,6 +174,11 @@ export const firstServedAttempt = async <T>(
       // The provider's own status where it answered one (OpenRouter's `provider_responses`), else what the client would see.
       report(isUpstreamFailure(lastFailure) ? lastFailure.upstreamStatus : lastFailure.status)
       logAttemptFailure(service, request.requestId, attempt, attemptsMade, lastFailure)
+      // Cut short by the request's deadline: no time is left for another attempt.
+      if (lastFailure instanceof RequestDeadlineError) {
+        lastAttempt = undefined
+        break
+      }
     } finally {
       outliers.record(keys, outcome)
     }

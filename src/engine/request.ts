@@ -5,6 +5,7 @@ import type { GenerationAttempt } from '../repositories/generations'
 import type { RequestExtensionName, RequestExtensions } from '../providers/types'
 import type { PipelineStage, RequestPlugin } from './plugins/contract'
 import type { ResponsesRequestBody } from './request.schemas'
+import type { RequestDeadline } from './request-deadline'
 import type { Attempt } from './routing'
 import type { ServerToolPlan } from './server-tools/plan'
 import type { SubRuns } from './server-tools/contract'
@@ -30,6 +31,11 @@ export interface InferenceRequest {
   requestId: string
   /** Fires when the client went away. */
   signal: ClientSignal
+  /**
+   * The request's deadline: every attempt, turn and run made for the request (a server tool's nested calls, a fusion
+   * panel's members) shares this one object.
+   */
+  deadline: RequestDeadline
   /** Whether the caller opted in to `service_metadata`. */
   isMetadataRequested: boolean
   /** The key, workspace and account the request spends for (src/engine/spend.ts). */

@@ -12,6 +12,7 @@ import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
 import { observeSession, type SessionEnd } from './observe'
 import type { InferenceRequest, RouteExtensions } from './request'
+import { createRequestDeadline } from './request-deadline'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
@@ -85,6 +86,8 @@ export const prepareRequest = async (
 ): Promise<InferenceRequest> => {
   const { caller, repositories, requestId } = context
   const startedAt = performance.now()
+  // Runs from here: the plugins' work, every attempt, turn and run of the request share it.
+  const deadline = createRequestDeadline(service.requestTimeoutMs)
   const plugins = planPlugins(service, body)
   const { workspace, credentials, guardrails } = await loadCallerScope(repositories, caller)
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
@@ -153,6 +156,7 @@ export const prepareRequest = async (
       endUserId,
       requestId,
       signal: context.signal,
+      deadline,
       isMetadataRequested: context.isMetadataRequested,
       // Every run of the request (a fusion panel's too) counts against the guardrails' budgets.
       spend: { key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },

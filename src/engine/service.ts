@@ -17,6 +17,7 @@ import { createSpendBook } from './spend-book'
 import type { SpendRepository } from '../repositories/spend-counters'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from './transport'
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './request-deadline'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
 import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
 import { createRouterSettings, type RouterOptions, type RouterSettings } from './plugins/routers/settings'
@@ -49,7 +50,10 @@ export interface InferenceService {
   readonly providers: ProviderRegistry
   readonly models: ModelCatalog
   readonly transport: UpstreamTransport
+  /** Per upstream exchange; each is also bounded by what is left of its request's deadline. */
   readonly timeouts: UpstreamTimeouts
+  /** The deadline of a whole request: its attempts, server-tool turns and tool runs, fusion runs (request-deadline.ts). */
+  readonly requestTimeoutMs: number
   readonly limits: UpstreamLimits
   /** Checks upstream locations chosen by callers (Azure BYOK endpoints). */
   readonly guard: UpstreamGuard
@@ -95,8 +99,8 @@ const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
 /**
  * Three attempts cover the usual fallbacks (the primary endpoint, another provider, a fallback model or
  * BYOK key) while bounding what one request can cost an upstream that is down: each attempt before the
- * first byte may wait up to the first-byte timeout. The budget's 20 % with 3 in reserve is Envoy's and
- * Finagle's default shape, over Finagle's 10 s window. docs/decisions.md has the reasoning.
+ * first byte may wait up to the first-byte timeout, and all of them together no longer than the request's
+ * deadline. The budget's 20 % with 3 in reserve is Envoy's and Finagle's default shape, over Finagle's 10 s window. docs/decisions.md has the reasoning.
  */
 const DEFAULT_RETRY = { maxAttempts: 3, ratio: 0.2, minRetries: 3, windowSeconds: 10, maxRetryAfterSeconds: 600 }
 const DEFAULT_OUTLIER_DETECTION: OutlierDetectionOptions = { consecutiveFailures: 5, baseEjectionSeconds: 30, maxEjectionSeconds: 300 }
@@ -142,6 +146,7 @@ export interface InferenceServiceOptions {
   prices?: PriceOverride[]
   transport?: UpstreamTransport
   upstream?: UpstreamOptions
+  requestTimeoutMs?: number
   upstreamGuard?: UpstreamGuardOptions
   adapters: Partial<Record<ProviderApi, ProviderAdapter>>
   secrets: SecretBox
@@ -172,6 +177,7 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     models: createModelCatalog(applyPriceOverrides(mergeModels(options.models), options.prices ?? [], 'options.prices')),
     transport: options.transport ?? fetchTransport(),
     timeouts: upstreamTimeouts(options.upstream),
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     limits: upstreamLimits(options.upstream),
     guard: createUpstreamGuard(options.upstreamGuard),
     secrets: options.secrets,

@@ -26,6 +26,11 @@ export interface ResponseFailure {
   errorType: string
   /** Safe to show: secrets redacted, internal errors reduced to a generic message. */
   message: string
+  /**
+   * Set when the gateway ended the response itself because it is shutting down (`gateway.endStreams`), whatever
+   * message the host gave: neither the upstream nor the client ended it, and what it used is still to be charged.
+   */
+  isShutdown?: true
 }
 
 export interface ResponseResult {

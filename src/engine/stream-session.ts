@@ -22,7 +22,8 @@ import { metadataIfRequested } from './service-metadata'
 import type { InferenceService } from './service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from './session-events'
 import { StreamSignal } from './stream-signal'
-import { createDeliveredText, estimatedUsage } from './stopped-usage'
+import { createDeliveredText, estimatedUsage, estimateEncoding } from './stopped-usage'
+import type { Encoding } from './token-encoding'
 import { UpstreamFailure } from '../providers/shared/errors'
 import { UpstreamTimeoutSignal } from './transport'
 
@@ -30,6 +31,9 @@ import { UpstreamTimeoutSignal } from './transport'
 const SHUTDOWN_ERROR_TYPE = 'server'
 
 const shuttingDown = (message: string) => new GatewayError(503, message, { metadata: { error_type: SHUTDOWN_ERROR_TYPE } })
+
+/** The in-band failure of a stream the gateway ended as it shuts down: marked so, whatever the message. */
+export const shutdownFailure = (message: string): ResponseFailure => ({ status: 503, errorType: SHUTDOWN_ERROR_TYPE, message, isShutdown: true })
 
 // One object for every keep-alive: they carry nothing.
 const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
@@ -68,7 +72,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
   let onShutdown: ((message: string) => void) | undefined
   let shutdownRequested!: (value: 'shutdown') => void
   const shutdown = new Promise<'shutdown'>((resolve) => (shutdownRequested = resolve))
-  const opening = openStream(service, request, { requestId: request.requestId, signal }, startedAt)
+  const opening = openStream(service, request, { requestId: request.requestId, signal, deadline: request.deadline }, startedAt)
   const abortOpening = () =>
     void opening.then(
       (open) => open.isOpen && open.opened.abort(),
@@ -144,6 +148,14 @@ export const openSession = async (service: InferenceService, request: InferenceR
       ...fields,
     })
 
+    // Set before an answer that ended or broke off without usage finishes: its estimate can wait for the encoding.
+    let encoding: Encoding | undefined
+    /** `finish`, once the encoding the estimate counts with has loaded when the upstream reported no usage. */
+    const finishCounted = async (...args: Parameters<typeof finish>) => {
+      if (usage === undefined) encoding = await estimateEncoding()
+      if (!isStopped) finish(...args)
+    }
+
     const finish = (
       served: Served,
       status: ResponseResult['status'],
@@ -153,7 +165,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
     ) => {
       const output = items.filter(Boolean)
       // No usage from the upstream (none sent, or the stream broke off first): what was delivered is charged, estimated.
-      const billed = billAttempt(usage ?? estimatedUsage(request.body, delivered), served.attempt, service.byokFeeRate, output)
+      const billed = billAttempt(usage ?? estimatedUsage(request.body, delivered, encoding), served.attempt, service.byokFeeRate, output)
       write({ type: 'usage', usage: billed })
       if (failure) write({ type: 'error', error: failure })
       const finished = result({
@@ -172,8 +184,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
     }
 
     // Committed before any content, and every attempt failed: report it in-band, with what a whole answer reports.
-    const failBeforeContent = (error: GatewayError) => {
-      const failure = toResponseFailure(error)
+    const failBeforeContent = (error: GatewayError, failure = toResponseFailure(error)) => {
       const metadata = error.extraBody?.service_metadata as Record<string, unknown> | undefined
       write({ type: 'started', id, createdAt, model: request.requestedModel, servedBy: null })
       write({ type: 'error', error: failure })
@@ -184,9 +195,9 @@ export const openSession = async (service: InferenceService, request: InferenceR
 
     onShutdown = (message) => {
       if (isStopped) return
-      if (!started) return failBeforeContent(shuttingDown(message))
+      if (!started) return failBeforeContent(shuttingDown(message), shutdownFailure(message))
       open?.opened.abort()
-      finish(started, 'failed', { status: 503, errorType: SHUTDOWN_ERROR_TYPE, message }, null)
+      finish(started, 'failed', shutdownFailure(message), null)
     }
 
     const run = async () => {
@@ -230,14 +241,14 @@ export const openSession = async (service: InferenceService, request: InferenceR
           if (isStopped) return
           if (next.done) {
             attempt.release()
-            return finish(served, 'completed', null, null)
+            return finishCounted(served, 'completed', null, null)
           }
           const event = next.value
           if (event.type === 'upstream.usage') usage = event.usage
           else if (event.type === 'upstream.finish') {
             // Nothing after the finish reaches the client: answer now, and let the upstream end its body in the background.
             drainThenRelease(iterator, attempt)
-            return finish(served, event.status satisfies FinishStatus, null, event.incompleteDetails, event.stopSequence)
+            return finishCounted(served, event.status satisfies FinishStatus, null, event.incompleteDetails, event.stopSequence)
           } else {
             if (event.type === 'response.output_item.done') items[event.output_index] = event.item
             write(event)
@@ -260,7 +271,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
           provider: served.attempt.provider.descriptor.id,
           status: failure.status,
         })
-        return finish(served, 'failed', toResponseFailure(clientError(failure, served.attempt, service)), null)
+        return finishCounted(served, 'failed', toResponseFailure(clientError(failure, served.attempt, service)), null)
       }
     }
 

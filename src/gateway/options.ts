@@ -248,6 +248,12 @@ export const GatewayOptionsSchema = v.strictObject({
    * and its connection is closed. Raise it for large uploads over slow links.
    */
   requestBodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
+  /**
+   * The deadline of a whole request, in ms (default 600000, ten minutes): its fallback attempts, server-tool turns
+   * and tool runs, and fusion runs share it, each waiting only for what is left; then 524 naming it (an in-band
+   * failure once a stream has started). `upstream.*TimeoutMs` still bound each single exchange.
+   */
+  requestTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
   /** Where diagnostics go; `false` for none. Defaults to JSON lines on stderr at `info`. */
   logger: v.optional(v.union([v.literal(false), v.custom<Logger>(isLogger, 'must have debug, info, warn and error methods')])),
   /** Defaults for workspaces created from now on. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import http from 'node:http'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -8,7 +9,7 @@ import { ENVIRONMENT } from '../../src/cli/config'
 import { bodyReader, hangsAfterFirstDelta, sseEventsOf } from '../helpers/interrupted-stream'
 import { runToEnd, startListening, stopAndDrain, type RunningProcess } from '../helpers/process'
 import { REDIS_URL, dropRedisPrefix, requireServer, uniqueNamespace } from '../helpers/stores'
-import { startUpstream } from '../helpers/upstream'
+import { fixture, startUpstream } from '../helpers/upstream'
 
 const CLI = resolve(__dirname, '../../dist/cli.js')
 const OPERATOR_KEY = 'operator-key-0123456789abcdef'
@@ -99,6 +100,62 @@ describe('modelgate CLI and standalone runner', () => {
       await aborted
       expect(await exited).toBe(0)
     } finally {
+      await upstream.close()
+    }
+  })
+
+  /**
+   * Nothing here waits for time: the grace period is two minutes and the test's own limit 30 s, so the runner exiting
+   * at all proves it let go of the keep-alive connections as their requests ended, not when the grace period did.
+   */
+  it('exits on SIGTERM as soon as the last request ended, its clients holding keep-alive connections', { timeout: 30_000 }, async () => {
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const upstream = await startUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, chunks: [fixture('openai', 'text.json')], pause: { after: 0, until: held } }))
+    const busy = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    const idle = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    try {
+      const server = await serve({
+        MODELGATE_STORAGE: 'memory',
+        MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY,
+        MODELGATE_LOG_LEVEL: 'info',
+        MODELGATE_SHUTDOWN_GRACE_SECONDS: '120',
+        OPENAI_API_KEY: 'sk-runner-openai-0123456789abcdef',
+        MODELGATE_PROVIDER_OPENAI_BASE_URL: upstream.url,
+      })
+      const created = await fetch(`${server.url}/api/v1/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${OPERATOR_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'caller' }),
+      })
+      const { key } = (await created.json()) as { key: string }
+      const call = (agent: http.Agent, method: string, path: string, body?: unknown) =>
+        new Promise<{ status: number; text: string }>((resolve, reject) => {
+          const request = http.request(`${server.url}/api/v1${path}`, { method, agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }, (response) => {
+            let text = ''
+            response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk))
+            response.on('end', () => resolve({ status: response.statusCode!, text }))
+          })
+          request.on('error', reject)
+          request.end(body === undefined ? undefined : JSON.stringify(body))
+        })
+      // Each agent holds a kept-alive connection: one goes quiet, the other carries a request across the signal.
+      expect((await call(idle, 'GET', '/key')).status).toBe(200)
+      expect((await call(busy, 'GET', '/key')).status).toBe(200)
+      const inFlight = call(busy, 'POST', '/responses', { model: 'openai/gpt-4.1', input: 'hi' })
+      await vi.waitFor(() => expect(upstream.requests).toHaveLength(1))
+
+      const exited = server.stop('SIGTERM')
+      await vi.waitFor(() => expect(server.stderr()).toContain('"shutting down"'))
+      release()
+      const answered = await inFlight
+      expect(answered.status).toBe(200)
+      expect(JSON.parse(answered.text)).toMatchObject({ status: 'completed', model: 'openai/gpt-4.1' })
+      expect(await exited).toBe(0)
+      expect(server.stderr()).toContain('"stopped"')
+    } finally {
+      busy.destroy()
+      idle.destroy()
       await upstream.close()
     }
   })

@@ -3,32 +3,25 @@
  * the answer, whole or streamed. Each function is a no-op for a request without plugins.
  */
 
-import type { ClientSignal } from '../../core/client-signal'
 import type { UpstreamCall } from '../../providers/contract'
 import { ClientClosedError } from '../attempts'
 import type { InferenceRequest } from '../request'
+import { RequestDeadlineSignal, requestAbortSignal } from '../request-deadline'
 import type { Attempt } from '../routing'
 import type { ResponseResult, ResponseSession, StoppedUsage } from '../session-events'
-
-/** An `AbortSignal` that fires with the client's; `release` unhooks it. */
-const abortSignalOf = (client: ClientSignal) => {
-  const controller = new AbortController()
-  const abort = () => controller.abort(client.reason)
-  if (client.aborted) abort()
-  else client.addEventListener('abort', abort, { once: true })
-  return { signal: controller.signal, release: () => client.removeEventListener('abort', abort) }
-}
 
 /** Runs every plugin's `beforeAttempts`, in the order listed. */
 export const runBeforeAttempts = async (request: InferenceRequest): Promise<void> => {
   const hooks = request.plugins.filter((plugin) => plugin.beforeAttempts)
   if (hooks.length === 0) return
-  const { signal, release } = abortSignalOf(request.signal)
+  const { signal, release } = requestAbortSignal(request.signal, request.deadline)
   try {
     for (const plugin of hooks) await plugin.beforeAttempts!(request, signal)
   } catch (error) {
     // Whatever a plugin was doing when the client left, the request ends as every other does then.
     if (request.signal.aborted) throw new ClientClosedError()
+    // A plugin's service still working when the request's deadline passed: the deadline is what the client hears of.
+    if (signal.reason instanceof RequestDeadlineSignal) throw request.deadline.error()
     throw error
   } finally {
     release()

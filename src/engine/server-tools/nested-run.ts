@@ -27,6 +27,8 @@ export const createNestedRunner =
       endUserId: parent.endUserId,
       requestId: parent.requestId,
       signal,
+      // A nested call is part of the request: it waits only for what is left of the request's deadline.
+      deadline: parent.deadline,
       isMetadataRequested: false,
       spend: parent.spend,
       attemptReports: [],

@@ -13,16 +13,17 @@ import type { ActiveStream } from '../active-streams'
 import { ClientClosedError } from '../attempts'
 import { toResponseFailure } from '../fallback'
 import type { InferenceRequest } from '../request'
+import { requestAbortSignal } from '../request-deadline'
 import type { InferenceService } from '../service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from '../session-events'
 import { createStepSpend } from '../spend'
-import { openSession } from '../stream-session'
+import { openSession, shutdownFailure } from '../stream-session'
 import { StreamSignal } from '../stream-signal'
 import { citationsIn, withCitations } from './citations'
 import type { ServerTool } from './contract'
 import { ServerToolLoop, type PendingCall } from './loop'
 import type { ServerToolPlan } from './plan'
-import { nestedRunnerFor, toolSignal } from './whole-loop'
+import { nestedRunnerFor } from './whole-loop'
 
 const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
@@ -117,7 +118,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
       close()
     }
     function finishShutdown() {
-      finish('failed', { status: 503, errorType: 'server', message: shutdownMessage! }, null)
+      finish('failed', shutdownFailure(shutdownMessage!), null)
     }
 
     /** Plays one turn into the sink, its items renumbered by `layout`; resolves when it ended. */
@@ -247,7 +248,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
     }
 
     const run = async () => {
-      const tools = toolSignal(signal)
+      const tools = requestAbortSignal(signal, request.deadline)
       // Turns after the first are held before they are sent, each with what the loop spent so far (spend.ts).
       const steps = createStepSpend(service)
       try {
@@ -265,7 +266,14 @@ export const openServerToolSession = async (service: InferenceService, request: 
           const decision = loop.afterTurn({ output: result.output, status: result.status, incompleteDetails: result.incompleteDetails, usage: result.usage })
           // What the turn's text was annotated with as it streamed: the pages found before it.
           const citable = [...loop.sources]
-          const ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal, callHooks(layout)) : new Map<PendingCall, OutputItem[]>()
+          let ran: Map<PendingCall, OutputItem[]>
+          try {
+            ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal, callHooks(layout)) : new Map()
+          } catch (error) {
+            // The deadline stopped the tools: the response fails with the turns before this one, as a failed turn would.
+            if (signal.aborted || !request.deadline.isPassed) throw error
+            return finish('failed', toResponseFailure(request.deadline.error()), null)
+          }
           const items = withCitations(loop.clientItems(result.output, ran), citable)
           // Server calls that never ran (a turn with tools disabled, a failed turn) still end their item.
           for (const [index, item] of result.output.entries()) {

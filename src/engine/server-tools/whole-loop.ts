@@ -3,30 +3,21 @@
  * the server calls of each run in between, then one result holding every turn's items and usage.
  */
 
-import type { ClientSignal } from '../../core/client-signal'
-import { isGatewayError } from '../../core/errors'
+import { isGatewayError, type GatewayError } from '../../core/errors'
 import type { OutputItem } from '../../providers/types'
 import { ClientClosedError } from '../attempts'
 import { toResponseFailure } from '../fallback'
 import type { InferenceRequest } from '../request'
+import { requestAbortSignal } from '../request-deadline'
 import type { InferenceService } from '../service'
 import type { ResponseResult, WholeAnswer } from '../session-events'
 import { createStepSpend } from '../spend'
 import { answerWhole } from '../whole'
 import { withCitations } from './citations'
-import { ServerToolLoop } from './loop'
+import { ServerToolLoop, type PendingCall } from './loop'
 import { createNestedRunner } from './nested-run'
 import type { NestedRunner } from './nesting'
 import type { ServerToolPlan } from './plan'
-
-/** An `AbortSignal` that fires with the client's, for tools that speak only that; `release` unhooks it. */
-export const toolSignal = (client: ClientSignal) => {
-  const controller = new AbortController()
-  const abort = () => controller.abort(client.reason)
-  if (client.aborted) abort()
-  else client.addEventListener('abort', abort, { once: true })
-  return { signal: controller.signal, release: () => client.removeEventListener('abort', abort) }
-}
 
 /** How the tools of `request` run their nested model calls (advisor, subagent): whole, with a loop of their own when they have server tools. */
 export const nestedRunnerFor = (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan): NestedRunner =>
@@ -35,13 +26,19 @@ export const nestedRunnerFor = (service: InferenceService, request: InferenceReq
 /** Resolves with the result; rejects with the client's error when the first turn fails as a single turn would. */
 export const answerWithServerTools = async (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan): Promise<WholeAnswer> => {
   const loop = new ServerToolLoop(service, request, plan, nestedRunnerFor(service, request, plan))
-  const tools = toolSignal(request.signal)
+  const tools = requestAbortSignal(request.signal, request.deadline)
   // Turns after the first are held before they are sent, each with what the loop spent so far (spend.ts).
   const steps = createStepSpend(service)
   const output: OutputItem[] = []
   let first: ResponseResult | undefined
   let last!: ResponseResult
   let overheadMs = 0
+  // A later turn failed: the response fails with what the earlier turns produced and cost, as a stream would.
+  const failed = (error: GatewayError): WholeAnswer => ({
+    request: request.body,
+    result: { ...last, id: first!.id, createdAt: first!.createdAt, status: 'failed', output, usage: loop.usage(), error: toResponseFailure(error), incompleteDetails: null },
+    overheadMs,
+  })
   try {
     for (;;) {
       let answer: WholeAnswer
@@ -51,9 +48,7 @@ export const answerWithServerTools = async (service: InferenceService, request: 
         answer = await answerWhole(service, turn)
       } catch (error) {
         if (!first || error instanceof ClientClosedError || !isGatewayError(error)) throw error
-        // A later turn failed: the response fails with what the earlier turns produced and cost, as a stream would.
-        const failure = toResponseFailure(error)
-        return { request: request.body, result: { ...last, id: first.id, createdAt: first.createdAt, status: 'failed', output, usage: loop.usage(), error: failure, incompleteDetails: null }, overheadMs }
+        return failed(error)
       }
       overheadMs += answer.overheadMs
       first ??= answer.result
@@ -62,7 +57,14 @@ export const answerWithServerTools = async (service: InferenceService, request: 
       const decision = loop.afterTurn({ output: result.output, status: result.status, incompleteDetails: result.incompleteDetails, usage: result.usage })
       // Cited: the pages found before this turn, which is what its text could name (the same rule as a stream's).
       const citable = [...loop.sources]
-      const ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal) : new Map<never, OutputItem[]>()
+      let ran: Map<PendingCall, OutputItem[]>
+      try {
+        ran = decision.calls.length > 0 ? await loop.runCalls(decision.calls, tools.signal) : new Map()
+      } catch (error) {
+        // The deadline stopped the tools: the response fails as a turn cut by it would.
+        if (request.signal.aborted || !request.deadline.isPassed) throw error
+        return failed(request.deadline.error())
+      }
       if (request.signal.aborted) throw new ClientClosedError()
       output.push(...withCitations(loop.clientItems(result.output, ran), citable))
       if (decision.next === 'end') break

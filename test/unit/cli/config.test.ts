@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { configFromEnvironment, providersFromEnvironment, resolveConfig } from '../../../src/cli/config'
+import { configFromEnvironment, GATEWAY_PASS_THROUGH, providersFromEnvironment, resolveConfig } from '../../../src/cli/config'
 import { ENVIRONMENT_MODEL_CONTEXT_LENGTH, modelsFromEnvironment } from '../../../src/cli/environment-models'
 import { shouldWatchParent } from '../../../src/cli/parent-watch'
 import { BUILT_IN_PROVIDERS, CONVENTIONAL_KEY_VARIABLES, keyVariable } from '../../../src/providers/catalog'
@@ -46,6 +46,14 @@ describe('runner configuration', () => {
     expect(() => resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'soon' }))).toThrow(
       'modelgate: invalid configuration: requestBodyTimeoutMs:',
     )
+  })
+
+  it("reads the request's deadline from the environment and passes it to the gateway", () => {
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_TIMEOUT_MS: '120000' })).requestTimeoutMs).toBe(120_000)
+    expect(resolveConfig({}).requestTimeoutMs).toBeUndefined()
+    expect(GATEWAY_PASS_THROUGH).toContain('requestTimeoutMs')
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_TIMEOUT_MS: '0' }))).toThrow('modelgate: invalid configuration: requestTimeoutMs: must be at least 1')
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_TIMEOUT_MS: 'ten minutes' }))).toThrow('modelgate: invalid configuration: requestTimeoutMs:')
   })
 
   it("reads the usage ledger's retention from the environment, in whole days", () => {

@@ -4,12 +4,25 @@
  * stream was still waiting for its first content.
  */
 
+import { createSpendRepository } from '../../../src/repositories/spend-counters'
+import { memoryStorage } from '../../../src/storage/memory'
 import { once } from 'node:events'
 import http, { type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toNodeListener } from '../../../src/adapters/node'
-import { createTestGateway, gate, scriptedProvider, TEST_MODEL, type ScriptedAnswer, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
+import { createTestGateway, gate, scriptedProvider, TEST_MODEL, withScriptedProviders, type ScriptedAnswer, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
+import { silentLogger } from '../../../src/core/logger'
+import { createSecretBox } from '../../../src/core/secrets'
+import type { ModelEntry } from '../../../src/engine/models'
+import type { ProviderConfig } from '../../../src/engine/providers'
+import type { InferenceRequest } from '../../../src/engine/request'
+import { createRequestDeadline } from '../../../src/engine/request-deadline'
+import { planAttempts } from '../../../src/engine/routing'
+import { createInferenceService } from '../../../src/engine/service'
+import type { SessionEvent } from '../../../src/engine/session-events'
+import { openSession } from '../../../src/engine/stream-session'
+import { ADAPTERS } from '../../../src/providers'
 import { bodyReader, sseEventsOf } from '../../helpers/interrupted-stream'
 
 const SHUTDOWN = { code: 'server_error', message: 'The gateway is shutting down; retry the request' }
@@ -132,5 +145,60 @@ describe('gateway.endStreams()', () => {
     harness.gateway.endStreams()
     expectEndedInBand(await reader.rest())
     await aborted
+  })
+})
+
+/**
+ * What reaches the session's observers (the spend settlement, the usage ledger) when the gateway ends a stream: the
+ * failure says it was the shutdown, whatever message the host gave, so the charging can tell it from an upstream's.
+ */
+describe('the end of a stream the gateway shut down, as its session reports it', () => {
+  const sessionOf = (answer: ScriptedAnswer) => {
+    const options = withScriptedProviders({ providers: { scripted: scriptedProvider({ reply: answer }) } })
+    const service = createInferenceService({
+      providers: options.providers as Record<string, ProviderConfig>,
+      models: options.models as ModelEntry[],
+      transport: options.transport!,
+      adapters: ADAPTERS,
+      secrets: createSecretBox([]),
+      endUserSecret: 'end-user-secret',
+      logger: silentLogger,
+      spendRepository: createSpendRepository(memoryStorage()),
+    })
+    const attempts = planAttempts(service.models, service.providers, { models: [TEST_MODEL], preferences: null, parametersUsed: [], credentials: [], callerKeyHash: 'key', callerUserId: 'user' })
+    // Only what a session reads: no spend is reserved or settled here.
+    const request = {
+      body: { model: TEST_MODEL, input: 'hi', stream: true },
+      attempts,
+      requestedModel: TEST_MODEL,
+      endUserId: 'end-user',
+      requestId: 'request',
+      signal: new AbortController().signal,
+      deadline: createRequestDeadline(service.requestTimeoutMs),
+      isMetadataRequested: false,
+      attemptReports: [],
+      plugins: [],
+      pipeline: [],
+    } as unknown as InferenceRequest
+    const events: SessionEvent[] = []
+    // Started as soon as it opens: before content, that is once the shutdown ended the wait for it.
+    const closed = openSession(service, request).then(
+      (session) => new Promise<void>((resolve) => session.start({ write: (event) => events.push(event) > 0, ready: async () => {}, close: () => resolve(), fail: () => resolve() })),
+    )
+    return { service, events, closed }
+  }
+
+  it.each([
+    ['after content', true],
+    ['before content', false],
+  ])('%s: the failure is marked as the shutdown, with the host message', async (_, afterFirstDelta) => {
+    const { stall, answer } = stalled(afterFirstDelta)
+    const { service, events, closed } = sessionOf(answer)
+    await stall.reached
+    service.streams.endAll('Maintenance window; retry in a minute')
+    await closed
+    const finished = events.at(-1) as Extract<SessionEvent, { type: 'finished' }>
+    expect(finished.type).toBe('finished')
+    expect(finished.result.error).toEqual({ status: 503, errorType: 'server', message: 'Maintenance window; retry in a minute', isShutdown: true })
   })
 })

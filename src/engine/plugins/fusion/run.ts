@@ -84,6 +84,9 @@ const allFailed = (outcomes: readonly PanelOutcome[]) =>
     { metadata: { error_type: 'provider_unavailable' } },
   )
 
+/** Why no analysis model answered: the request's deadline when it passed (each member then failed for want of time). */
+const panelFailure = (request: InferenceRequest, outcomes: readonly PanelOutcome[]) => (request.deadline.isPassed ? request.deadline.error() : allFailed(outcomes))
+
 const fusionStage = (outcomes: readonly PanelOutcome[], analysis: AnalysisOutcome, judge: string): PipelineStage => {
   const answered = outcomes.filter((outcome) => outcome.isAnswered).map((outcome) => outcome.model)
   const failed = outcomes.filter((outcome) => !outcome.isAnswered).map((outcome) => outcome.model)
@@ -140,7 +143,7 @@ export const answerFusion = async (service: InferenceService, request: Inference
   if (request.signal.aborted || outcomes.every((outcome) => !outcome.isAnswered)) {
     judge.release()
     analyst.release()
-    throw request.signal.aborted ? new ClientClosedError() : allFailed(outcomes)
+    throw request.signal.aborted ? new ClientClosedError() : panelFailure(request, outcomes)
   }
   const analysis = await analyseWhole(request, fusion, analyst, judge, outcomes)
   const judged = await judge.answer(judgeRequest(request, outcomes, analysis))
@@ -311,7 +314,7 @@ export const openFusionSession = async (service: InferenceService, request: Infe
         const item = fusionItem(itemId, ended)
         relay('completed')
         sink.write({ type: 'response.output_item.done', output_index: 0, item })
-        return finishFailed(toResponseFailure(allFailed(ended)), [item])
+        return finishFailed(toResponseFailure(panelFailure(request, ended)), [item])
       }
       analysis = await playAnalysis(ended)
       if (!analysis) return
