@@ -29,4 +29,7 @@ describeSqlDriver({
   },
   createDialect: (settings) => createMysqlDialect({ ...settings, database: settings.schema! }),
   statementsPerBatch: 1,
+  sessionIdQuery: 'SELECT CONNECTION_ID() AS id',
+  waitersQuery: `SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS w
+    JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id WHERE b.trx_mysql_thread_id = ?`,
 })

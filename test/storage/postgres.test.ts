@@ -31,4 +31,6 @@ describeSqlDriver({
   },
   createDialect: createPostgresDialect,
   statementsPerBatch: 1,
+  sessionIdQuery: 'SELECT pg_backend_pid() AS id',
+  waitersQuery: 'SELECT count(*) AS n FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))',
 })

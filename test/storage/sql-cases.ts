@@ -16,6 +16,7 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
 import { describePresets } from './presets'
+import { describeSqlTallies } from './sql-tallies'
 
 export interface SqlTarget {
   /** Suite name, also the driver's `name` for `url()`. */
@@ -40,6 +41,10 @@ export interface SqlTarget {
    * a dialect with neither would take `BEGIN`, two inserts, `COMMIT`.
    */
   statementsPerBatch: number
+  /** Answers this session's id (`id`), as `waitersQuery` takes it. */
+  sessionIdQuery: string
+  /** Counts (`n`) the sessions waiting for a lock the session with id `?` holds. */
+  waitersQuery: string
 }
 
 /** Far above every timeout the tests set: a call still pending after this has hung. */
@@ -164,6 +169,18 @@ export function describeSqlDriver(target: SqlTarget): void {
   describeGenerationLedger(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
 
   describePresets(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
+
+  describeSqlTallies({
+    target,
+    namespace,
+    freshNamespace(kind) {
+      const fresh = uniqueNamespace(kind)
+      namespaces.push(fresh)
+      return fresh
+    },
+    open,
+    openCounting,
+  })
 
   describe(`${target.name} driver`, () => {
     it('is named after the URL scheme and checks its options when built', async () => {
@@ -464,6 +481,9 @@ export function describeSqlDriver(target: SqlTarget): void {
       const background = sqlStorage(unreachable)
       await expectUnavailable(background.get('widgets', 'w1'))
       await expectUnavailable(background.increment('counter', 1, 1_000))
+      await expectUnavailable(background.hold({ id: 'h1', owner: 'o', leaseMs: 1_000, changes: [{ key: 'spend:a', amount: 1, ttlMs: 1_000 }] }))
+      await expectUnavailable(background.settle([{ id: 'h1', changes: [] }]))
+      await expectUnavailable(background.readTallies(['spend:a']))
       await boundedly(background.close())
       await expectUnavailable(background.get('widgets', 'w1'), 'Storage is closed')
     })
@@ -479,11 +499,20 @@ export function describeSqlDriver(target: SqlTarget): void {
       await expectUnavailable(driver.create(widgets, { id: 'w2', data: {}, uniques: ['slug:w2'] }))
       await expectUnavailable(driver.increment(uniqueNamespace('counter'), 1, 60_000))
       await expectUnavailable(driver.list(widgets))
+      const tally = uniqueNamespace('spend')
+      await expectUnavailable(driver.hold({ id: `${tally}-hold`, owner: 'o', leaseMs: 60_000, changes: [{ key: tally, amount: 5, ttlMs: 60_000 }] }))
+      await expectUnavailable(driver.settle([{ id: `${tally}-settled`, changes: [{ key: tally, amount: 1, ttlMs: 60_000 }] }]))
+      await expectUnavailable(driver.renewHolds([`${tally}-hold`], 60_000))
+      await expectUnavailable(driver.releaseExpiredHolds(10))
 
       await cutter.restore()
       expect((await eventually(() => driver.get(widgets, 'w1')))?.data).toEqual({ n: 1 })
       expect(await driver.get(widgets, 'w2')).toBeNull()
       await driver.create(widgets, { id: 'w2', data: {}, uniques: ['slug:w2'] })
+      // Nothing the refused calls sent landed.
+      expect(await driver.readTallies([tally])).toEqual([0])
+      await driver.hold({ id: `${tally}-hold`, owner: 'o', leaseMs: 60_000, changes: [{ key: tally, amount: 5, ttlMs: 60_000 }] })
+      expect(await driver.readTallies([tally])).toEqual([5])
     })
 
     it('answers 503 within the query timeout when the server stops answering, and recovers by itself', async () => {

@@ -4,6 +4,8 @@
  * (the record, unique and index statements, transactions, retries) is shared in `driver.ts`.
  */
 
+import type { TallyHold, TallySettlement } from '../contract'
+
 /** A value bound to a `?` placeholder. */
 export type SqlValue = string | number | null
 
@@ -44,7 +46,44 @@ export interface TableNames {
   migrations: string
   /** The stored procedure that stores a batch of new records; only MySQL/MariaDB create it (see `migrations.ts`). */
   insertRecordsProcedure: string
+  /** Tallies: the counters that holds and settlements move (src/storage/sql/migrations.ts, migration 3). */
+  tallies: string
+  holds: string
+  /** Ids of holds and settlements: a hold's claim on its id, or a settlement remembered until it expires. */
+  settled: string
+  /** The stored procedures of the tally methods; only MySQL/MariaDB create them (src/storage/sql/mysql-tallies.ts). */
+  holdProcedure: string
+  settleProcedure: string
+  renewProcedure: string
+  releaseProcedure: string
   prefix: string
+}
+
+/** Runs `body` between the dialect's `BEGIN` and `COMMIT` on the call's connection, rolled back when it throws. */
+export type InTransaction = <T>(body: () => Promise<T>) => Promise<T>
+
+/**
+ * The tally methods of the storage contract over one database, arguments already checked. Each is one round trip
+ * where the database allows (one statement on PostgreSQL, one procedure call on MySQL/MariaDB), so the rows every
+ * process contends for (the tallies) stay locked for one statement only, always in key order.
+ */
+export interface TallyStatements {
+  /** Each change's tally after the hold (`value`, `expires_at`), in order; `null` when the id is held or settled. */
+  hold(call: SqlCall, inTransaction: InTransaction, hold: TallyHold): Promise<SqlRow[] | null>
+  /**
+   * Applies the settlements not settled yet. Resolves `false` when the outcome of some of them was decided by a
+   * write that committed while this one ran and that it could not see: everything else is applied, and sending the
+   * same batch again decides those (it is idempotent).
+   */
+  settle(call: SqlCall, inTransaction: InTransaction, settlements: ReadonlyArray<TallySettlement>): Promise<boolean>
+  /** How many of the (distinct) `ids` were held, now leased for `leaseMs` more. */
+  renewHolds(call: SqlCall, inTransaction: InTransaction, ids: ReadonlyArray<string>, leaseMs: number): Promise<number>
+  /** How many expired holds it released, at most `limit`. */
+  releaseExpiredHolds(call: SqlCall, inTransaction: InTransaction, limit: number): Promise<number>
+  /** The live tallies among the (distinct) `keys`, by key. */
+  readTallies(call: SqlCall, keys: ReadonlyArray<string>): Promise<Map<string, number>>
+  /** Deletes expired tallies and forgotten settlement ids, in bounded batches. */
+  sweep(call: SqlCall): Promise<void>
 }
 
 /**
@@ -91,6 +130,7 @@ export interface Dialect {
   readonly isIncrementTransactional: boolean
   /** Deletes a bounded batch of expired counters. */
   readonly sweepCountersStatement: string
+  readonly tallies: TallyStatements
   /** Decodes a key column: MySQL returns VARBINARY columns as bytes. */
   text(value: unknown): string
   /** Runs `task` while holding the migration lock of this schema (waits for other processes). */
@@ -107,6 +147,15 @@ export interface Dialect {
   /** The database cannot answer (network, shutdown, overload, refused login): rendered as 503. */
   isUnavailable(error: unknown): boolean
 }
+
+/**
+ * The database clock in Unix milliseconds, fixed for one statement (PostgreSQL's `statement_timestamp()`; MySQL's
+ * `NOW(3)`, which a stored procedure fixes for the whole call). Every process reads the same clock.
+ */
+export const NOW_MS = {
+  postgres: 'floor(extract(epoch from statement_timestamp()) * 1000)::bigint',
+  mysql: 'CAST(FLOOR(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)',
+} as const satisfies Record<DialectName, string>
 
 /** Settings a dialect receives from the validated options. */
 export interface DialectSettings {

@@ -1,9 +1,10 @@
 /**
  * The `StorageDriver` over a SQL dialect. Every write is one transaction on one connection (or, for
- * new records, one statement on PostgreSQL, one procedure call on MySQL/MariaDB): the record row, its
- * unique-key rows and its index rows change together or not at all. Unique keys
+ * new records and for every tally method, one statement on PostgreSQL, one procedure call on MySQL/MariaDB):
+ * the record row, its unique-key rows and its index rows change together or not at all. Unique keys
  * and ids are claimed by primary keys, so "create if absent" is decided by the database, never by a
- * read followed by a write; compare-and-set reads the row with `FOR UPDATE` first.
+ * read followed by a write; compare-and-set reads the row with `FOR UPDATE` first. The tally statements live
+ * with their dialect (`postgres-tallies.ts`, `mysql-tallies.ts`).
  */
 import { isGatewayError, StorageConflictError, StorageUnavailableError } from '../../core/errors'
 import type {
@@ -15,17 +16,25 @@ import type {
   RecordInput,
   StorageDriver,
   StoredRecord,
+  TallyHold,
+  TallySettlement,
 } from '../contract'
 import {
   assertCollection,
   assertCounterArguments,
   assertDistinctCounters,
   assertId,
+  assertIds,
+  assertLeaseMs,
   assertListQuery,
+  assertReleaseLimit,
+  assertTallyHold,
+  assertTallyKeys,
+  assertTallySettlements,
   assertVersion,
   toStoredRecord,
 } from '../validate'
-import type { Dialect, NewRecordRows, SqlCall, SqlRow, SqlValue, TableNames } from './dialect'
+import type { Dialect, InTransaction, NewRecordRows, SqlCall, SqlRow, SqlValue, TableNames } from './dialect'
 import { assertStorableKey, assertStorableRecord, isStorableKey, KEY_LIMITS } from './keys'
 import { migrate } from './migrations'
 import { createSessionPool, SqlConnectionLostError, SqlPoolClosedError, SqlTimeoutError, type SessionPool } from './pool'
@@ -43,8 +52,14 @@ export interface SqlDriverSettings {
 const MAX_ATTEMPTS = 4
 /** How long `close()` lets each connection say goodbye before cutting it. */
 const CLOSE_GRACE_MS = 1_000
-/** Expired counters are deleted in small batches, at most this often per driver. */
+/** Expired counters, tallies and settled ids are deleted in small batches, at most this often per driver. */
 const SWEEP_INTERVAL_MS = 60_000
+/**
+ * Times one call sends a settlement batch when writes committed while it ran left some of it undecided (see
+ * `TallyStatements.settle`): each attempt sees every write that committed before it, and only another write of the
+ * same id committing meanwhile sends it again.
+ */
+const MAX_SETTLE_ROUNDS = 8
 
 const RECORD_COLUMNS = 'r.id, r.version, r.data, r.sort_key, r.indexes_json, r.uniques_json'
 
@@ -327,13 +342,33 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
     }
   }
 
-  const sweepCounters = (pool: SessionPool, dialect: Dialect) => {
+  const sweepExpired = (pool: SessionPool, dialect: Dialect) => {
     const now = performance.now()
     if (now - lastSweepAt < SWEEP_INTERVAL_MS) return
     lastSweepAt = now
-    // Best effort and off the caller's path: an expired counter left behind is harmless.
-    void pool.run(settings.queryTimeoutMs, (sqlCall) => sqlCall.query(dialect.sweepCountersStatement)).catch(() => {})
+    // Best effort and off the caller's path: an expired counter, tally or settled id left behind is harmless.
+    // One session for all of it, so a sweep never takes more than one connection from the callers.
+    void pool
+      .run(settings.queryTimeoutMs, async (sqlCall) => {
+        await sqlCall.query(dialect.sweepCountersStatement)
+        await dialect.tallies.sweep(sqlCall)
+      })
+      .catch(() => {})
   }
+
+  /** Runs a tally method on a session of its own, again from the start after a deadlock or lock timeout. */
+  const tallyCall = async <T>(task: (call: SqlCall, dialect: Dialect, inTransaction: InTransaction) => Promise<T>): Promise<T> => {
+    const result = await call((sqlCall, dialect) =>
+      withRetries(dialect, () => task(sqlCall, dialect, (body) => inTransaction(sqlCall, dialect, body))),
+    )
+    // The first sweep waits an interval: run at once, it would take the connection the caller's next call is about to
+    // reuse, and make that call open a new one.
+    if (lastSweepAt === Number.NEGATIVE_INFINITY) lastSweepAt = performance.now()
+    else if (opened) sweepExpired(opened.pool, opened.dialect)
+    return result
+  }
+
+  const assertTallyKey = (key: string) => assertStorableKey(key, 'tally key', KEY_LIMITS.counterKey)
 
   const driver: StorageDriver = {
     name: settings.name,
@@ -531,7 +566,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       const run = (sqlCall: SqlCall, dialect: Dialect) => dialect.increment(sqlCall, key, amount, ttlMs)
       const { dialect, pool } = await ready()
       const row = await (dialect.isIncrementTransactional ? transaction(run) : call(run))
-      sweepCounters(pool, dialect)
+      sweepExpired(pool, dialect)
       return toCounterResult(row)
     },
 
@@ -555,8 +590,61 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
         return found
       })
       const { dialect, pool } = await ready()
-      sweepCounters(pool, dialect)
+      sweepExpired(pool, dialect)
       return rows.map(toCounterResult)
+    },
+
+    async hold(hold: TallyHold): Promise<CounterResult[]> {
+      assertOpen()
+      assertTallyHold(hold)
+      assertStorableKey(hold.id, 'hold.id', KEY_LIMITS.id)
+      assertStorableKey(hold.owner, 'hold.owner', KEY_LIMITS.holdOwner)
+      for (const change of hold.changes) assertTallyKey(change.key)
+      // A held or settled id fails the claim as a duplicate (MySQL/MariaDB) or claims nothing (PostgreSQL).
+      const rows = await tallyCall((sqlCall, dialect, inTx) => asConflict(dialect, dialect.tallies.hold(sqlCall, inTx, hold)))
+      if (!rows) throw new StorageConflictError('unique')
+      return rows.map(toCounterResult)
+    },
+
+    async settle(settlements: ReadonlyArray<TallySettlement>): Promise<void> {
+      assertOpen()
+      assertTallySettlements(settlements)
+      for (const settlement of settlements) {
+        assertStorableKey(settlement.id, 'settlement.id', KEY_LIMITS.id)
+        for (const change of settlement.changes) assertTallyKey(change.key)
+      }
+      if (settlements.length === 0) return
+      await tallyCall(async (sqlCall, dialect, inTx) => {
+        for (let round = 1; round <= MAX_SETTLE_ROUNDS; round++) {
+          if (await dialect.tallies.settle(sqlCall, inTx, settlements)) return
+        }
+        throw unavailable(new Error('settlements kept meeting writes of the same ids'))
+      })
+    },
+
+    async renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number> {
+      assertOpen()
+      assertIds(ids)
+      assertLeaseMs(leaseMs)
+      // An id no row could hold is held by no hold.
+      const held = [...new Set(ids)].filter((id) => isStorableKey(id, KEY_LIMITS.id))
+      if (held.length === 0) return 0
+      return tallyCall((sqlCall, dialect, inTx) => dialect.tallies.renewHolds(sqlCall, inTx, held, leaseMs))
+    },
+
+    async releaseExpiredHolds(limit: number): Promise<number> {
+      assertOpen()
+      assertReleaseLimit(limit)
+      return tallyCall((sqlCall, dialect, inTx) => dialect.tallies.releaseExpiredHolds(sqlCall, inTx, limit))
+    },
+
+    async readTallies(keys: ReadonlyArray<string>): Promise<number[]> {
+      assertOpen()
+      assertTallyKeys(keys)
+      const stored = [...new Set(keys)].filter((key) => isStorableKey(key, KEY_LIMITS.counterKey))
+      if (stored.length === 0) return keys.map(() => 0)
+      const values = await call((sqlCall, dialect) => dialect.tallies.readTallies(sqlCall, stored))
+      return keys.map((key) => values.get(key) ?? 0)
     },
 
     close(): Promise<void> {

@@ -16,6 +16,7 @@ export const KEY_LIMITS = {
   indexValue: 1024,
   sortKey: 1024,
   counterKey: 1024,
+  holdOwner: 255,
 } as const
 
 /** In a `u` regex a surrogate range matches only unpaired halves. */

@@ -10,8 +10,9 @@
  * stored as the exact text `JSON.stringify` wrote (`json`, not `jsonb`, which reorders keys and
  * refuses `\u0000`; LONGTEXT on MySQL, whose JSON type reorders keys too).
  */
-import type { Dialect, DialectName, SqlCall, TableNames } from './dialect'
+import { NOW_MS, type Dialect, type DialectName, type SqlCall, type TableNames } from './dialect'
 import { KEY_LIMITS } from './keys'
+import { mysqlTallyProcedures } from './mysql-tallies'
 
 export interface Migration {
   version: number
@@ -190,6 +191,73 @@ export const MIGRATIONS: readonly Migration[] = [
         (await hasJsonTable(call))
           ? [`DROP PROCEDURE IF EXISTS ${t.insertRecordsProcedure}`, mysqlInsertRecordsProcedure(t)]
           : [],
+    },
+    privileges: { mysql: 'the CREATE ROUTINE and ALTER ROUTINE privileges on the database' },
+  },
+  {
+    // Tallies, holds and settled ids (src/storage/contract.ts). A `settled` row is a settled id until `expires_at`,
+    // or, with `expires_at` NULL, the claim of a held id (see src/storage/sql/postgres-tallies.ts): both decide who
+    // wins when writers of one id meet. The spend that releases before tallies kept in ordinary counters (keys
+    // `spend:...`, src/repositories/spend-counters.ts) is carried over once, live counters only; the old counters
+    // are left as they are (nothing reads them any more; they expire and are swept like any counter, and a rollback
+    // to the previous release still finds them). Under the migration lock, with the version recorded in the same
+    // transaction on PostgreSQL, so processes upgrading at once copy once; MySQL commits DDL at once, so a run cut
+    // short before recording the version copies again, and keeps the tallies the first run wrote (no process uses
+    // tallies before the version is recorded).
+    version: 3,
+    name: 'tallies, holds and settled ids',
+    up: {
+      postgres: (t) => [
+        `CREATE TABLE IF NOT EXISTS ${t.tallies} (
+          tally_key text COLLATE "C" NOT NULL PRIMARY KEY,
+          value double precision NOT NULL,
+          expires_at bigint NOT NULL
+        )`,
+        `CREATE INDEX IF NOT EXISTS ${quotePostgres(`${t.prefix}tallies_expiry`)} ON ${t.tallies} (expires_at)`,
+        `CREATE TABLE IF NOT EXISTS ${t.holds} (
+          id text COLLATE "C" NOT NULL PRIMARY KEY,
+          owner text NOT NULL,
+          expires_at bigint NOT NULL,
+          changes json NOT NULL
+        )`,
+        `CREATE INDEX IF NOT EXISTS ${quotePostgres(`${t.prefix}holds_expiry`)} ON ${t.holds} (expires_at)`,
+        `CREATE TABLE IF NOT EXISTS ${t.settled} (
+          id text COLLATE "C" NOT NULL PRIMARY KEY,
+          expires_at bigint
+        )`,
+        `CREATE INDEX IF NOT EXISTS ${quotePostgres(`${t.prefix}settled_expiry`)} ON ${t.settled} (expires_at)`,
+        `INSERT INTO ${t.tallies} (tally_key, value, expires_at)
+          SELECT counter_key, value, expires_at FROM ${t.counters}
+          WHERE counter_key LIKE 'spend:%' AND expires_at > ${NOW_MS.postgres}
+          ON CONFLICT (tally_key) DO NOTHING`,
+      ],
+      mysql: async (t, call) => [
+        `CREATE TABLE IF NOT EXISTS ${t.tallies} (
+          tally_key VARBINARY(${KEY_LIMITS.counterKey}) NOT NULL PRIMARY KEY,
+          value DOUBLE NOT NULL,
+          expires_at BIGINT NOT NULL,
+          KEY tallies_expiry (expires_at)
+        ) ${MYSQL_TABLE_OPTIONS}`,
+        `CREATE TABLE IF NOT EXISTS ${t.holds} (
+          id VARBINARY(${KEY_LIMITS.id}) NOT NULL PRIMARY KEY,
+          owner VARBINARY(${KEY_LIMITS.holdOwner}) NOT NULL,
+          expires_at BIGINT NOT NULL,
+          changes ${MYSQL_TEXT} NOT NULL,
+          KEY holds_expiry (expires_at)
+        ) ${MYSQL_TABLE_OPTIONS}`,
+        `CREATE TABLE IF NOT EXISTS ${t.settled} (
+          id VARBINARY(${KEY_LIMITS.id}) NOT NULL PRIMARY KEY,
+          expires_at BIGINT NULL,
+          KEY settled_expiry (expires_at)
+        ) ${MYSQL_TABLE_OPTIONS}`,
+        `INSERT INTO ${t.tallies} (tally_key, value, expires_at)
+          SELECT counter_key, value, expires_at FROM ${t.counters}
+          WHERE counter_key LIKE 'spend:%' AND expires_at > ${NOW_MS.mysql}
+          ON DUPLICATE KEY UPDATE tally_key = tally_key`,
+        // One call per tally method, as migration 2 does for batches of records; without JSON_TABLE, none, and the
+        // driver runs each method as a transaction (src/storage/sql/mysql-tallies.ts).
+        ...((await hasJsonTable(call)) ? mysqlTallyProcedures(t) : []),
+      ],
     },
     privileges: { mysql: 'the CREATE ROUTINE and ALTER ROUTINE privileges on the database' },
   },

@@ -9,6 +9,7 @@ import type { Connection } from 'mysql2/promise'
 import {
   errorCode,
   NETWORK_ERROR_CODES,
+  NOW_MS,
   type Dialect,
   type DialectSettings,
   type NewRecordRows,
@@ -17,6 +18,7 @@ import {
   type SqlSession,
   type SqlValue,
 } from './dialect'
+import { createMysqlTallies } from './mysql-tallies'
 
 type MysqlModule = typeof import('mysql2/promise')
 
@@ -35,7 +37,7 @@ const DUPLICATE_ERRNOS = new Set([1062, 1586])
  * privilege missing (SUPER with binary logging).
  */
 const PERMISSION_ERRNOS = new Set([1044, 1142, 1227, 1370, 1419])
-/** ER_SP_DOES_NOT_EXIST, ER_PROCACCESS_DENIED_ERROR: the batch procedure is missing, or EXECUTE on it is not granted. */
+/** ER_SP_DOES_NOT_EXIST, ER_PROCACCESS_DENIED_ERROR: a procedure is missing, or EXECUTE on it is not granted. */
 const PROCEDURE_UNUSABLE_ERRNOS = new Set([1305, 1370])
 
 const errnoOf = (error: unknown): number | undefined => {
@@ -43,8 +45,7 @@ const errnoOf = (error: unknown): number | undefined => {
   return typeof errno === 'number' ? errno : undefined
 }
 
-/** The database clock in Unix milliseconds; NOW(3) is fixed for the whole statement. */
-const NOW_MS = 'CAST(FLOOR(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)'
+const NOW = NOW_MS.mysql
 
 /**
  * Strict mode for every table (never truncate, never guess), UTC so UNIX_TIMESTAMP(NOW()) has no
@@ -58,6 +59,11 @@ const SESSION_SETUP = (lockWaitSeconds: number) => [
 ]
 
 const quote = (name: string) => `\`${name.replaceAll('`', '``')}\``
+
+/** Decodes a key column: VARBINARY comes back as bytes. */
+const text = (value: unknown): string => (Buffer.isBuffer(value) ? value.toString('utf8') : String(value))
+
+const isUniqueViolation = (error: unknown): boolean => DUPLICATE_ERRNOS.has(errnoOf(error) ?? 0)
 
 /** `mysql2` connection options from our URL, without a default database (every table name is qualified). */
 const connectionUri = (url: string): string => {
@@ -80,6 +86,13 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
     counters: qualify('counters'),
     migrations: qualify('migrations'),
     insertRecordsProcedure: qualify('insert_records'),
+    tallies: qualify('tallies'),
+    holds: qualify('holds'),
+    settled: qualify('settled'),
+    holdProcedure: qualify('tally_hold'),
+    settleProcedure: qualify('tally_settle'),
+    renewProcedure: qualify('tally_renew'),
+    releaseProcedure: qualify('tally_release'),
     prefix: tablePrefix,
   }
   const uri = connectionUri(settings.url)
@@ -193,10 +206,10 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
       // computed first, while `expires_at` still holds the old expiry.
       await call.query(
         `INSERT INTO ${tables.counters} (counter_key, value, expires_at)
-         VALUES (?, ?, ${NOW_MS} + CAST(? AS SIGNED))
+         VALUES (?, ?, ${NOW} + CAST(? AS SIGNED))
          ON DUPLICATE KEY UPDATE
-           value = IF(expires_at <= ${NOW_MS}, VALUES(value), value + VALUES(value)),
-           expires_at = IF(expires_at <= ${NOW_MS}, VALUES(expires_at), expires_at)`,
+           value = IF(expires_at <= ${NOW}, VALUES(value), value + VALUES(value)),
+           expires_at = IF(expires_at <= ${NOW}, VALUES(expires_at), expires_at)`,
         [key, amount, ttlMs],
       )
       // Same transaction, row still locked by the upsert: this reads exactly what it wrote.
@@ -204,9 +217,15 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
       return rows[0]!
     },
 
-    sweepCountersStatement: `DELETE FROM ${tables.counters} WHERE expires_at <= ${NOW_MS} LIMIT 1000`,
+    sweepCountersStatement: `DELETE FROM ${tables.counters} WHERE expires_at <= ${NOW} LIMIT 1000`,
 
-    text: (value) => (Buffer.isBuffer(value) ? value.toString('utf8') : String(value)),
+    tallies: createMysqlTallies(tables, {
+      text,
+      isProcedureUnusable: (error) => PROCEDURE_UNUSABLE_ERRNOS.has(errnoOf(error) ?? 0),
+      isUniqueViolation,
+    }),
+
+    text,
 
     async withMigrationLock<T>(call: SqlCall, task: () => Promise<T>): Promise<T> {
       const seconds = Math.max(1, Math.ceil(settings.migrationTimeoutMs / 1000))
@@ -246,7 +265,7 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
       applied_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 
-    isUniqueViolation: (error) => DUPLICATE_ERRNOS.has(errnoOf(error) ?? 0),
+    isUniqueViolation,
 
     isPermissionDenied: (error) => PERMISSION_ERRNOS.has(errnoOf(error) ?? 0),
 

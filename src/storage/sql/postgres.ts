@@ -11,6 +11,7 @@ import type postgres from 'postgres'
 import {
   errorCode,
   NETWORK_ERROR_CODES,
+  NOW_MS,
   type Dialect,
   type DialectSettings,
   type SqlCall,
@@ -19,6 +20,7 @@ import {
   type SqlValue,
 } from './dialect'
 import { SqlConnectionLostError } from './pool'
+import { createPostgresTallies } from './postgres-tallies'
 
 type Postgres = typeof postgres
 
@@ -42,8 +44,7 @@ const RETRYABLE_STATES = new Set(['40P01', '40001'])
 
 const isPostgresError = (error: unknown): boolean => (error as { name?: unknown } | null)?.name === 'PostgresError'
 
-/** The database clock in Unix milliseconds, one value per statement. */
-const NOW_MS = 'floor(extract(epoch from statement_timestamp()) * 1000)::bigint'
+const NOW = NOW_MS.postgres
 
 /** Statements are written with `?`; postgres.js wants `$1`, `$2`, ... */
 const positionalCache = new Map<string, string>()
@@ -80,8 +81,15 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
     indexes: qualify('indexes'),
     counters: qualify('counters'),
     migrations: qualify('migrations'),
-    // Never created: one statement stores a batch here (`hasMultiTableInsert`).
+    tallies: qualify('tallies'),
+    holds: qualify('holds'),
+    settled: qualify('settled'),
+    // Never created: one statement stores a batch here (`hasMultiTableInsert`), and one runs each tally method.
     insertRecordsProcedure: qualify('insert_records'),
+    holdProcedure: qualify('tally_hold'),
+    settleProcedure: qualify('tally_settle'),
+    renewProcedure: qualify('tally_renew'),
+    releaseProcedure: qualify('tally_release'),
     prefix: tablePrefix,
   }
   // Advisory locks are per database; one key per schema also serializes creating the schema itself.
@@ -191,10 +199,10 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
       // Every SET expression sees the row as it was, so both CASEs test the old expiry.
       const rows = await call.query(
         `INSERT INTO ${tables.counters} AS c (counter_key, value, expires_at)
-         VALUES (?, ?, ${NOW_MS} + ?)
+         VALUES (?, ?, ${NOW} + ?)
          ON CONFLICT (counter_key) DO UPDATE SET
-           value = CASE WHEN c.expires_at <= ${NOW_MS} THEN EXCLUDED.value ELSE c.value + EXCLUDED.value END,
-           expires_at = CASE WHEN c.expires_at <= ${NOW_MS} THEN EXCLUDED.expires_at ELSE c.expires_at END
+           value = CASE WHEN c.expires_at <= ${NOW} THEN EXCLUDED.value ELSE c.value + EXCLUDED.value END,
+           expires_at = CASE WHEN c.expires_at <= ${NOW} THEN EXCLUDED.expires_at ELSE c.expires_at END
          RETURNING value, expires_at`,
         [key, amount, ttlMs],
       )
@@ -202,8 +210,10 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
     },
 
     // The outer expiry test re-checks each row after locking it, so a counter renewed meanwhile stays.
-    sweepCountersStatement: `DELETE FROM ${tables.counters} WHERE expires_at <= ${NOW_MS} AND counter_key IN (
-      SELECT counter_key FROM ${tables.counters} WHERE expires_at <= ${NOW_MS} LIMIT 1000)`,
+    sweepCountersStatement: `DELETE FROM ${tables.counters} WHERE expires_at <= ${NOW} AND counter_key IN (
+      SELECT counter_key FROM ${tables.counters} WHERE expires_at <= ${NOW} LIMIT 1000)`,
+
+    tallies: createPostgresTallies(tables),
 
     text: (value) => String(value),
 
