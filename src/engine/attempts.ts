@@ -101,8 +101,19 @@ const redactedError = (error: Error, secrets: readonly string[], depth = 0): Err
   return copy
 }
 
-/** Classifies a thrown value from transport or adapter, with every secret sent removed from its text and its cause. */
-export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: readonly string[]): GatewayError => {
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
+
+/** What the timeouts were, for a message about a stream they cut after content. */
+export interface AfterContent {
+  timeouts: { idleMs: number; totalMs: number }
+}
+
+/**
+ * Classifies a thrown value from transport or adapter, with every secret sent removed from its text and its cause.
+ * `afterContent`: the failure broke off a stream that had sent content, so it says what happened to the stream (it
+ * broke off, went silent past the idle timeout, ran past the total timeout) rather than that the provider was not reached.
+ */
+export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: readonly string[], afterContent?: AfterContent): GatewayError => {
   if (isUpstreamFailure(error)) {
     // Adapters redact key-like text only; an upstream can quote the exact key it was sent, whatever it looks like.
     const message = redactSecrets(error.message, secrets)
@@ -114,6 +125,13 @@ export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: read
       ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds }),
       ...(cause === undefined ? {} : { cause }),
     })
+  }
+  if (error instanceof UpstreamTimeoutSignal && afterContent && (error.phase === 'idle' || error.phase === 'total')) {
+    const message =
+      error.phase === 'idle'
+        ? `The provider's stream sent nothing for longer than the idle timeout (${seconds(afterContent.timeouts.idleMs)}) after part of the answer`
+        : `The provider's answer ran past the total timeout (${seconds(afterContent.timeouts.totalMs)}) after part of it was sent`
+    return new UpstreamFailure('timeout', message, { upstreamStatus: 0, cause: error })
   }
   if (error instanceof UpstreamTimeoutSignal) {
     return new UpstreamFailure('timeout', `No answer in time (${TIMEOUT_PHASES[error.phase]})`, {
@@ -135,7 +153,8 @@ export const toAttemptFailure = (error: unknown, attempt: Attempt, secrets: read
   if (error instanceof RequestDeadlineSignal) return error.deadline.error()
   if (isGatewayError(error)) return error
   const message = error instanceof Error ? error.message : String(error)
-  return new UpstreamFailure('provider_unavailable', 'Could not reach the provider', {
+  // A transport error after content (the connection closed or reset mid-body) is no failure to reach the provider.
+  return new UpstreamFailure('provider_unavailable', afterContent ? "The provider's stream ended early, after part of the answer was sent" : 'Could not reach the provider', {
     upstreamStatus: 0,
     cause: new Error(redactSecrets(message, secrets)),
   })

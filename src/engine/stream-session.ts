@@ -24,8 +24,6 @@ import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, Sessi
 import { StreamSignal } from './stream-signal'
 import { createDeliveredText, estimatedUsage, estimateEncoding } from './stopped-usage'
 import type { Encoding } from './token-encoding'
-import { UpstreamFailure } from '../providers/shared/errors'
-import { UpstreamTimeoutSignal } from './transport'
 
 // A canonical type (spec `error_type`), so clients read it as the gateway's failure, not the provider's or theirs.
 const SHUTDOWN_ERROR_TYPE = 'server'
@@ -40,24 +38,6 @@ const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
 type Opened = Extract<OpenStream, { isOpen: true }>
 
-const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
-
-/**
- * What ended a stream after content, said as what happened: the provider's stream broke off, went silent past the
- * idle timeout, or ran past the total timeout. An upstream's own in-band error keeps its words.
- */
-const brokenOff = (error: unknown, failure: GatewayError, service: InferenceService): GatewayError => {
-  const options = (cause: unknown) => ({ upstreamStatus: 0, cause })
-  if (error instanceof UpstreamTimeoutSignal && error.phase === 'idle') {
-    return new UpstreamFailure('timeout', `The provider's stream sent nothing for longer than the idle timeout (${seconds(service.timeouts.idleMs)}) after part of the answer`, options(error))
-  }
-  if (error instanceof UpstreamTimeoutSignal && error.phase === 'total') {
-    return new UpstreamFailure('timeout', `The provider's answer ran past the total timeout (${seconds(service.timeouts.totalMs)}) after part of it was sent`, options(error))
-  }
-  // A transport error (the connection closed or reset mid-body) is no failure to reach the provider: it was reached.
-  if (!isGatewayError(error)) return new UpstreamFailure('provider_unavailable', "The provider's stream ended early, after part of the answer was sent", options(failure.cause))
-  return failure
-}
 
 /**
  * Starts a streamed response. Resolves once content arrived (or the commit deadline passed), so an
@@ -265,7 +245,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
         // The client went away without the consumer stopping the session (a host that aborts the request's signal):
         // the answer is charged what it used, as a stop would charge it.
         if (error instanceof ClientClosedError || signal.aborted) return end(stoppedUsage())
-        const failure = brokenOff(error, toAttemptFailure(error, served.attempt, attempt.secrets), service)
+        const failure = toAttemptFailure(error, served.attempt, attempt.secrets, { timeouts: service.timeouts })
         service.logger.warn('upstream stream failed after content', {
           requestId: request.requestId,
           provider: served.attempt.provider.descriptor.id,

@@ -111,7 +111,7 @@ export type GenerationRecord = {
   /** The Responses API's own ending: `completed`, `max_output_tokens`, `content_filter`, `failed`, `cancelled`. */
   nativeFinishReason: string | null
   tokens: GenerationTokens
-  /** True when the tokens are an estimate (a stream cancelled before the upstream reported usage). */
+  /** True when the tokens are an estimate: the upstream reported none (a stream cancelled, cut or ended by the gateway first). */
   isUsageEstimated: boolean
   /** What the caller was charged, in USD: the BYOK fee for BYOK requests. */
   cost: number
