@@ -65,6 +65,8 @@ const RunnerSettingsSchema = v.strictObject({
   requestBodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
   /** The deadline of a whole request, every attempt, turn and run of it, in ms (see `createGateway`'s `requestTimeoutMs`). */
   requestTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
+  /** A spend hold's lease in ms (see `createGateway`'s `spend.leaseMs`; default 60000). */
+  spendLeaseMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1_000), v.maxValue(3_600_000))),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   /** Master keys for BYOK secrets, primary first, comma-separated in the environment (never logged). */
   encryptionKeys: v.optional(v.array(v.string())),
@@ -186,6 +188,7 @@ export const ENVIRONMENT = {
   MODELGATE_BODY_LIMIT: 'bodyLimit',
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
   MODELGATE_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
+  MODELGATE_SPEND_LEASE_MS: 'spendLeaseMs',
   MODELGATE_LOG_LEVEL: 'logLevel',
   MODELGATE_MANAGEMENT_KEY: 'managementKey',
   MODELGATE_ENCRYPTION_KEY: 'encryptionKeys',
@@ -207,6 +210,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'rateLimitWindowSeconds',
   'priceRefreshSeconds',
   'ledgerRetentionDays',
+  'spendLeaseMs',
 ])
 const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent', 'enforceCredits'])
 

@@ -76,6 +76,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
         : {}),
       ...(config.ledger === 'off' ? { ledger: { enabled: false } } : {}),
       ...(config.ledgerRetentionDays ? { ledger: { retentionDays: config.ledgerRetentionDays } } : {}),
+      ...(config.spendLeaseMs ? { spend: { leaseMs: config.spendLeaseMs } } : {}),
     })
   } catch (error) {
     await storage.close()
