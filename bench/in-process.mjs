@@ -83,6 +83,11 @@ const counted = (driver) => {
         counts.calls++
         if (name === 'increment') counts.counters++
         if (name === 'incrementMany') counts.counters += /** @type {unknown[]} */ (args[0]).length
+        // Spend moves by holds and settlements of tallies: each change is a spend counter written.
+        if (name === 'hold') counts.counters += /** @type {{ changes: unknown[] }} */ (args[0]).changes.length
+        if (name === 'settle') {
+          for (const settlement of /** @type {Array<{ changes: unknown[] }>} */ (args[0])) counts.counters += settlement.changes.length
+        }
         return value.apply(target, args)
       }
     },
