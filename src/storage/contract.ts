@@ -84,12 +84,13 @@ export interface CounterChange {
 }
 
 /**
- * How long a store remembers at least that a settlement id was applied (one hour): sending it again within this
- * time changes nothing. A caller retries a settlement whose outcome it did not learn within seconds, so an hour
- * covers any retry but one after an outage longer than that; it also bounds what the memory costs (one short
- * entry per request of the last hour).
+ * How long a store remembers at least that a settlement id was applied (ten minutes): sending it again within this
+ * time changes nothing. A caller retries a settlement whose outcome it did not learn within seconds, so this covers
+ * any retry but one after an outage longer than that which followed a success the caller did not see; it also
+ * bounds what the memory costs (one short entry per request of the last ten minutes). A store in the caller's own
+ * process, whose calls never succeed unseen, may forget sooner: nobody sends it a settlement again.
  */
-export const SETTLEMENT_MEMORY_MS = 3_600_000
+export const SETTLEMENT_MEMORY_MS = 600_000
 
 /**
  * A reservation on tallies, leased to the process that made it: while the process lives it renews the lease,

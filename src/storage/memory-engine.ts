@@ -6,7 +6,6 @@
  */
 import { StorageConflictError } from '../core/errors'
 import {
-  SETTLEMENT_MEMORY_MS,
   type CounterChange,
   type CounterResult,
   type JsonObject,
@@ -182,6 +181,13 @@ const replaceRecordOrder = (collection: Collection, previous: StoredRecord, reco
     if (record.indexes[field] !== previous.indexes[field]) insertRecord(indexListFor(collection, field, record.indexes[field]!), record)
   }
 }
+
+/**
+ * How long the memory and embedded file stores remember a settled id: a call to them never succeeds without its
+ * caller seeing it (a failed journal append applies nothing), so no settlement is sent to them again, and a minute
+ * keeps the heap they spend on it small under load (contract.ts, `SETTLEMENT_MEMORY_MS`).
+ */
+export const IN_PROCESS_SETTLEMENT_MEMORY_MS = 60_000
 
 /** Expired counters are swept when the map has doubled since the last sweep, so no timer is needed. */
 const MIN_SWEEP_SIZE = 1024
@@ -391,7 +397,7 @@ export const createMemoryEngine = (now: () => number) => {
       const marks: Mutation[] = []
       for (const settlement of settlements) {
         if (isSettled(settlement.id, at)) continue
-        marks.push({ op: 'settled', id: settlement.id, expiresAt: at + SETTLEMENT_MEMORY_MS })
+        marks.push({ op: 'settled', id: settlement.id, expiresAt: at + IN_PROCESS_SETTLEMENT_MEMORY_MS })
         const hold = holds.get(settlement.id)
         if (hold) marks.push(planRelease(hold, tallyPlan))
         for (const change of settlement.changes) tallyPlan.add(change)

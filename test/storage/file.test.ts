@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { isGatewayError } from '../../src/core/errors'
 import { SETTLEMENT_MEMORY_MS, type StorageDriver } from '../../src/storage/contract'
 import { fileStorage, openFileStorage, type FileStorageOptions } from '../../src/storage/file'
+import { IN_PROCESS_SETTLEMENT_MEMORY_MS } from '../../src/storage/memory-engine'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
 import { describePresets } from './presets'
@@ -814,7 +815,7 @@ describe('fileStorage', () => {
       expect(JSON.parse(header!)).toMatchObject({ format: 3, records: 0, counters: 0, tallies: 1, holds: 0, settled: 1 })
       expect(lines.map((line) => JSON.parse(line) as unknown)).toEqual([
         { op: 'tally', key: 'spend:a', value: 70, expiresAt: time + DAY_MS },
-        { op: 'settled', id: 's1', expiresAt: time + SETTLEMENT_MEMORY_MS },
+        { op: 'settled', id: 's1', expiresAt: time + IN_PROCESS_SETTLEMENT_MEMORY_MS },
       ])
       expect(await journalLines(directory)).toHaveLength(0)
 

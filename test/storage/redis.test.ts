@@ -4,7 +4,7 @@ import calculateSlot from 'cluster-key-slot'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { isGatewayError } from '../../src/core/errors'
-import type { StorageDriver } from '../../src/storage/contract'
+import { SETTLEMENT_MEMORY_MS, type StorageDriver } from '../../src/storage/contract'
 import { redisStorage, type RedisStorageOptions } from '../../src/storage/redis'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
@@ -437,8 +437,8 @@ describe('redisStorage', () => {
       expect(await admin.exists(holdKey)).toBe(0)
       expect(await admin.zscore(`${base}leases`, id)).toBeNull()
       const settledKey = `${base}s:${escaped(id)}`
-      expect(await admin.pttl(settledKey)).toBeGreaterThan(3_000_000)
-      expect(await admin.pttl(settledKey)).toBeLessThanOrEqual(3_600_000)
+      expect(await admin.pttl(settledKey)).toBeGreaterThan(SETTLEMENT_MEMORY_MS - 60_000)
+      expect(await admin.pttl(settledKey)).toBeLessThanOrEqual(SETTLEMENT_MEMORY_MS)
       expect(await admin.hget(tallyKey, 'value')).toBe('0.25')
 
       const keys = (await keysOfRun()).filter((name) => name.startsWith(base))
