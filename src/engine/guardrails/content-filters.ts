@@ -88,6 +88,13 @@ const applyReplacements = (text: string, replacements: Replacement[]): string =>
   return result + text.slice(position)
 }
 
+/**
+ * Characters of text one scan reads at most: a request's input, or a whole answer's output. Each filter's work is
+ * linear in what it reads (content-pattern.ts), so this bounds the time a scan holds the event loop; a text over
+ * it is refused whole, never passed on unscanned (docs/guardrails.md).
+ */
+export const SCAN_CHARACTERS_MAX = 1_048_576
+
 /** The findings of a scan, and the visitor that rewrote what it read. */
 export interface ContentScan {
   /** Visits each text: records what the filters find and returns it with the redactions written in. */
@@ -95,12 +102,16 @@ export interface ContentScan {
   findings(): ContentFinding[]
   /** Whether a filter with action `block` matched. */
   isBlocked(): boolean
+  /** Whether the texts went past `maxCharacters`: the scan stopped there, and what it read must not go on. */
+  isOverLimit(): boolean
 }
 
 /** A scan of texts travelling in `direction` (a model's answer is never the user's own text). */
-export const createContentScan = (filters: readonly ActiveFilter[], direction: ScanDirection): ContentScan => {
+export const createContentScan = (filters: readonly ActiveFilter[], direction: ScanDirection, maxCharacters = SCAN_CHARACTERS_MAX): ContentScan => {
   const found = new Map<string, ContentFinding>()
   let isBlocked = false
+  let scanned = 0
+  let isOverLimit = false
   const record = (filter: ActiveFilter, matches: number) => {
     const key = `${filter.guardrail.record.id}\u0000${filter.action}`
     let finding = found.get(key)
@@ -122,7 +133,12 @@ export const createContentScan = (filters: readonly ActiveFilter[], direction: S
     if (filter.action === 'block') isBlocked = true
   }
   const visit: TextVisitor = (text: string, author: TextAuthor) => {
-    if (text.length === 0) return text
+    if (text.length === 0 || isOverLimit) return text
+    scanned += text.length
+    if (scanned > maxCharacters) {
+      isOverLimit = true
+      return text
+    }
     const replacements: Replacement[] = []
     for (const filter of filters) {
       if (filter.scope === 'user_only' && (direction === 'output' || author !== 'user')) continue
@@ -133,5 +149,5 @@ export const createContentScan = (filters: readonly ActiveFilter[], direction: S
     }
     return replacements.length === 0 ? text : applyReplacements(text, replacements)
   }
-  return { visit, findings: () => [...found.values()], isBlocked: () => isBlocked }
+  return { visit, findings: () => [...found.values()], isBlocked: () => isBlocked, isOverLimit: () => isOverLimit }
 }

@@ -4,13 +4,13 @@
  * leaves a `guardrail` stage in `service_metadata.pipeline`; what was found is kept for the usage ledger.
  */
 
-import { PermissionDeniedError, type GatewayError } from '../../core/errors'
+import { PayloadTooLargeError, PermissionDeniedError, type GatewayError } from '../../core/errors'
 import type { ContentFilterAction } from '../../repositories/guardrails'
 import type { OutputItem } from '../../providers/types'
 import type { BilledUsage } from '../billing'
 import type { ResponsesRequestBody } from '../request.schemas'
 import type { AppliedGuardrail, GuardrailScope } from './applicable'
-import { contentFiltersOf, createContentScan, filteringGuardrails, type ContentFinding, type FilterEngine, type ScanDirection } from './content-filters'
+import { contentFiltersOf, createContentScan, filteringGuardrails, SCAN_CHARACTERS_MAX, type ContentFinding, type FilterEngine, type ScanDirection } from './content-filters'
 import { mapOutputTexts, mapRequestTexts } from './request-texts'
 
 /** A `service_metadata.pipeline` stage of type `guardrail` (spec: Response result, routing metadata). */
@@ -69,6 +69,8 @@ const eventsOf = (findings: readonly ContentFinding[], direction: ScanDirection)
 export interface GuardrailBlock {
   direction: ScanDirection
   findings: ContentFinding[]
+  /** Set when the texts were longer than the scan reads: refused whole, by the first guardrail with content filters. */
+  overLimit?: { guardrail: AppliedGuardrail; maxCharacters: number }
 }
 
 export interface GuardedContent<T> {
@@ -83,10 +85,15 @@ const guard = <T>(guardrails: readonly AppliedGuardrail[], direction: ScanDirect
   // A model's answer is never the user's own text: filters that read only the user's messages skip it.
   const filters = contentFiltersOf(guardrails).filter((filter) => direction === 'input' || filter.scope !== 'user_only')
   if (filters.length === 0) return null
-  const scan = createContentScan(filters, direction)
+  const scan = createContentScan(filters, direction, SCAN_CHARACTERS_MAX)
   const rewritten = map(content, scan)
   const findings = scan.findings()
-  const block = scan.isBlocked() ? { direction, findings: findings.filter((finding) => finding.action === 'block') } : null
+  // Text the filters did not read never goes on: the whole request (or answer) is refused.
+  const block: GuardrailBlock | null = scan.isOverLimit()
+    ? { direction, findings: findings.filter((finding) => finding.action === 'block'), overLimit: { guardrail: filters[0]!.guardrail, maxCharacters: SCAN_CHARACTERS_MAX } }
+    : scan.isBlocked()
+      ? { direction, findings: findings.filter((finding) => finding.action === 'block') }
+      : null
   return { content: block ? content : rewritten, stages: stagesOf(filteringGuardrails(filters), findings, direction), events: eventsOf(findings, direction), block }
 }
 
@@ -116,11 +123,21 @@ export const withPaidUsage = (error: GatewayError, usage: BilledUsage | null): G
  * when the caller opted in). Names the guardrail and the filters, never what they matched.
  */
 export const guardrailBlockError = (block: GuardrailBlock, serviceMetadata?: Record<string, unknown>): GatewayError => {
+  const extraBody = serviceMetadata ? { extraBody: { service_metadata: serviceMetadata } } : {}
+  if (block.overLimit) {
+    const { guardrail, maxCharacters } = block.overLimit
+    const metadata = { error_type: 'guardrail_scan_limit', guardrail_id: guardrail.record.id, guardrail_scope: guardrail.scope, max_characters: maxCharacters }
+    const limit = `its content filters read at most ${maxCharacters} characters of text`
+    // The caller can shorten its own input (413); an answer too long to scan is the model's, refused as a block is.
+    return block.direction === 'input'
+      ? new PayloadTooLargeError(`Request refused by guardrail "${guardrail.record.name}": ${limit}, and the input has more`, { metadata, ...extraBody })
+      : new PermissionDeniedError(`Response blocked by guardrail "${guardrail.record.name}": ${limit}, and the output has more`, { metadata, ...extraBody })
+  }
   const patterns = [...new Set(block.findings.flatMap((finding) => finding.patterns))]
   const first = block.findings[0]!
   const what = block.direction === 'input' ? 'Request' : 'Response'
   return new PermissionDeniedError(`${what} blocked by guardrail "${first.guardrailName}": the ${block.direction} matched ${patterns.join(', ')}`, {
     metadata: { error_type: 'guardrail_blocked', guardrail_id: first.guardrailId, guardrail_scope: first.scope, patterns },
-    ...(serviceMetadata ? { extraBody: { service_metadata: serviceMetadata } } : {}),
+    ...extraBody,
   })
 }
