@@ -118,7 +118,7 @@ const RunnerSettingsSchema = v.strictObject({
   plugins: v.optional(
     v.strictObject({
       moderation: PluginOptionsSchema.entries.moderation,
-      fileParser: v.optional(v.omit(v.unwrap(PluginOptionsSchema.entries.fileParser), ['ocr'])),
+      fileParser: v.optional(v.omit(v.unwrap(PluginOptionsSchema.entries.fileParser), ['ocr', 'extractor'])),
     }),
   ),
   // Config file only, each as `createGateway`'s option of the same name.

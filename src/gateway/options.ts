@@ -11,6 +11,7 @@ import { SEARCH_ENGINE_IDS } from '../engine/server-tools/search-engines'
 import type { UpstreamTransport } from '../engine/transport'
 import { EXECUTABLE_TOOL_TYPES, type ExecutableToolType, type ToolExecutor } from '../engine/server-tools/executor-types'
 import type { PdfOcrBackend } from '../engine/plugins/settings'
+import type { PdfTextExtractor } from '../engine/plugins/pdf-text'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
 import type { ProviderAdapter } from '../providers/contract'
@@ -154,6 +155,21 @@ export const PluginOptionsSchema = v.strictObject({
     v.strictObject({
       maxBytes: v.optional(ByteLimitSchema),
       maxPages: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000))),
+      maxCharacters: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000_000))),
+      maxDecompressedBytes: v.optional(ByteLimitSchema),
+      timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(600_000))),
+      workers: v.optional(
+        v.union([
+          v.literal(false),
+          v.strictObject({
+            threads: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64))),
+            heapMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(16_384))),
+            maxQueued: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000))),
+            queueTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(600_000))),
+          }),
+        ]),
+      ),
+      extractor: v.optional(v.custom<PdfTextExtractor>((value) => typeof value === 'function', 'must be a function (pdf, limits, signal) => Promise<outcome>')),
       ocr: v.optional(v.strictObject({ 'mistral-ocr': v.optional(OcrBackendSchema), 'cloudflare-ai': v.optional(OcrBackendSchema) })),
     }),
   ),
