@@ -173,6 +173,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
           ),
     trustedHostHeader: config.trustedHostHeader,
     rateLimit: config.rateLimit,
+    eventLoop: config.eventLoop,
   }
   assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
   const priceRefresher = config.priceSource ? createPriceRefresher(runtime.inference.models, config.priceSource, logger) : undefined
@@ -238,9 +239,15 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       flavor = match.route.errorFlavor ?? flavor
       // With logging off there is no line to build: the access log and its stream observer are skipped.
       access = match.route.isAccessLogged && isAccessLogKept ? createAccessLog(logger, { requestId, method: request.method, path: url.pathname }) : undefined
-      const answer = await serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
-      access?.responded(replyStatus(answer))
-      return setReplyHeader(answer, REQUEST_ID_HEADER, requestId)
+      // The event-loop monitor names the routes that ran during a stall.
+      const untrack = config.eventLoop?.track?.(`${match.route.method} ${match.route.path}`)
+      try {
+        const answer = await serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
+        access?.responded(replyStatus(answer))
+        return setReplyHeader(answer, REQUEST_ID_HEADER, requestId)
+      } finally {
+        untrack?.()
+      }
     } catch (error) {
       access?.failed(error)
       if (!isGatewayError(error) && (isClientGone(error) || clientSignalOf().aborted)) {

@@ -12,6 +12,7 @@ import type { UpstreamTransport } from '../engine/transport'
 import { EXECUTABLE_TOOL_TYPES, type ExecutableToolType, type ToolExecutor } from '../engine/server-tools/executor-types'
 import type { PdfOcrBackend } from '../engine/plugins/settings'
 import type { PdfTextExtractor } from '../engine/plugins/pdf-text'
+import type { EventLoopMonitor } from '../core/event-loop'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
 import type { ProviderAdapter } from '../providers/contract'
@@ -344,6 +345,16 @@ export const GatewayOptionsSchema = v.strictObject({
    * workspace budgets refuse requests.
    */
   enforceCredits: v.optional(v.boolean()),
+  /**
+   * The host's event-loop monitor (`createEventLoopMonitor()` of `modelgate/adapters/node`; the runner passes one):
+   * `/health/ready` reports its delay figures, and it is told which route each request runs.
+   */
+  eventLoop: v.optional(
+    v.custom<EventLoopMonitor>(
+      (value) => typeof value === 'object' && value !== null && typeof (value as { read?: unknown }).read === 'function',
+      'must be an event-loop monitor with read()',
+    ),
+  ),
   /** Share of the list price charged on BYOK requests (default 0.05). */
   byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Reported as `service_metadata.region`. */
