@@ -19,6 +19,7 @@ export interface EventLoopMonitorOptions {
 }
 
 export interface NodeEventLoopMonitor extends EventLoopMonitor {
+  track(route: string): () => void
   /** Stops measuring; the timers never keep the process alive. */
   stop(): void
 }

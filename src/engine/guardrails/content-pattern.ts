@@ -103,11 +103,21 @@ const programOf = (regex: RE2JS): { program: Program; prefix: string } => {
   return { program: re2.prog, prefix: re2.prefix ?? '' }
 }
 
+/** A scan that runs in slices: `run(maxSteps)` goes on where it stopped and says whether it reached the end. */
+export interface PatternScan {
+  run(maxSteps: number): boolean
+  /** The spans found so far (all of them once `run` said it is done). */
+  readonly spans: Span[]
+  /** Work done so far. */
+  readonly steps: number
+}
+
 /**
- * Every stretch of `text` covered by a non-empty match of `regex`, left to right, overlapping matches merged.
- * One pass: at most (text.length + 1) × the program's instructions of work (see the module comment).
+ * A scan of `text` for every stretch covered by a non-empty match of `regex`, left to right, overlapping matches
+ * merged. One pass: at most (text.length + 1) × the program's instructions of work (see the module comment), in
+ * slices of the caller's size, so a long scan can give the event loop back between them.
  */
-export const findSpans = (regex: RE2JS, text: string, counter?: ScanCounter): Span[] => {
+export const createPatternScan = (regex: RE2JS, text: string): PatternScan => {
   const { program, prefix } = programOf(regex)
   const size = program.inst.length
   let current: ThreadList = { pcs: new Int32Array(size), starts: new Int32Array(size), size: 0 }
@@ -174,62 +184,86 @@ export const findSpans = (regex: RE2JS, text: string, counter?: ScanCounter): Sp
   let position = 0
   let rune = runeAt(text, 0)
   let context = contextOf(-1, rune)
-  while (true) {
-    if (current.size === 0 && prefix.length > 0) {
-      // No thread alive: a match can only start where the pattern's literal prefix occurs (RE2's own shortcut).
-      const found = text.indexOf(prefix, position)
-      if (found < 0) break
-      if (found !== position) {
-        // Instructions stamped at the old position must not stand in the way at the new one.
-        stamp++
-        position = found
-        rune = runeAt(text, position)
-        context = contextOf(runeBefore(text, position), rune)
+  let isDone = false
+  const run = (maxSteps: number): boolean => {
+    const until = steps + maxSteps
+    while (!isDone && steps < until) {
+      if (current.size === 0 && prefix.length > 0) {
+        // No thread alive: a match can only start where the pattern's literal prefix occurs (RE2's own shortcut).
+        const found = text.indexOf(prefix, position)
+        if (found < 0) {
+          isDone = true
+          break
+        }
+        if (found !== position) {
+          // Instructions stamped at the old position must not stand in the way at the new one.
+          stamp++
+          position = found
+          rune = runeAt(text, position)
+          context = contextOf(runeBefore(text, position), rune)
+        }
       }
-    }
-    // The threads already on the list (stamped when the last step put them there) started earlier, so they keep
-    // an instruction the new thread also reaches.
-    add(current, program.start, position, context)
-    const width = rune < 0 ? 0 : widthOf(rune)
-    const nextRune = rune < 0 ? -1 : runeAt(text, position + width)
-    const nextContext = rune < 0 ? 0 : contextOf(rune, nextRune)
-    stamp++
-    let hasMatched = false
-    for (let index = 0; index < current.size; index++) {
-      steps++
-      const instruction = program.inst[current.pcs[index]!]!
-      const start = current.starts[index]!
-      let isTaken = false
-      switch (instruction.op) {
-        case OP.MATCH:
-          // The first match on the list has the earliest start of every match ending here.
-          if (!hasMatched && position > start) record(start, position)
-          hasMatched = true
-          break
-        case OP.RUNE:
-          isTaken = rune >= 0 && instruction.matchRune(rune)
-          break
-        case OP.RUNE1:
-          isTaken = rune >= 0 && rune === instruction.runes[0]
-          break
-        case OP.RUNE_ANY:
-          isTaken = rune >= 0
-          break
-        case OP.RUNE_ANY_NOT_NL:
-          isTaken = rune >= 0 && rune !== NEWLINE
-          break
+      // The threads already on the list (stamped when the last step put them there) started earlier, so they keep
+      // an instruction the new thread also reaches.
+      add(current, program.start, position, context)
+      const width = rune < 0 ? 0 : widthOf(rune)
+      const nextRune = rune < 0 ? -1 : runeAt(text, position + width)
+      const nextContext = rune < 0 ? 0 : contextOf(rune, nextRune)
+      stamp++
+      let hasMatched = false
+      for (let index = 0; index < current.size; index++) {
+        steps++
+        const instruction = program.inst[current.pcs[index]!]!
+        const start = current.starts[index]!
+        let isTaken = false
+        switch (instruction.op) {
+          case OP.MATCH:
+            // The first match on the list has the earliest start of every match ending here.
+            if (!hasMatched && position > start) record(start, position)
+            hasMatched = true
+            break
+          case OP.RUNE:
+            isTaken = rune >= 0 && instruction.matchRune(rune)
+            break
+          case OP.RUNE1:
+            isTaken = rune >= 0 && rune === instruction.runes[0]
+            break
+          case OP.RUNE_ANY:
+            isTaken = rune >= 0
+            break
+          case OP.RUNE_ANY_NOT_NL:
+            isTaken = rune >= 0 && rune !== NEWLINE
+            break
+        }
+        if (isTaken) add(next, instruction.out, start, nextContext)
       }
-      if (isTaken) add(next, instruction.out, start, nextContext)
+      if (rune < 0) {
+        isDone = true
+        break
+      }
+      position += width
+      rune = nextRune
+      context = nextContext
+      const done = current
+      current = next
+      next = done
+      next.size = 0
     }
-    if (rune < 0) break
-    position += width
-    rune = nextRune
-    context = nextContext
-    const done = current
-    current = next
-    next = done
-    next.size = 0
+    return isDone
   }
-  if (counter) counter.steps += steps
-  return spans
+  return {
+    run,
+    spans,
+    get steps() {
+      return steps
+    },
+  }
+}
+
+/** Every stretch of `text` covered by a non-empty match of `regex`, in one go (createPatternScan, not sliced). */
+export const findSpans = (regex: RE2JS, text: string, counter?: ScanCounter): Span[] => {
+  const scan = createPatternScan(regex, text)
+  scan.run(Number.POSITIVE_INFINITY)
+  if (counter) counter.steps += scan.steps
+  return scan.spans
 }

@@ -11,7 +11,7 @@ import type { BilledUsage } from '../billing'
 import type { ResponsesRequestBody } from '../request.schemas'
 import type { AppliedGuardrail, GuardrailScope } from './applicable'
 import { contentFiltersOf, createContentScan, filteringGuardrails, SCAN_CHARACTERS_MAX, type ContentFinding, type FilterEngine, type ScanDirection } from './content-filters'
-import { mapOutputTexts, mapRequestTexts } from './request-texts'
+import { mapOutputTexts, mapRequestTexts, type TextAuthor, type TextVisitor } from './request-texts'
 
 /** A `service_metadata.pipeline` stage of type `guardrail` (spec: Response result, routing metadata). */
 export type GuardrailStage = {
@@ -81,12 +81,24 @@ export interface GuardedContent<T> {
   block: GuardrailBlock | null
 }
 
-const guard = <T>(guardrails: readonly AppliedGuardrail[], direction: ScanDirection, content: T, map: (content: T, scan: ReturnType<typeof createContentScan>) => T): GuardedContent<T> | null => {
+const guard = async <T>(
+  guardrails: readonly AppliedGuardrail[],
+  direction: ScanDirection,
+  content: T,
+  map: (content: T, visit: TextVisitor) => T,
+): Promise<GuardedContent<T> | null> => {
   // A model's answer is never the user's own text: filters that read only the user's messages skip it.
   const filters = contentFiltersOf(guardrails).filter((filter) => direction === 'input' || filter.scope !== 'user_only')
   if (filters.length === 0) return null
   const scan = createContentScan(filters, direction, SCAN_CHARACTERS_MAX)
-  const rewritten = map(content, scan)
+  // Two passes over the same texts in the same order: one collects them for the (sliced) scan, one writes redactions.
+  const texts: Array<readonly [string, TextAuthor]> = []
+  map(content, (text, author) => {
+    texts.push([text, author])
+    return text
+  })
+  await scan.read(texts)
+  const rewritten = scan.isOverLimit() ? content : map(content, scan.visit)
   const findings = scan.findings()
   // Text the filters did not read never goes on: the whole request (or answer) is refused.
   const block: GuardrailBlock | null = scan.isOverLimit()
@@ -98,12 +110,12 @@ const guard = <T>(guardrails: readonly AppliedGuardrail[], direction: ScanDirect
 }
 
 /** Scans a request's input; `null` when no governing guardrail has content filters. */
-export const guardInput = (guardrails: readonly AppliedGuardrail[], body: ResponsesRequestBody): GuardedContent<ResponsesRequestBody> | null =>
-  guard(guardrails, 'input', body, (content, scan) => mapRequestTexts(content, scan.visit))
+export const guardInput = (guardrails: readonly AppliedGuardrail[], body: ResponsesRequestBody): Promise<GuardedContent<ResponsesRequestBody> | null> =>
+  guard(guardrails, 'input', body, mapRequestTexts)
 
 /** Scans a whole answer's output; `null` when no governing guardrail has content filters. */
-export const guardOutput = (guardrails: readonly AppliedGuardrail[], output: OutputItem[]): GuardedContent<OutputItem[]> | null =>
-  guard(guardrails, 'output', output, (content, scan) => mapOutputTexts(content, scan.visit))
+export const guardOutput = (guardrails: readonly AppliedGuardrail[], output: OutputItem[]): Promise<GuardedContent<OutputItem[]> | null> =>
+  guard(guardrails, 'output', output, mapOutputTexts)
 
 // An answer refused for its output was produced and paid for: the refusal carries its usage to the usage ledger.
 const paidUsage = new WeakMap<object, BilledUsage>()

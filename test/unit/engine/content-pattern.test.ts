@@ -1,5 +1,7 @@
 import { RE2JS } from 're2js'
 import { describe, expect, it } from 'vitest'
+import type { AppliedGuardrail } from '../../../src/engine/guardrails/applicable'
+import { contentFiltersOf, createContentScan, SCAN_SLICE_STEPS } from '../../../src/engine/guardrails/content-filters'
 import { compileContentPattern, findSpans, type ScanCounter, type Span } from '../../../src/engine/guardrails/content-pattern'
 
 const compile = (pattern: string) => {
@@ -84,5 +86,28 @@ describe('content filter patterns: one pass over the text', () => {
     const text = `${'x'.repeat(50_000)}password`
     expect(findSpans(compile('password'), text)).toEqual([{ start: 50_000, end: 50_008 }])
     expect(stepsFor('password', text)).toBeLessThan(100)
+  })
+})
+
+describe('a content scan gives the event loop back', () => {
+  it('runs a long scan in slices, with timers running between them, and finds the same spans', async () => {
+    const guardrail = { record: { id: 'g1', name: 'G', contentFilters: [{ pattern: '(?:a*b)?', action: 'redact', label: '[AB]' }] }, scope: 'key' } as unknown as AppliedGuardrail
+    const scan = createContentScan(contentFiltersOf([guardrail]), 'input')
+    const text = `${'a'.repeat(200_000)}b`
+    const counter: ScanCounter = { steps: 0 }
+    expect(findSpans(compile('(?:a*b)?'), text, counter)).toEqual([{ start: 0, end: 200_001 }])
+    let turns = 0
+    let isReading = true
+    const count = () => {
+      if (!isReading) return
+      turns++
+      setTimeout(count, 0)
+    }
+    setTimeout(count, 0)
+    await scan.read([[text, 'user']])
+    isReading = false
+    // Each slice is at most SCAN_SLICE_STEPS steps of work; between two of them the timer had a turn.
+    expect(turns).toBeGreaterThanOrEqual(Math.floor(counter.steps / SCAN_SLICE_STEPS))
+    expect(scan.visit(text, 'user')).toBe('[AB]')
   })
 })
