@@ -61,6 +61,8 @@ const RunnerSettingsSchema = v.strictObject({
   /** Days the usage ledger keeps each generation record (see `createGateway`'s `ledger`; default 30). */
   ledgerRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
+  /** Body limit of model requests, in bytes (see `createGateway`'s `inferenceBodyLimit`; default 20 MiB). */
+  inferenceBodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
   /** How long a whole request body may take to arrive, in ms (408 after that). */
   requestBodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
@@ -181,6 +183,7 @@ export const ENVIRONMENT = {
   MODELGATE_LEDGER: 'ledger',
   MODELGATE_LEDGER_RETENTION_DAYS: 'ledgerRetentionDays',
   MODELGATE_BODY_LIMIT: 'bodyLimit',
+  MODELGATE_INFERENCE_BODY_LIMIT: 'inferenceBodyLimit',
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
   MODELGATE_LOG_LEVEL: 'logLevel',
   MODELGATE_MANAGEMENT_KEY: 'managementKey',
@@ -196,6 +199,7 @@ export const ENVIRONMENT = {
 const NUMERIC = new Set<keyof RunnerConfigInput>([
   'port',
   'bodyLimit',
+  'inferenceBodyLimit',
   'requestBodyTimeoutMs',
   'shutdownGraceSeconds',
   'rateLimitRequests',

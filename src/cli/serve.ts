@@ -71,6 +71,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       logger,
       basePath: config.basePath,
       ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
+      ...(config.inferenceBodyLimit ? { inferenceBodyLimit: config.inferenceBodyLimit } : {}),
       ...(config.requestBodyTimeoutMs ? { requestBodyTimeoutMs: config.requestBodyTimeoutMs } : {}),
       ...(config.workspaceDefaults ? { workspaceDefaults: config.workspaceDefaults } : {}),
       ...Object.fromEntries(GATEWAY_PASS_THROUGH.filter((setting) => config[setting] !== undefined).map((setting) => [setting, config[setting]])),

@@ -195,7 +195,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     // A route without a query schema takes no parameters: any is a 400 naming it (docs/decisions.md, Errors and routing).
     if (!route.query && url.search !== '') parseInput(NoQuerySchema, searchParamsToObject(url.searchParams), 'query')
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
-    const bodyBounds = { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }
+    const limit = route.bodyLimit === 'inference' ? config.inferenceBodyLimit : (route.bodyLimit ?? config.bodyLimit)
+    const bodyBounds = { limit, timeoutMs: requestBodyTimeoutMs }
     const body = route.body ? parseInput(route.body, await readObjectBody(request, bodyBounds), 'body') : undefined
     // A route without a body schema reads no body: one that says something is a 400 naming it (docs/decisions.md,
     // Errors and routing), so an option sent where the route never looks does not seem applied.

@@ -261,6 +261,11 @@ export const GatewayOptionsSchema = v.strictObject({
   /** Default request body limit in bytes (intern routes always use the spec's 1 MiB). */
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1024 * 1024 * 1024)), 1_048_576),
   /**
+   * Body limit of model requests (`/responses`, `/chat/completions`, `/messages`, `/embeddings` and presets' routes),
+   * in bytes (default 20 MiB): they carry whole conversations, inline images and files. Other routes take `bodyLimit`.
+   */
+  inferenceBodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1024 * 1024 * 1024)), 20 * 1024 * 1024),
+  /**
    * How long a whole request body may take to arrive, in ms; a client that stalls mid-body gets 408
    * and its connection is closed. Raise it for large uploads over slow links.
    */
