@@ -134,9 +134,9 @@ module.exports = {
       name: 'workers-run-portable-work',
       severity: 'error',
       comment:
-        'src/workers (Node-only worker threads) runs engine work off the main thread: the kernel and the PDF text reader, nothing with state.',
+        'src/workers (Node-only worker threads) runs engine work off the main thread: the kernel, the PDF text reader and the HTML page reader, nothing with state.',
       from: { path: '^src/workers/' },
-      to: { path: '^src/', pathNot: '^src/(workers|core)/|^src/engine/plugins/pdf-text\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(workers|core)/|^src/engine/plugins/pdf-text\\.ts$|^src/engine/server-tools/page-text\\.ts$' },
     },
     {
       name: 'only-the-root-starts-workers',

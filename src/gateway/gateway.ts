@@ -19,7 +19,7 @@ import { enforceRateLimit } from '../pipeline/rate-limit'
 import { createRouter } from '../core/router'
 import { createSecretBox, type SecretBox } from '../core/secrets'
 import { createInferenceService } from '../engine/service'
-import { createPdfExtractor } from './file-parser'
+import { createDocumentReaders } from './file-parser'
 import { createInternSettings } from '../interns/settings'
 import { createAccessLog, type AccessLog } from '../pipeline/access-log'
 import { createLedger, DEFAULT_LEDGER_SWEEP_INTERVAL_MS, DEFAULT_RETENTION_DAYS } from '../pipeline/ledger'
@@ -147,11 +147,12 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   )
   const router = createRouter<AnyRoute>(config.basePath, routes)
   const secrets = createSecretBox(config.encryptionKeys ?? [])
-  const pdfExtractor = createPdfExtractor(config.plugins?.fileParser, logger)
+  const documents = createDocumentReaders(config.plugins?.fileParser, logger)
   const runtime: GatewayRuntime = {
     inference: createService({
       ...config,
-      plugins: { ...config.plugins, fileParser: { ...config.plugins?.fileParser, extractor: pdfExtractor.extract } },
+      plugins: { ...config.plugins, fileParser: { ...config.plugins?.fileParser, extractor: documents.extract } },
+      serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
       logger,
       secrets,
       adapters: ADAPTERS,
@@ -288,7 +289,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       // Records of answers already sent are written before the store goes.
       await runtime.ledger?.close()
       await flushSpend()
-      await pdfExtractor.close()
+      await documents.close()
       await storage.close()
     },
   }

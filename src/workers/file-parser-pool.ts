@@ -1,6 +1,6 @@
 /**
- * A bounded pool of worker threads that read PDFs for the file-parser plugin (docs/decisions.md, "No tenant can
- * stall the gateway"). Each worker's heap is capped (`resourceLimits`); a PDF that takes longer than its time limit
+ * A bounded pool of worker threads that read untrusted documents: PDFs for the file-parser plugin, fetched HTML
+ * pages for `service:web_fetch` (docs/decisions.md, "No tenant can stall the gateway"). Each worker's heap is capped (`resourceLimits`); a PDF that takes longer than its time limit
  * has its worker terminated; a worker that runs out of heap dies alone. When every worker is busy a PDF waits in a
  * short queue; past the queue's length, or its wait, it is refused with 503 and `Retry-After`, so a burst of
  * hostile files sheds load instead of piling up in memory.
@@ -12,8 +12,9 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { InternalError, ServiceUnavailableError } from '../core/errors'
-import type { PdfTextExtractor, PdfTextLimits, PdfTextOutcome } from '../engine/plugins/pdf-text'
-import type { FileParserJob, FileParserReply } from './file-parser-worker'
+import type { PdfTextExtractor, PdfTextOutcome } from '../engine/plugins/pdf-text'
+import type { PageTextOutcome, PageTextReader } from '../engine/server-tools/page-text'
+import type { WorkerJob, WorkerOutcome, WorkerReply, WorkerTask } from './file-parser-worker'
 
 export interface FileParserPoolOptions {
   /** Worker threads at most (default: the cores less one, between 1 and 4). */
@@ -26,6 +27,8 @@ export interface FileParserPoolOptions {
   queueTimeoutMs?: number
   /** PDFs one worker reads before it is replaced, so what pdf.js keeps between files is let go (default 50). */
   jobsPerWorker?: number
+  /** Milliseconds reading one HTML page may take (default 10 000); past it its worker is stopped. */
+  pageTimeoutMs?: number
   /** The worker script (default: the one beside this module, built or source). */
   workerUrl?: URL
 }
@@ -41,6 +44,8 @@ export interface FileParserPoolStats {
 
 export interface FileParserPool {
   extract: PdfTextExtractor
+  /** A fetched HTML page's text (linkedom and Readability), on the same workers. */
+  readPageText: PageTextReader
   stats(): FileParserPoolStats
   /** Terminates every worker and refuses what is queued. */
   close(): Promise<void>
@@ -65,10 +70,11 @@ interface Slot {
 }
 
 interface Job {
-  pdf: Uint8Array
-  limits: PdfTextLimits
+  task: WorkerTask
+  transfer: ArrayBuffer[]
+  timeoutMs: number
   signal: AbortSignal
-  resolve(outcome: PdfTextOutcome): void
+  resolve(outcome: WorkerOutcome): void
   reject(error: unknown): void
   waiting?: ReturnType<typeof setTimeout>
   dequeued?: () => void
@@ -83,7 +89,7 @@ const quiet = (worker: Worker) => {
 }
 
 const overloaded = (why: string) =>
-  new ServiceUnavailableError(`The file parser is busy (${why}); retry in ${FILE_PARSER_RETRY_AFTER_SECONDS} s`, {
+  new ServiceUnavailableError(`The gateway's document readers are busy (${why}); retry in ${FILE_PARSER_RETRY_AFTER_SECONDS} s`, {
     headers: { 'retry-after': String(FILE_PARSER_RETRY_AFTER_SECONDS) },
   })
 
@@ -94,6 +100,7 @@ export const createFileParserPool = (options: FileParserPoolOptions = {}): FileP
   const maxQueued = options.maxQueued ?? threads * 4
   const queueTimeoutMs = options.queueTimeoutMs ?? 5_000
   const jobsPerWorker = options.jobsPerWorker ?? 50
+  const pageTimeoutMs = options.pageTimeoutMs ?? 10_000
   const workerUrl = options.workerUrl ?? defaultWorkerUrl()
   const slots: Slot[] = []
   const queue: Job[] = []
@@ -158,7 +165,7 @@ export const createFileParserPool = (options: FileParserPoolOptions = {}): FileP
       settle()
       pump()
     }
-    const onMessage = (reply: FileParserReply) => {
+    const onMessage = (reply: WorkerReply) => {
       if (reply.id === id) finish(() => job.resolve(reply.outcome), false)
     }
     const onError = (error: Error & { code?: string }) => {
@@ -169,27 +176,25 @@ export const createFileParserPool = (options: FileParserPoolOptions = {}): FileP
     const onExit = (code: number) => finish(() => job.reject(new InternalError('The file parser failed', { cause: new Error(`worker exited with ${code}`) })), true)
     const onAbort = () => finish(() => job.reject(job.signal.reason), true)
     slot.stop = (error) => finish(() => job.reject(error), true)
-    const timer = setTimeout(() => finish(() => job.resolve({ ok: false, limit: 'time' }), true), job.limits.timeoutMs)
+    const timer = setTimeout(() => finish(() => job.resolve({ ok: false, limit: 'time' }), true), job.timeoutMs)
     slot.worker.on('message', onMessage)
     slot.worker.on('error', onError)
     slot.worker.on('exit', onExit)
     job.signal.addEventListener('abort', onAbort, { once: true })
-    // The PDF's buffer moves to the worker: the caller has read its size already.
-    slot.worker.postMessage({ id, pdf: job.pdf, limits: job.limits } satisfies FileParserJob, [job.pdf.buffer as ArrayBuffer])
+    // A PDF's buffer moves to the worker: the caller has read its size already.
+    slot.worker.postMessage({ id, ...job.task } satisfies WorkerJob, job.transfer)
   }
 
-  const extract: PdfTextExtractor = (pdf, limits, signal) =>
-    new Promise<PdfTextOutcome>((resolve, reject) => {
+  const submit = (task: WorkerTask, transfer: ArrayBuffer[], timeoutMs: number, signal: AbortSignal) =>
+    new Promise<WorkerOutcome>((resolve, reject) => {
       if (isClosed) return reject(overloaded('it is shutting down'))
       if (signal.aborted) return reject(signal.reason)
-      // A view of a larger buffer is copied, so only its own bytes travel.
-      const own = pdf.byteOffset === 0 && pdf.byteLength === pdf.buffer.byteLength ? pdf : pdf.slice()
-      const job: Job = { pdf: own, limits, signal, resolve, reject }
+      const job: Job = { task, transfer, timeoutMs, signal, resolve, reject }
       const slot = slots.find((candidate) => !candidate.job) ?? (slots.length < threads ? spawn() : undefined)
       if (slot) return run(slot, job)
       if (queue.length >= maxQueued) {
         refused++
-        return reject(overloaded(`${threads} PDF${threads === 1 ? '' : 's'} being read and ${queue.length} waiting`))
+        return reject(overloaded(`${threads} document${threads === 1 ? '' : 's'} being read and ${queue.length} waiting`))
       }
       const leave = () => {
         const index = queue.indexOf(job)
@@ -212,8 +217,17 @@ export const createFileParserPool = (options: FileParserPoolOptions = {}): FileP
       queue.push(job)
     })
 
+  const extract: PdfTextExtractor = async (pdf, limits, signal) => {
+    // A view of a larger buffer is copied, so only its own bytes travel.
+    const own = pdf.byteOffset === 0 && pdf.byteLength === pdf.buffer.byteLength ? pdf : pdf.slice()
+    return (await submit({ kind: 'pdf', pdf: own, limits }, [own.buffer as ArrayBuffer], limits.timeoutMs, signal)) as PdfTextOutcome
+  }
+
+  const readPageText: PageTextReader = async (html, signal) => (await submit({ kind: 'html', html }, [], pageTimeoutMs, signal)) as PageTextOutcome
+
   return {
     extract,
+    readPageText,
     stats: () => ({ threads: slots.length, busy: slots.filter((slot) => slot.job).length, queued: queue.length, completed, refused }),
     async close() {
       isClosed = true

@@ -180,7 +180,7 @@ describe('file-parser: no PDF stalls the gateway', () => {
     const second = await ask(textPdf(['second']))
     expect(second.status).toBe(503)
     expect(second.headers.get('retry-after')).toBe(String(FILE_PARSER_RETRY_AFTER_SECONDS))
-    expect(await second.json()).toEqual({ error: { code: 503, message: `The file parser is busy (1 PDF being read and 0 waiting); retry in ${FILE_PARSER_RETRY_AFTER_SECONDS} s` } })
+    expect(await second.json()).toEqual({ error: { code: 503, message: `The gateway's document readers are busy (1 document being read and 0 waiting); retry in ${FILE_PARSER_RETRY_AFTER_SECONDS} s` } })
     await pool.close()
     expect((await first).status).toBe(503)
     expect(model.calls).toHaveLength(0)

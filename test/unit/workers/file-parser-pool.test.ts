@@ -69,7 +69,7 @@ describe('file parser pool', () => {
     const first = pool.extract(textPdf(['one']), { ...LIMITS, timeoutMs: 30_000 }, signal())
     const refused = await pool.extract(textPdf(['two']), LIMITS, signal()).catch((error: unknown) => error)
     expect(refused).toMatchObject({ status: 503, headers: { 'retry-after': String(FILE_PARSER_RETRY_AFTER_SECONDS) } })
-    expect((refused as Error).message).toBe(`The file parser is busy (1 PDF being read and 0 waiting); retry in ${FILE_PARSER_RETRY_AFTER_SECONDS} s`)
+    expect((refused as Error).message).toBe(`The gateway's document readers are busy (1 document being read and 0 waiting); retry in ${FILE_PARSER_RETRY_AFTER_SECONDS} s`)
     expect(pool.stats()).toMatchObject({ busy: 1, queued: 0, refused: 1 })
     await pool.close()
     await expect(first).rejects.toMatchObject({ status: 503 })
@@ -80,7 +80,7 @@ describe('file parser pool', () => {
     const first = pool.extract(textPdf(['one']), { ...LIMITS, timeoutMs: 30_000 }, signal()).catch((error: unknown) => error)
     const waiting = pool.extract(textPdf(['two']), LIMITS, signal())
     expect(pool.stats()).toMatchObject({ busy: 1, queued: 1 })
-    await expect(waiting).rejects.toMatchObject({ status: 503, message: `The file parser is busy (no worker was free within 0.1 s); retry in ${FILE_PARSER_RETRY_AFTER_SECONDS} s` })
+    await expect(waiting).rejects.toMatchObject({ status: 503, message: `The gateway's document readers are busy (no worker was free within 0.1 s); retry in ${FILE_PARSER_RETRY_AFTER_SECONDS} s` })
     expect(pool.stats()).toMatchObject({ busy: 1, queued: 0, refused: 1 })
     await pool.close()
     await first
