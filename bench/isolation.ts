@@ -175,11 +175,11 @@ const main = async () => {
       ],
     },
     {
-      // The inflated-size cap raised past the bomb, so pdf.js itself grinds on it: the worker's time limit ends it.
+      // The inflated-size cap raised past the bomb, so pdf.js itself grinds on it: the worker's heap or time limit ends it.
       title: 'maxDecompressedBytes raised to 128 MiB (the bomb reaches pdf.js)',
       settings: { plugins: { fileParser: { maxDecompressedBytes: 128 * MiB } } },
       attacks: () => [
-        { name: 'PDF bomb, 1 page, read by pdf.js until the time limit', body: withPdf(bomb) },
+        { name: 'PDF bomb, 1 page, read by pdf.js until a limit', body: withPdf(bomb) },
         { name: 'PDF bomb, 20 pages, read by pdf.js until a limit', body: withPdf(bombOf20) },
       ],
     },

@@ -73,7 +73,8 @@ export const createEventLoopMonitor = (options: EventLoopMonitorOptions = {}): N
     const now = performance.now()
     const lateMs = now - expected
     expected = now + SAMPLE_MS
-    if (lateMs >= thresholdMs) for (const route of routesWithin(lateMs + SAMPLE_MS)) stalledRoutes.add(route)
+    // A stall that ended part-way through this timer's wait shows as less lateness than it lasted.
+    if (lateMs >= thresholdMs - SAMPLE_MS) for (const route of routesWithin(lateMs + SAMPLE_MS)) stalledRoutes.add(route)
   }, SAMPLE_MS)
   sampler.unref()
 

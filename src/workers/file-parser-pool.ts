@@ -19,7 +19,7 @@ import type { WorkerJob, WorkerOutcome, WorkerReply, WorkerTask } from './file-p
 export interface FileParserPoolOptions {
   /** Worker threads at most (default: the cores less one, between 1 and 4). */
   threads?: number
-  /** Heap of one worker, in MiB (default 256): a PDF that needs more is refused. */
+  /** Heap of one worker, in MiB (default 128): a PDF that needs more is refused. */
   heapMb?: number
   /** PDFs waiting for a worker at most (default 4 per thread); one more is refused with 503 at once. */
   maxQueued?: number
@@ -96,7 +96,7 @@ const overloaded = (why: string) =>
 /** Starts no thread until the first PDF arrives; threads are created as PDFs need them, up to `threads`. */
 export const createFileParserPool = (options: FileParserPoolOptions = {}): FileParserPool => {
   const threads = options.threads ?? Math.min(4, Math.max(1, availableParallelism() - 1))
-  const heapMb = options.heapMb ?? 256
+  const heapMb = options.heapMb ?? 128
   const maxQueued = options.maxQueued ?? threads * 4
   const queueTimeoutMs = options.queueTimeoutMs ?? 5_000
   const jobsPerWorker = options.jobsPerWorker ?? 50

@@ -26,7 +26,7 @@ export type PdfOcrBackend = (pdf: Uint8Array, context: { filename: string | unde
 export interface FileParserWorkerOptions {
   /** Worker threads at most (default: the cores less one, between 1 and 4). */
   threads?: number
-  /** Heap of one worker in MiB (default 256); a PDF that needs more is refused with 413. */
+  /** Heap of one worker in MiB (default 128); a PDF that needs more is refused with 413. */
   heapMb?: number
   /** PDFs waiting for a free worker at most (default 4 per thread); past it, 503 with `Retry-After`. */
   maxQueued?: number
