@@ -32,8 +32,9 @@ export const compileContentPattern = (pattern: string): CompiledPattern => {
   try {
     entry = { regex: RE2JS.compile(pattern) }
   } catch (error) {
-    // re2js explains in one line ("missing closing )", "invalid named capture"); the pattern is the operator's own.
-    entry = { problem: error instanceof Error ? error.message.replace(/^error parsing regexp: /, '') : 'it does not compile' }
+    // re2js explains in one line ("missing closing )", "invalid named capture") and quotes the part of the pattern
+    // at fault; that quote is left out, as validation errors never repeat what was sent (the pattern may be secret).
+    entry = { problem: error instanceof Error ? error.message.replace(/^error parsing regexp: /, '').replace(/: `[\s\S]*`$/, '') : 'it does not compile' }
   }
   if (compiled.size >= COMPILED_MAX) compiled.clear()
   compiled.set(pattern, entry)
