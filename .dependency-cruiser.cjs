@@ -131,6 +131,21 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/(adapters|core|gateway)/' },
     },
     {
+      name: 'workers-run-portable-work',
+      severity: 'error',
+      comment:
+        'src/workers (Node-only worker threads) runs engine work off the main thread: the kernel, the PDF text reader and the HTML page reader, nothing with state.',
+      from: { path: '^src/workers/' },
+      to: { path: '^src/', pathNot: '^src/(workers|core)/|^src/engine/plugins/pdf-text\\.ts$|^src/engine/server-tools/page-text\\.ts$' },
+    },
+    {
+      name: 'only-the-root-starts-workers',
+      severity: 'error',
+      comment: 'The composition root loads the worker pool lazily (docs/architecture.md, known exceptions); nothing else knows it.',
+      from: { path: '^src/', pathNot: '^src/(workers|gateway)/' },
+      to: { path: '^src/workers/' },
+    },
+    {
       name: 'only-the-cli-mounts-adapters',
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/(adapters|cli)/' },

@@ -1,6 +1,9 @@
 import { defineConfig } from 'tsup'
 
-/** One entry per `package.json` export; `test/unit/package-exports.test.ts` keeps the two in step. */
+/**
+ * One entry per `package.json` export, besides the CLI and the worker scripts (run by path, never imported);
+ * `test/unit/package-exports.test.ts` keeps the two in step.
+ */
 export const entry = {
   index: 'src/index.ts',
   cli: 'src/cli/main.ts',
@@ -15,7 +18,12 @@ export const entry = {
   'storage/redis': 'src/storage/redis.ts',
   'storage/unstorage': 'src/storage/unstorage.ts',
   testing: 'src/testing/index.ts',
+  // Beside the chunks in dist/, where src/workers/file-parser-pool.ts looks for it.
+  'file-parser-worker': 'src/workers/file-parser-worker.ts',
 }
+
+/** Entries that are not package exports. */
+export const UNEXPORTED_ENTRIES = ['cli', 'file-parser-worker']
 
 export default defineConfig({
   entry,

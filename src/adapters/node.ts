@@ -30,3 +30,5 @@ export const toNodeListener = (gateway: FetchHandler, options: NodeBridgeOptions
     })
   }
 }
+
+export { createEventLoopMonitor, type EventLoopMonitorOptions, type NodeEventLoopMonitor } from './event-loop'

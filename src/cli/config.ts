@@ -61,6 +61,8 @@ const RunnerSettingsSchema = v.strictObject({
   /** Days the usage ledger keeps each generation record (see `createGateway`'s `ledger`; default 30). */
   ledgerRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
+  /** Body limit of model requests, in bytes (see `createGateway`'s `inferenceBodyLimit`; default 20 MiB). */
+  inferenceBodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
   /** How long a whole request body may take to arrive, in ms (408 after that). */
   requestBodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
   /** The deadline of a whole request, every attempt, turn and run of it, in ms (see `createGateway`'s `requestTimeoutMs`). */
@@ -122,7 +124,7 @@ const RunnerSettingsSchema = v.strictObject({
   plugins: v.optional(
     v.strictObject({
       moderation: PluginOptionsSchema.entries.moderation,
-      fileParser: v.optional(v.omit(v.unwrap(PluginOptionsSchema.entries.fileParser), ['ocr'])),
+      fileParser: v.optional(v.omit(v.unwrap(PluginOptionsSchema.entries.fileParser), ['ocr', 'extractor'])),
     }),
   ),
   // Config file only, each as `createGateway`'s option of the same name.
@@ -186,6 +188,7 @@ export const ENVIRONMENT = {
   MODELGATE_LEDGER: 'ledger',
   MODELGATE_LEDGER_RETENTION_DAYS: 'ledgerRetentionDays',
   MODELGATE_BODY_LIMIT: 'bodyLimit',
+  MODELGATE_INFERENCE_BODY_LIMIT: 'inferenceBodyLimit',
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
   MODELGATE_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
   MODELGATE_SPEND_LEASE_MS: 'spendLeaseMs',
@@ -203,6 +206,7 @@ export const ENVIRONMENT = {
 const NUMERIC = new Set<keyof RunnerConfigInput>([
   'port',
   'bodyLimit',
+  'inferenceBodyLimit',
   'requestBodyTimeoutMs',
   'requestTimeoutMs',
   'shutdownGraceSeconds',

@@ -1,7 +1,7 @@
 /** `modelgate serve`: the gateway on node:http, with a clean shutdown on SIGINT and SIGTERM, and price reloads on SIGHUP. */
 
 import type { AddressInfo } from 'node:net'
-import { toNodeListener } from '../adapters/node'
+import { createEventLoopMonitor, toNodeListener } from '../adapters/node'
 import { createGateway, type Gateway } from '../gateway/gateway'
 import type { Logger } from '../core/logger'
 import type { StorageDriver } from '../storage/contract'
@@ -55,6 +55,8 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   // Environment models come last: the environment wins over the config file, entry by entry (by slug).
   const models = [...((config.models ?? []) as unknown as ModelEntry[]), ...modelsFromEnvironment(process.env)]
   const transport = undiciTransport()
+  // Every tenant shares this process's event loop: its delay goes to /health/ready, and a stall to the log.
+  const eventLoop = createEventLoopMonitor({ logger })
   let gateway: Gateway
   try {
     encryptionKeys = await resolveEncryptionKeys(config, logger)
@@ -62,12 +64,14 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       storage,
       encryptionKeys,
       transport,
+      eventLoop,
       providers: providers as GatewayOptions['providers'],
       ...(models.length > 0 ? { models } : {}),
       ...(config.priceSource ? { priceSource: priceSourceOptions(config.priceSource, config.priceRefreshSeconds) } : {}),
       logger,
       basePath: config.basePath,
       ...(config.bodyLimit ? { bodyLimit: config.bodyLimit } : {}),
+      ...(config.inferenceBodyLimit ? { inferenceBodyLimit: config.inferenceBodyLimit } : {}),
       ...(config.requestBodyTimeoutMs ? { requestBodyTimeoutMs: config.requestBodyTimeoutMs } : {}),
       ...(config.workspaceDefaults ? { workspaceDefaults: config.workspaceDefaults } : {}),
       ...Object.fromEntries(GATEWAY_PASS_THROUGH.filter((setting) => config[setting] !== undefined).map((setting) => [setting, config[setting]])),
@@ -79,6 +83,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.spendLeaseMs ? { spend: { leaseMs: config.spendLeaseMs } } : {}),
     })
   } catch (error) {
+    eventLoop.stop()
     await storage.close()
     await transport.close()
     throw error
@@ -86,6 +91,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
 
   // Releases the store (its lock) and the upstream connections when the runner gives up before serving.
   const closeAll = async () => {
+    eventLoop.stop()
     await gateway.close()
     await transport.close()
   }
@@ -161,6 +167,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   })
   stopWatchingPrices()
   stopWatchingHeap()
+  eventLoop.stop()
   process.off('SIGHUP', reloadPrices)
   await gateway.close()
   await transport.close()

@@ -36,6 +36,20 @@ const mostSpecific = (issue: v.BaseIssue<unknown>): v.BaseIssue<unknown> => {
   return { ...deepest, path: [...(issue.path ?? []), ...deepest.path!] as typeof issue.path }
 }
 
+/** Shorter submitted strings are not looked for: they are no secret, and they occur in rules' own words. */
+const ECHO_MIN_LENGTH = 6
+
+/**
+ * The issue's message, unless it repeats the submitted string (a schema's own message built from the input): then
+ * the rule's message, which is built from the schema alone (validation-messages.ts) and so can only contain the
+ * value where the schema itself lists it as allowed.
+ */
+const withoutValue = (issue: v.BaseIssue<unknown>, source: InputSource): string => {
+  const input = issue.input
+  if (typeof input !== 'string' || input.length < ECHO_MIN_LENGTH || !issue.message.includes(input)) return issue.message
+  return RULE_MESSAGES[source](issue)
+}
+
 /**
  * Validates `value` against `schema`, or throws a 400 naming the first problem's path and the rule
  * it broke, e.g. `body.allowed_models: must have at most 100 items`. The message never quotes the
@@ -48,7 +62,7 @@ export const parseInput = <S extends AnySchema>(schema: S, value: unknown, sourc
   const path = v.getDotPath(issue)
   const where = path ? `${source}.${path}` : source
   // A missing required field reads better as "is required" than as a type mismatch with undefined.
-  const message = issue.kind === 'schema' && issue.input === undefined ? 'is required' : issue.message
+  const message = issue.kind === 'schema' && issue.input === undefined ? 'is required' : withoutValue(issue, source)
   throw new InvalidRequestError(`${where}: ${message}`)
 }
 

@@ -95,7 +95,7 @@ export const prepareRequest = async (
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
   // Content filters run before anything else reads the input: a block costs nothing, a redaction is all that goes on.
-  const guarded = guardInput(guardrails, body)
+  const guarded = await guardInput(guardrails, body)
   if (guarded?.block) {
     const requested = requestedModels(body.model, body.models, defaultModel)[0]!
     const blocked = guardrailBlockError(guarded.block, context.isMetadataRequested ? refusedServiceMetadata(service, requested, guarded.stages, startedAt) : undefined)
@@ -249,9 +249,9 @@ export const openRunSession = async (service: InferenceService, request: Inferen
  * refused with 403 (after it was paid for: the model did answer). Streamed output is not scanned (docs/decisions.md,
  * Guardrails): its text reaches the client as it is written.
  */
-const guardAnswerOutput = (request: InferenceRequest, answer: WholeAnswer): WholeAnswer => {
+const guardAnswerOutput = async (request: InferenceRequest, answer: WholeAnswer): Promise<WholeAnswer> => {
   if (!request.guardrails) return answer
-  const guarded = guardOutput(request.guardrails, answer.result.output)
+  const guarded = await guardOutput(request.guardrails, answer.result.output)
   if (!guarded) return answer
   request.pipeline = [...(request.pipeline ?? []), ...guarded.stages]
   request.guardrailEvents = [...(request.guardrailEvents ?? []), ...guarded.events]
@@ -270,7 +270,7 @@ const runFusion = async (service: InferenceService, request: InferenceRequest, f
   const reserve = (run: InferenceRequest) => reserveRun(service, run)
   return request.body.stream
     ? { isStream: true, session: await openFusionSession(service, request, fusion, reserve) }
-    : { isStream: false, answer: guardAnswerOutput(request, await answerFusion(service, request, fusion, reserve)) }
+    : { isStream: false, answer: await guardAnswerOutput(request, await answerFusion(service, request, fusion, reserve)) }
 }
 
 /**

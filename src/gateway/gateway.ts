@@ -19,6 +19,7 @@ import { enforceRateLimit } from '../pipeline/rate-limit'
 import { createRouter } from '../core/router'
 import { createSecretBox, type SecretBox } from '../core/secrets'
 import { createInferenceService } from '../engine/service'
+import { createDocumentReaders } from './file-parser'
 import { createInternSettings } from '../interns/settings'
 import { createAccessLog, type AccessLog } from '../pipeline/access-log'
 import { createLedger, DEFAULT_LEDGER_SWEEP_INTERVAL_MS, DEFAULT_RETENTION_DAYS } from '../pipeline/ledger'
@@ -146,9 +147,12 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   )
   const router = createRouter<AnyRoute>(config.basePath, routes)
   const secrets = createSecretBox(config.encryptionKeys ?? [])
+  const documents = createDocumentReaders(config.plugins?.fileParser, logger)
   const runtime: GatewayRuntime = {
     inference: createService({
       ...config,
+      plugins: { ...config.plugins, fileParser: { ...config.plugins?.fileParser, extractor: documents.extract } },
+      serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
       logger,
       secrets,
       adapters: ADAPTERS,
@@ -172,6 +176,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
           ),
     trustedHostHeader: config.trustedHostHeader,
     rateLimit: config.rateLimit,
+    eventLoop: config.eventLoop,
   }
   assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
   const priceRefresher = config.priceSource ? createPriceRefresher(runtime.inference.models, config.priceSource, logger) : undefined
@@ -193,7 +198,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     // A route without a query schema takes no parameters: any is a 400 naming it (docs/decisions.md, Errors and routing).
     if (!route.query && url.search !== '') parseInput(NoQuerySchema, searchParamsToObject(url.searchParams), 'query')
     const query = route.query ? parseInput(route.query, searchParamsToObject(url.searchParams), 'query') : undefined
-    const bodyBounds = { limit: route.bodyLimit ?? config.bodyLimit, timeoutMs: requestBodyTimeoutMs }
+    const limit = route.bodyLimit === 'inference' ? config.inferenceBodyLimit : (route.bodyLimit ?? config.bodyLimit)
+    const bodyBounds = { limit, timeoutMs: requestBodyTimeoutMs }
     const body = route.body ? parseInput(route.body, await readObjectBody(request, bodyBounds), 'body') : undefined
     // A route without a body schema reads no body: one that says something is a 400 naming it (docs/decisions.md,
     // Errors and routing), so an option sent where the route never looks does not seem applied.
@@ -237,9 +243,15 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       flavor = match.route.errorFlavor ?? flavor
       // With logging off there is no line to build: the access log and its stream observer are skipped.
       access = match.route.isAccessLogged && isAccessLogKept ? createAccessLog(logger, { requestId, method: request.method, path: url.pathname }) : undefined
-      const answer = await serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
-      access?.responded(replyStatus(answer))
-      return setReplyHeader(answer, REQUEST_ID_HEADER, requestId)
+      // The event-loop monitor names the routes that ran during a stall.
+      const untrack = config.eventLoop?.track?.(`${match.route.method} ${match.route.path}`)
+      try {
+        const answer = await serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
+        access?.responded(replyStatus(answer))
+        return setReplyHeader(answer, REQUEST_ID_HEADER, requestId)
+      } finally {
+        untrack?.()
+      }
     } catch (error) {
       access?.failed(error)
       if (!isGatewayError(error) && (isClientGone(error) || clientSignalOf().aborted)) {
@@ -275,6 +287,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       // Records of answers already sent are written before the store goes.
       await runtime.ledger?.close()
       await runtime.inference.spend.book.close()
+      await documents.close()
       await storage.close()
     },
   }

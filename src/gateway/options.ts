@@ -11,6 +11,8 @@ import { SEARCH_ENGINE_IDS } from '../engine/server-tools/search-engines'
 import type { UpstreamTransport } from '../engine/transport'
 import { EXECUTABLE_TOOL_TYPES, type ExecutableToolType, type ToolExecutor } from '../engine/server-tools/executor-types'
 import type { PdfOcrBackend } from '../engine/plugins/settings'
+import type { PdfTextExtractor } from '../engine/plugins/pdf-text'
+import type { EventLoopMonitor } from '../core/event-loop'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
 import type { ProviderAdapter } from '../providers/contract'
@@ -154,6 +156,21 @@ export const PluginOptionsSchema = v.strictObject({
     v.strictObject({
       maxBytes: v.optional(ByteLimitSchema),
       maxPages: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000))),
+      maxCharacters: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000_000))),
+      maxDecompressedBytes: v.optional(ByteLimitSchema),
+      timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(600_000))),
+      workers: v.optional(
+        v.union([
+          v.literal(false),
+          v.strictObject({
+            threads: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64))),
+            heapMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(16_384))),
+            maxQueued: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000))),
+            queueTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(600_000))),
+          }),
+        ]),
+      ),
+      extractor: v.optional(v.custom<PdfTextExtractor>((value) => typeof value === 'function', 'must be a function (pdf, limits, signal) => Promise<outcome>')),
       ocr: v.optional(v.strictObject({ 'mistral-ocr': v.optional(OcrBackendSchema), 'cloudflare-ai': v.optional(OcrBackendSchema) })),
     }),
   ),
@@ -243,6 +260,11 @@ export const GatewayOptionsSchema = v.strictObject({
   ),
   /** Default request body limit in bytes (intern routes always use the spec's 1 MiB). */
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1024 * 1024 * 1024)), 1_048_576),
+  /**
+   * Body limit of model requests (`/responses`, `/chat/completions`, `/messages`, `/embeddings` and presets' routes),
+   * in bytes (default 20 MiB): they carry whole conversations, inline images and files. Other routes take `bodyLimit`.
+   */
+  inferenceBodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1024 * 1024 * 1024)), 20 * 1024 * 1024),
   /**
    * How long a whole request body may take to arrive, in ms; a client that stalls mid-body gets 408
    * and its connection is closed. Raise it for large uploads over slow links.
@@ -340,6 +362,16 @@ export const GatewayOptionsSchema = v.strictObject({
    * run out and any gateway on the store releases them, within about one and a half leases.
    */
   spend: v.optional(v.strictObject({ leaseMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1_000), v.maxValue(3_600_000))) })),
+  /**
+   * The host's event-loop monitor (`createEventLoopMonitor()` of `modelgate/adapters/node`; the runner passes one):
+   * `/health/ready` reports its delay figures, and it is told which route each request runs.
+   */
+  eventLoop: v.optional(
+    v.custom<EventLoopMonitor>(
+      (value) => typeof value === 'object' && value !== null && typeof (value as { read?: unknown }).read === 'function',
+      'must be an event-loop monitor with read()',
+    ),
+  ),
   /** Share of the list price charged on BYOK requests (default 0.05). */
   byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Reported as `service_metadata.region`. */

@@ -63,8 +63,11 @@ export interface RouteDefinition<
   isAccessLogged?: boolean
   /** Honours `Idempotency-Key`: retries replay the first response (JSON routes only). */
   isIdempotent?: boolean
-  /** Body size limit in bytes; the gateway's `bodyLimit` when omitted. */
-  bodyLimit?: number
+  /**
+   * Body size limit in bytes; `'inference'` for the gateway's `inferenceBodyLimit` (model requests), the gateway's
+   * `bodyLimit` when omitted.
+   */
+  bodyLimit?: number | 'inference'
   params?: ParamsSchema
   query?: QuerySchema
   body?: BodySchema

@@ -1,3 +1,4 @@
+import type { EventLoopMonitor } from '../core/event-loop'
 /** What routes work with beyond storage, built once per gateway: the inference service and the intern settings. */
 
 import type { InferenceService } from '../engine/service'
@@ -14,4 +15,6 @@ export interface GatewayRuntime {
   trustedHostHeader: string | undefined
   /** The per-key request limit, when one is configured (reported by `GET /key`). */
   rateLimit: RateLimitOptions | undefined
+  /** The host's event-loop monitor (`/health/ready` reports it); none where the host gave none. */
+  eventLoop: EventLoopMonitor | undefined
 }

@@ -1,6 +1,7 @@
 /**
  * Health checks for load balancers and process managers, answered without a key: liveness (the process
- * serves requests) and readiness (it can also reach its store). Neither says which store or where it is.
+ * serves requests) and readiness (it can also reach its store, and how late its event loop runs where the host
+ * measures it). Neither says which store or where it is.
  */
 
 import { withDeadline } from '../core/deadline'
@@ -35,11 +36,26 @@ export const readiness = defineRoute({
   method: 'GET',
   path: '/health/ready',
   auth: 'none',
-  async handle({ repositories }) {
+  async handle({ repositories, runtime }) {
     // The read every authenticated request depends on: the store answers, and answers in time.
     await withDeadline(repositories.accounts.findBySlug(DEFAULT_ACCOUNT_SLUG).catch(asNotReady), READINESS_STORE_TIMEOUT_MS, () =>
       notReady(`the store did not answer within ${READINESS_STORE_TIMEOUT_MS / 1000} s`),
     )
-    return json({ status: 'ready', checks: { storage: 'ok' } }, 200, NO_STORE)
+    const loop = runtime.eventLoop?.read()
+    // A stall is reported, not turned into "not ready": the process serves again once it ends, and taking it out
+    // of rotation would pile its share on the others.
+    const eventLoop = loop
+      ? {
+          event_loop: {
+            status: loop.isSlow ? 'slow' : 'ok',
+            delay_p50_ms: loop.p50Ms,
+            delay_p99_ms: loop.p99Ms,
+            delay_max_ms: loop.maxMs,
+            window_seconds: loop.windowSeconds,
+            threshold_ms: loop.thresholdMs,
+          },
+        }
+      : {}
+    return json({ status: 'ready', checks: { storage: 'ok', ...eventLoop } }, 200, NO_STORE)
   },
 })

@@ -14,8 +14,11 @@ import type { RouteContext } from '../pipeline/route'
 import type { GenerationApi } from '../repositories/generations'
 import { replyInFormat, type WireFormat } from '../writers/reply'
 
-/** Bodies carry whole conversations and inline images; far above the JSON routes' 1 MiB. */
-export const INFERENCE_BODY_LIMIT = 20 * 1024 * 1024
+/**
+ * Model requests (`/responses`, `/chat/completions`, `/messages`, `/embeddings`, presets' routes) take the gateway's
+ * `inferenceBodyLimit` (default 20 MiB): bodies carry whole conversations, inline images and files.
+ */
+export const INFERENCE_BODY_LIMIT = 'inference'
 
 const METADATA_HEADERS = ['x-service-metadata', 'x-service-experimental-metadata']
 

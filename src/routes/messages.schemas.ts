@@ -35,9 +35,6 @@ const refused = (reason: string) => v.optional(v.nullable(v.custom<never>(() => 
 
 const emptyList = (reason: string) => v.optional(v.nullable(v.pipe(v.array(v.unknown()), v.maxLength(0, `is not supported: ${reason}`))))
 
-// Only a plain identifier is quoted back: the house rule is never to echo what might be a secret.
-const nameOf = (value: unknown) => (typeof value === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(value) ? `"${value}"` : 'this type')
-
 const CacheControlSchema = v.object({ type: v.literal('ephemeral'), ttl: v.optional(v.picklist(['5m', '1h'])) })
 const cacheControl = v.optional(v.nullable(CacheControlSchema))
 
@@ -148,7 +145,8 @@ const CustomToolSchema = v.object({
 const ServerToolSchema = v.object({
   type: v.custom<never>(
     () => false,
-    (issue) => `server tool ${nameOf(issue.input)} is not supported: only custom tools (name, input_schema) and the gateway's server tools ("service:…") are`,
+    // The type is not quoted back: whatever was sent may be a secret in the wrong field.
+    'must be a custom tool (name, input_schema) or one of the gateway\'s server tools ("service:…"): Anthropic\'s server tools are not supported',
   ),
 })
 

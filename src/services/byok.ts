@@ -69,7 +69,8 @@ export type ProviderLookup = (slug: string) => { displayName: string } | undefin
 /** Throws 400 unless `slug` names a provider the gateway can call, and returns it. */
 export const requireKnownProvider = (providers: ProviderLookup, slug: string, field: string) => {
   const known = providers(slug)
-  if (!known) throw new InvalidRequestError(`${field}: unknown provider "${slug}"`)
+  // Never the value: a key pasted into the wrong field would be echoed into the caller's logs.
+  if (!known) throw new InvalidRequestError(`${field}: must be a provider this gateway routes to (GET /providers lists them)`)
   return known
 }
 

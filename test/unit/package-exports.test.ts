@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { entry } from '../../tsup.config'
+import { entry, UNEXPORTED_ENTRIES } from '../../tsup.config'
 
 const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'))
 
 describe('package.json exports', () => {
-  it('has one export per tsup entry (besides the CLI), each with types and default', () => {
+  it('has one export per tsup entry (besides the CLI and the worker scripts), each with types and default', () => {
     const fromEntries = Object.keys(entry)
-      .filter((name) => name !== 'cli')
+      .filter((name) => !UNEXPORTED_ENTRIES.includes(name))
       .map((name) => (name === 'index' ? '.' : `./${name}`))
       .sort()
     const exported = Object.keys(manifest.exports).filter((name) => name !== './package.json').sort()

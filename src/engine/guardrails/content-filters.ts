@@ -8,7 +8,7 @@
 import type { ContentFilterAction, ScanScope } from '../../repositories/guardrails'
 import type { AppliedGuardrail, GuardrailScope } from './applicable'
 import { BUILTIN_DETECTORS, BUILTIN_REDACTION_LABELS } from './builtin-detectors'
-import { compileContentPattern, findSpans, type Span } from './content-pattern'
+import { compileContentPattern, createPatternScan, type PatternScan, type Span } from './content-pattern'
 import type { TextAuthor, TextVisitor } from './request-texts'
 
 export type FilterEngine = 'builtin' | 'regex'
@@ -25,7 +25,8 @@ interface ActiveFilter {
   /** What a redaction writes in place of the match. */
   replacement: string
   scope: ScanScope
-  find(text: string): Span[]
+  /** A scan of `text` that runs in slices (operators' patterns), or the spans at once (builtins: V8, ours, fast). */
+  find(text: string): Span[] | PatternScan
 }
 
 /** What the filters of one guardrail found for one action. */
@@ -64,7 +65,7 @@ export const contentFiltersOf = (guardrails: readonly AppliedGuardrail[]): Activ
           action: entry.action,
           replacement: entry.label ?? '[REDACTED]',
           scope: 'all_messages' as const,
-          find: (text: string) => findSpans(regex, text),
+          find: (text: string) => createPatternScan(regex, text),
         },
       ]
     }),
@@ -88,19 +89,43 @@ const applyReplacements = (text: string, replacements: Replacement[]): string =>
   return result + text.slice(position)
 }
 
-/** The findings of a scan, and the visitor that rewrote what it read. */
+/**
+ * Characters of text one scan reads at most: a request's input, or a whole answer's output. Each filter's work is
+ * linear in what it reads (content-pattern.ts), so this bounds the time a request spends being scanned (the scan
+ * gives the event loop back between slices, so other requests do not wait for it); text over it is refused whole,
+ * never passed on unscanned (docs/guardrails.md).
+ */
+export const SCAN_CHARACTERS_MAX = 1_048_576
+
+/** Steps of one slice of a pattern scan (a few milliseconds) before the event loop gets a turn. */
+export const SCAN_SLICE_STEPS = 250_000
+
+// A macrotask, so timers and sockets run between slices (a resolved promise would not let them).
+const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0))
+
+/** The findings of a scan: `read` finds, `visit` writes the redactions in. */
 export interface ContentScan {
-  /** Visits each text: records what the filters find and returns it with the redactions written in. */
+  /**
+   * Runs every filter over `texts` (in the order `visit` will see them), giving the event loop a turn between
+   * slices of work, so a long scan delays only its own request.
+   */
+  read(texts: ReadonlyArray<readonly [string, TextAuthor]>): Promise<void>
+  /** Visits the texts `read` was given, in the same order, and returns each with the redactions written in. */
   visit: TextVisitor
   findings(): ContentFinding[]
   /** Whether a filter with action `block` matched. */
   isBlocked(): boolean
+  /** Whether the texts went past `maxCharacters`: the scan stopped there, and what it read must not go on. */
+  isOverLimit(): boolean
 }
 
 /** A scan of texts travelling in `direction` (a model's answer is never the user's own text). */
-export const createContentScan = (filters: readonly ActiveFilter[], direction: ScanDirection): ContentScan => {
+export const createContentScan = (filters: readonly ActiveFilter[], direction: ScanDirection, maxCharacters = SCAN_CHARACTERS_MAX): ContentScan => {
   const found = new Map<string, ContentFinding>()
   let isBlocked = false
+  let isOverLimit = false
+  const replacementsByText: Array<Replacement[]> = []
+  let visited = 0
   const record = (filter: ActiveFilter, matches: number) => {
     const key = `${filter.guardrail.record.id}\u0000${filter.action}`
     let finding = found.get(key)
@@ -121,17 +146,50 @@ export const createContentScan = (filters: readonly ActiveFilter[], direction: S
     finding.matches += matches
     if (filter.action === 'block') isBlocked = true
   }
-  const visit: TextVisitor = (text: string, author: TextAuthor) => {
-    if (text.length === 0) return text
-    const replacements: Replacement[] = []
-    for (const filter of filters) {
-      if (filter.scope === 'user_only' && (direction === 'output' || author !== 'user')) continue
-      const spans = filter.find(text)
-      if (spans.length === 0) continue
-      record(filter, spans.length)
-      if (filter.action === 'redact') for (const span of spans) replacements.push({ ...span, text: filter.replacement })
+  const read = async (texts: ReadonlyArray<readonly [string, TextAuthor]>) => {
+    const total = texts.reduce((sum, [text]) => sum + text.length, 0)
+    // Refused before any work: text past the limit would go on unread.
+    if (total > maxCharacters) {
+      isOverLimit = true
+      return
     }
-    return replacements.length === 0 ? text : applyReplacements(text, replacements)
+    // Work left in this slice, in scan steps (a builtin counts a step per character).
+    let budget = SCAN_SLICE_STEPS
+    const spend = async (steps: number) => {
+      budget -= steps
+      if (budget > 0) return
+      budget = SCAN_SLICE_STEPS
+      await yieldToEventLoop()
+    }
+    for (const [text, author] of texts) {
+      const replacements: Replacement[] = []
+      replacementsByText.push(replacements)
+      if (text.length === 0) continue
+      for (const filter of filters) {
+        if (filter.scope === 'user_only' && (direction === 'output' || author !== 'user')) continue
+        const scan = filter.find(text)
+        let spans: Span[]
+        if (Array.isArray(scan)) {
+          spans = scan
+          await spend(text.length)
+        } else {
+          let isDone = false
+          while (!isDone) {
+            const before = scan.steps
+            isDone = scan.run(budget)
+            await spend(scan.steps - before)
+          }
+          spans = scan.spans
+        }
+        if (spans.length === 0) continue
+        record(filter, spans.length)
+        if (filter.action === 'redact') for (const span of spans) replacements.push({ ...span, text: filter.replacement })
+      }
+    }
   }
-  return { visit, findings: () => [...found.values()], isBlocked: () => isBlocked }
+  const visit: TextVisitor = (text: string) => {
+    const replacements = replacementsByText[visited++]
+    return !replacements || replacements.length === 0 ? text : applyReplacements(text, replacements)
+  }
+  return { read, visit, findings: () => [...found.values()], isBlocked: () => isBlocked, isOverLimit: () => isOverLimit }
 }

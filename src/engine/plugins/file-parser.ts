@@ -1,18 +1,21 @@
 /**
  * `file-parser` (docs/decisions.md, "Plugins"): PDFs in the input (`input_file` parts). `pdf.engine: "native"`
  * sends them as they are, only to endpoints whose adapter passes PDFs on and whose model reads files; the
- * others are skipped. The default engine and `pdf-text` extract the text with unpdf (loaded only then) and send
- * it as `input_text`; `mistral-ocr` and `cloudflare-ai` hand the PDF to the operator's OCR backend. A `file_url`
+ * others are skipped. The default engine and `pdf-text` extract the text with unpdf, on a worker thread by default
+ * (pdf-text.ts, src/workers/), within limits on pages, inflated bytes, characters, time and memory, and send it as
+ * `input_text`; `mistral-ocr` and `cloudflare-ai` hand the PDF to the operator's OCR backend. A `file_url`
  * is fetched through the web fetch's SSRF guard. Sizes and pages are capped (`plugins.fileParser`).
  */
 
-import { InvalidRequestError, UpstreamError, isGatewayError } from '../../core/errors'
+import { InvalidRequestError, PayloadTooLargeError, UpstreamError, isGatewayError } from '../../core/errors'
+import { formatByteSize } from '../../core/byte-size'
 import type { InputItem } from '../../providers/types'
 import type { Attempt } from '../routing'
 import type { InferenceService } from '../service'
 import { recordStage, type PluginDefinition, type PluginRequest, type RequestPlugin } from './contract'
 import type { FileParserPluginSettings } from './file-parser.schema'
 import { isDeclaredPdf, readPdf, type FilePart } from './pdf-source'
+import type { PdfTextLimits, PdfTextOutcome } from './pdf-text'
 
 const ID = 'file-parser'
 
@@ -37,22 +40,31 @@ const fileParts = (input: InputItem[]): FoundPart[] =>
     })
   })
 
-/** Each page's text, by unpdf, refusing a PDF with more pages than the cap. */
-const extractPages = async (bytes: Uint8Array, maxPages: number, where: string): Promise<string[]> => {
-  const { getDocumentProxy, extractText } = await import('unpdf')
-  let document: Awaited<ReturnType<typeof getDocumentProxy>>
-  try {
-    document = await getDocumentProxy(bytes)
-  } catch {
-    throw new InvalidRequestError(`${where}: the PDF could not be read`)
+/** The error for a PDF the extractor refused, naming the limit it went past. */
+const refusal = (outcome: Exclude<PdfTextOutcome, { ok: true }>, limits: PdfTextLimits, where: string) => {
+  switch (outcome.limit) {
+    case 'pages':
+      return new InvalidRequestError(`${where}: the PDF has ${outcome.found} pages; the file parser reads at most ${limits.maxPages}`)
+    case 'characters':
+      return new PayloadTooLargeError(`${where}: the PDF's text is longer than the ${limits.maxCharacters} characters the file parser extracts from one file`)
+    case 'decompressed_bytes':
+      return new PayloadTooLargeError(`${where}: the PDF's compressed streams inflate to more than the ${formatByteSize(limits.maxDecompressedBytes)} the file parser inflates for one file`)
+    case 'time':
+      return new PayloadTooLargeError(`${where}: the PDF took longer than the ${limits.timeoutMs / 1000} s the file parser spends on one file`)
+    case 'memory':
+      return new PayloadTooLargeError(`${where}: the PDF needs more than the ${outcome.found ?? '?'} MiB of memory the file parser gives one file`)
+    default:
+      return new InvalidRequestError(`${where}: the PDF could not be read`)
   }
-  try {
-    if (document.numPages > maxPages) throw new InvalidRequestError(`${where}: the PDF has ${document.numPages} pages; the file parser reads at most ${maxPages}`)
-    const { text } = await extractText(document, { mergePages: false })
-    return text
-  } finally {
-    await document.destroy()
-  }
+}
+
+/** Each page's text, by the gateway's PDF text extractor (a worker thread by default), within the file parser's limits. */
+const extractPages = async (service: InferenceService, bytes: Uint8Array, where: string, signal: AbortSignal): Promise<string[]> => {
+  const { maxPages, maxCharacters, maxDecompressedBytes, timeoutMs, extractor } = service.plugins.fileParser
+  const limits: PdfTextLimits = { maxPages, maxCharacters, maxDecompressedBytes, timeoutMs }
+  const outcome = await extractor(bytes, limits, signal)
+  if (!outcome.ok) throw refusal(outcome, limits, where)
+  return outcome.pages
 }
 
 const asText = (file: FilePart, pages: string[]) => {
@@ -84,7 +96,7 @@ const runNative = (request: PluginRequest, parts: FoundPart[], where: string) =>
 
 const extractWith = async (service: InferenceService, engine: Exclude<Engine, 'native'>, bytes: Uint8Array, file: FilePart, where: string, signal: AbortSignal): Promise<string[]> => {
   const { maxPages, ocr } = service.plugins.fileParser
-  if (engine === 'pdf-text') return extractPages(bytes, maxPages, where)
+  if (engine === 'pdf-text') return extractPages(service, bytes, where, signal)
   let pages: string[]
   try {
     ;({ pages } = await ocr[engine]!(bytes, { filename: file.filename, signal }))

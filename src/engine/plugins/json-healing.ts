@@ -30,6 +30,12 @@ const valueSpan = (text: string): string | undefined => {
   return end > start ? text.slice(start, end + 1) : text.slice(start)
 }
 
+/**
+ * Characters of text `jsonrepair` is given at most. An answer may be as large as the upstream cap (32 MiB) and the
+ * repair runs on the event loop (about 0.2 s per MB): a longer one is left as it is, the stage saying why.
+ */
+export const REPAIR_MAX_CHARACTERS = 1_048_576
+
 /** `text` healed into JSON, or why it could not be. Text that already parses is returned as it is, with no repairs. */
 export const healJson = (text: string): HealedJson => {
   const repairs: JsonRepair[] = []
@@ -49,6 +55,7 @@ export const healJson = (text: string): HealedJson => {
   }
   const extracted = parses(candidate)
   if (extracted) return { isHealed: true, text: candidate, value: extracted.value, repairs }
+  if (candidate.length > REPAIR_MAX_CHARACTERS) return { isHealed: false, reason: `the JSON is longer than the ${REPAIR_MAX_CHARACTERS} characters response-healing repairs` }
   let repaired: string
   try {
     repaired = jsonrepair(candidate)

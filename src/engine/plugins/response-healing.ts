@@ -5,6 +5,7 @@
  * writes it: the stage says it was skipped. A request that asks for no JSON is refused, since nothing could be healed.
  */
 
+import { RE2JS } from 're2js'
 import { InvalidRequestError } from '../../core/errors'
 import { isNestedDeeperThan } from '../../core/json-depth'
 import type { OutputItem, OutputText } from '../../providers/types'
@@ -23,11 +24,28 @@ const MAX_REPORTED_ERRORS = 5
 
 type Validate = ((value: unknown) => boolean) & { errors?: Array<{ instancePath: string; message?: string }> | null }
 
+/**
+ * The caller's `pattern` and `patternProperties` run on re2js, linear in the text: with JavaScript's backtracking
+ * engine a pattern such as `(a+)+$` would hold the event loop for minutes on the model's answer. A pattern RE2
+ * cannot run (lookarounds, backreferences) makes the schema one response-healing cannot check (400).
+ */
+const re2Engine = Object.assign(
+  (pattern: string) => {
+    const regex = RE2JS.compile(pattern)
+    return { test: (text: string) => regex.matcher(text).find() }
+  },
+  { code: 're2' },
+)
+
 /** Compiles a JSON schema with Ajv, loaded only when a request needs it. */
 const compileSchema = async (schema: Record<string, unknown>): Promise<Validate> => {
   const { default: Ajv } = await import('ajv')
   // Not strict: providers' JSON schemas carry keywords Ajv does not know (OpenAI's `strict` extensions and the like).
-  const ajv = new (Ajv as unknown as new (options: Record<string, unknown>) => { compile(schema: unknown): Validate })({ strict: false, allErrors: true })
+  const ajv = new (Ajv as unknown as new (options: Record<string, unknown>) => { compile(schema: unknown): Validate })({
+    strict: false,
+    allErrors: true,
+    code: { regExp: re2Engine },
+  })
   return ajv.compile(schema)
 }
 

@@ -6,6 +6,7 @@
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../../core/upstream-guard'
 import type { ToolExecutors } from './executor-types'
 import { createSearchEngines, type SearchEngineOptions, type SearchEngines } from './search-engines'
+import { inProcessPageText, type PageTextReader } from './page-text'
 
 export interface WebFetchOptions {
   /** Bytes of a page read at most; the rest is cut off (default 2 MiB). */
@@ -20,6 +21,8 @@ export interface WebFetchOptions {
    * addresses only, whatever `upstreamGuard` allows Azure endpoints. `resolve` defaults to `upstreamGuard.resolve`.
    */
   guard?: UpstreamGuardOptions
+  /** Reads a fetched HTML page's text (the gateway passes its worker pool; in-process otherwise). */
+  readPageText?: PageTextReader
 }
 
 export interface ServerToolOptions {
@@ -36,6 +39,7 @@ export interface WebFetchSettings {
   maxRedirects: number
   userAgent: string
   guard: UpstreamGuard
+  readPageText: PageTextReader
 }
 
 export interface ServerToolSettings {
@@ -55,6 +59,7 @@ export const createServerToolSettings = (options: ServerToolOptions = {}, upstre
       userAgent: fetchOptions.userAgent ?? 'modelgate-web-fetch/1',
       // Web pages are often plain http; everything else stays strict unless the operator says otherwise.
       guard: createUpstreamGuard({ allowHttp: true, ...fetchOptions.guard, ...(resolve ? { resolve } : {}) }),
+      readPageText: fetchOptions.readPageText ?? inProcessPageText,
     },
     webSearch: createSearchEngines(options.webSearch),
     executors: { ...options.executors },

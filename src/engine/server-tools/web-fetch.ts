@@ -13,8 +13,9 @@ import type { InferenceService } from '../service'
 import { UpstreamTimeoutSignal, type UpstreamResponse } from '../transport'
 import { ServerToolFailure, ServerToolRefusal, historyPair, type ServerTool } from './contract'
 import { DomainListSchema, domainRefusal } from './domains'
-import { htmlToText } from './page-text'
 import { integer } from '../../core/validation'
+import { isGatewayError } from '../../core/errors'
+import type { PageTextOutcome } from './page-text'
 
 /** Pages are anywhere on the public web: no suffix to be under. */
 const WEB_DESTINATION: CallerDestination = { family: 'web', hostSuffixes: [] }
@@ -138,8 +139,21 @@ const fetchPage = async (service: InferenceService, start: URL, signal: AbortSig
   return { ...page, body: page.body ?? '' }
 }
 
-const toText = async (page: FetchedPage): Promise<{ title: string; text: string }> => {
-  if (page.contentType === 'text/html' || page.contentType === 'application/xhtml+xml' || page.contentType === '') return htmlToText(page.body)
+const toText = async (service: InferenceService, page: FetchedPage, signal: AbortSignal): Promise<{ title: string; text: string }> => {
+  if (page.contentType === 'text/html' || page.contentType === 'application/xhtml+xml' || page.contentType === '') {
+    const details = { details: { url: page.url.href, httpStatus: page.status } }
+    let outcome: PageTextOutcome
+    try {
+      outcome = await service.serverTools.webFetch.readPageText(page.body, signal)
+    } catch (error) {
+      // Every document reader busy (503): the model hears the page could not be read now, the request goes on.
+      if (isGatewayError(error) && error.status === 503) throw new ServerToolFailure(`the page could not be read now: ${error.message}`, details)
+      throw error
+    }
+    if (outcome.ok) return outcome.page
+    const why = outcome.limit === 'time' ? 'took longer to read than a page may' : outcome.limit === 'memory' ? 'needs more memory to read than a page may have' : 'could not be read'
+    throw new ServerToolFailure(`the page ${why}`, details)
+  }
   if (TEXT_TYPES.test(page.contentType)) return { title: '', text: page.body }
   throw new ServerToolFailure(`the page is ${page.contentType}, which is not text`, { details: { url: page.url.href, httpStatus: page.status } })
 }
@@ -193,7 +207,7 @@ export const webFetchTool = (tool: v.InferOutput<typeof WebFetchToolSchema>): Se
       uses++
       const page = await fetchPage(context.service, url, context.signal, isAllowed)
       if (page.status >= 400) throw new ServerToolFailure(`the page answered HTTP ${page.status}`, { details: { url: page.url.href, httpStatus: page.status } })
-      const { title, text } = await toText(page)
+      const { title, text } = await toText(context.service, page, context.signal)
       const content = text.length > maxCharacters ? `${text.slice(0, maxCharacters)}\n[… cut at ${maxCharacters / CHARACTERS_PER_TOKEN} tokens]` : text
       return {
         output: `URL: ${page.url.href}\nTitle: ${title}\n\n${content}`,

@@ -88,6 +88,29 @@ describe('shared body handling', () => {
     expect(await readJson(response)).toEqual({ error: { code: 413, message: 'Request body exceeds the limit of 2048 bytes' } })
   })
 
+  it('model requests take inferenceBodyLimit on every inference route, other routes bodyLimit', async () => {
+    const gateway = createGateway({ bodyLimit: 2048, inferenceBodyLimit: 8192, logger: silentLogger })
+    const { key } = await gateway.admin.createKey({ kind: 'management' })
+    const { key: regular } = await gateway.admin.createKey({ kind: 'regular' })
+    // Content-Length decides before anything is read or routed further.
+    const send = (path: string, bytes: number, apiKey = regular) =>
+      gateway.fetch(
+        new Request(`${BASE}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'content-length': String(bytes) },
+          body: ' '.repeat(bytes),
+        }),
+      )
+    for (const path of ['/responses', '/chat/completions', '/messages', '/embeddings']) {
+      const over = await send(path, 8193)
+      expect(over.status, path).toBe(413)
+      expect(JSON.stringify(await readJson(over)), path).toContain('Request body exceeds the limit of 8192 bytes')
+      // Between the two limits: read (and refused for what it says, not for its size).
+      expect((await send(path, 4096)).status, path).not.toBe(413)
+    }
+    expect((await send('/keys', 4096, key)).status).toBe(413)
+  })
+
   it('answers 415 for a non-empty body that is not application/json', async () => {
     for (const headers of [{ 'content-type': 'text/plain' }, {}, { 'content-type': 'application/jsonx' }]) {
       const response = await post('{"name":"x"}', headers as Record<string, string>)

@@ -9,6 +9,10 @@ import type { HostResolver, UpstreamGuardOptions } from '../../../src/core/upstr
 import { createTestGateway, scriptedProvider, type ScriptedProvider, type TestGateway } from '../../../src/testing'
 import { undiciTransport, type UndiciTransport } from '../../../src/transport/undici'
 import { startUpstream, type Upstream } from '../../helpers/upstream'
+import { pdfBomb, pdfDataUrl, textPdf } from '../../helpers/pdf'
+import { createFileParserPool, FILE_PARSER_RETRY_AFTER_SECONDS } from '../../../src/workers/file-parser-pool'
+
+const SILENT_WORKER = new URL('../../fixtures/workers/silent-worker.mjs', import.meta.url)
 
 /** A minimal one-page PDF (Helvetica, one text line per entry), its cross-reference table exact. */
 const makePdf = (lines: string[], pageCount = 1): Uint8Array => {
@@ -134,6 +138,68 @@ describe('file-parser: text extraction', () => {
     expect((await fake.json()).error.message).toBe('body.input.0.content.1.file_data: not a PDF (it does not start with %PDF-)')
     const none = await testGateway!.responses({ input: 'Hi', plugins: [{ id: 'file-parser' }] }, METADATA)
     expect((await none.json()).service_metadata.pipeline).toEqual([{ type: 'plugin', name: 'file-parser', summary: 'no PDF in the input', data: { engine: 'pdf-text', files: 0 } }])
+  })
+})
+
+describe('file-parser: no PDF stalls the gateway', () => {
+  const MiB = 1024 * 1024
+  const ask = (pdf: Uint8Array) => testGateway!.responses({ input: withFile({ filename: 'bomb.pdf', file_data: pdfDataUrl(pdf) }), plugins: [{ id: 'file-parser' }] })
+
+  it('a PDF bomb (a 64 MiB stream shared by 20 pages, a few hundred KiB sent) is refused by its inflated size: 413 naming the limit', async () => {
+    const model = await serve()
+    const response = await ask(pdfBomb(64 * MiB, 20))
+    expect(response.status).toBe(413)
+    expect(await response.json()).toEqual({
+      error: { code: 413, message: 'body.input.0.content.1: the PDF\'s compressed streams inflate to more than the 32 MiB the file parser inflates for one file' },
+    })
+    expect(model.calls).toHaveLength(0)
+  })
+
+  it('a PDF with more text than the character limit: 413 naming the limit', async () => {
+    await serve({ plugins: { fileParser: { maxCharacters: 20_000 } } })
+    const response = await ask(pdfBomb(64 * 1024, 2))
+    expect(response.status).toBe(413)
+    expect((await response.json()).error.message).toBe('body.input.0.content.1: the PDF\'s text is longer than the 20000 characters the file parser extracts from one file')
+  })
+
+  it('a PDF that takes longer than the time limit: 413 naming the limit', async () => {
+    const pool = createFileParserPool({ threads: 1, workerUrl: SILENT_WORKER })
+    await serve({ plugins: { fileParser: { timeoutMs: 200, extractor: pool.extract } } })
+    const response = await ask(textPdf(['slow']))
+    expect(response.status).toBe(413)
+    expect((await response.json()).error.message).toBe('body.input.0.content.1: the PDF took longer than the 0.2 s the file parser spends on one file')
+    await pool.close()
+  })
+
+  it('a full pool sheds load: 503 with Retry-After while its one worker is busy', async () => {
+    const pool = createFileParserPool({ threads: 1, maxQueued: 0, workerUrl: SILENT_WORKER })
+    const model = await serve({ plugins: { fileParser: { timeoutMs: 30_000, extractor: pool.extract } } })
+    const first = ask(textPdf(['first']))
+    // The first request holds the worker once the pool has taken it.
+    while (pool.stats().busy === 0) await new Promise((resolve) => setImmediate(resolve))
+    const second = await ask(textPdf(['second']))
+    expect(second.status).toBe(503)
+    expect(second.headers.get('retry-after')).toBe(String(FILE_PARSER_RETRY_AFTER_SECONDS))
+    expect(await second.json()).toEqual({ error: { code: 503, message: `The gateway's document readers are busy (1 document being read and 0 waiting); retry in ${FILE_PARSER_RETRY_AFTER_SECONDS} s` } })
+    await pool.close()
+    expect((await first).status).toBe(503)
+    expect(model.calls).toHaveLength(0)
+  })
+
+  it('the gateway\'s default reads PDFs on its worker pool, started on the first PDF', async () => {
+    const started: unknown[] = []
+    const onWorker = (worker: unknown) => started.push(worker)
+    // Node announces every worker thread created in the process.
+    process.on('worker', onWorker)
+    try {
+      await serve()
+      expect(started).toHaveLength(0)
+      const response = await ask(textPdf(['Total due: 42 EUR']))
+      expect(response.status).toBe(200)
+      expect(started).toHaveLength(1)
+    } finally {
+      process.off('worker', onWorker)
+    }
   })
 })
 

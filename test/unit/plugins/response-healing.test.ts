@@ -6,6 +6,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest'
 import { createTestGateway, readEvents, scriptedProvider, type TestGateway } from '../../../src/testing'
+import { REPAIR_MAX_CHARACTERS } from '../../../src/engine/plugins/json-healing'
 
 let testGateway: TestGateway | undefined
 afterEach(async () => {
@@ -85,6 +86,20 @@ describe('response-healing on a whole answer', () => {
     await serve('{"name": "Bob", "age": 3,}')
     const { stage } = await healed({ text: PERSON_SCHEMA })
     expect(stage.data).toEqual({ healed: true, repairs: ['syntax'], schema_valid: true })
+  })
+
+  it('runs a schema\'s pattern on RE2: a pattern that backtracks catastrophically in JavaScript is checked in one pass', async () => {
+    // With JavaScript's engine, (a+)+$ on 40 "a" and a "!" takes longer than anyone would wait.
+    await serve(`{"code":"${'a'.repeat(40)}!"}`)
+    const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^(a+)+$' } }, required: ['code'] }
+    const { stage } = await healed({ text: { format: { type: 'json_schema', name: 'code', schema } } })
+    expect(stage.data).toEqual({ healed: false, repairs: [], schema_valid: false, schema_errors: ['/code must match pattern "^(a+)+$"'] })
+  })
+
+  it('leaves an answer longer than the repair limit as it came, and says why', async () => {
+    await serve(`{"items": [${'1,'.repeat(REPAIR_MAX_CHARACTERS / 2)}`)
+    const { stage } = await healed({})
+    expect(stage.summary).toBe(`the answer could not be healed: the JSON is longer than the ${REPAIR_MAX_CHARACTERS} characters response-healing repairs`)
   })
 
   it('heals a Chat Completions answer asked for with response_format', async () => {

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ModelEntry } from '../../../src/engine/models'
 import { memoryStorage } from '../../../src/storage/memory'
+import { SCAN_CHARACTERS_MAX } from '../../../src/engine/guardrails/content-filters'
 import type { JsonObject, StorageDriver } from '../../../src/storage/contract'
 import { createRecordingLogger } from '../../helpers/logger'
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type ScriptedReply, type TestGateway } from '../../../src/testing'
@@ -203,6 +204,41 @@ describe('content filters on the input', () => {
     expect(messages.status).toBe(403)
     expect(await messages.json()).toEqual({ type: 'error', error: { type: 'permission_error', message: 'Request blocked by guardrail "Key policy": the input matched email' } })
     expect(alpha.calls).toHaveLength(0)
+  })
+})
+
+describe('content filters: bounded work', () => {
+  it('an operator pattern with empty matches on a long run of one letter: answered, the match redacted', async () => {
+    await start()
+    await guardKey({ content_filters: [{ pattern: '(?:a*b)?', action: 'redact', label: '[AB]' }] })
+    const { status } = await ask({ input: `${'a'.repeat(16_384)}b tail` })
+    expect(status).toBe(200)
+    expect(alpha.lastCall!.input).toBe('[AB] tail')
+  })
+
+  it('input longer than a scan reads: 413 naming the guardrail and the limit, and no upstream call', async () => {
+    await start()
+    const id = await guardKey({ content_filter_builtins: [{ slug: 'email', action: 'flag' }] })
+    const { status, body } = await ask({ instructions: 'x'.repeat(SCAN_CHARACTERS_MAX), input: 'and one more' })
+    expect(status).toBe(413)
+    expect(body).toEqual({
+      error: {
+        code: 413,
+        message: `Request refused by guardrail "Key policy": its content filters read at most ${SCAN_CHARACTERS_MAX} characters of text, and the input has more`,
+        metadata: { error_type: 'guardrail_scan_limit', guardrail_id: id, guardrail_scope: 'key', max_characters: SCAN_CHARACTERS_MAX, generation_id: expect.stringMatching(/^resp_/) },
+      },
+    })
+    expect(alpha.calls).toHaveLength(0)
+  })
+
+  it('an answer longer than a scan reads is refused (403), never returned unscanned', async () => {
+    await start({ reply: 'y'.repeat(SCAN_CHARACTERS_MAX + 1) })
+    await guardKey({ content_filter_builtins: [{ slug: 'email', action: 'redact' }] })
+    const { status, body } = await ask({ input: 'Say a lot' })
+    expect(status).toBe(403)
+    expect(body.error.message).toBe(`Response blocked by guardrail "Key policy": its content filters read at most ${SCAN_CHARACTERS_MAX} characters of text, and the output has more`)
+    expect(body.error.metadata.error_type).toBe('guardrail_scan_limit')
+    expect(JSON.stringify(body)).not.toContain('yyyy')
   })
 })
 

@@ -8,6 +8,7 @@ import type { LookupAddress, LookupOptions, lookup } from 'node:dns'
 import { Agent, fetch as undiciFetch } from 'undici'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { fetchTransport } from '../../../src/engine/transport'
+import { READABILITY_MAX_ELEMENTS } from '../../../src/engine/server-tools/page-text'
 import type { HostResolver, UpstreamGuardOptions } from '../../../src/core/upstream-guard'
 import { createTestGateway, scriptedProvider, type ScriptedCall, type ScriptedReply, type TestGateway } from '../../../src/testing'
 import { undiciTransport, type UndiciTransport } from '../../../src/transport/undici'
@@ -83,6 +84,38 @@ describe('service:web_fetch', () => {
     ])
     expect(pages.requests[0]).toMatchObject({ method: 'GET', url: '/tides' })
     expect(pages.requests[0]!.headers['user-agent']).toBe('modelgate-web-fetch/1')
+  })
+
+  it('gives the whole body\'s text of a small plain page that Readability finds no article in', async () => {
+    for (const [path, html] of <Array<[string, string]>>[
+      ['/plain', '<p>Page body text</p>'],
+      ['/bare', 'Page body text'],
+      ['/short', '<html><head><title>Short</title></head><body><div>Page body text</div></body></html>'],
+    ]) {
+      pageRoutes.set(path, () => ({ headers: { 'content-type': 'text/html' }, body: html }))
+    }
+    const model = await serve([[fetchCall(page('/plain'), 'a'), fetchCall(page('/bare'), 'b'), fetchCall(page('/short'), 'c')], [{ type: 'text', text: 'Read.' }]])
+    const body = await run()
+    expect(resultsOf(model.calls[1]!).map((result) => result.split('\n\n')[1])).toEqual(['Page body text', 'Page body text', 'Page body text'])
+    expect(body.output.slice(0, 3).map((item: { content: string }) => item.content)).toEqual(['Page body text', 'Page body text', 'Page body text'])
+  })
+
+  it('reads pages on the gateway\'s worker threads, and a page of more elements than Readability reads as plain text', async () => {
+    const started: unknown[] = []
+    const onWorker = (worker: unknown) => started.push(worker)
+    process.on('worker', onWorker)
+    try {
+      // Readability's work grows faster than the page: past READABILITY_MAX_ELEMENTS the body is read the linear way.
+      const many = `<html><body><nav>Menu</nav>${'<div><span>cell</span></div>'.repeat(READABILITY_MAX_ELEMENTS)}</body></html>`
+      pageRoutes.set('/many', () => ({ headers: { 'content-type': 'text/html' }, body: many }))
+      const model = await serve([[fetchCall(page('/many'))], [{ type: 'text', text: 'Read.' }]])
+      await run()
+      const [result] = resultsOf(model.calls[1]!)
+      expect(result).toContain('Menu\ncell\ncell')
+      expect(started).toHaveLength(1)
+    } finally {
+      process.off('worker', onWorker)
+    }
   })
 
   it('follows redirects by hand, checking every hop', async () => {

@@ -32,18 +32,18 @@ describe('POST /byok for the providers this gateway routes to', () => {
     expect((await readJson(cleared)).data.name).toBe('My vLLM key')
   })
 
-  it('still refuses a provider that is neither built in nor configured, naming it', async () => {
+  it('still refuses a provider that is neither built in nor configured, naming the field and the rule, never the value', async () => {
     const t = await createTestGateway({ logger: silentLogger, providers: { 'my-vllm': SELF_HOSTED } })
     for (const provider of ['their-vllm', 'their-vllm/turbo']) {
       const response = await t.call('POST', '/byok', { json: { provider, key: 'sk-self-hosted-0123456789abcdef' } })
       expect({ status: response.status, body: await readJson(response) }).toEqual({
         status: 400,
-        body: { error: { code: 400, message: `body.provider: unknown provider "${provider}"` } },
+        body: { error: { code: 400, message: 'body.provider: must be a provider this gateway routes to (GET /providers lists them)' } },
       })
     }
     const listed = await t.call('GET', '/byok?provider=their-vllm')
     expect(listed.status).toBe(400)
-    expect((await readJson(listed)).error.message).toBe('query.provider: unknown provider "their-vllm"')
+    expect((await readJson(listed)).error.message).toBe('query.provider: must be a provider this gateway routes to (GET /providers lists them)')
   })
 })
 

@@ -253,8 +253,8 @@ describe('/byok', () => {
         [{ key: 'x'.repeat(16_385), provider: 'openai' }, 'body.key: must be at most 16384 characters'],
         [{ key: ['x'], provider: 'openai' }, 'body.key: must be a string'],
         [{ key }, 'body.provider: is required'],
-        [{ key, provider: 'acme' }, 'body.provider: unknown provider "acme"'],
-        [{ key, provider: 'acme/turbo' }, 'body.provider: unknown provider "acme/turbo"'],
+        [{ key, provider: 'acme' }, 'body.provider: must be a provider this gateway routes to (GET /providers lists them)'],
+        [{ key, provider: 'acme/turbo' }, 'body.provider: must be a provider this gateway routes to (GET /providers lists them)'],
         [{ key, provider: 'OpenAI' }, `body.provider: ${SLUG_RULE}`],
         [{ key, provider: 'deepinfra/turbo/x' }, `body.provider: ${SLUG_RULE}`],
         [{ key, provider: 'openai', name: 'x'.repeat(256) }, 'body.name: must be at most 255 characters'],
@@ -439,7 +439,7 @@ describe('/byok', () => {
         ['offset=-1', 'query.offset: must be a whole number'],
         ['offset=1.5', 'query.offset: must be a whole number'],
         ['workspace_id=default', 'query.workspace_id: must be a UUID'],
-        ['provider=acme', 'query.provider: unknown provider "acme"'],
+        ['provider=acme', 'query.provider: must be a provider this gateway routes to (GET /providers lists them)'],
         ['provider=OpenAI', `query.provider: ${SLUG_RULE}`],
       ]
       for (const [query, message] of cases) await expectError(await t.call('GET', `/byok?${query}`), 400, message)
@@ -840,7 +840,7 @@ describe('/byok', () => {
       expectNoTrace(text, key, 'sk-proj-'.length)
       await expectError(await call('PATCH', `/byok/${existing.id}`, { key: openaiKey() }), 403, NO_KEY_MESSAGE)
       // Validation still comes first.
-      await expectError(await call('POST', '/byok', { key, provider: 'acme' }), 400, 'body.provider: unknown provider "acme"')
+      await expectError(await call('POST', '/byok', { key, provider: 'acme' }), 400, 'body.provider: must be a provider this gateway routes to (GET /providers lists them)')
 
       expect(await readJson(await call('GET', '/byok'))).toEqual({ data: [existing], total_count: 1 })
       expect(await readJson(await call('GET', `/byok/${existing.id}`))).toEqual({ data: existing })

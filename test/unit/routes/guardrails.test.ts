@@ -92,8 +92,8 @@ describe('POST /guardrails', () => {
   it('refuses what it cannot enforce, naming the field', async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{}, 'body.name: is required'],
-      [{ name: 'x', content_filters: [{ pattern: '(?<=a)b', action: 'block' }] }, 'body.content_filters.0.pattern: is not a pattern RE2 can run: invalid named capture: `(?<=a)b`'],
-      [{ name: 'x', content_filters: [{ pattern: '(a)\\1', action: 'block' }] }, 'body.content_filters.0.pattern: is not a pattern RE2 can run: invalid escape sequence: `\\1`'],
+      [{ name: 'x', content_filters: [{ pattern: '(?<=a)b', action: 'block' }] }, 'body.content_filters.0.pattern: is not a pattern RE2 can run: invalid named capture'],
+      [{ name: 'x', content_filters: [{ pattern: '(a)\\1', action: 'block' }] }, 'body.content_filters.0.pattern: is not a pattern RE2 can run: invalid escape sequence'],
       [{ name: 'x', content_filters: [{ pattern: 'a', action: 'erase' }] }, 'body.content_filters.0.action: must be one of block, redact, flag'],
       [{ name: 'x', content_filter_builtins: [{ slug: 'dna', action: 'block' }] }, expect.stringMatching(/^body\.content_filter_builtins\.0\.slug: must be one of email, phone/) as unknown as string],
       [{ name: 'x', content_filter_builtins: [{ slug: 'email', action: 'block' }, { slug: 'email', action: 'flag' }] }, 'body.content_filter_builtins: must name each builtin once'],

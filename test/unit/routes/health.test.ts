@@ -37,6 +37,20 @@ describe('health checks', () => {
     expect((await t.gateway.fetch(new Request('http://gateway.test/health'))).status).toBe(404)
   })
 
+  it('readiness reports the host\'s event-loop monitor, and a slow loop without going unready', async () => {
+    const delay = { p50Ms: 1, p99Ms: 180.5, maxMs: 2400, windowSeconds: 10, thresholdMs: 100, isSlow: true }
+    const routes: string[] = []
+    const eventLoop = { read: () => delay, track: (route: string) => (routes.push(route), () => {}) }
+    const gateway = createGateway({ logger: silentLogger, eventLoop })
+    const response = await gateway.fetch(new Request('http://gateway.test/api/v1/health/ready'))
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({
+      status: 'ready',
+      checks: { storage: 'ok', event_loop: { status: 'slow', delay_p50_ms: 1, delay_p99_ms: 180.5, delay_max_ms: 2400, window_seconds: 10, threshold_ms: 100 } },
+    })
+    expect(routes).toEqual(['GET /health/ready'])
+  })
+
   it('ignores a key, even an invalid one, and is not rate-limited', async () => {
     const gateway = createGateway({ logger: silentLogger, rateLimit: { requests: 1, windowSeconds: 60 } })
     for (let index = 0; index < 3; index++) {

@@ -358,7 +358,7 @@ describe('POST /messages, keys and errors in Anthropic shape', () => {
     ['no messages', { messages: [] }, 'body.messages: must have at least 1 message'],
     ['a system role in messages', { messages: [{ role: 'system', content: 'x' }] }, 'body.messages.0.role: must have a role among user, assistant'],
     ['a tool_use block in a user turn', { messages: [{ role: 'user', content: [{ type: 'tool_use', id: 't', name: 'f', input: {} }] }] }, 'body.messages.0.content.0.type: must be a text, image, document or tool_result block'],
-    ['a server tool', { tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, 'body.tools.0.type: server tool "web_search_20250305" is not supported: only custom tools (name, input_schema) and the gateway\'s server tools ("service:…") are'],
+    ['a server tool', { tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, 'body.tools.0.type: must be a custom tool (name, input_schema) or one of the gateway\'s server tools ("service:…"): Anthropic\'s server tools are not supported'],
     ['a custom tool without input_schema', { tools: [{ name: 'f' }] }, 'body.tools.0.input_schema: is required'],
     // The scripted provider's adapter declares no request extensions, so no endpoint of test/model honours them.
     ['stop sequences no endpoint honours', { stop_sequences: ['END'] }, 'body.stop_sequences: not supported by any endpoint of test/model'],

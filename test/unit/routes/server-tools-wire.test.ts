@@ -108,7 +108,7 @@ describe('server tools on /messages', () => {
     await serve([])
     const response = await post('/messages', { model: 'test/model', max_tokens: 100, messages: HI, tools: [{ type: 'web_search_20250305', name: 'web_search' }] })
     expect(response.status).toBe(400)
-    expect((await response.json()).error.message).toContain('only custom tools (name, input_schema) and the gateway\'s server tools ("service:…") are')
+    expect((await response.json()).error.message).toContain('must be a custom tool (name, input_schema) or one of the gateway\'s server tools ("service:…"): Anthropic\'s server tools are not supported')
   })
 })
 
