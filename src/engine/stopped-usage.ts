@@ -2,20 +2,19 @@
  * Usage the gateway reckons itself (docs/decisions.md, "Books that balance"): for an answer whose upstream
  * reported none, or one cut short after content (the client left, the provider's stream broke off, the idle or
  * total timeout passed, the gateway shut down). The prompt as sent and the content text the client was sent are
- * counted on a bounded sample scaled to the whole length, so a long answer costs the count of its first part only:
- * with OpenAI's `o200k_base` encoding where the estimate can wait for it to load (an answer that ended or broke
- * off), roughly where it must be given at once (a stream its client or the shutdown stopped). Worked out once, by
- * the session that ended, so the spend settlement and the generation record charge the same amount.
+ * counted at about four characters a token (OpenAI's rule of thumb) and one for each CJK or other wide character,
+ * in one pass that allocates nothing. Not with a tokenizer: loading one costs tens of megabytes of heap and a
+ * fraction of a second, which an answer's last event would wait for. Worked out once, by the session that ended,
+ * so the spend settlement and the generation record charge the same amount.
  */
 
 import { emptyUsage, type OutputItem, type Usage } from '../providers/types'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { SessionEvent } from './session-events'
-import { countTokens, loadEncoding, type Encoding } from './token-encoding'
 
-/** Characters counted exactly; beyond it the count is scaled by length. */
+/** Characters read to count; beyond it the count is scaled by length, so a huge answer costs no more to count. */
 const SAMPLE_CHARACTERS = 64 * 1024
-/** Before the encoding has loaded: about four characters a token for Latin text, one for CJK and similar scripts. */
+/** About four characters a token for Latin text, one for CJK and similar scripts. */
 const CHARACTERS_PER_TOKEN = 4
 const FIRST_WIDE_CHARACTER = 0x2e80
 
@@ -33,7 +32,7 @@ export const contentLength = (event: SessionEvent): number => {
   }
 }
 
-/** A rough count for when the encoding is not loaded yet: never 0 for some text. */
+/** Tokens in `text`: never 0 for some text. */
 const roughTokens = (text: string): number => {
   let narrow = 0
   let wide = 0
@@ -44,23 +43,20 @@ const roughTokens = (text: string): number => {
   return wide + Math.ceil(narrow / CHARACTERS_PER_TOKEN)
 }
 
-/** Tokens in a text of `length` characters whose first part is `sample`: by `encoding`, else roughly. */
-const scaledTokens = (sample: string, length: number, encoding: Encoding | undefined): number => {
+/** Tokens in a text of `length` characters whose first part is `sample`. */
+const scaledTokens = (sample: string, length: number): number => {
   if (length === 0) return 0
-  const counted = encoding ? countTokens(encoding, sample) : roughTokens(sample)
+  const counted = roughTokens(sample)
   return Math.max(1, Math.ceil(sample.length >= length ? counted : (counted * length) / Math.max(1, sample.length)))
 }
-
-/** The encoding for an estimate that can wait for it; `undefined` (a rough count) if it cannot be loaded. */
-export const estimateEncoding = (): Promise<Encoding | undefined> => loadEncoding().catch(() => undefined)
 
 /** The content text a session sent its client: its length, and its first part for the count. */
 export interface DeliveredText {
   /** Adds what `event` carries to the client. */
   add(event: SessionEvent): void
   readonly characters: number
-  /** Tokens the delivered text counts: by `encoding`, else roughly. */
-  tokens(encoding?: Encoding): number
+  /** Tokens the delivered text counts. */
+  tokens(): number
 }
 
 export const createDeliveredText = (): DeliveredText => {
@@ -76,24 +72,24 @@ export const createDeliveredText = (): DeliveredText => {
     get characters() {
       return characters
     },
-    tokens: (encoding) => scaledTokens(sample, characters, encoding),
+    tokens: () => scaledTokens(sample, characters),
   }
 }
 
 /** The prompt an input estimate counts: instructions and input as sent, in JSON. */
-const promptTokens = (body: ResponsesRequestBody, encoding: Encoding | undefined): number => {
+const promptTokens = (body: ResponsesRequestBody): number => {
   const input = JSON.stringify(body.input ?? '')
   const instructions = body.instructions ?? ''
   const length = instructions.length + input.length
   const sample = (instructions + input.slice(0, SAMPLE_CHARACTERS)).slice(0, SAMPLE_CHARACTERS)
-  return scaledTokens(sample, length, encoding)
+  return scaledTokens(sample, length)
 }
 
 /** Usage of a turn that ended without the upstream reporting any: estimated from the text that went each way. */
-export const estimatedUsage = (body: ResponsesRequestBody, delivered: DeliveredText, encoding?: Encoding): Usage => {
+export const estimatedUsage = (body: ResponsesRequestBody, delivered: DeliveredText): Usage => {
   const usage = emptyUsage()
-  usage.input_tokens = promptTokens(body, encoding)
-  usage.output_tokens = delivered.tokens(encoding)
+  usage.input_tokens = promptTokens(body)
+  usage.output_tokens = delivered.tokens()
   usage.total_tokens = usage.input_tokens + usage.output_tokens
   return usage
 }

@@ -22,8 +22,7 @@ import { metadataIfRequested } from './service-metadata'
 import type { InferenceService } from './service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from './session-events'
 import { StreamSignal } from './stream-signal'
-import { createDeliveredText, estimatedUsage, estimateEncoding } from './stopped-usage'
-import type { Encoding } from './token-encoding'
+import { createDeliveredText, estimatedUsage } from './stopped-usage'
 
 // A canonical type (spec `error_type`), so clients read it as the gateway's failure, not the provider's or theirs.
 const SHUTDOWN_ERROR_TYPE = 'server'
@@ -128,14 +127,6 @@ export const openSession = async (service: InferenceService, request: InferenceR
       ...fields,
     })
 
-    // Set before an answer that ended or broke off without usage finishes: its estimate can wait for the encoding.
-    let encoding: Encoding | undefined
-    /** `finish`, once the encoding the estimate counts with has loaded when the upstream reported no usage. */
-    const finishCounted = async (...args: Parameters<typeof finish>) => {
-      if (usage === undefined) encoding = await estimateEncoding()
-      if (!isStopped) finish(...args)
-    }
-
     const finish = (
       served: Served,
       status: ResponseResult['status'],
@@ -145,7 +136,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
     ) => {
       const output = items.filter(Boolean)
       // No usage from the upstream (none sent, or the stream broke off first): what was delivered is charged, estimated.
-      const billed = billAttempt(usage ?? estimatedUsage(request.body, delivered, encoding), served.attempt, service.byokFeeRate, output)
+      const billed = billAttempt(usage ?? estimatedUsage(request.body, delivered), served.attempt, service.byokFeeRate, output)
       write({ type: 'usage', usage: billed })
       if (failure) write({ type: 'error', error: failure })
       const finished = result({
@@ -221,14 +212,14 @@ export const openSession = async (service: InferenceService, request: InferenceR
           if (isStopped) return
           if (next.done) {
             attempt.release()
-            return finishCounted(served, 'completed', null, null)
+            return finish(served, 'completed', null, null)
           }
           const event = next.value
           if (event.type === 'upstream.usage') usage = event.usage
           else if (event.type === 'upstream.finish') {
             // Nothing after the finish reaches the client: answer now, and let the upstream end its body in the background.
             drainThenRelease(iterator, attempt)
-            return finishCounted(served, event.status satisfies FinishStatus, null, event.incompleteDetails, event.stopSequence)
+            return finish(served, event.status satisfies FinishStatus, null, event.incompleteDetails, event.stopSequence)
           } else {
             if (event.type === 'response.output_item.done') items[event.output_index] = event.item
             write(event)
@@ -251,7 +242,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
           provider: served.attempt.provider.descriptor.id,
           status: failure.status,
         })
-        return finishCounted(served, 'failed', toResponseFailure(clientError(failure, served.attempt, service)), null)
+        return finish(served, 'failed', toResponseFailure(clientError(failure, served.attempt, service)), null)
       }
     }
 

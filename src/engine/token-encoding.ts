@@ -1,7 +1,7 @@
 /**
  * OpenAI's `o200k_base` encoding (gpt-tokenizer), loaded only when something needs it, and the one way this
  * gateway feeds text to it: in pieces of bounded length, so no input makes the encoder spin (docs/decisions.md,
- * "Plugins"). Shared by context compression's counts and the usage estimates of answers that report none.
+ * "Plugins").
  */
 
 export type Encoding = typeof import('gpt-tokenizer/encoding/o200k_base')
@@ -35,17 +35,9 @@ export const piecesOf = (text: string): string[] => {
 }
 
 let loading: Promise<Encoding> | undefined
-let loaded: Encoding | undefined
 
 /** The encoding, loaded on first use. */
-export const loadEncoding = (): Promise<Encoding> =>
-  (loading ??= import('gpt-tokenizer/encoding/o200k_base').then((encoding) => {
-    loaded = encoding
-    return encoding
-  }))
-
-/** The encoding if it has loaded, for code that must answer now (a stream that just ended). */
-export const loadedEncoding = (): Encoding | undefined => loaded
+export const loadEncoding = (): Promise<Encoding> => (loading ??= import('gpt-tokenizer/encoding/o200k_base'))
 
 /** Tokens in `text` by the encoding, piece by piece. */
 export const countTokens = (encoding: Encoding, text: string): number =>

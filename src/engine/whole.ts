@@ -8,7 +8,7 @@ import { newResponseId, nowSeconds } from './response-identity'
 import { metadataIfRequested, serviceMetadata } from './service-metadata'
 import type { InferenceService } from './service'
 import type { WholeAnswer } from './session-events'
-import { deliveredOutput, estimatedUsage, estimateEncoding } from './stopped-usage'
+import { deliveredOutput, estimatedUsage } from './stopped-usage'
 
 /** Resolves with the result; rejects with the client's error when every attempt failed. */
 export const answerWhole = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => {
@@ -37,7 +37,7 @@ export const answerWhole = async (service: InferenceService, request: InferenceR
       model: attempt.model.slug,
       status: result.status,
       output: result.output,
-      usage: billAttempt(result.usage ?? estimatedUsage(request.body, deliveredOutput(result.output), await estimateEncoding()), attempt, service.byokFeeRate, result.output),
+      usage: billAttempt(result.usage ?? estimatedUsage(request.body, deliveredOutput(result.output)), attempt, service.byokFeeRate, result.output),
       ...(result.usage ? {} : { isUsageEstimated: true }),
       error: null,
       incompleteDetails: result.incompleteDetails,
