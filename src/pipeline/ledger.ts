@@ -4,6 +4,7 @@
  * oldest records in bounded pages.
  */
 
+import { isGatewayError } from '../core/errors'
 import { createGroupCommit } from '../core/group-commit'
 import type { Logger } from '../core/logger'
 import type { GenerationContentRecord, GenerationRecord, GenerationsRepository } from '../repositories/generations'
@@ -21,6 +22,16 @@ const MAX_IN_FLIGHT = 4
 /** One sweep deletes at most this many pages; the next sweep carries on. */
 const SWEEP_PAGE_SIZE = 200
 const SWEEP_MAX_PAGES = 50
+/** Backoff between the background attempts of a write its requests were told failed: doubling from the first to the last. */
+const FIRST_RETRY_MS = 200
+const MAX_RETRY_MS = 5_000
+/** How long `close` waits for those writes before it gives up on them with an error line. */
+const CLOSE_GRACE_MS = 10_000
+
+export interface LedgerOptions {
+  /** How long `close` waits for writes still being retried (default 10 s). */
+  closeGraceMs?: number
+}
 
 export interface LedgerSettings {
   /** Days a record is kept (and shown) after its request. */
@@ -31,7 +42,10 @@ export interface LedgerSettings {
 
 export interface Ledger {
   readonly retentionDays: number
-  /** Stores a record together with others finishing now; resolves once it is stored (once, whatever the retries). */
+  /**
+   * Stores a record together with others finishing now; resolves once it is stored (once, whatever the retries).
+   * Rejects when the store failed twice, and then keeps sending it in the background until it lands.
+   */
   write(record: GenerationRecord): Promise<void>
   /** Stores what a generation said, for a workspace with private logging on (after its record). */
   writeContent(content: GenerationContentRecord): Promise<void>
@@ -39,19 +53,78 @@ export interface Ledger {
   retainedSince(): string
   /** Deletes expired records, at most a bounded number per call; resolves with how many went. */
   sweep(): Promise<number>
-  /** Stops the sweep and waits for the writes accepted so far. */
+  /** Stops the sweep and waits for the writes accepted so far, and a while for those still being retried. */
   close(): Promise<void>
 }
 
-export const createLedger = (repository: GenerationsRepository, settings: LedgerSettings, now: () => Date, logger: Logger): Ledger => {
+const sleep = (ms: number) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    ;(timer as { unref?: () => void }).unref?.()
+  })
+
+/** The store's own reason, for the log: a 503's cause (refused, timed out) is what an operator needs. */
+const causeOf = (error: unknown) => (error instanceof Error && error.cause !== undefined ? { cause: error.cause } : {})
+
+/** A record as a log line names it: enough to find its request and correct the books by hand. */
+const describe = (record: GenerationRecord) => ({ id: record.id, requestId: record.requestId, keyHash: record.keyHash.slice(0, 8), cost: record.cost })
+
+/** A store that could not be reached or did not answer (503): the write may land when it is back. */
+const isUnavailable = (error: unknown) => isGatewayError(error) && error.status === 503
+
+export const createLedger = (repository: GenerationsRepository, settings: LedgerSettings, now: () => Date, logger: Logger, options: LedgerOptions = {}): Ledger => {
+  /** Background writes of batches whose requests were told they failed. */
+  const retrying = new Set<Promise<void>>()
+  let isClosed = false
+  let closed: () => void = () => {}
+  const closing = new Promise<void>((resolve) => (closed = resolve))
+
+  /**
+   * Sends a batch its requests gave up on until it lands. Their answers were paid for, and their spend settlements are
+   * retried until they land (src/engine/spend-book.ts): the record must land too, or once the store is back a key's
+   * usage would count answers its ledger does not show. Only an unavailable store is retried: any other error would
+   * fail again.
+   */
+  const keepSending = (batch: GenerationRecord[]) => {
+    const run = (async () => {
+      for (let attempt = 3, delay = FIRST_RETRY_MS; ; attempt++, delay = Math.min(delay * 2, MAX_RETRY_MS)) {
+        await Promise.race([sleep(delay), closing])
+        if (isClosed) {
+          logger.error('usage ledger records not written: the gateway closed before the store answered; their spend is counted', {
+            records: batch.map(describe),
+          })
+          return
+        }
+        try {
+          await repository.store(batch)
+          logger.info('usage ledger records written after retries', { records: batch.length, attempts: attempt })
+          return
+        } catch (error) {
+          if (!isUnavailable(error)) {
+            logger.error('usage ledger records lost: the store refused them; their spend is counted', { records: batch.map(describe), error })
+            return
+          }
+          logger.warn('usage ledger write failed; retrying', { records: batch.length, attempt, retryInMs: delay, error, ...causeOf(error) })
+        }
+      }
+    })()
+    retrying.add(run)
+    void run.finally(() => retrying.delete(run))
+  }
+
   const store = async (batch: GenerationRecord[]) => {
     try {
       await repository.store(batch)
     } catch (error) {
       // The write may have happened before the store failed to answer; ids already stored are left as they are,
       // so sending the batch again cannot record anything twice.
-      logger.warn('usage ledger write failed; retrying once', { records: batch.length, error })
-      await repository.store(batch)
+      logger.warn('usage ledger write failed; retrying once', { records: batch.length, error, ...causeOf(error) })
+      try {
+        await repository.store(batch)
+      } catch (retryError) {
+        if (isUnavailable(retryError)) keepSending(batch)
+        throw retryError
+      }
     }
   }
   const commit = createGroupCommit(store, {
@@ -102,6 +175,13 @@ export const createLedger = (repository: GenerationsRepository, settings: Ledger
       clearInterval(timer)
       await sweeping
       await commit.drain()
+      if (retrying.size > 0) {
+        const grace = sleep(options.closeGraceMs ?? CLOSE_GRACE_MS)
+        await Promise.race([Promise.all([...retrying]), grace])
+      }
+      isClosed = true
+      closed()
+      await Promise.all([...retrying])
     },
   }
 }

@@ -67,7 +67,7 @@ describe('modelgate CLI and standalone runner', () => {
   })
 
   it('ends a stream still running at the grace limit of a SIGTERM in-band, and aborts its upstream', async () => {
-    const upstream = await startUpstream(hangsAfterFirstDelta)
+    const upstream = await startUpstream(() => hangsAfterFirstDelta())
     try {
       const aborted = upstream.nextClientAbort()
       const server = await serve({

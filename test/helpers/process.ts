@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
+import { resolve } from 'node:path'
 
 export interface RunningProcess {
   child: ChildProcessWithoutNullStreams
@@ -73,4 +74,18 @@ export const stopAndDrain = async (process: RunningProcess, signal?: NodeJS.Sign
   const streams = [process.child.stdout, process.child.stderr]
   await Promise.all(streams.map((stream) => (stream.closed ? undefined : once(stream, 'close'))))
   return code
+}
+
+const CLI = resolve(__dirname, '../../dist/cli.js')
+
+/** Starts the built runner (`modelgate serve`; run `npm run build` first) on a free loopback port. */
+export const startRunner = (env: Record<string, string>) => startListening('node', [CLI, 'serve'], { env: { MODELGATE_PORT: '0', ...env } })
+
+/** Starts `count` runners at once; when one fails to start, stops the others and rejects with its output. */
+export const startRunners = async (count: number, env: Record<string, string>): Promise<RunningProcess[]> => {
+  const started = await Promise.allSettled(Array.from({ length: count }, () => startRunner(env)))
+  const failure = started.find((result): result is PromiseRejectedResult => result.status === 'rejected')
+  if (!failure) return started.map((result) => (result as PromiseFulfilledResult<RunningProcess>).value)
+  await Promise.all(started.map((result) => (result.status === 'fulfilled' ? result.value.stop('SIGKILL') : undefined)))
+  throw failure.reason
 }

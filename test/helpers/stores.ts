@@ -35,7 +35,8 @@ export const uniqueNamespace = (kind: string) => `mg_${kind}_${randomUUID().repl
 export interface ProcessStore {
   name: string
   port: number
-  env: (namespace: string) => Record<string, string>
+  /** The runner's environment for a store in `namespace`, reached on `port` (a fault proxy's; default the server's). */
+  env: (namespace: string, port?: number) => Record<string, string>
   drop: (namespace: string) => Promise<void>
 }
 
@@ -43,14 +44,21 @@ export const PROCESS_STORES: ProcessStore[] = [
   {
     name: 'Redis',
     port: 6379,
-    env: (namespace) => ({ MODELGATE_STORAGE: REDIS_URL, MODELGATE_REDIS_PREFIX: `${namespace}:` }),
+    env: (namespace, port = 6379) => ({ MODELGATE_STORAGE: `redis://127.0.0.1:${port}`, MODELGATE_REDIS_PREFIX: `${namespace}:` }),
     drop: (namespace) => dropRedisPrefix(`${namespace}:`),
   },
   {
     name: 'PostgreSQL',
     port: 5432,
-    env: (namespace) => ({ MODELGATE_STORAGE: POSTGRES_URL, MODELGATE_SQL_SCHEMA: namespace }),
+    env: (namespace, port = 5432) => ({ MODELGATE_STORAGE: `postgres://postgres@127.0.0.1:${port}/test`, MODELGATE_SQL_SCHEMA: namespace }),
     drop: (namespace) => dropPostgresSchema(namespace),
+  },
+  {
+    name: 'MariaDB',
+    port: 3306,
+    // On MySQL and MariaDB the schema is a database of its own, created by the first gateway that starts.
+    env: (namespace, port = 3306) => ({ MODELGATE_STORAGE: `mysql://root@127.0.0.1:${port}/test`, MODELGATE_SQL_SCHEMA: namespace }),
+    drop: (namespace) => dropMariadbDatabase(namespace),
   },
 ]
 

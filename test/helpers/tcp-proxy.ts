@@ -3,12 +3,16 @@
  * process) and a real server, then make the network fail on demand.
  *
  * - `cut()`: the server went away. Every proxied connection is destroyed (both ends) and the port
- *   stops listening, so new connections are refused (ECONNREFUSED).
+ *   stops listening, so new connections are refused (ECONNREFUSED). `cut({ shouldReset: true })` resets
+ *   the clients' connections (ECONNRESET) instead of closing them.
  * - `blackhole()`: the server stopped answering. Connections stay open and new ones are still
  *   accepted, but nothing is forwarded any more, in either direction: bytes and closes are
  *   swallowed, as in a network partition. Clients only notice through their own timeouts.
+ * - `dropReplies()`: the server's answers are lost. What clients send still reaches the server, which acts on
+ *   it, but nothing comes back (on open and new connections alike): a write that landed looks, to its client,
+ *   like one that timed out.
  * - `restore()`: the network is back. The proxy listens again on the same port and forwards new
- *   connections. Connections that were blackholed lost bytes, so they cannot continue: by default
+ *   connections. Connections that were blackholed (or lost replies) lost bytes, so they cannot continue: by default
  *   they are reset (both ends destroyed), like a firewall that lost their state; with
  *   `{ shouldResetBlackholed: false }` they stay silent forever, which tests that a client discards a
  *   connection that stopped answering instead of reusing it.
@@ -35,6 +39,11 @@ export interface TcpProxyOptions {
   host?: string
 }
 
+export interface CutOptions {
+  /** Reset clients' connections (RST) rather than close them (FIN), as a host that went away does. */
+  shouldReset?: boolean
+}
+
 export interface RestoreOptions {
   /** Destroy connections that were blackholed (default true); false leaves them open and silent. */
   shouldResetBlackholed?: boolean
@@ -44,9 +53,11 @@ export interface TcpProxy {
   /** The port clients connect to. */
   readonly port: number
   /** Destroys every connection and stops listening; resolves once the port is free. */
-  cut(): Promise<void>
+  cut(options?: CutOptions): Promise<void>
   /** Stops forwarding anything, on open and new connections alike, until `restore()` (no-op while cut). */
   blackhole(): void
+  /** Forwards what clients send but none of the server's answers, until `restore()` (no-op while cut). */
+  dropReplies(): void
   /** Listens (again) and forwards new connections; see the module comment for old ones. */
   restore(options?: RestoreOptions): Promise<void>
   /** Open client connections, including blackholed ones. */
@@ -60,6 +71,8 @@ interface Link {
   client: Socket
   upstream: Socket | undefined
   isBlackholed: boolean
+  /** The server's bytes are dropped; the client's still go through. */
+  isReplyDropped: boolean
 }
 
 const noop = () => {}
@@ -69,7 +82,7 @@ export const startTcpProxy = async (options: TcpProxyOptions): Promise<TcpProxy>
   const host = options.host ?? '127.0.0.1'
   const targetHost = options.targetHost ?? '127.0.0.1'
   const links = new Set<Link>()
-  let mode: 'forwarding' | 'blackholed' | 'cut' = 'forwarding'
+  let mode: 'forwarding' | 'blackholed' | 'repliesDropped' | 'cut' = 'forwarding'
   let isClosed = false
   let server: Server | undefined
   let port = options.port ?? 0
@@ -82,16 +95,18 @@ export const startTcpProxy = async (options: TcpProxyOptions): Promise<TcpProxy>
     return next
   }
 
-  const destroyLink = (link: Link) => {
+  const destroyLink = (link: Link, shouldReset = false) => {
     links.delete(link)
-    link.client.destroy()
+    if (shouldReset) link.client.resetAndDestroy()
+    else link.client.destroy()
     link.upstream?.destroy()
   }
 
-  /** Forwards `from` to `to` with backpressure, unless the link is blackholed. */
+  /** Forwards `from` to `to` with backpressure, unless the link is blackholed (or `from` is the server and its replies are dropped). */
   const forward = (from: Socket, to: Socket, link: Link) => {
+    const isReply = from === link.upstream
     from.on('data', (chunk: Buffer) => {
-      if (link.isBlackholed) return
+      if (link.isBlackholed || (isReply && link.isReplyDropped)) return
       if (!to.write(chunk)) {
         from.pause()
         to.once('drain', () => from.resume())
@@ -99,14 +114,14 @@ export const startTcpProxy = async (options: TcpProxyOptions): Promise<TcpProxy>
     })
     // A close is forwarded like data: a blackholed link swallows it and keeps the other end open.
     from.on('close', () => {
-      if (!link.isBlackholed) destroyLink(link)
+      if (!link.isBlackholed && !(isReply && link.isReplyDropped)) destroyLink(link)
     })
   }
 
   const accept = (client: Socket) => {
     client.on('error', noop)
     client.setNoDelay(true)
-    const link: Link = { client, upstream: undefined, isBlackholed: mode === 'blackholed' }
+    const link: Link = { client, upstream: undefined, isBlackholed: mode === 'blackholed', isReplyDropped: mode === 'repliesDropped' }
     links.add(link)
     if (link.isBlackholed) {
       // Read and drop everything; the link never gets an upstream.
@@ -135,13 +150,13 @@ export const startTcpProxy = async (options: TcpProxyOptions): Promise<TcpProxy>
       })
     })
 
-  const cut = (): Promise<void> => {
+  const cut = (cutOptions: CutOptions = {}): Promise<void> => {
     mode = 'cut'
     const closing = server
     server = undefined
     // close() stops accepting at once; its callback waits for the connections destroyed below.
     const closed = closing ? new Promise<void>((resolve) => closing.close(() => resolve())) : Promise.resolve()
-    for (const link of [...links]) destroyLink(link)
+    for (const link of [...links]) destroyLink(link, cutOptions.shouldReset)
     return enqueue(() => closed)
   }
 
@@ -165,10 +180,19 @@ export const startTcpProxy = async (options: TcpProxyOptions): Promise<TcpProxy>
       }
     },
 
+    dropReplies() {
+      if (mode === 'cut' || isClosed) return
+      mode = 'repliesDropped'
+      for (const link of links) {
+        link.isReplyDropped = true
+        link.upstream?.resume()
+      }
+    },
+
     restore(restoreOptions: RestoreOptions = {}) {
       if (isClosed) return Promise.reject(new Error('the TCP proxy is closed'))
       if (restoreOptions.shouldResetBlackholed ?? true) {
-        for (const link of [...links]) if (link.isBlackholed) destroyLink(link)
+        for (const link of [...links]) if (link.isBlackholed || link.isReplyDropped) destroyLink(link)
       }
       mode = 'forwarding'
       return enqueue(async () => {

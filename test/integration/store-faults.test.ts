@@ -4,39 +4,16 @@
  * itself once the store is back. The store sits behind a loopback TCP proxy that the test cuts.
  */
 
-import { resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { startListening, type RunningProcess } from '../helpers/process'
-import { dropPostgresSchema, dropRedisPrefix, requireServer, uniqueNamespace } from '../helpers/stores'
+import { startRunner, type RunningProcess } from '../helpers/process'
+import { PROCESS_STORES, requireServer, uniqueNamespace } from '../helpers/stores'
 import { startTcpProxy } from '../helpers/tcp-proxy'
 
-const CLI = resolve(__dirname, '../../dist/cli.js')
 const KEY = `operator-${uniqueNamespace('key')}`
 /** Far above every driver timeout: a request that takes this long has hung. */
 const HANG = 20_000
 
-const STORES = [
-  {
-    name: 'Redis',
-    port: 6379,
-    env: (proxyPort: number, namespace: string) => ({
-      MODELGATE_STORAGE: `redis://127.0.0.1:${proxyPort}`,
-      MODELGATE_REDIS_PREFIX: `${namespace}:`,
-    }),
-    drop: (namespace: string) => dropRedisPrefix(`${namespace}:`),
-  },
-  {
-    name: 'PostgreSQL',
-    port: 5432,
-    env: (proxyPort: number, namespace: string) => ({
-      MODELGATE_STORAGE: `postgres://postgres@127.0.0.1:${proxyPort}/test`,
-      MODELGATE_SQL_SCHEMA: namespace,
-    }),
-    drop: (namespace: string) => dropPostgresSchema(namespace),
-  },
-]
-
-describe.each(STORES)('a gateway whose $name goes away', (store) => {
+describe.each(PROCESS_STORES)('a gateway whose $name goes away', (store) => {
   const namespace = uniqueNamespace('faults')
   let proxy: Awaited<ReturnType<typeof startTcpProxy>>
   let gateway: RunningProcess
@@ -44,9 +21,7 @@ describe.each(STORES)('a gateway whose $name goes away', (store) => {
   beforeAll(async () => {
     await requireServer(store.port)
     proxy = await startTcpProxy({ targetPort: store.port })
-    gateway = await startListening('node', [CLI, 'serve'], {
-      env: { ...store.env(proxy.port, namespace), MODELGATE_PORT: '0', MODELGATE_LOG_LEVEL: 'error', MODELGATE_MANAGEMENT_KEY: KEY },
-    })
+    gateway = await startRunner({ ...store.env(namespace, proxy.port), MODELGATE_LOG_LEVEL: 'error', MODELGATE_MANAGEMENT_KEY: KEY })
   })
 
   afterAll(async () => {

@@ -515,6 +515,30 @@ export function describeSqlDriver(target: SqlTarget): void {
       expect(await driver.readTallies([tally])).toEqual([5])
     })
 
+    it('drops a connection reset in the middle of a call, and serves the next calls on a new one', async () => {
+      const cutter = await proxy()
+      const driver = await open({ url: target.url(cutter.port), queryTimeoutMs: 10_000, connectTimeoutMs: 500, poolSize: 1 })
+      const direct = await open()
+      const widgets = uniqueNamespace('widgets')
+      await driver.create(widgets, { id: 'w1', data: { n: 1 } })
+      const tally = uniqueNamespace('spend')
+      // Once first, so its statement is prepared on the connection: from then on a settlement is one round trip.
+      await driver.settle([{ id: `${tally}-warm`, changes: [{ key: `${tally}-warm`, amount: 1, ttlMs: 60_000 }] }])
+      cutter.dropReplies()
+      const pending = rejectionOf(driver.settle([{ id: `${tally}-settled`, changes: [{ key: tally, amount: 1, ttlMs: 60_000 }] }]))
+      // The server ran the call and its answer is lost: the call is waiting on its connection when that is reset.
+      await eventually(async () => expect(await direct.readTallies([tally])).toEqual([1]))
+      await cutter.cut({ shouldReset: true })
+      expect(await pending).toMatchObject({ status: 503 })
+      await cutter.restore()
+      // One session only: had the reset one gone back to the pool, every later call would fail or hang on it.
+      expect((await eventually(() => driver.get(widgets, 'w1')))?.data).toEqual({ n: 1 })
+      for (let call = 0; call < 3; call++) expect((await driver.get(widgets, 'w1'))?.data).toEqual({ n: 1 })
+      // Sent again, the settlement is applied once.
+      await driver.settle([{ id: `${tally}-settled`, changes: [{ key: tally, amount: 1, ttlMs: 60_000 }] }])
+      expect(await driver.readTallies([tally])).toEqual([1])
+    })
+
     it('answers 503 within the query timeout when the server stops answering, and recovers by itself', async () => {
       const hole = await proxy()
       const driver = await open({ url: target.url(hole.port), queryTimeoutMs: 500, connectTimeoutMs: 500, poolSize: 2 })

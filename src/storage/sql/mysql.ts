@@ -122,6 +122,9 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
     // Without an 'error' listener, a connection dying while idle would crash the process.
     connection.on('error', markBroken)
     connection.on('end', markBroken)
+    // A connection reset while a statement ran fails only that statement: mysql2 emits neither 'error' nor 'end' on
+    // the connection, then refuses every later statement ("closed state"). Its socket closing is the one sure sign.
+    socket?.once('close', markBroken)
     /** Destroying the socket (not `connection.destroy()`) makes mysql2 fail what is in flight. */
     const abort = () => {
       isBroken = true
@@ -132,11 +135,17 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
       startCall() {},
 
       async query(text: string, params: readonly SqlValue[] = []): Promise<SqlRow[]> {
-        const [rows] =
-          params.length === 0
-            ? await connection.query(text)
-            : await connection.execute(text, params as SqlValue[])
-        return Array.isArray(rows) ? (rows as SqlRow[]) : []
+        try {
+          const [rows] =
+            params.length === 0
+              ? await connection.query(text)
+              : await connection.execute(text, params as SqlValue[])
+          return Array.isArray(rows) ? (rows as SqlRow[]) : []
+        } catch (error) {
+          // mysql2 closes a connection after a fatal error (a reset, a lost packet): it must not go back to the pool.
+          if ((error as { fatal?: unknown } | null)?.fatal === true) markBroken()
+          throw error
+        }
       },
 
       abort,

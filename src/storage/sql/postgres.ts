@@ -107,6 +107,12 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
     let callGeneration: number | undefined
     /** Bumped by every new call and every abort: a statement of an older call is never sent. */
     let callNumber = 0
+    /**
+     * Set when a statement failed on the connection rather than in the server (a reset, a close): postgres.js
+     * reconnects by itself, but a statement sent before it noticed the close waits for an answer for ever, so the
+     * pool replaces the session.
+     */
+    let isBroken = false
 
     const sql = connectPostgres(settings.url, {
       max: 1,
@@ -147,21 +153,29 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
 
       async query(text: string, params: readonly SqlValue[] = []): Promise<SqlRow[]> {
         const number = callNumber
-        if (callGeneration === undefined) {
-          // A statement sent while postgres.js is (re)connecting would run whenever the connection
-          // comes up, even after its call timed out. Only a harmless probe ever waits for one.
-          if (!isConnected) {
-            await send('SELECT 1', [])
-            // The call timed out (or a later call took the session) while the probe waited.
-            if (number !== callNumber) throw new SqlConnectionLostError()
-            isConnected = true
+        try {
+          if (callGeneration === undefined) {
+            // A statement sent while postgres.js is (re)connecting would run whenever the connection
+            // comes up, even after its call timed out. Only a harmless probe ever waits for one.
+            if (!isConnected) {
+              await send('SELECT 1', [])
+              // The call timed out (or a later call took the session) while the probe waited.
+              if (number !== callNumber) throw new SqlConnectionLostError()
+              isConnected = true
+            }
+            callGeneration = generation
+          } else if (!isConnected || generation !== callGeneration) {
+            // The transaction's connection is gone; the rest of it must not run on a new one.
+            throw new SqlConnectionLostError()
           }
-          callGeneration = generation
-        } else if (!isConnected || generation !== callGeneration) {
-          // The transaction's connection is gone; the rest of it must not run on a new one.
-          throw new SqlConnectionLostError()
+          return await send(text, params)
+        } catch (error) {
+          if (!isPostgresError(error)) {
+            isBroken = true
+            isConnected = false
+          }
+          throw error
         }
-        return send(text, params)
       },
 
       abort() {
@@ -172,7 +186,7 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
       },
 
       get isBroken() {
-        return false
+        return isBroken
       },
 
       async end(graceMs: number) {
