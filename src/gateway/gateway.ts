@@ -172,6 +172,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
           ),
     trustedHostHeader: config.trustedHostHeader,
     rateLimit: config.rateLimit,
+    worker: config.worker,
   }
   assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
   const priceRefresher = config.priceSource ? createPriceRefresher(runtime.inference.models, config.priceSource, logger) : undefined

@@ -14,4 +14,6 @@ export interface GatewayRuntime {
   trustedHostHeader: string | undefined
   /** The per-key request limit, when one is configured (reported by `GET /key`). */
   rateLimit: RateLimitOptions | undefined
+  /** The worker process this gateway serves in (`createGateway`'s `worker`), reported by the health checks. */
+  worker: number | undefined
 }

@@ -1,11 +1,13 @@
 /**
  * Health checks for load balancers and process managers, answered without a key: liveness (the process
- * serves requests) and readiness (it can also reach its store). Neither says which store or where it is.
+ * serves requests) and readiness (it can also reach its store). Neither says which store or where it is. Both name
+ * the worker process that answered when the host said which one it is (`createGateway`'s `worker`).
  */
 
 import { withDeadline } from '../core/deadline'
 import { ServiceUnavailableError, isGatewayError } from '../core/errors'
 import { defineRoute, json } from '../pipeline/route'
+import type { GatewayRuntime } from '../pipeline/runtime'
 import { DEFAULT_ACCOUNT_SLUG } from '../repositories/accounts'
 
 /** A readiness probe must answer before a load balancer's own timeout (often 2 to 5 s). */
@@ -22,12 +24,15 @@ const asNotReady = (error: unknown): never => {
   throw isGatewayError(error) && error.status === 503 ? notReady('the store is unavailable', error) : error
 }
 
+/** `{ worker }` when the gateway knows which worker process it is, else nothing. */
+const workerOf = (runtime: GatewayRuntime) => (runtime.worker === undefined ? {} : { worker: runtime.worker })
+
 export const liveness = defineRoute({
   method: 'GET',
   path: '/health',
   auth: 'none',
-  async handle() {
-    return json({ status: 'ok' }, 200, NO_STORE)
+  async handle({ runtime }) {
+    return json({ status: 'ok', ...workerOf(runtime) }, 200, NO_STORE)
   },
 })
 
@@ -35,11 +40,11 @@ export const readiness = defineRoute({
   method: 'GET',
   path: '/health/ready',
   auth: 'none',
-  async handle({ repositories }) {
+  async handle({ repositories, runtime }) {
     // The read every authenticated request depends on: the store answers, and answers in time.
     await withDeadline(repositories.accounts.findBySlug(DEFAULT_ACCOUNT_SLUG).catch(asNotReady), READINESS_STORE_TIMEOUT_MS, () =>
       notReady(`the store did not answer within ${READINESS_STORE_TIMEOUT_MS / 1000} s`),
     )
-    return json({ status: 'ready', checks: { storage: 'ok' } }, 200, NO_STORE)
+    return json({ status: 'ready', checks: { storage: 'ok' }, ...workerOf(runtime) }, 200, NO_STORE)
   },
 })
