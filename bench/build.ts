@@ -17,8 +17,8 @@ const DIST = join(ROOT, 'dist')
  * worktree's sources, newer than this one's, would otherwise pass for fresh here.
  */
 const PRIVATE_BUILD = join(ROOT, 'node_modules', '.cache', 'modelgate-bench', createHash('sha256').update(realpathSync(ROOT)).digest('hex').slice(0, 12), 'dist')
-/** The files the bench's gateway process imports. */
-const NEEDED = ['index.js', 'adapters/node.js', 'transport/undici.js']
+/** The files the bench's gateway process imports, and the runner it starts. */
+const NEEDED = ['index.js', 'adapters/node.js', 'transport/undici.js', 'cli.js']
 const INPUTS = ['src', 'tsup.config.ts', 'package.json', 'package-lock.json']
 
 const newestMtime = (path: string): number => {

@@ -3,10 +3,9 @@
  * The gateway under test, alone in its own process so its CPU time is its own: the built package
  * (`BENCH_BUILD_DIR`, dist/ or the bench's private build of the same tsup config) served by
  * node:http through `toNodeListener`, pooled undici upstream transport, memory storage (its calls counted), no logger,
- * and two providers pointed at the loopback upstream (`BENCH_UPSTREAM_URL`): `openai` (Responses wire, model
- * `openai/gpt-4.1`) and `groq` (Chat Completions wire, model `bench/chat-model`, which modelgate translates to
- * and from Responses). `BENCH_LEDGER=off` starts it with the usage ledger off (`ledger: { enabled: false }`), the
- * bench's `modelgate/no-ledger` column. `BENCH_STORE=redis` or `postgres` puts its state on the local Redis or
+ * and the bench's two providers pointed at the loopback upstream (`BENCH_UPSTREAM_URL`, bench/providers.mjs).
+ * `BENCH_LEDGER=off` starts it with the usage ledger off (`ledger: { enabled: false }`), the bench's
+ * `modelgate/no-ledger` column. `BENCH_STORE=redis` or `postgres` puts its state on the local Redis or
  * PostgreSQL instead of in memory.
  */
 
@@ -14,6 +13,7 @@ import { createServer } from 'node:http'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { answerStatsRequests, reportReady } from './process-stats.mjs'
+import { BENCH_MODELS, benchProviders } from './providers.mjs'
 
 const buildDir = process.env.BENCH_BUILD_DIR
 const upstreamUrl = process.env.BENCH_UPSTREAM_URL
@@ -103,18 +103,8 @@ const gateway = createGateway({
   logger: false,
   transport,
   ...(isLedgerOff ? { ledger: { enabled: false } } : {}),
-  providers: {
-    openai: { baseURL: upstreamUrl, apiKey: 'sk-bench-0123456789abcdef' },
-    groq: { baseURL: upstreamUrl, apiKey: 'sk-bench-0123456789abcdef' },
-  },
-  // One endpoint only, so no request of the translated phase is routed anywhere else.
-  models: [
-    {
-      slug: 'bench/chat-model',
-      name: 'Bench model on a Chat Completions upstream',
-      endpoints: [{ provider: 'groq', model: 'gpt-4.1-mini', contextLength: 1_047_576, pricing: { prompt: 0.4e-6, completion: 1.6e-6 } }],
-    },
-  ],
+  providers: benchProviders(upstreamUrl),
+  models: BENCH_MODELS,
 })
 const { key } = await gateway.admin.createKey({ kind: 'regular', name: 'bench' })
 

@@ -37,6 +37,12 @@ export interface ServerProcess {
 const children = new Set<ChildProcess>()
 let nextStatsId = 0
 
+/** Counts a child the bench started in another way (the runner, bench/runner.ts) among those `killAll` kills. */
+export const trackChild = (child: ChildProcess) => {
+  children.add(child)
+  child.once('exit', () => children.delete(child))
+}
+
 /** Kills whatever is still running; for error paths and the global time limit. */
 export const killAll = () => {
   for (const child of children) child.kill('SIGKILL')
@@ -75,8 +81,7 @@ export const startServer = async (
     execArgv: ['--expose-gc', ...execArgv],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
-  children.add(child)
-  child.once('exit', () => children.delete(child))
+  trackChild(child)
   const ready = await waitFor(child, `${name} start-up`, STARTUP_TIMEOUT_MS, (message) =>
     message?.type === 'ready' ? (message as Record<string, string>) : undefined,
   )

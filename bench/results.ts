@@ -47,6 +47,8 @@ export interface Results {
   peakRssBytes: number[]
   /** Heap in use after a full collection at the end of the run: the live set, which a leak would grow. */
   liveHeapBytes: number[]
+  /** Events in each of the upstream's streams (bench/upstream.mjs): the Responses one and the Chat Completions one. */
+  streamEvents: { responses: number; chat: number }
 }
 
 /** A figure computed from one cell that measured something. */

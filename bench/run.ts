@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: modelgate's overhead on `POST /api/v1/responses` and `/chat/completions`, measured side by side
  * in one run against the upstream called directly, bare pass-through baselines and other gateways,
- * with a Responses upstream and with a Chat Completions upstream that modelgate translates.
+ * with a Responses upstream and with a Chat Completions upstream that modelgate translates; modelgate both as a
+ * library on the memory store and as the runner users start (its default store, ledger and log; and two workers).
  * See bench/README.md for what each figure and ratio means.
  *
  * Environment: BENCH_SECONDS (measured seconds per target and phase, default 3), BENCH_REQUESTS
@@ -11,7 +12,8 @@
  * json-n, stream-n, json-n/chat, stream-n/chat,
  * json-n/chat-completions, stream-n/chat-completions, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
  * another build, e.g. a branch's dist/), BENCH_STORE=redis or postgres (the modelgate columns on the local Redis at
- * 127.0.0.1:6379 or PostgreSQL at 127.0.0.1:5432 instead of the memory store).
+ * 127.0.0.1:6379 or PostgreSQL at 127.0.0.1:5432 instead of the memory store, and the runner columns instead of the
+ * runner's default store).
  */
 
 import { mkdtempSync, readdirSync } from 'node:fs'
@@ -27,6 +29,7 @@ import { computeLedgerCosts, renderLedgerCosts } from './ledger-cost'
 import { computeRatios, renderRatios } from './ratios'
 import { renderCounts, renderTable } from './report'
 import type { Cell, PhaseId, Results } from './results'
+import { canReadProcesses, startRunner, type RunnerColumn } from './runner'
 import { OTHER_GATEWAYS, directTarget, startModelgate, startPassthrough, type RouteId, type Target } from './targets'
 
 const readNumber = (name: string, fallback: number): number => {
@@ -86,6 +89,11 @@ const PHASES = choosePhases()
  */
 const LEDGER_PHASES: readonly PhaseId[] = ['json-n', 'stream-n', 'json-n/chat-completions', 'stream-n/chat-completions']
 const NO_LEDGER_WHY = `run only in ${LEDGER_PHASES.join(', ')}, to measure the usage ledger's CPU per request`
+/** The runner as shipped (bench/runner.ts), and with `--workers 2`, measured only where "two workers vs one" needs it. */
+const RUNNER = 'runner'
+const RUNNER_TWO = 'runner×2'
+const TWO_WORKER_PHASES: readonly PhaseId[] = ['json-n', 'stream-n']
+const TWO_WORKERS_WHY = `run only in ${TWO_WORKER_PHASES.join(', ')}, for "two workers vs one"`
 /** The routes the chosen phases take (`wire`: the upstream's wire, or a Chat Completions client): only these are checked and warmed up. */
 const WIRES = [...new Set(PHASES.map((phase) => phase.wire))]
 
@@ -153,6 +161,20 @@ const main = async () => {
   if (PHASES.some((phase) => LEDGER_PHASES.includes(phase.id))) {
     targets.push(await startModelgate(upstreamUrl, build.dir, { label: 'modelgate/no-ledger', ledger: 'off', onlyIn: { phases: LEDGER_PHASES, why: NO_LEDGER_WHY } }))
   }
+  // Then the runner as shipped, and with two workers where that phase is measured.
+  const runners: RunnerColumn[] = [
+    { label: RUNNER, workers: 1 },
+    ...(PHASES.some((phase) => TWO_WORKER_PHASES.includes(phase.id)) ? [{ label: RUNNER_TWO, workers: 2, onlyIn: { phases: TWO_WORKER_PHASES, why: TWO_WORKERS_WHY } }] : []),
+  ]
+  for (const column of runners) {
+    if (!canReadProcesses()) {
+      skipped.push(`${column.label}: its CPU and memory are read from /proc, which this system lacks`)
+      continue
+    }
+    const started = await startRunner(upstreamUrl, build.dir, STORE, column)
+    if ('skipped' in started) skipped.push(`${column.label}: ${started.skipped}`)
+    else targets.push(started)
+  }
   const agents = targets.map(() => new Agent({ connections: CONNECTIONS, keepAliveTimeout: 60_000, pipelining: 1 }))
 
   /** The target's way in for `wire`, or why it has none. */
@@ -218,7 +240,14 @@ const main = async () => {
   await Promise.all(agents.map((agent) => agent.close()))
   await Promise.all(targets.map((target) => target.server.stop()))
 
-  const results: Results = { labels: targets.map((target) => target.label), connections: CONNECTIONS, cells, peakRssBytes, liveHeapBytes }
+  const results: Results = {
+    labels: targets.map((target) => target.label),
+    connections: CONNECTIONS,
+    cells,
+    peakRssBytes,
+    liveHeapBytes,
+    streamEvents: { responses: Number(upstream.ready.responsesEvents), chat: Number(upstream.ready.chatEvents) },
+  }
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU'
   console.log(
     'modelgate bench: POST /responses, loopback upstream with 0 ms latency (text.json / text.sse of the OpenAI Responses fixtures; ' +
@@ -227,6 +256,11 @@ const main = async () => {
   )
   console.log(`node ${process.version}, ${cpus().length} × ${cpu}; gateway from ${build.description}`)
   console.log(`modelgate's store: ${STORE_DESCRIPTION}`)
+  console.log(
+    `runner: that build's cli.js serve as shipped, usage ledger on, log at info (to a file), ` +
+      (STORE === 'memory' ? 'its default store (MODELGATE_STORAGE unset) in a fresh temporary data directory' : `on the ${STORE} server above, in a namespace of its own`) +
+      `; ${RUNNER_TWO}: the same with --workers 2`,
+  )
   console.log(
     `each cell: ${SECONDS} s or ${REQUESTS} requests (whichever first) in ${ROUNDS} interleaved rounds, after a ${WARMUP_SECONDS} s warm-up per target; ` +
       `×${CONNECTIONS} / ×1 = concurrent connections; "server" = the target's own process (direct: the upstream)`,

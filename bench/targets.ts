@@ -7,6 +7,7 @@
 
 import type { Expectation } from './load'
 import { startServer, type ServerProcess } from './processes'
+import { UPSTREAM_KEY } from './providers.mjs'
 import type { PhaseId } from './results'
 
 /** The wire the loopback upstream answers in a phase (bench/upstream.mjs). */
@@ -42,7 +43,6 @@ export interface Target {
 }
 
 export const INPUT = 'What is the capital of France?'
-const UPSTREAM_KEY = 'sk-bench-0123456789abcdef'
 
 /** A word of each upstream fixture's text (text.json / text.sse of test/fixtures/providers/openai and openai-chat). */
 const ANSWER: Record<UpstreamWire, string> = { responses: 'Paris', chat: 'Hello' }
@@ -106,6 +106,14 @@ export interface ModelgateColumn {
 export const startModelgate = async (upstreamUrl: string, buildDir: string, column: ModelgateColumn): Promise<Target> => {
   const env = { BENCH_UPSTREAM_URL: upstreamUrl, BENCH_BUILD_DIR: buildDir, BENCH_LEDGER: column.ledger ?? 'on' }
   const server = await startServer(column.label, './gateway.mjs', env, column.execArgv)
+  return modelgateTarget(column.label, server, column.onlyIn)
+}
+
+/**
+ * A modelgate column served by `server` (its `ready` says the URL and a regular key), configured with the bench's
+ * providers (bench/providers.mjs): the library in bench/gateway.mjs, or the runner (bench/runner.ts).
+ */
+export const modelgateTarget = (label: string, server: ServerProcess, onlyIn?: Target['onlyIn']): Target => {
   const route = (model: string, wire: UpstreamWire): Route => ({
     url: `${server.ready.url}/api/v1/responses`,
     headers: bearer(server.ready.key!),
@@ -119,10 +127,10 @@ export const startModelgate = async (upstreamUrl: string, buildDir: string, colu
     expect: chatAnswer,
   }
   return {
-    label: column.label,
+    label,
     routes: { responses: route('openai/gpt-4.1', 'responses'), chat: route('bench/chat-model', 'chat'), 'chat-completions': chatCompletions },
     server,
-    ...(column.onlyIn ? { onlyIn: column.onlyIn } : {}),
+    ...(onlyIn ? { onlyIn } : {}),
   }
 }
 

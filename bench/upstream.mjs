@@ -70,6 +70,7 @@ server.keepAliveTimeout = 60_000
 
 server.listen(0, '127.0.0.1', () => {
   const address = /** @type {import('node:net').AddressInfo} */ (server.address())
-  reportReady({ url: `http://127.0.0.1:${address.port}` })
+  // How many events each stream has: the runner's stream targets are set for a stream of a given length.
+  reportReady({ url: `http://127.0.0.1:${address.port}`, responsesEvents: String(responsesFixtures.events.length), chatEvents: String(chatFixtures.events.length) })
 })
 answerStatsRequests(() => new Promise((resolve) => server.close(() => resolve())))

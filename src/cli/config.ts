@@ -26,6 +26,10 @@ import {
 
 export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
 
+/** More worker processes than this is a typo, not a machine. */
+export const MAX_WORKERS = 256
+const WORKERS_RULE = `must be a whole number from 1 to ${MAX_WORKERS}, or auto (one per core)`
+
 const PortSchema = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535))
 
 /** Each setting on its own; `RunnerConfigSchema` adds the checks between settings. */
@@ -81,6 +85,17 @@ const RunnerSettingsSchema = v.strictObject({
    * npx, whose wrappers can die on SIGTERM and leave the gateway orphaned, holding the store.
    */
   watchParent: v.optional(v.boolean()),
+  /**
+   * Worker processes serving one port (`node:cluster`): a whole number, or `auto` for one per core
+   * (`os.availableParallelism()`). Default 1: the runner serves in its own process. More than one needs a store
+   * several processes can share (src/cli/storage.ts, `storeSharing`).
+   */
+  workers: v.optional(
+    v.union(
+      [v.literal('auto'), v.pipe(v.number(), v.integer(WORKERS_RULE), v.minValue(1, WORKERS_RULE), v.maxValue(MAX_WORKERS, WORKERS_RULE))],
+      WORKERS_RULE,
+    ),
+  ),
   /** Seconds to let in-flight requests finish on shutdown. */
   shutdownGraceSeconds: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(600)), 10),
   /** Upstream providers (see `createGateway`'s `providers`); keys also come from the environment. */
@@ -198,6 +213,7 @@ export const ENVIRONMENT = {
   MODELGATE_ENCRYPTION_KEYS: 'encryptionKeys',
   MODELGATE_DEV: 'dev',
   MODELGATE_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
+  MODELGATE_WORKERS: 'workers',
   MODELGATE_WATCH_PARENT: 'watchParent',
   MODELGATE_PRICE_SOURCE: 'priceSource',
   MODELGATE_PRICE_REFRESH_SECONDS: 'priceRefreshSeconds',
@@ -215,6 +231,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'priceRefreshSeconds',
   'ledgerRetentionDays',
   'spendLeaseMs',
+  'workers',
 ])
 const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent', 'enforceCredits'])
 
@@ -291,6 +308,7 @@ export const flagsToConfig = (flags: Record<string, string | boolean | undefined
     ['basePath', flags['base-path'] as string | undefined],
     ['dataDir', flags['data-dir'] as string | undefined],
     ['logLevel', flags['log-level'] as string | undefined],
+    ['workers', flags.workers as string | undefined],
   ]),
   ...(flags.memory ? { storage: 'memory' as const } : {}),
   ...(flags.dev ? { dev: true } : {}),

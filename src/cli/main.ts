@@ -8,6 +8,7 @@
  *   modelgate byok reencrypt, secrets generate-key
  */
 
+import cluster from 'node:cluster'
 import { parseArgs } from 'node:util'
 import { version } from '../../package.json'
 import { createGateway, type Gateway } from '../gateway/gateway'
@@ -16,6 +17,7 @@ import { isGatewayError } from '../core/errors'
 import type { StorageDriver } from '../storage/contract'
 import { configFromEnvironment, flagsToConfig, readConfigFile, resolveConfig, type RunnerConfig } from './config'
 import { serve } from './serve'
+import { announceReady, askPrimary, assertStoreShared, resolveWorkerCount, runCluster, withWorkerField } from './cluster'
 import { resolveEncryptionKeys } from './encryption-keys'
 import { generateMasterKey } from '../core/secrets'
 import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys'
@@ -31,6 +33,7 @@ const OPTIONS = {
   host: { type: 'string' },
   'base-path': { type: 'string' },
   'log-level': { type: 'string' },
+  workers: { type: 'string' },
   management: { type: 'boolean' },
   name: { type: 'string' },
   account: { type: 'string' },
@@ -84,6 +87,21 @@ const withGateway = async <T>(config: RunnerConfig, action: (gateway: Gateway) =
   }
 }
 
+/**
+ * A worker of `serve --workers`: it serves with the configuration the primary resolved once (a config file edited
+ * since does not reach one worker alone), and lets go of the primary's channel when it stops, so the process exits.
+ */
+const serveAsWorker = async () => {
+  const id = cluster.worker!.id
+  try {
+    const { config, isFirst } = await askPrimary()
+    const logger = withWorkerField(createConsoleLogger(config.logLevel), id)
+    await serve(config, await openStorage(config), logger, { id, isFirst, announce: announceReady })
+  } finally {
+    cluster.worker!.disconnect()
+  }
+}
+
 const run = async (argv: string[]): Promise<number> => {
   const { values: flags, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
   const [command, subcommand, argument] = positionals
@@ -95,10 +113,19 @@ const run = async (argv: string[]): Promise<number> => {
     process.stdout.write(usage())
     return flags.help ? 0 : 1
   }
+  if (command === 'serve' && cluster.isWorker) {
+    await serveAsWorker()
+    return 0
+  }
   const config = await loadConfig(flags)
 
   if (command === 'serve') {
     const logger = createConsoleLogger(config.logLevel)
+    const workers = resolveWorkerCount(config.workers)
+    if (workers > 1) {
+      assertStoreShared(config, workers)
+      return runCluster(config, workers, logger)
+    }
     await serve(config, await openStorage(config), logger)
     return 0
   }

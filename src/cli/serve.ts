@@ -46,10 +46,20 @@ const prepareStore = async (gateway: Gateway, config: RunnerConfig, logger: Logg
 }
 
 /** How long, at the end of the grace period, ended streams may take to flush before connections are cut. */
-const STREAM_FLUSH_MS = 1_000
+export const STREAM_FLUSH_MS = 1_000
+
+/** A worker process of `modelgate serve --workers` (src/cli/cluster.ts). */
+export interface ClusterWorker {
+  /** Its cluster id: `/health` reports it as `worker`, and its log lines carry it. */
+  id: number
+  /** The first worker starts alone: it checks and prepares the store and writes the start-up report; the others do neither. */
+  isFirst: boolean
+  /** Tells the primary this worker listens, which prints the listening line and a first management key once for all. */
+  announce(ready: { origin: string; apiUrl: string; firstManagementKey?: string }): void
+}
 
 /** Starts serving; resolves once the server has shut down after a signal. */
-export const serve = async (config: RunnerConfig, storage: StorageDriver, logger: Logger): Promise<void> => {
+export const serve = async (config: RunnerConfig, storage: StorageDriver, logger: Logger, worker?: ClusterWorker): Promise<void> => {
   let encryptionKeys: string[]
   const providers = providersFromEnvironment(process.env, config.providers)
   // Environment models come last: the environment wins over the config file, entry by entry (by slug).
@@ -81,6 +91,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.ledger === 'off' ? { ledger: { enabled: false } } : {}),
       ...(config.ledgerRetentionDays ? { ledger: { retentionDays: config.ledgerRetentionDays } } : {}),
       ...(config.spendLeaseMs ? { spend: { leaseMs: config.spendLeaseMs } } : {}),
+      ...(worker ? { worker: worker.id } : {}),
     })
   } catch (error) {
     eventLoop.stop()
@@ -97,7 +108,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   }
   let firstManagementKey: string | undefined
   try {
-    firstManagementKey = await prepareStore(gateway, config, logger)
+    if (!worker || worker.isFirst) firstManagementKey = await prepareStore(gateway, config, logger)
   } catch (error) {
     await closeAll()
     throw explainStoreFailure(error, config)
@@ -126,18 +137,25 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   }
   const { address, port } = server.address() as AddressInfo
   const host = address.includes(':') ? `[${address}]` : address
-  const apiUrl = `http://${host}:${port}${config.basePath}`
-  logStartup(logger, config, { url: apiUrl, providers, models })
-  // A plain line too, for people and for scripts waiting on start-up.
-  process.stdout.write(`modelgate listening on http://${host}:${port}\n`)
-  // On stdout, never in the log: shown once, to whoever started the gateway.
-  if (firstManagementKey) process.stdout.write(formatFirstManagementKey(firstManagementKey, apiUrl))
+  const origin = `http://${host}:${port}`
+  const apiUrl = `${origin}${config.basePath}`
+  if (!worker || worker.isFirst) logStartup(logger, config, { url: apiUrl, providers, models })
+  if (worker) worker.announce({ origin, apiUrl, ...(firstManagementKey ? { firstManagementKey } : {}) })
+  else {
+    // A plain line too, for people and for scripts waiting on start-up.
+    process.stdout.write(`modelgate listening on ${origin}\n`)
+    // On stdout, never in the log: shown once, to whoever started the gateway.
+    if (firstManagementKey) process.stdout.write(formatFirstManagementKey(firstManagementKey, apiUrl))
+  }
   // The in-process stores hold everything in the heap; a networked store's records live in its server.
   const stopWatchingHeap = config.storage === 'memory' || config.storage === 'file' ? watchHeap(logger, { storage: config.storage }) : () => {}
 
+  const onSigint = () => stop('SIGINT')
+  const onSigterm = () => stop('SIGTERM')
+  let stop: (signal: string) => void = () => {}
   await new Promise<void>((resolve) => {
     let isStopping = false
-    const stop = (signal: string) => {
+    stop = (signal: string) => {
       if (isStopping) return
       isStopping = true
       logger.info('shutting down', { signal })
@@ -158,9 +176,13 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       // Keep-alive connections close as their last response ends, not at the end of the grace period.
       drain()
     }
-    process.once('SIGINT', () => stop('SIGINT'))
-    process.once('SIGTERM', () => stop('SIGTERM'))
-    if (shouldWatchParent(config.watchParent, process.env)) {
+    // Alone, a second signal ends the process at once. A worker hears a terminal's Ctrl-C twice, from the terminal
+    // and from the primary, and keeps draining: the primary bounds its shutdown.
+    const listen = worker ? 'on' : 'once'
+    process[listen]('SIGINT', onSigint)
+    process[listen]('SIGTERM', onSigterm)
+    // A worker's parent is the primary, which watches its own parent for all of them.
+    if (!worker && shouldWatchParent(config.watchParent, process.env)) {
       watchParent(() => stop('parent process exited'))
       logger.info('the gateway stops when its parent process exits', { parentPid: process.ppid })
     }
@@ -172,4 +194,9 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   await gateway.close()
   await transport.close()
   logger.info('stopped')
+  // A worker keeps ignoring the signal's repeat until it exits: one arriving late must not kill it.
+  if (!worker) {
+    process.off('SIGINT', onSigint)
+    process.off('SIGTERM', onSigterm)
+  }
 }

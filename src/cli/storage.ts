@@ -22,6 +22,35 @@ const loadRedisDriver = async () => {
   }
 }
 
+/** The kinds of store the runner opens, as `MODELGATE_STORAGE` names them. */
+export type StoreKind = 'memory' | 'file' | 'redis' | 'sql'
+
+export const storeKindOf = (storage: string): StoreKind => {
+  if (storage === 'memory' || storage === 'file') return storage
+  return /^rediss?:/.test(storage) ? 'redis' : 'sql'
+}
+
+/** The stores several processes may share, as the message that refuses the others lists them. */
+const SHARED_STORES = 'PostgreSQL or MySQL/MariaDB (MODELGATE_STORAGE=postgres://… or mysql://…) or Redis (redis://…)'
+
+/**
+ * Whether several processes may serve from the store at once (`modelgate serve --workers`), and if not, why not:
+ * the one place that knows it for each kind of store. `null` when they may.
+ */
+const ONE_PROCESS_ONLY: Record<StoreKind, string | null> = {
+  memory: 'the memory store lives in the memory of one process',
+  file: 'the embedded file store is opened by one process at a time (it holds a lock on its directory)',
+  redis: null,
+  sql: null,
+}
+
+export type StoreSharing = { isShared: true } | { isShared: false; why: string; instead: string }
+
+export const storeSharing = (storage: string): StoreSharing => {
+  const why = ONE_PROCESS_ONLY[storeKindOf(storage)]
+  return why === null ? { isShared: true } : { isShared: false, why, instead: SHARED_STORES }
+}
+
 export const openStorage = async (config: RunnerConfig): Promise<StorageDriver> => {
   const { storage } = config
   if (storage === 'memory') return (await import('../storage/memory')).memoryStorage()

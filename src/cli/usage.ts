@@ -34,6 +34,8 @@ Options:
   --memory                      keep state in memory only (lost on exit)
   --dev                         development mode: generate and keep an encryption key in the data dir
   --port <n> --host <h> --base-path <p> --log-level <debug|info|warn|error>   (serve)
+  --workers <n|auto>            serve with n worker processes on one port, auto: one per core (serve;
+                                default 1); more than one needs a PostgreSQL, MySQL/MariaDB or Redis store
   -h, --help                    this text
   -v, --version                 the version
 
@@ -65,6 +67,7 @@ const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
   MODELGATE_ENCRYPTION_KEYS: 'master keys for BYOK secrets, comma-separated, primary first',
   MODELGATE_DEV: '1: development mode, as --dev',
   MODELGATE_SHUTDOWN_GRACE_SECONDS: 'time in-flight requests get on shutdown (default 10)',
+  MODELGATE_WORKERS: 'worker processes on one port, or auto (one per core); default 1, as --workers',
   MODELGATE_WATCH_PARENT: '1: stop when the parent process exits (default: on under npm and npx)',
 }
 
@@ -79,6 +82,7 @@ const EXAMPLES = `Examples:
   modelgate serve --dev                                   try it: prints a management key on first start
   modelgate secrets generate-key                          an encryption key: keep it in your secret store
   MODELGATE_STORAGE=redis://127.0.0.1:6379 MODELGATE_ENCRYPTION_KEYS=<that key> modelgate serve
+  MODELGATE_STORAGE=postgres://modelgate@127.0.0.1:5432/modelgate modelgate serve --workers auto   every core
   KEY=$(modelgate keys create --management --name ops)    capture a new key (from npm: npm run -s modelgate -- …)
   modelgate keys list --all
   modelgate keys revoke 3e7a9c21

@@ -177,6 +177,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     trustedHostHeader: config.trustedHostHeader,
     rateLimit: config.rateLimit,
     eventLoop: config.eventLoop,
+    worker: config.worker,
   }
   assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
   const priceRefresher = config.priceSource ? createPriceRefresher(runtime.inference.models, config.priceSource, logger) : undefined

@@ -415,6 +415,12 @@ export const GatewayOptionsSchema = v.strictObject({
    * `enabled: false` records nothing (spend limits and credits still count).
    */
   ledger: v.optional(LedgerOptionsSchema),
+  /**
+   * Which worker process of a cluster this gateway serves in (`cluster.worker.id`, a process manager's instance
+   * number): `GET /health` and `GET /health/ready` report it as `worker`, so a probe can tell apart the processes
+   * behind one port. Absent: they report none.
+   */
+  worker: v.optional(v.pipe(v.number(), v.integer('must be a whole number'), v.minValue(0, 'must be 0 or more'), v.maxValue(Number.MAX_SAFE_INTEGER, 'must be a safe integer'))),
   /** Clock, for tests. */
   now: v.optional(v.custom<() => Date>((value) => typeof value === 'function', 'must be a function returning a Date')),
 })

@@ -17,4 +17,6 @@ export interface GatewayRuntime {
   rateLimit: RateLimitOptions | undefined
   /** The host's event-loop monitor (`/health/ready` reports it); none where the host gave none. */
   eventLoop: EventLoopMonitor | undefined
+  /** The worker process this gateway serves in (`createGateway`'s `worker`), reported by the health checks. */
+  worker: number | undefined
 }

@@ -1,12 +1,14 @@
 /**
  * Health checks for load balancers and process managers, answered without a key: liveness (the process
  * serves requests) and readiness (it can also reach its store, and how late its event loop runs where the host
- * measures it). Neither says which store or where it is.
+ * measures it). Neither says which store or where it is. Both name the worker process that answered when the host
+ * said which one it is (`createGateway`'s `worker`).
  */
 
 import { withDeadline } from '../core/deadline'
 import { ServiceUnavailableError, isGatewayError } from '../core/errors'
 import { defineRoute, json } from '../pipeline/route'
+import type { GatewayRuntime } from '../pipeline/runtime'
 import { DEFAULT_ACCOUNT_SLUG } from '../repositories/accounts'
 
 /** A readiness probe must answer before a load balancer's own timeout (often 2 to 5 s). */
@@ -23,12 +25,15 @@ const asNotReady = (error: unknown): never => {
   throw isGatewayError(error) && error.status === 503 ? notReady('the store is unavailable', error) : error
 }
 
+/** `{ worker }` when the gateway knows which worker process it is, else nothing. */
+const workerOf = (runtime: GatewayRuntime) => (runtime.worker === undefined ? {} : { worker: runtime.worker })
+
 export const liveness = defineRoute({
   method: 'GET',
   path: '/health',
   auth: 'none',
-  async handle() {
-    return json({ status: 'ok' }, 200, NO_STORE)
+  async handle({ runtime }) {
+    return json({ status: 'ok', ...workerOf(runtime) }, 200, NO_STORE)
   },
 })
 
@@ -56,6 +61,6 @@ export const readiness = defineRoute({
           },
         }
       : {}
-    return json({ status: 'ready', checks: { storage: 'ok', ...eventLoop } }, 200, NO_STORE)
+    return json({ status: 'ready', checks: { storage: 'ok', ...eventLoop }, ...workerOf(runtime) }, 200, NO_STORE)
   },
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { configFromEnvironment, GATEWAY_PASS_THROUGH, providersFromEnvironment, resolveConfig } from '../../../src/cli/config'
+import { configFromEnvironment, flagsToConfig, GATEWAY_PASS_THROUGH, providersFromEnvironment, resolveConfig } from '../../../src/cli/config'
 import { ENVIRONMENT_MODEL_CONTEXT_LENGTH, modelsFromEnvironment } from '../../../src/cli/environment-models'
 import { shouldWatchParent } from '../../../src/cli/parent-watch'
 import { BUILT_IN_PROVIDERS, CONVENTIONAL_KEY_VARIABLES, keyVariable } from '../../../src/providers/catalog'
@@ -72,6 +72,18 @@ describe('runner configuration', () => {
       'modelgate: invalid configuration: ledgerRetentionDays: has no effect with ledger off (no records are kept)',
     )
     expect(resolveConfig(configFromEnvironment({ MODELGATE_LEDGER: 'on', MODELGATE_LEDGER_RETENTION_DAYS: '90' })).ledgerRetentionDays).toBe(90)
+  })
+
+  it('reads the number of workers from the environment and the flag: a whole number or auto', () => {
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_WORKERS: '4' })).workers).toBe(4)
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_WORKERS: 'auto' })).workers).toBe('auto')
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_WORKERS: '4' }), flagsToConfig({ workers: '2' })).workers).toBe(2)
+    expect(resolveConfig({}).workers).toBeUndefined()
+    for (const raw of ['0', '1.5', 'all', '257']) {
+      expect(() => resolveConfig(configFromEnvironment({ MODELGATE_WORKERS: raw })), raw).toThrow(
+        'modelgate: invalid configuration: workers: must be a whole number from 1 to 256, or auto (one per core)',
+      )
+    }
   })
 
   it('watches the parent under npm and npx unless told otherwise', () => {

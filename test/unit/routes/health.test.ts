@@ -51,6 +51,21 @@ describe('health checks', () => {
     expect(routes).toEqual(['GET /health/ready'])
   })
 
+  it('names the worker process that answered when the host said which one it is', async () => {
+    const health = async (worker: number, path: string) =>
+      readJson(await createGateway({ worker, logger: silentLogger }).fetch(new Request(`http://gateway.test/api/v1${path}`)))
+    expect(await health(3, '/health')).toEqual({ status: 'ok', worker: 3 })
+    expect(await health(3, '/health/ready')).toEqual({ status: 'ready', checks: { storage: 'ok' }, worker: 3 })
+    expect(await health(0, '/health')).toEqual({ status: 'ok', worker: 0 })
+    for (const [worker, rule] of [
+      [-1, 'must be 0 or more'],
+      [1.5, 'must be a whole number'],
+    ] as const) {
+      expect(() => createGateway({ worker, logger: silentLogger })).toThrow(`options.worker: ${rule}`)
+    }
+    expect(() => createGateway({ worker: '2' as never, logger: silentLogger })).toThrow('options.worker:')
+  })
+
   it('ignores a key, even an invalid one, and is not rate-limited', async () => {
     const gateway = createGateway({ logger: silentLogger, rateLimit: { requests: 1, windowSeconds: 60 } })
     for (let index = 0; index < 3; index++) {
