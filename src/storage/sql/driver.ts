@@ -44,6 +44,11 @@ export interface SqlDriverSettings {
   name: string
   loadDialect: () => Promise<Dialect>
   poolSize: number
+  /**
+   * The pool this driver's calls run in, when the dialect shares one between drivers (SQLite: one connection per file
+   * and process); by default a pool of `poolSize` sessions of its own.
+   */
+  createPool?: (dialect: Dialect) => SessionPool
   queryTimeoutMs: number
   migrationTimeoutMs: number
 }
@@ -151,7 +156,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
   /** Client library failures are the caller's to see as is (not installed is not an outage). */
   const loadBackend = async (): Promise<Backend> => {
     const dialect = await settings.loadDialect()
-    const pool = createSessionPool({ size: settings.poolSize, connect: dialect.connect })
+    const pool = settings.createPool?.(dialect) ?? createSessionPool({ size: settings.poolSize, connect: dialect.connect })
     if (isClosed) await pool.close(0)
     return { dialect, pool }
   }
@@ -330,7 +335,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
   /** Locks the record's row for the rest of the transaction; `undefined` when it does not exist. */
   const lockRecord = async (sqlCall: SqlCall, dialect: Dialect, collection: string, id: string) => {
     const rows = await sqlCall.query(
-      `SELECT version, indexes_json, uniques_json FROM ${dialect.tables.records} WHERE collection = ? AND id = ? FOR UPDATE`,
+      `SELECT version, indexes_json, uniques_json FROM ${dialect.tables.records} WHERE collection = ? AND id = ?${dialect.lockRowsClause}`,
       [collection, id],
     )
     const row = rows[0]
@@ -533,6 +538,13 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       if (!isFindable) return { items: [], totalCount: 0 }
 
       return call(async (sqlCall, dialect) => {
+        if (dialect.listStatement) {
+          const rows = await sqlCall.query(...dialect.listStatement(collection, where, query.limit, query.offset ?? 0))
+          return {
+            items: rows.filter((row) => row.id !== null).map((row) => toRecord<T>(dialect, row)),
+            totalCount: Number(rows[0]?.total ?? 0),
+          }
+        }
         const filter = where
           .map(
             () => ` AND EXISTS (SELECT 1 FROM ${dialect.tables.indexes} i
