@@ -25,6 +25,8 @@ import {
 } from '../gateway/options'
 
 export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
+/** `sqlite`, or `sqlite:<path>` for a file elsewhere than the data directory. */
+export const SQLITE_STORAGE = /^sqlite(:.+)?$/
 
 const PortSchema = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535))
 
@@ -34,18 +36,19 @@ const RunnerSettingsSchema = v.strictObject({
   host: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),
   basePath: v.optional(v.string(), '/api/v1'),
   /**
-   * `file` (the embedded on-disk store, default), `memory` (lost on exit), or a server URL:
-   * `redis://…`, `rediss://…`, `postgres://…`, `postgresql://…`, `mysql://…`, `mariadb://…`.
+   * `sqlite` (a SQLite file, `<dataDir>/modelgate.db`, default), `sqlite:<path>` (one elsewhere), `memory` (lost on
+   * exit), `file` (the embedded store of earlier versions, kept for now), or a server URL: `redis://…`, `rediss://…`,
+   * `postgres://…`, `postgresql://…`, `mysql://…`, `mariadb://…`.
    */
   storage: v.optional(
     v.pipe(
       v.string(),
       v.check(
-        (value) => value === 'file' || value === 'memory' || STORAGE_URL.test(value),
-        'must be "file", "memory", or a redis://, postgres:// or mysql:// URL',
+        (value) => SQLITE_STORAGE.test(value) || value === 'memory' || value === 'file' || STORAGE_URL.test(value),
+        'must be "sqlite", "sqlite:<path>", "memory", "file", or a redis://, postgres:// or mysql:// URL',
       ),
     ),
-    'file',
+    'sqlite',
   ),
   /** Key prefix on Redis (default `modelgate:`). */
   redisPrefix: v.optional(v.pipe(v.string(), v.minLength(1))),
@@ -55,6 +58,7 @@ const RunnerSettingsSchema = v.strictObject({
   rateLimitWindowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400)), 60),
   /** Refuse (402) requests of accounts whose granted credits are used up (see `createGateway`'s `enforceCredits`). */
   enforceCredits: v.optional(v.boolean()),
+  /** The SQLite store's file (`modelgate.db`), the development key, and the embedded store of earlier versions. */
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1)), '.modelgate'),
   /** `off` records no generations (see `createGateway`'s `ledger.enabled`); default `on`. */
   ledger: v.optional(v.picklist(['on', 'off'])),
@@ -134,7 +138,7 @@ const RunnerSettingsSchema = v.strictObject({
   regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   isRegionalDeployment: v.optional(v.boolean()),
   trustedHostHeader: v.optional(TrustedHostHeaderSchema),
-  /** The embedded store compacts its journal past this many bytes (see `openFileStorage`). */
+  /** The embedded file store (`storage: "file"`) compacts its journal past this many bytes (see `openFileStorage`). */
   compactAfterBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
 })
 

@@ -60,11 +60,11 @@ const loadConfig = async (flags: Record<string, string | boolean | undefined>): 
 const withGateway = async <T>(config: RunnerConfig, action: (gateway: Gateway) => Promise<T>): Promise<T> => {
   let storage: StorageDriver
   try {
-    storage = await openStorage(config)
+    storage = await openStorage(config, createConsoleLogger(config.logLevel))
   } catch (error) {
     const holder = /in use by process (\d+)/.exec((error as Error).message)?.[1]
     if (!holder) throw error
-    // The embedded store belongs to one process at a time; a running gateway holds it.
+    // The embedded file store belongs to one process at a time; a running gateway holds it.
     throw new Error(
       `${(error as Error).message}. Stop that gateway first (Ctrl-C in its terminal, or kill ${holder}), then run this command again.`,
     )
@@ -99,7 +99,7 @@ const run = async (argv: string[]): Promise<number> => {
 
   if (command === 'serve') {
     const logger = createConsoleLogger(config.logLevel)
-    await serve(config, await openStorage(config), logger)
+    await serve(config, await openStorage(config, logger), logger)
     return 0
   }
 

@@ -5,7 +5,7 @@ import { ENVIRONMENT } from './config'
 const COMMANDS = `Usage: modelgate <command> [options]
 
 Commands:
-  serve                         Start the gateway (default store: ./.modelgate on disk)
+  serve                         Start the gateway (default store: SQLite, ./.modelgate/modelgate.db)
   keys create                   Create an API key; prints the raw key once, alone on stdout
       --management              a management key (default: a regular key)
       --name <name>             key name
@@ -30,15 +30,17 @@ Commands:
 
 Options:
   --config <file>               JSON config file (also MODELGATE_CONFIG); keys as the settings below
-  --data-dir <dir>              embedded store directory (default .modelgate)
+  --data-dir <dir>              data directory: the SQLite store, the --dev key (default .modelgate)
   --memory                      keep state in memory only (lost on exit)
   --dev                         development mode: generate and keep an encryption key in the data dir
   --port <n> --host <h> --base-path <p> --log-level <debug|info|warn|error>   (serve)
   -h, --help                    this text
   -v, --version                 the version
 
-The embedded store belongs to one process at a time: stop a running gateway before other commands
-that use the same data directory, or use its HTTP API with a management key.
+The SQLite store is shared by every process on the machine that opens it: the commands below work
+while a gateway runs on the same data directory. On first start, an embedded store of an earlier
+version (snapshot.jsonl, journal.jsonl) moves into it, and its files into file-store-backup-<time>/.
+The embedded store itself (MODELGATE_STORAGE=file) belongs to one process at a time.
 `
 
 /** What each variable does, for the help text; a variable without an entry still appears, with its setting. */
@@ -46,13 +48,13 @@ const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
   PORT: 'port to listen on (MODELGATE_PORT wins; default 8787)',
   MODELGATE_HOST: 'address to listen on (default 127.0.0.1)',
   MODELGATE_BASE_PATH: 'prefix of every route (default /api/v1)',
-  MODELGATE_STORAGE: 'file (default), memory, redis://…, postgres://…, mysql://…',
+  MODELGATE_STORAGE: 'sqlite (default: <data dir>/modelgate.db), sqlite:<path>, memory, redis://…, postgres://…, mysql://…, file (earlier versions\' embedded store)',
   MODELGATE_REDIS_PREFIX: 'key prefix on Redis (default modelgate:)',
   MODELGATE_SQL_SCHEMA: 'PostgreSQL schema or MySQL database for the tables',
   MODELGATE_RATE_LIMIT_REQUESTS: 'requests per key per window (default: no limit)',
   MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rate-limit window (default 60)',
   MODELGATE_ENFORCE_CREDITS: '1: refuse (402) requests of accounts whose granted credits are used up (default: only counted)',
-  MODELGATE_DATA_DIR: 'embedded store directory (default .modelgate)',
+  MODELGATE_DATA_DIR: 'data directory: the SQLite store, the --dev key (default .modelgate)',
   MODELGATE_LEDGER: 'off: keep no usage records (GET /generation 404, GET /activity empty; limits and credits still count)',
   MODELGATE_LEDGER_RETENTION_DAYS: 'days usage records are kept (default 30)',
   MODELGATE_BODY_LIMIT: 'request body limit in bytes (default 1048576)',
