@@ -77,8 +77,11 @@ const main = async () => {
     const heapAtStart = heapMB()
     let maxHeap = heapAtStart
     const started = performance.now()
+    let last: GenerationRecord | undefined
     for (let written = 0; written < RECORDS; written += BATCH) {
-      await generations.store(Array.from({ length: Math.min(BATCH, RECORDS - written) }, (_, offset) => record(written + offset)))
+      const batch = Array.from({ length: Math.min(BATCH, RECORDS - written) }, (_, offset) => record(written + offset))
+      last = batch.at(-1)
+      await generations.store(batch)
       if ((written + BATCH) % 100_000 === 0) {
         const heap = heapMB()
         maxHeap = Math.max(maxHeap, heap)
@@ -100,16 +103,22 @@ const main = async () => {
     const openMs = performance.now() - openStarted
     const repository = createGenerationsRepository(reopened)
     const readStarted = performance.now()
-    const last = await repository.get((await reopened.list<GenerationRecord>('generations', { offset: RECORDS - 1, limit: 1 })).items[0]!.id)
+    const found = await repository.get(last!.id)
     const readMs = performance.now() - readStarted
+    if (found?.id !== last!.id) throw new Error('the last record written is not there')
     const pageStarted = performance.now()
     const day = last!.createdAt.slice(0, 10)
     let dayRecords = 0
     for await (const _ of repository.list(last!.accountId, day)) dayRecords++
     const dayMs = performance.now() - pageStarted
+    const sweepStarted = performance.now()
+    // The retention sweep's first step: the oldest page, with the collection's count.
+    const oldest = await reopened.list('generations', { limit: 200 })
+    const sweepMs = performance.now() - sweepStarted
     console.log(
-      `reopened in ${openMs.toFixed(1)} ms; the last record by offset and id in ${readMs.toFixed(1)} ms; ` +
-        `one account's day (${dayRecords} records) in ${dayMs.toFixed(1)} ms; heap ${heapMB().toFixed(1)} MB`,
+      `reopened in ${openMs.toFixed(1)} ms; one record by id in ${readMs.toFixed(1)} ms; ` +
+        `one account's day (${dayRecords} records, pages of 500) in ${dayMs.toFixed(1)} ms; ` +
+        `the oldest 200 of ${oldest.totalCount} in ${sweepMs.toFixed(1)} ms; heap ${heapMB().toFixed(1)} MB`,
     )
     await reopened.close()
   } finally {

@@ -6,8 +6,10 @@
  *   modelgate accounts create|flags
  *   modelgate credits grant|show
  *   modelgate byok reencrypt, secrets generate-key
+ *   modelgate backup <file>         a copy of the SQLite store, while gateways use it
  */
 
+import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { version } from '../../package.json'
 import { createGateway, type Gateway } from '../gateway/gateway'
@@ -20,7 +22,7 @@ import { resolveEncryptionKeys } from './encryption-keys'
 import { generateMasterKey } from '../core/secrets'
 import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys'
 import { grantCreditsCommand, showCreditsCommand } from './credits'
-import { openStorage } from './storage'
+import { describeStorage, openStorage, sqlitePathOf } from './storage'
 import { usage } from './usage'
 
 const OPTIONS = {
@@ -150,6 +152,20 @@ const run = async (argv: string[]): Promise<number> => {
     if (!config.encryptionKeys?.length && !config.dev) throw new Error('modelgate: byok reencrypt needs MODELGATE_ENCRYPTION_KEYS (new key first, then the old ones)')
     const result = await withGateway(config, (gateway) => gateway.admin.reencryptSecrets())
     process.stdout.write(`${JSON.stringify(result)}\n`)
+    return 0
+  }
+
+  if (command === 'backup') {
+    const path = sqlitePathOf(config)
+    if (path === undefined) throw new Error(`modelgate: backup copies the SQLite store; back up the ${config.storage === 'file' || config.storage === 'memory' ? config.storage : describeStorage(config.storage)} store with its own tools`)
+    if (!subcommand) throw new Error('modelgate: backup needs the file to write: modelgate backup <file>')
+    const { backupSqliteStorage } = await import('../storage/sqlite')
+    try {
+      await backupSqliteStorage({ path, to: subcommand })
+    } catch (error) {
+      throw new Error(`modelgate: cannot back up the store at ${path} to ${subcommand}: ${(error as Error).message}`, { cause: error })
+    }
+    process.stderr.write(`Copied the store at ${path} to ${resolve(subcommand)}\n`)
     return 0
   }
 

@@ -27,6 +27,7 @@ Commands:
                                 Credits granted and used, and every grant
   byok reencrypt                Re-seal BYOK keys with the first of MODELGATE_ENCRYPTION_KEYS
   secrets generate-key          Print a new random encryption key (base64)
+  backup <file>                 Copy the SQLite store to <file> (a new file), while gateways use it
 
 Options:
   --config <file>               JSON config file (also MODELGATE_CONFIG); keys as the settings below
@@ -83,6 +84,7 @@ const EXAMPLES = `Examples:
   KEY=$(modelgate keys create --management --name ops)    capture a new key (from npm: npm run -s modelgate -- …)
   modelgate keys list --all
   modelgate keys revoke 3e7a9c21
+  modelgate backup backups/modelgate-$(date +%F).db        a consistent copy of the store, taken live
   modelgate credits grant 25 --account acme --note "March invoice"
   MODELGATE_PROVIDER_MY_VLLM_API=openai-chat MODELGATE_PROVIDER_MY_VLLM_BASE_URL=http://127.0.0.1:8000/v1 \\
     MODELGATE_PROVIDER_MY_VLLM_KEYLESS=1 MODELGATE_PROVIDER_MY_VLLM_MODELS=meta/llama-local=meta-llama/Llama-3.1-8B-Instruct \\

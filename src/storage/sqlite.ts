@@ -3,8 +3,10 @@
  * loaded on first use. The standalone runner's default store. Records live in the file, not in the heap, and several
  * processes on one machine may share it (docs/decisions.md, "The runner's store is SQLite").
  */
+import { access, open } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { StorageDriver } from './contract'
+import { PRIVATE_FILE_MODE } from './private-files'
 import { createSqlDriver } from './sql/driver'
 import { createSqliteDialect, sharedSqlitePool } from './sql/sqlite'
 import { importFileStore as importFileStoreInto, type FileStoreImport } from './sql/sqlite-import'
@@ -139,4 +141,33 @@ export const importFileStore = async (options: { directory: string } & SqliteSto
     path: resolved.path,
     loadDialect: dialectLoader(resolved),
   })
+}
+
+/** A copy of millions of records takes a while; past this it is given up (and its file left to remove). */
+const BACKUP_TIMEOUT_MS = 60 * 60_000
+
+/**
+ * Writes a consistent copy of the SQLite store at `options.path` to `options.to` (owner-only, a file that must not
+ * exist yet) while other processes keep using the store: SQLite's `VACUUM INTO` reads one snapshot, and writers go
+ * on beside it. The copy is compact and needs no `-wal` file. Its statement runs on the calling thread until done, so
+ * call it from a process of its own (`modelgate backup`), not from a gateway serving traffic.
+ *
+ * @example
+ * await backupSqliteStorage({ path: '.modelgate/modelgate.db', to: 'backups/modelgate-2025-01-31.db' })
+ */
+export const backupSqliteStorage = async (options: { path: string; to: string }): Promise<void> => {
+  if (typeof options?.to !== 'string' || options.to === '') fail('options.to must be a non-empty string')
+  const resolved = resolveOptions({ path: options.path })
+  const to = resolve(options.to)
+  // Never a new, empty store where the caller expected one.
+  await access(resolved.path)
+  // Created empty and owner-only first: VACUUM INTO writes into an empty file, keeping its permissions.
+  await (await open(to, 'wx', PRIVATE_FILE_MODE)).close()
+  const dialect = await dialectLoader(resolved)()
+  const pool = sharedSqlitePool(resolved.path, dialect.connect)
+  try {
+    await pool.run(BACKUP_TIMEOUT_MS, (call) => call.query('VACUUM INTO ?', [to]))
+  } finally {
+    await pool.close(1_000)
+  }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import http from 'node:http'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { readFileSync } from 'node:fs'
@@ -204,6 +204,26 @@ describe('modelgate CLI and standalone runner', () => {
     expect(result.code, result.stderr).toBe(0)
     const keys = (await (await get(`${server.url}/api/v1/keys`, OPERATOR_KEY)).json()) as { data: Array<{ name: string }> }
     expect(keys.data.map((key) => key.name)).toContain('beside')
+  })
+
+  it('backs up the SQLite store while the gateway serves, to a copy another runner can serve from', async () => {
+    const server = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY })
+    const created = await fetch(`${server.url}/api/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPERATOR_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'in-the-backup' }),
+    })
+    const { key } = (await created.json()) as { key: string }
+    const copy = join(dataDir, 'backups', 'copy.db')
+    await mkdir(join(dataDir, 'backups'))
+    const result = await cli('backup', copy)
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stderr).toContain(`Copied the store at ${join(dataDir, 'modelgate.db')} to ${copy}`)
+    expect((await cli('backup', copy)).stderr).toMatch(/^modelgate: cannot back up the store at .+ to .+: EEXIST/)
+    const fromCopy = await serve({ MODELGATE_STORAGE: `sqlite:${copy}` })
+    expect((await get(`${fromCopy.url}/api/v1/key`, key)).status).toBe(200)
+    const refused = await runToEnd('node', [CLI, 'backup', copy], { env: { MODELGATE_STORAGE: 'memory' } })
+    expect(refused.stderr).toContain('modelgate: backup copies the SQLite store; back up the memory store with its own tools')
   })
 
   it('refuses a second process on the embedded file store with a clear message', async () => {

@@ -18,7 +18,7 @@ import { createGenerationsRepository } from '../../src/repositories/generations'
 import { SETTLEMENT_MEMORY_MS, type CounterChange, type StorageDriver } from '../../src/storage/contract'
 import { MIGRATIONS } from '../../src/storage/sql/migrations'
 import { createSqliteDialect } from '../../src/storage/sql/sqlite'
-import { openSqliteStorage, sqliteStorage, type SqliteStorageOptions } from '../../src/storage/sqlite'
+import { backupSqliteStorage, openSqliteStorage, sqliteStorage, type SqliteStorageOptions } from '../../src/storage/sqlite'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger, generationRecord } from './generations'
 import { describePresets } from './presets'
@@ -330,6 +330,32 @@ describe('sqlite driver', () => {
     expect(await background.get('widgets', 'w1')).toBeNull()
     await background.close()
     expect(await rejectionOf(background.get('widgets', 'w1'))).toMatchObject({ status: 503, message: 'Storage is closed' })
+  })
+
+  it('backs up a store in use to a new owner-only file that opens as the same store', async () => {
+    const path = freshPath()
+    const driver = await openSqliteStorage({ path })
+    drivers.push(driver)
+    await driver.create('widgets', { id: 'w1', data: { n: 1 }, uniques: ['slug:one'], indexes: { color: 'red' } })
+    await driver.settle([{ id: 's1', changes: [change('spend:backed-up', 7)] }])
+    // A write transaction of another connection still open: the copy holds what was committed.
+    const other = raw(path)
+    other.exec('BEGIN IMMEDIATE')
+    other.prepare(`INSERT INTO "modelgate_counters" (counter_key, value, expires_at) VALUES ('uncommitted', 1, 9e15)`).run([])
+    const to = join(directory, `backup-${suffix()}.db`)
+    await backupSqliteStorage({ path, to })
+    other.exec('ROLLBACK')
+    expect((await stat(to)).mode & 0o777).toBe(0o600)
+
+    const copy = await openSqliteStorage({ path: to })
+    drivers.push(copy)
+    expect(await copy.get('widgets', 'w1')).toEqual(await driver.get('widgets', 'w1'))
+    expect((await copy.findByUnique('widgets', 'slug:one'))?.id).toBe('w1')
+    expect(await copy.readTallies(['spend:backed-up'])).toEqual([7])
+    expect(count(`"modelgate_counters" WHERE counter_key = 'uncommitted'`, [], to)).toBe(0)
+    // It never overwrites a file, nor makes an empty store where none was.
+    expect(String(await rejectionOf(backupSqliteStorage({ path, to })))).toContain('EEXIST')
+    expect(String(await rejectionOf(backupSqliteStorage({ path: join(directory, 'missing.db'), to: `${to}.2` })))).toContain('ENOENT')
   })
 
   it('loses nothing it acknowledged when its process is killed mid-write (kill -9)', async () => {

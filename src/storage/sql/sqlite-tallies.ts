@@ -7,8 +7,9 @@
  * rules, src/storage/memory-engine.ts, written as statements).
  *
  * Layout (migration 3, src/storage/sql/migrations.ts): `tallies` (key, value, expiry), `holds` (id, owner, lease
- * expiry, the changes as JSON) and `settled` (id, when it is forgotten). Time is the machine's clock, read once per
- * transaction, which every process sharing the file reads alike.
+ * expiry, the changes as JSON) and `settled` (id, when it is forgotten). Time is the machine's clock, which every
+ * process sharing the file reads alike: read once per transaction, in this process (`Date.now()`, the clock SQLite's
+ * `'now'` reads too), which saves a statement per call.
  */
 import { SETTLEMENT_MEMORY_MS, type CounterChange, type TallyHold, type TallySettlement } from '../contract'
 import { NOW_MS, type InTransaction, type SqlCall, type SqlRow, type TableNames, type TallyStatements } from './dialect'
@@ -22,10 +23,11 @@ const MAX_SWEEP_BATCHES = 100
 
 /** The statements of one table prefix, written once (each is prepared once per connection). */
 const statementsFor = (t: TableNames) => ({
-  now: `SELECT ${NOW} AS now`,
-  isTaken: `SELECT 1 AS found FROM ${t.holds} WHERE id = ?1
-    UNION ALL SELECT 1 FROM ${t.settled} WHERE id = ?1 AND expires_at > ?2`,
-  insertHold: `INSERT INTO ${t.holds} (id, owner, expires_at, changes) VALUES (?, ?, ?, ?)`,
+  // Returns the id only when it is neither held (the conflict) nor settled and remembered at `?5` (now).
+  insertHold: `INSERT INTO ${t.holds} (id, owner, expires_at, changes)
+    SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM ${t.settled} WHERE id = ?1 AND expires_at > ?5)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id`,
   // A live tally gets the amount; an absent or expired one starts again at it, expiring ttl after now (?3).
   add: `INSERT INTO ${t.tallies} AS t (tally_key, value, expires_at) VALUES (?1, ?2, ?3 + ?4)
     ON CONFLICT (tally_key) DO UPDATE SET
@@ -56,8 +58,6 @@ const statementsFor = (t: TableNames) => ({
 export const createSqliteTallies = (tables: TableNames): TallyStatements => {
   const statements = statementsFor(tables)
 
-  const nowOf = async (call: SqlCall): Promise<number> => Number((await call.query(statements.now))[0]!.now)
-
   const add = async (call: SqlCall, change: CounterChange, now: number): Promise<SqlRow> =>
     (await call.query(statements.add, [change.key, change.amount, now, change.ttlMs]))[0]!
 
@@ -73,9 +73,9 @@ export const createSqliteTallies = (tables: TableNames): TallyStatements => {
   return {
     hold(call: SqlCall, inTransaction: InTransaction, hold: TallyHold) {
       return inTransaction(async () => {
-        const now = await nowOf(call)
-        if ((await call.query(statements.isTaken, [hold.id, now])).length > 0) return null
-        await call.query(statements.insertHold, [hold.id, hold.owner, now + hold.leaseMs, changesJson(hold.changes)])
+        const now = Date.now()
+        const claimed = await call.query(statements.insertHold, [hold.id, hold.owner, now + hold.leaseMs, changesJson(hold.changes), now])
+        if (claimed.length === 0) return null
         const rows: SqlRow[] = []
         // In order, each seeing the ones before: a hold that adds to one tally twice resolves both steps.
         for (const change of hold.changes) rows.push(await add(call, change, now))
@@ -85,7 +85,7 @@ export const createSqliteTallies = (tables: TableNames): TallyStatements => {
 
     async settle(call: SqlCall, inTransaction: InTransaction, settlements: ReadonlyArray<TallySettlement>) {
       await inTransaction(async () => {
-        const now = await nowOf(call)
+        const now = Date.now()
         for (const settlement of settlements) {
           if ((await call.query(statements.markSettled, [settlement.id, now])).length === 0) continue
           await takeBack(call, await call.query(statements.releaseHold, [settlement.id]), now)
@@ -102,7 +102,7 @@ export const createSqliteTallies = (tables: TableNames): TallyStatements => {
 
     releaseExpiredHolds(call: SqlCall, inTransaction: InTransaction, limit: number) {
       return inTransaction(async () => {
-        const now = await nowOf(call)
+        const now = Date.now()
         const released = await call.query(statements.releaseExpired, [now, limit])
         await takeBack(call, released, now)
         return released.length

@@ -154,20 +154,22 @@ export const createSqliteDialect = async (settings: SqliteDialectSettings): Prom
 
   const connect = async (): Promise<SqlSession> => {
     const db = await openSqliteConnection(settings.path, settings.busyTimeoutMs)
-    const statements = new Map<string, Statement>()
+    /** Each statement with whether it returns rows (asked of SQLite once: the question crosses into native code). */
+    const statements = new Map<string, { statement: Statement; isReader: boolean }>()
     let isBroken = false
 
-    const prepared = (text: string): Statement => {
-      let statement = statements.get(text)
-      if (statement) {
+    const prepared = (text: string) => {
+      let entry = statements.get(text)
+      if (entry) {
         // Most recently used last, so the first entry is the one to evict.
         statements.delete(text)
       } else {
-        statement = db.prepare(text)
+        const statement = db.prepare(text)
+        entry = { statement, isReader: statement.reader }
         if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!)
       }
-      statements.set(text, statement)
-      return statement
+      statements.set(text, entry)
+      return entry
     }
 
     return {
@@ -175,8 +177,12 @@ export const createSqliteDialect = async (settings: SqliteDialectSettings): Prom
 
       async query(text: string, params: readonly SqlValue[] = []): Promise<SqlRow[]> {
         if (isBroken) throw new Error('modelgate: the SQLite connection is closed')
-        const statement = prepared(text)
-        // `all` runs a write too (with no rows, unless it says RETURNING); one path for every statement.
+        const { statement, isReader } = prepared(text)
+        // A statement without rows (a write without RETURNING, BEGIN, COMMIT) skips the row iterator `all` builds.
+        if (!isReader) {
+          statement.run(params as SqlValue[])
+          return []
+        }
         return statement.all(params as SqlValue[]) as SqlRow[]
       },
 
