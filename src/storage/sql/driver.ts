@@ -199,11 +199,11 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
     return loaded
   }
 
-  /** Runs one storage call on a session of its own, within the query timeout. */
-  const call = async <T>(task: (call: SqlCall, dialect: Dialect) => Promise<T>): Promise<T> => {
+  /** Runs one storage call on a session of its own, within the query timeout; `isWrite` when it may change anything. */
+  const call = async <T>(task: (call: SqlCall, dialect: Dialect) => Promise<T>, isWrite = false): Promise<T> => {
     const { dialect, pool } = await ready()
     try {
-      return await pool.run(settings.queryTimeoutMs, (sqlCall) => task(sqlCall, dialect))
+      return await pool.run(settings.queryTimeoutMs, (sqlCall) => task(sqlCall, dialect), { isWrite })
     } catch (error) {
       throw toStorageError(dialect, error)
     }
@@ -245,7 +245,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
   /** Runs `body` in a transaction, again from the start after a deadlock or lock timeout. */
   const transaction = <T>(body: (call: SqlCall, dialect: Dialect) => Promise<T>): Promise<T> =>
-    call((sqlCall, dialect) => withRetries(dialect, () => inTransaction(sqlCall, dialect, () => body(sqlCall, dialect))))
+    call((sqlCall, dialect) => withRetries(dialect, () => inTransaction(sqlCall, dialect, () => body(sqlCall, dialect))), true)
 
   const assertOpen = () => {
     if (isClosed) throw new StorageUnavailableError('Storage is closed')
@@ -295,6 +295,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
           for (const insert of newRecordInserts(dialect.tables, rows)) await asConflict(dialect, sqlCall.query(...insert))
         })
       }),
+      true,
     )
   }
 
@@ -363,8 +364,9 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
   /** Runs a tally method on a session of its own, again from the start after a deadlock or lock timeout. */
   const tallyCall = async <T>(task: (call: SqlCall, dialect: Dialect, inTransaction: InTransaction) => Promise<T>): Promise<T> => {
-    const result = await call((sqlCall, dialect) =>
-      withRetries(dialect, () => task(sqlCall, dialect, (body) => inTransaction(sqlCall, dialect, body))),
+    const result = await call(
+      (sqlCall, dialect) => withRetries(dialect, () => task(sqlCall, dialect, (body) => inTransaction(sqlCall, dialect, body))),
+      true,
     )
     // The first sweep waits an interval: run at once, it would take the connection the caller's next call is about to
     // reuse, and make that call open a new one.
@@ -577,7 +579,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       assertCounter(key, amount, ttlMs)
       const run = (sqlCall: SqlCall, dialect: Dialect) => dialect.increment(sqlCall, key, amount, ttlMs)
       const { dialect, pool } = await ready()
-      const row = await (dialect.isIncrementTransactional ? transaction(run) : call(run))
+      const row = await (dialect.isIncrementTransactional ? transaction(run) : call(run, true))
       sweepExpired(pool, dialect)
       return toCounterResult(row)
     },

@@ -35,12 +35,25 @@ export interface FileStoreImport {
 /** Rows per multi-row insert (SQLite binds at most 32 766 values to one statement; a record row has 7). */
 const CHUNK_ROWS = 500
 
-const insertRows = async (call: SqlCall, table: string, columns: string[], rows: SqlValue[][]): Promise<void> => {
-  for (let start = 0; start < rows.length; start += CHUNK_ROWS) {
-    const chunk = rows.slice(start, start + CHUNK_ROWS)
-    const values = chunk.map(() => `(${columns.map(() => '?').join(', ')})`).join(', ')
-    await call.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${values}`, chunk.flat())
+/** Inserts rows as they come, a chunk at a time: a store of millions of records is never copied whole. */
+const insertRows = async (call: SqlCall, table: string, columns: string[], rows: Iterable<SqlValue[]>): Promise<void> => {
+  const row = `(${columns.map(() => '?').join(', ')})`
+  let chunk: SqlValue[][] = []
+  const send = async () => {
+    if (chunk.length === 0) return
+    await call.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${Array(chunk.length).fill(row).join(', ')}`, chunk.flat())
+    chunk = []
   }
+  for (const values of rows) {
+    chunk.push(values)
+    if (chunk.length === CHUNK_ROWS) await send()
+  }
+  await send()
+}
+
+/** `items` mapped lazily, each to any number of rows. */
+function* rowsOf<T>(items: Iterable<T>, toRows: (item: T) => Iterable<SqlValue[]>): Generator<SqlValue[]> {
+  for (const item of items) yield* toRows(item)
 }
 
 /** `2025-01-31T12-00-00-000Z`: a name every file system takes, sorting as time does. */
@@ -99,32 +112,34 @@ export const importFileStore = async (options: {
               call,
               t.records,
               ['collection', 'id', 'version', 'data', 'sort_key', 'indexes_json', 'uniques_json'],
-              records.map((record) => [
-                collection,
-                record.id,
-                record.version,
-                JSON.stringify(record.data),
-                record.sortKey,
-                JSON.stringify(record.indexes),
-                JSON.stringify(record.uniques),
+              rowsOf(records, (record) => [
+                [
+                  collection,
+                  record.id,
+                  record.version,
+                  JSON.stringify(record.data),
+                  record.sortKey,
+                  JSON.stringify(record.indexes),
+                  JSON.stringify(record.uniques),
+                ],
               ]),
             )
             await insertRows(
               call,
               t.uniques,
               ['collection', 'unique_key', 'record_id'],
-              records.flatMap((record) => record.uniques.map((key) => [collection, key, record.id])),
+              rowsOf(records, (record) => record.uniques.map((key) => [collection, key, record.id])),
             )
             await insertRows(
               call,
               t.indexes,
               ['collection', 'field', 'value', 'record_id'],
-              records.flatMap((record) => Object.entries(record.indexes).map(([field, value]) => [collection, field, value, record.id])),
+              rowsOf(records, (record) => Object.entries(record.indexes).map(([field, value]) => [collection, field, value, record.id])),
             )
           }
-          await insertRows(call, t.counters, ['counter_key', 'value', 'expires_at'], state.counters.map(({ key, value, expiresAt }) => [key, value, expiresAt]))
-          await insertRows(call, t.tallies, ['tally_key', 'value', 'expires_at'], (state.tallies ?? []).map(({ key, value, expiresAt }) => [key, value, expiresAt]))
-          await insertRows(call, t.settled, ['id', 'expires_at'], (state.settled ?? []).map(({ id, expiresAt }) => [id, expiresAt]))
+          await insertRows(call, t.counters, ['counter_key', 'value', 'expires_at'], rowsOf(state.counters, ({ key, value, expiresAt }) => [[key, value, expiresAt]]))
+          await insertRows(call, t.tallies, ['tally_key', 'value', 'expires_at'], rowsOf(state.tallies ?? [], ({ key, value, expiresAt }) => [[key, value, expiresAt]]))
+          await insertRows(call, t.settled, ['id', 'expires_at'], rowsOf(state.settled ?? [], ({ id, expiresAt }) => [[id, expiresAt]]))
           await call.query(
             `INSERT INTO ${imports} (source, seq, imported_at) VALUES (?, ?, ?)
              ON CONFLICT (source) DO UPDATE SET seq = excluded.seq, imported_at = excluded.imported_at`,
