@@ -17,7 +17,8 @@ import { isGatewayError } from '../../src/core/errors'
 import { createGenerationsRepository } from '../../src/repositories/generations'
 import { SETTLEMENT_MEMORY_MS, type CounterChange, type StorageDriver } from '../../src/storage/contract'
 import { MIGRATIONS } from '../../src/storage/sql/migrations'
-import { createSqliteDialect } from '../../src/storage/sql/sqlite'
+import type { SqlSession } from '../../src/storage/sql/dialect'
+import { createSqliteDialect, sharedSqlitePool } from '../../src/storage/sql/sqlite'
 import { backupSqliteStorage, openSqliteStorage, sqliteStorage, type SqliteStorageOptions } from '../../src/storage/sqlite'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger, generationRecord } from './generations'
@@ -225,6 +226,49 @@ describe('sqlite driver', () => {
     }
     // With no filter the page walks the list order and stops at its end.
     expect(plan([]).some((step) => step.includes('records_order')), plan([]).join('\n')).toBe(true)
+  })
+
+  it('commits the writes of one event-loop turn together, each undone alone when it fails', async () => {
+    const path = freshPath()
+    await (await openSqliteStorage({ path })).close()
+    const dialect = await createSqliteDialect({ path, tablePrefix: 'modelgate_', busyTimeoutMs: 5_000, migrationTimeoutMs: 60_000 })
+    const sent: string[] = []
+    const pool = sharedSqlitePool(path, async () => {
+      const session = await dialect.connect()
+      return { ...session, query: (text, params) => (sent.push(text), session.query(text, params)), startCall: () => session.startCall(), end: (graceMs) => session.end(graceMs), abort: () => session.abort(), isBroken: false } satisfies SqlSession
+    })
+    try {
+      const outcomes = await Promise.allSettled(
+        [0, 1, 2, 3, 4].map((index) =>
+          pool.run(
+            5_000,
+            async (call) => {
+              await call.query(dialect.beginStatement)
+              await call.query('INSERT INTO "modelgate_counters" (counter_key, value, expires_at) VALUES (?, 1, 9e15)', [`grouped-${index}`])
+              if (index === 2) {
+                await call.query('ROLLBACK')
+                throw new Error('refused after its insert')
+              }
+              await call.query('COMMIT')
+              return index
+            },
+            { isWrite: true },
+          ),
+        ),
+      )
+      expect(outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : 'refused'))).toEqual([0, 1, 'refused', 3, 4])
+      expect(sent.filter((text) => text === 'BEGIN IMMEDIATE')).toHaveLength(1)
+      expect(sent.filter((text) => text === 'COMMIT')).toHaveLength(1)
+      expect(sent.filter((text) => text.startsWith('SAVEPOINT'))).toHaveLength(5)
+      expect(rows(path, `SELECT counter_key FROM "modelgate_counters" WHERE counter_key LIKE 'grouped-%' ORDER BY counter_key`).map((row) => row.counter_key)).toEqual([
+        'grouped-0',
+        'grouped-1',
+        'grouped-3',
+        'grouped-4',
+      ])
+    } finally {
+      await pool.close(1_000)
+    }
   })
 
   it('keeps the tables of two prefixes in one file apart', async () => {
