@@ -489,8 +489,8 @@ describe('sqlite driver', () => {
     await write(10_000, 100_000)
     const grown = heapUsed() - warm
     // The memory and file stores keep about 1 KB of heap per record (docs/decisions.md); here the records are in the
-    // file. 90 000 records at 1 KB each would be 90 MB; allow a few bytes each for the collector's noise.
-    expect(grown / 90_000).toBeLessThan(20)
+    // file. 90 000 records at 1 KB each would be 90 MB; allow some bytes each for the collector's noise.
+    expect(grown / 90_000).toBeLessThan(50)
     expect((await driver.list('generations', { limit: 0 })).totalCount).toBe(100_000)
   })
 })

@@ -52,7 +52,7 @@ const JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
  * Pages kept in memory per connection, in KiB when negative: outside the JS heap. A new record lands at a random place
  * in two indexes keyed by its (random) id, so with SQLite's default 2 MiB a large store reads pages back for most writes.
  */
-const CACHE_SIZE = Number(process.env.MG_CACHE ?? -65_536)
+const CACHE_SIZE = -65_536
 
 /** Result codes (libsql's `code`, extended codes included) meaning the database cannot answer now. */
 const UNAVAILABLE_PREFIXES = [
