@@ -181,9 +181,11 @@ module.exports = {
     {
       name: 'client-libraries-stay-in-their-driver',
       severity: 'error',
-      comment: 'Importing modelgate/adapters/express must never load ioredis: each client library lives in one driver.',
+      comment:
+        'Importing modelgate/adapters/express must never load ioredis: each client library lives in one driver (libsql in ' +
+        'storage/sql/sqlite.ts, beside the other SQL clients).',
       from: { path: '^src/', pathNot: '^src/storage/(redis\\.ts|sql/|unstorage\\.ts)|^src/transport/' },
-      to: { path: 'node_modules/(ioredis|postgres|mysql2|unstorage|undici)/' },
+      to: { path: 'node_modules/(ioredis|postgres|mysql2|libsql|unstorage|undici)/' },
     },
   ],
   options: {

@@ -15,6 +15,7 @@ export const entry = {
   'storage/memory': 'src/storage/memory.ts',
   'storage/file': 'src/storage/file.ts',
   'storage/sql': 'src/storage/sql/index.ts',
+  'storage/sqlite': 'src/storage/sqlite.ts',
   'storage/redis': 'src/storage/redis.ts',
   'storage/unstorage': 'src/storage/unstorage.ts',
   testing: 'src/testing/index.ts',
@@ -37,4 +38,6 @@ export default defineConfig({
   treeshake: true,
   // Keep `node:` specifiers: Deno and Bun resolve built-ins only through them.
   removeNodeProtocol: false,
+  // An optional dependency (tsup leaves out only dependencies and peer dependencies by itself), and a native module.
+  external: ['libsql'],
 })

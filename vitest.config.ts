@@ -10,6 +10,7 @@ export default defineConfig({
             'test/unit/**/*.test.ts',
             'test/storage/memory.test.ts',
             'test/storage/file.test.ts',
+            'test/storage/sqlite.test.ts',
             'test/storage/unstorage.test.ts',
           ],
         },
@@ -18,7 +19,7 @@ export default defineConfig({
         test: {
           name: 'services',
           include: ['test/integration/**/*.test.ts', 'test/storage/**/*.test.ts'],
-          exclude: ['test/storage/memory.test.ts', 'test/storage/file.test.ts', 'test/storage/unstorage.test.ts'],
+          exclude: ['test/storage/memory.test.ts', 'test/storage/file.test.ts', 'test/storage/sqlite.test.ts', 'test/storage/unstorage.test.ts'],
           fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 60_000,

@@ -6,10 +6,13 @@
  * and the bench's two providers pointed at the loopback upstream (`BENCH_UPSTREAM_URL`, bench/providers.mjs).
  * `BENCH_LEDGER=off` starts it with the usage ledger off (`ledger: { enabled: false }`), the bench's
  * `modelgate/no-ledger` column. `BENCH_STORE=redis` or `postgres` puts its state on the local Redis or
- * PostgreSQL instead of in memory.
+ * PostgreSQL instead of in memory; `sqlite` in a SQLite file (the runner's default store), `file` in the embedded file
+ * store (the runner's default before it), each in a temporary directory of its own.
  */
 
+import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:http'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { answerStatsRequests, reportReady } from './process-stats.mjs'
@@ -84,13 +87,25 @@ const openPostgres = async () => {
   return { driver, cleanUp }
 }
 
+/** A store on this machine's disk, in a temporary directory of its own that `cleanUp` removes. */
+const openOnDisk = async (/** @type {'sqlite' | 'file'} */ kind) => {
+  const directory = await mkdtemp(join(tmpdir(), `modelgate-bench-${kind}-`))
+  const driver =
+    kind === 'sqlite'
+      ? await (await load('storage/sqlite.js')).openSqliteStorage({ path: join(directory, 'modelgate.db') })
+      : await (await load('storage/file.js')).openFileStorage({ directory })
+  return { driver, cleanUp: () => rm(directory, { recursive: true, force: true }) }
+}
+
 /**
  * The store: memory, or with `BENCH_STORE=redis` or `postgres` the local server, in a namespace of this process's
- * own that `cleanUp` removes once the gateway has closed (a run killed before that leaves it: see bench/README.md).
+ * own that `cleanUp` removes once the gateway has closed (a run killed before that leaves it: see bench/README.md),
+ * or with `sqlite` or `file` a directory on disk of its own.
  */
 const openStore = async () => {
   if (process.env.BENCH_STORE === 'redis') return openRedis()
   if (process.env.BENCH_STORE === 'postgres') return openPostgres()
+  if (process.env.BENCH_STORE === 'sqlite' || process.env.BENCH_STORE === 'file') return openOnDisk(process.env.BENCH_STORE)
   return { driver: memoryStorage(), cleanUp: async () => {} }
 }
 

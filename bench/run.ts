@@ -13,7 +13,7 @@
  * json-n/chat-completions, stream-n/chat-completions, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
  * another build, e.g. a branch's dist/), BENCH_STORE=redis or postgres (the modelgate columns on the local Redis at
  * 127.0.0.1:6379 or PostgreSQL at 127.0.0.1:5432 instead of the memory store, and the runner columns instead of the
- * runner's default store).
+ * runner's default store), sqlite or file (on disk).
  */
 
 import { mkdtempSync, readdirSync } from 'node:fs'
@@ -51,13 +51,15 @@ const SETTLE_MS = 400
 const IS_PROFILING = process.env.BENCH_PROFILE === '1'
 /** Where the modelgate columns keep their state (bench/gateway.mjs reads the same variable). */
 const STORE_DESCRIPTIONS = {
-  memory: 'the memory store (BENCH_STORE=redis or postgres for a local server): store calls cost no round trip',
+  memory: 'the memory store (BENCH_STORE=redis or postgres for a local server, sqlite or file on disk): store calls cost no round trip',
   redis: 'the local Redis at 127.0.0.1:6379 (one key prefix per gateway process, deleted at its end): each store call is a network round trip',
   postgres:
     'the local PostgreSQL at 127.0.0.1:5432, database postgres (one schema per gateway process, dropped at its end): each statement is a network round trip',
+  sqlite: "a SQLite file (the runner's default store) in a temporary directory per gateway process: each statement runs in the gateway's thread",
+  file: "the embedded file store (the runner's default before SQLite) in a temporary directory per gateway process: each write appended to its journal and synced",
 }
 const STORE = process.env.BENCH_STORE || 'memory'
-if (!Object.hasOwn(STORE_DESCRIPTIONS, STORE)) throw new Error(`BENCH_STORE must be memory, redis or postgres, got "${STORE}"`)
+if (!Object.hasOwn(STORE_DESCRIPTIONS, STORE)) throw new Error(`BENCH_STORE must be memory, redis, postgres, sqlite or file, got "${STORE}"`)
 const STORE_DESCRIPTION = STORE_DESCRIPTIONS[STORE as keyof typeof STORE_DESCRIPTIONS]
 /** Targets take turns in short rounds, so a slow drift of the machine hits every column alike. */
 const ROUNDS = 3

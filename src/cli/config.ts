@@ -25,6 +25,8 @@ import {
 } from '../gateway/options'
 
 export const STORAGE_URL = /^(rediss?|postgres(ql)?|mysql|mariadb):\/\/\S+$/
+/** `sqlite`, or `sqlite:<path>` for a file elsewhere than the data directory. */
+export const SQLITE_STORAGE = /^sqlite(:.+)?$/
 
 /** More worker processes than this is a typo, not a machine. */
 export const MAX_WORKERS = 256
@@ -38,18 +40,21 @@ const RunnerSettingsSchema = v.strictObject({
   host: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),
   basePath: v.optional(v.string(), '/api/v1'),
   /**
-   * `file` (the embedded on-disk store, default), `memory` (lost on exit), or a server URL:
-   * `redis://…`, `rediss://…`, `postgres://…`, `postgresql://…`, `mysql://…`, `mariadb://…`.
+   * `sqlite` (a SQLite file, `<dataDir>/modelgate.db`, default), `sqlite:<path>` (one elsewhere), `memory` (lost on
+   * exit), `file` (the embedded store of earlier versions, kept for now), or a server URL: `redis://…`, `rediss://…`,
+   * `postgres://…`, `postgresql://…`, `mysql://…`, `mariadb://…`.
    */
   storage: v.optional(
     v.pipe(
       v.string(),
+      // Worded without the submitted text, which a message may not repeat (src/core/validation.ts).
+      v.check((value) => !/^sqlite:\/*$/.test(value), 'a SQLite store needs the path of its file after the colon'),
       v.check(
-        (value) => value === 'file' || value === 'memory' || STORAGE_URL.test(value),
-        'must be "file", "memory", or a redis://, postgres:// or mysql:// URL',
+        (value) => SQLITE_STORAGE.test(value) || value === 'memory' || value === 'file' || STORAGE_URL.test(value),
+        'must be "sqlite", "sqlite:<path>", "memory", "file", or a redis://, postgres:// or mysql:// URL',
       ),
     ),
-    'file',
+    'sqlite',
   ),
   /** Key prefix on Redis (default `modelgate:`). */
   redisPrefix: v.optional(v.pipe(v.string(), v.minLength(1))),
@@ -59,6 +64,7 @@ const RunnerSettingsSchema = v.strictObject({
   rateLimitWindowSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400)), 60),
   /** Refuse (402) requests of accounts whose granted credits are used up (see `createGateway`'s `enforceCredits`). */
   enforceCredits: v.optional(v.boolean()),
+  /** The SQLite store's file (`modelgate.db`), the development key, and the embedded store of earlier versions. */
   dataDir: v.optional(v.pipe(v.string(), v.minLength(1)), '.modelgate'),
   /** `off` records no generations (see `createGateway`'s `ledger.enabled`); default `on`. */
   ledger: v.optional(v.picklist(['on', 'off'])),
@@ -151,7 +157,7 @@ const RunnerSettingsSchema = v.strictObject({
   regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   isRegionalDeployment: v.optional(v.boolean()),
   trustedHostHeader: v.optional(TrustedHostHeaderSchema),
-  /** The embedded store compacts its journal past this many bytes (see `openFileStorage`). */
+  /** The embedded file store (`storage: "file"`) compacts its journal past this many bytes (see `openFileStorage`). */
   compactAfterBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
 })
 

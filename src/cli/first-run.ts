@@ -20,7 +20,7 @@ export const formatFirstManagementKey = (rawKey: string, apiUrl: string): string
     `      -H 'Authorization: Bearer ${rawKey}' \\`,
     `      -H 'Content-Type: application/json' -d '{"name":"my-app"}'`,
     '',
-    'Lost it? Stop the gateway and run: modelgate keys create --management',
+    'Lost it? Run (beside the running gateway): modelgate keys create --management',
     RULE,
     '',
   ].join('\n')

@@ -1,8 +1,9 @@
 /**
- * Warns when the runner's heap nears Node's limit. The memory and embedded stores keep their whole state in the
- * heap, usage records included (docs/decisions.md, "The embedded store keeps its state in the process's memory"), so
- * steady traffic with a long ledger retention can reach the limit, where Node stops the process. The warning says
- * so while there is still time to shorten the retention, raise the limit or move to a networked store.
+ * Warns when the runner's heap nears Node's limit. The memory store and the embedded file store of earlier versions
+ * keep their whole state in the heap (docs/decisions.md, "The embedded store keeps its state in the process's
+ * memory"; the memory store caps its usage records), so steady traffic with a long ledger retention can reach the
+ * limit, where Node stops the process. The warning says so while there is still time to shorten the retention, raise
+ * the limit or move to a store whose records live outside the heap (SQLite, the default, or a networked one).
  */
 import { getHeapStatistics } from 'node:v8'
 import type { Logger } from '../core/logger'
@@ -35,7 +36,8 @@ export const watchHeap = (logger: Logger, options: HeapWatchOptions): (() => voi
     hasWarned = true
     logger.warn(
       `the heap is at ${Math.round(share * 100)} % of Node's limit; the ${options.storage} store keeps every record in memory, ` +
-        'usage records included: shorten ledger retention (MODELGATE_LEDGER_RETENTION_DAYS), raise the limit (node --max-old-space-size) or use Redis or SQL',
+        'usage records included: use the SQLite store (MODELGATE_STORAGE=sqlite, the default), Redis or SQL, shorten ledger retention ' +
+        '(MODELGATE_LEDGER_RETENTION_DAYS) or raise the limit (node --max-old-space-size)',
       { heapUsedMB: Math.round(used / MEGABYTE), heapLimitMB: Math.round(limit / MEGABYTE), storage: options.storage },
     )
   }

@@ -6,9 +6,11 @@
  *   modelgate accounts create|flags
  *   modelgate credits grant|show
  *   modelgate byok reencrypt, secrets generate-key
+ *   modelgate backup <file>         a copy of the SQLite store, while gateways use it
  */
 
 import cluster from 'node:cluster'
+import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { version } from '../../package.json'
 import { createGateway, type Gateway } from '../gateway/gateway'
@@ -22,7 +24,7 @@ import { resolveEncryptionKeys } from './encryption-keys'
 import { generateMasterKey } from '../core/secrets'
 import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys'
 import { grantCreditsCommand, showCreditsCommand } from './credits'
-import { openStorage } from './storage'
+import { describeStorage, openStorage, sqlitePathOf } from './storage'
 import { usage } from './usage'
 
 const OPTIONS = {
@@ -63,11 +65,11 @@ const loadConfig = async (flags: Record<string, string | boolean | undefined>): 
 const withGateway = async <T>(config: RunnerConfig, action: (gateway: Gateway) => Promise<T>): Promise<T> => {
   let storage: StorageDriver
   try {
-    storage = await openStorage(config)
+    storage = await openStorage(config, createConsoleLogger(config.logLevel))
   } catch (error) {
     const holder = /in use by process (\d+)/.exec((error as Error).message)?.[1]
     if (!holder) throw error
-    // The embedded store belongs to one process at a time; a running gateway holds it.
+    // The embedded file store belongs to one process at a time; a running gateway holds it.
     throw new Error(
       `${(error as Error).message}. Stop that gateway first (Ctrl-C in its terminal, or kill ${holder}), then run this command again.`,
     )
@@ -96,7 +98,7 @@ const serveAsWorker = async () => {
   try {
     const { config, isFirst } = await askPrimary()
     const logger = withWorkerField(createConsoleLogger(config.logLevel), id)
-    await serve(config, await openStorage(config), logger, { id, isFirst, announce: announceReady })
+    await serve(config, await openStorage(config, logger), logger, { id, isFirst, announce: announceReady })
   } finally {
     cluster.worker!.disconnect()
   }
@@ -126,7 +128,7 @@ const run = async (argv: string[]): Promise<number> => {
       assertStoreShared(config, workers)
       return runCluster(config, workers, logger)
     }
-    await serve(config, await openStorage(config), logger)
+    await serve(config, await openStorage(config, logger), logger)
     return 0
   }
 
@@ -177,6 +179,20 @@ const run = async (argv: string[]): Promise<number> => {
     if (!config.encryptionKeys?.length && !config.dev) throw new Error('modelgate: byok reencrypt needs MODELGATE_ENCRYPTION_KEYS (new key first, then the old ones)')
     const result = await withGateway(config, (gateway) => gateway.admin.reencryptSecrets())
     process.stdout.write(`${JSON.stringify(result)}\n`)
+    return 0
+  }
+
+  if (command === 'backup') {
+    const path = sqlitePathOf(config)
+    if (path === undefined) throw new Error(`modelgate: backup copies the SQLite store; back up the ${config.storage === 'file' || config.storage === 'memory' ? config.storage : describeStorage(config.storage)} store with its own tools`)
+    if (!subcommand) throw new Error('modelgate: backup needs the file to write: modelgate backup <file>')
+    const { backupSqliteStorage } = await import('../storage/sqlite')
+    try {
+      await backupSqliteStorage({ path, to: subcommand })
+    } catch (error) {
+      throw new Error(`modelgate: cannot back up the store at ${path} to ${subcommand}: ${(error as Error).message}`, { cause: error })
+    }
+    process.stderr.write(`Copied the store at ${path} to ${resolve(subcommand)}\n`)
     return 0
   }
 

@@ -147,7 +147,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
     // On stdout, never in the log: shown once, to whoever started the gateway.
     if (firstManagementKey) process.stdout.write(formatFirstManagementKey(firstManagementKey, apiUrl))
   }
-  // The in-process stores hold everything in the heap; a networked store's records live in its server.
+  // The memory and file stores hold everything in the heap; SQLite's records live in its file, a networked store's in its server.
   const stopWatchingHeap = config.storage === 'memory' || config.storage === 'file' ? watchHeap(logger, { storage: config.storage }) : () => {}
 
   const onSigint = () => stop('SIGINT')

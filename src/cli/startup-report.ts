@@ -7,17 +7,18 @@ import { resolve } from 'node:path'
 import type { Logger } from '../core/logger'
 import { mergeModels, type ModelEntry } from '../engine/models'
 import type { RunnerConfig } from './config'
-import { describeStorage } from './storage'
+import { describeStorage, sqlitePathOf } from './storage'
 
 type ProviderSettings = Record<string, Record<string, unknown>>
 
-/** The store as the log shows it: its kind, and for the embedded store its directory (URLs masked). */
-export const describeStore = (config: RunnerConfig): Record<string, string> =>
-  config.storage === 'file'
-    ? { storage: 'file', dataDir: resolve(config.dataDir) }
-    : config.storage === 'memory'
-      ? { storage: 'memory' }
-      : { storage: describeStorage(config.storage) }
+/** The store as the log shows it: its kind, and for the on-disk stores where they are (URLs masked). */
+export const describeStore = (config: RunnerConfig): Record<string, string> => {
+  const sqlitePath = sqlitePathOf(config)
+  if (sqlitePath !== undefined) return { storage: 'sqlite', path: sqlitePath }
+  if (config.storage === 'file') return { storage: 'file', dataDir: resolve(config.dataDir) }
+  if (config.storage === 'memory') return { storage: 'memory' }
+  return { storage: describeStorage(config.storage) }
+}
 
 /** Configured providers that can serve without a caller's own key: a shared key, or none needed. */
 const sharedProviders = (providers: ProviderSettings): string[] =>
@@ -58,13 +59,14 @@ export const productionGaps = (config: RunnerConfig): string[] => {
   if (!config.managementKey) {
     gaps.push(
       'a management key of your own: set MODELGATE_MANAGEMENT_KEY (kept in your secret manager), ' +
-        'or mint one with `modelgate keys create --management` while the gateway is stopped',
+        'or mint one with `modelgate keys create --management`',
     )
   }
+  // The SQLite store serves every process on its machine: a production set-up of its own, up to one machine.
   if (config.storage === 'file' || config.storage === 'memory') {
     gaps.push(
-      `a networked store to run several processes: the ${config.storage === 'file' ? 'embedded store serves one process' : 'memory store keeps nothing'}; ` +
-        'use MODELGATE_STORAGE=redis://… or postgres://… or mysql://…',
+      `a store that keeps state for several processes: the ${config.storage === 'file' ? 'embedded file store serves one process' : 'memory store keeps nothing'}; ` +
+        'use MODELGATE_STORAGE=sqlite (the default, processes on one machine), or redis://…, postgres://… or mysql://… (several machines)',
     )
   }
   return gaps

@@ -5,7 +5,7 @@ import { ENVIRONMENT } from './config'
 const COMMANDS = `Usage: modelgate <command> [options]
 
 Commands:
-  serve                         Start the gateway (default store: ./.modelgate on disk)
+  serve                         Start the gateway (default store: SQLite, ./.modelgate/modelgate.db)
   keys create                   Create an API key; prints the raw key once, alone on stdout
       --management              a management key (default: a regular key)
       --name <name>             key name
@@ -27,20 +27,24 @@ Commands:
                                 Credits granted and used, and every grant
   byok reencrypt                Re-seal BYOK keys with the first of MODELGATE_ENCRYPTION_KEYS
   secrets generate-key          Print a new random encryption key (base64)
+  backup <file>                 Copy the SQLite store to <file> (a new file), while gateways use it
 
 Options:
   --config <file>               JSON config file (also MODELGATE_CONFIG); keys as the settings below
-  --data-dir <dir>              embedded store directory (default .modelgate)
+  --data-dir <dir>              data directory: the SQLite store, the --dev key (default .modelgate)
   --memory                      keep state in memory only (lost on exit)
   --dev                         development mode: generate and keep an encryption key in the data dir
   --port <n> --host <h> --base-path <p> --log-level <debug|info|warn|error>   (serve)
   --workers <n|auto>            serve with n worker processes on one port, auto: one per core (serve;
-                                default 1); more than one needs a PostgreSQL, MySQL/MariaDB or Redis store
+                                default 1); more than one needs a store processes share: SQLite (the
+                                default), PostgreSQL, MySQL/MariaDB or Redis
   -h, --help                    this text
   -v, --version                 the version
 
-The embedded store belongs to one process at a time: stop a running gateway before other commands
-that use the same data directory, or use its HTTP API with a management key.
+The SQLite store is shared by every process on the machine that opens it: the commands below work
+while a gateway runs on the same data directory. On first start, an embedded store of an earlier
+version (snapshot.jsonl, journal.jsonl) moves into it, and its files into file-store-backup-<time>/.
+The embedded store itself (MODELGATE_STORAGE=file) belongs to one process at a time.
 `
 
 /** What each variable does, for the help text; a variable without an entry still appears, with its setting. */
@@ -48,13 +52,13 @@ const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
   PORT: 'port to listen on (MODELGATE_PORT wins; default 8787)',
   MODELGATE_HOST: 'address to listen on (default 127.0.0.1)',
   MODELGATE_BASE_PATH: 'prefix of every route (default /api/v1)',
-  MODELGATE_STORAGE: 'file (default), memory, redis://…, postgres://…, mysql://…',
+  MODELGATE_STORAGE: 'sqlite (default: <data dir>/modelgate.db), sqlite:<path>, memory, redis://…, postgres://…, mysql://…, file (earlier versions\' embedded store)',
   MODELGATE_REDIS_PREFIX: 'key prefix on Redis (default modelgate:)',
   MODELGATE_SQL_SCHEMA: 'PostgreSQL schema or MySQL database for the tables',
   MODELGATE_RATE_LIMIT_REQUESTS: 'requests per key per window (default: no limit)',
   MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rate-limit window (default 60)',
   MODELGATE_ENFORCE_CREDITS: '1: refuse (402) requests of accounts whose granted credits are used up (default: only counted)',
-  MODELGATE_DATA_DIR: 'embedded store directory (default .modelgate)',
+  MODELGATE_DATA_DIR: 'data directory: the SQLite store, the --dev key (default .modelgate)',
   MODELGATE_LEDGER: 'off: keep no usage records (GET /generation 404, GET /activity empty; limits and credits still count)',
   MODELGATE_LEDGER_RETENTION_DAYS: 'days usage records are kept (default 30)',
   MODELGATE_BODY_LIMIT: 'request body limit in bytes of routes other than model requests (default 1048576)',
@@ -82,10 +86,11 @@ const EXAMPLES = `Examples:
   modelgate serve --dev                                   try it: prints a management key on first start
   modelgate secrets generate-key                          an encryption key: keep it in your secret store
   MODELGATE_STORAGE=redis://127.0.0.1:6379 MODELGATE_ENCRYPTION_KEYS=<that key> modelgate serve
-  MODELGATE_STORAGE=postgres://modelgate@127.0.0.1:5432/modelgate modelgate serve --workers auto   every core
+  modelgate serve --workers auto                          every core, on the default SQLite store
   KEY=$(modelgate keys create --management --name ops)    capture a new key (from npm: npm run -s modelgate -- …)
   modelgate keys list --all
   modelgate keys revoke 3e7a9c21
+  modelgate backup backups/modelgate-$(date +%F).db        a consistent copy of the store, taken live
   modelgate credits grant 25 --account acme --note "March invoice"
   MODELGATE_PROVIDER_MY_VLLM_API=openai-chat MODELGATE_PROVIDER_MY_VLLM_BASE_URL=http://127.0.0.1:8000/v1 \\
     MODELGATE_PROVIDER_MY_VLLM_KEYLESS=1 MODELGATE_PROVIDER_MY_VLLM_MODELS=meta/llama-local=meta-llama/Llama-3.1-8B-Instruct \\

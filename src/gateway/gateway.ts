@@ -129,8 +129,9 @@ const createService = (options: Parameters<typeof createInferenceService>[0]) =>
  */
 export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const config = parseInput(GatewayOptionsSchema, options, 'options')
-  const storage = config.storage ?? memoryStorage()
   const logger: Logger = config.logger === false ? silentLogger : (config.logger ?? createConsoleLogger())
+  // The default store warns through the gateway's logger when it first drops old usage records.
+  const storage = config.storage ?? memoryStorage({ logger })
   // Access lines are written at info: a logger that drops them costs no line and no session observer.
   const isAccessLogKept = isLogLevelEnabled(logger, 'info')
   const now = config.now ?? (() => new Date())

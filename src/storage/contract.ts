@@ -116,12 +116,12 @@ export interface TallySettlement {
 }
 
 /**
- * One driver contract for memory, the embedded on-disk store, Redis and SQL.
+ * One driver contract for memory, the embedded on-disk store, SQLite, Redis and SQL.
  * All methods may throw `StorageUnavailableError` (rendered 503) when the backend cannot answer.
  * Invalid arguments (an empty id, a negative offset, a non-positive TTL) are caller bugs and throw a `TypeError`.
  */
 export interface StorageDriver {
-  /** Short driver name for logs and diagnostics (`memory`, `file`, `redis`, `postgres`). */
+  /** Short driver name for logs and diagnostics (`memory`, `file`, `sqlite`, `redis`, `postgres`). */
   readonly name: string
 
   /**

@@ -59,7 +59,11 @@ export const removeTemporaryJournal = (path: string): Promise<void> => rm(tempor
  * cut off, since its write never resolved. A bad line followed by good ones is corruption and throws rather than
  * silently losing writes.
  */
-export const readJournal = async (path: string, onEntry: (entry: JournalEntry) => void): Promise<JournalContents> => {
+export const readJournal = async (
+  path: string,
+  onEntry: (entry: JournalEntry) => void,
+  options: { shouldRepair?: boolean } = {},
+): Promise<JournalContents> => {
   let handle: FileHandle
   try {
     handle = await open(path, 'r')
@@ -88,7 +92,8 @@ export const readJournal = async (path: string, onEntry: (entry: JournalEntry) =
     await handle.close()
   }
   const validSize = badLine?.offset ?? read.tailAt
-  if (badLine || validSize !== read.size) await truncate(path, validSize)
+  // Reading only (`shouldRepair: false`, an import), the torn tail is skipped and left in the file.
+  if ((options.shouldRepair ?? true) && (badLine || validSize !== read.size)) await truncate(path, validSize)
   return { lineCount, size: validSize }
 }
 

@@ -27,9 +27,10 @@ import type {
   TallySettlement,
 } from './contract'
 import { acquireDirectoryLock } from './file-lock'
-import { openJournal, readJournal, removeTemporaryJournal, type Journal } from './file-journal'
-import { loadSnapshot, readFirstFormatSnapshot, removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
-import { createMemoryEngine, loadEngineState, type CounterMutation, type MemoryEngine, type Mutation } from './memory-engine'
+import { openJournal, removeTemporaryJournal, type Journal } from './file-journal'
+import { FIRST_FORMAT_SNAPSHOT_FILE, JOURNAL_FILE, loadStore, planSpendCarry, SNAPSHOT_FILE } from './file-load'
+import { removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
+import type { MemoryEngine, Mutation } from './memory-engine'
 import { ensurePrivateDirectory, tightenFile } from './private-files'
 import {
   assertDistinctCounters,
@@ -62,10 +63,6 @@ export interface FileStorageOptions {
 
 const DEFAULT_COMPACT_AFTER = 10_000
 const DEFAULT_COMPACT_AFTER_BYTES = 16 * 1024 * 1024
-const JOURNAL_FILE = 'journal.jsonl'
-const SNAPSHOT_FILE = 'snapshot.jsonl'
-/** Where versions before the JSON Lines snapshot kept theirs: read when there is no newer one, removed by the next compaction. */
-const FIRST_FORMAT_SNAPSHOT_FILE = 'snapshot.json'
 
 interface OpenStore {
   engine: MemoryEngine
@@ -123,31 +120,10 @@ interface SnapshotSize {
   lines: number
 }
 
-/** Where spend was kept before tallies existed: counters whose key starts with this (src/repositories/spend-counters.ts). */
-const SPEND_COUNTER_PREFIX = 'spend:'
-
 /** Appends `mutations` as one journal line (all or none on replay) after entry `seq`, then applies them. */
 const appendTogether = async (journal: Journal, engine: MemoryEngine, seq: number, mutations: Mutation[]): Promise<void> => {
   await journal.append({ seq: seq + 1, op: 'batch', mutations })
   for (const mutation of mutations) engine.apply(mutation)
-}
-
-/**
- * Carries spend counters of a store written before tallies existed into tallies of the same key (added to a tally
- * that already lives) and expires the counters, as one batch: `legacy` holds the last value the load gave each.
- */
-const planSpendCarry = (engine: MemoryEngine, legacy: Map<string, CounterMutation>, at: number): Mutation[] => {
-  const live = [...legacy.values()].filter((counter) => counter.expiresAt > at)
-  if (live.length === 0) return []
-  const tallies = new Map((engine.state().tallies ?? []).map((tally) => [tally.key, tally]))
-  return live.flatMap(({ key, value, expiresAt }): Mutation[] => {
-    const tally = tallies.get(key)
-    return [
-      { op: 'tally', key, value: (tally?.value ?? 0) + value, expiresAt: tally?.expiresAt ?? expiresAt },
-      // Expired: gone from reads and from the next snapshot, and a replay of this line finds nothing to carry.
-      { op: 'counter', key, value: 0, expiresAt: 0 },
-    ]
-  })
 }
 
 /**
@@ -173,33 +149,10 @@ const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
     await Promise.all([removeTemporarySnapshot(snapshotPath), removeTemporarySnapshot(firstFormatPath), removeTemporaryJournal(journalPath)])
     await Promise.all([tightenFile(snapshotPath), tightenFile(firstFormatPath)])
 
-    const engine = createMemoryEngine(options.now)
-    /** The last state of each spend counter, for the carry into tallies. */
-    const legacySpend = new Map<string, CounterMutation>()
-    const apply = (mutation: Mutation) => {
-      engine.apply(mutation)
-      if (mutation.op === 'counter' && mutation.key.startsWith(SPEND_COUNTER_PREFIX)) legacySpend.set(mutation.key, mutation)
-    }
-    let stored = await loadSnapshot(snapshotPath, apply)
-    if (!stored) {
-      const firstFormat = await readFirstFormatSnapshot(firstFormatPath)
-      if (firstFormat) {
-        loadEngineState(engine, firstFormat.state)
-        for (const { key, value, expiresAt } of firstFormat.state.counters) {
-          if (key.startsWith(SPEND_COUNTER_PREFIX)) legacySpend.set(key, { op: 'counter', key, value, expiresAt })
-        }
-      }
-      stored = firstFormat
-    }
-    let seq = stored?.seq ?? 0
-
-    const { lineCount, size } = await readJournal(journalPath, (entry) => {
-      // A crash between writing a snapshot and emptying the journal leaves entries the snapshot already holds.
-      if (entry.seq <= seq) return
-      if (entry.op === 'batch') for (const mutation of entry.mutations) apply(mutation)
-      else apply(entry)
-      seq = entry.seq
-    })
+    const loaded = await loadStore(directory, options.now, { shouldRepair: true })
+    const { engine, legacySpend } = loaded
+    let { seq } = loaded
+    const { lineCount, size } = loaded.journal
 
     const journal = await openJournal(journalPath, { shouldSync, size, lineCount })
     try {
@@ -213,7 +166,7 @@ const openStore = async (options: ResolvedOptions): Promise<OpenStore> => {
       await journal.close()
       throw error
     }
-    const thresholds = compactionThresholds(options, stored ?? { bytes: 0, lines: 0 })
+    const thresholds = compactionThresholds(options, loaded.snapshot ?? { bytes: 0, lines: 0 })
     return { engine, journal, seq, ...thresholds, compaction: undefined, releaseLock }
   } catch (error) {
     await releaseLock()

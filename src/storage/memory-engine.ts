@@ -18,6 +18,7 @@ import {
 } from './contract'
 import {
   createOrderedRecords,
+  firstRecords,
   insertRecord,
   recordCount,
   removeRecord,
@@ -521,6 +522,18 @@ export const createMemoryEngine = (now: () => number) => {
       const start = query.offset ?? 0
       const end = query.limit === undefined ? undefined : start + query.limit
       return { items: matches.slice(start, end).map(deepFreeze) as StoredRecord<T>[], totalCount: matches.length }
+    },
+
+    /** How many records `collectionName` holds. */
+    count(collectionName: string): number {
+      const collection = collections.get(collectionName)
+      return collection ? recordCount(collection.ordered) : 0
+    },
+
+    /** The ids of the first `limit` records of `collectionName` in list order: the oldest, for a collection sorted by time. */
+    firstIds(collectionName: string, limit: number): string[] {
+      const collection = collections.get(collectionName)
+      return collection ? firstRecords(collection.ordered, limit).map((record) => record.id) : []
     },
 
     /** The live state as plain data; shares objects with the engine, so serialize it before the next write. */

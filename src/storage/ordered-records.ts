@@ -50,6 +50,12 @@ export const sortedItems = (list: OrderedRecords): StoredRecord[] => {
   return list.items
 }
 
+/** The first `count` records in list order, without cutting off the front (which the next read does anyway). */
+export const firstRecords = (list: OrderedRecords, count: number): StoredRecord[] => {
+  if (!list.isSorted) sortedItems(list)
+  return list.items.slice(list.start, list.start + count)
+}
+
 export const insertRecord = (list: OrderedRecords, record: StoredRecord): void => {
   const { items } = list
   const last = items[items.length - 1]

@@ -159,7 +159,7 @@ describe('modelgate serve --workers', () => {
     expect(memory.code).toBe(1)
     expect(memory.stderr).toContain(
       'modelgate: MODELGATE_WORKERS=2 (--workers 2) needs a store several processes can share, and the memory store lives in the memory of one process: ' +
-        'use PostgreSQL or MySQL/MariaDB (MODELGATE_STORAGE=postgres://… or mysql://…) or Redis (redis://…), or run one worker',
+        'use the embedded SQLite store (MODELGATE_STORAGE=sqlite, the default), PostgreSQL or MySQL/MariaDB (postgres://… or mysql://…) or Redis (redis://…), or run one worker',
     )
     expect(memory.stdout).not.toContain('modelgate listening')
 

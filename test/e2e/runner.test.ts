@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import http from 'node:http'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { readFileSync } from 'node:fs'
@@ -175,9 +175,60 @@ describe('modelgate CLI and standalone runner', () => {
     expect(body.data).toEqual([expect.objectContaining({ name: 'bootstrap', kind: 'management' })])
   })
 
-  it('refuses a second process on the same store with a clear message', async () => {
-    await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY })
-    const result = await cli('keys', 'create')
+  it('moves the embedded store of an earlier start into SQLite at its first start on the new default', async () => {
+    const before = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY, MODELGATE_STORAGE: 'file' })
+    const created = await fetch(`${before.url}/api/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPERATOR_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'from-the-file-store' }),
+    })
+    expect(created.status).toBe(201)
+    const { key } = (await created.json()) as { key: string }
+    expect(await stopAndDrain(before)).toBe(0)
+
+    const after = await serve({ MODELGATE_LOG_LEVEL: 'info' })
+    expect((await get(`${after.url}/api/v1/key`, key)).status).toBe(200)
+    const keys = (await (await get(`${after.url}/api/v1/keys`, OPERATOR_KEY)).json()) as { data: Array<{ name: string }> }
+    expect(keys.data.map((entry) => entry.name)).toContain('from-the-file-store')
+    // Nothing minted: the store's management key came along.
+    expect(after.stdout()).not.toContain('mg-v1-')
+    expect(await stopAndDrain(after)).toBe(0)
+    const moved = after.stderr().split('\n').filter((line) => line.includes('moved the embedded store into the SQLite store'))
+    expect(moved).toHaveLength(1)
+    expect(JSON.parse(moved[0]!)).toMatchObject({ level: 'info', path: join(dataDir, 'modelgate.db'), backupDirectory: expect.stringContaining(join(dataDir, 'file-store-backup-')) })
+  })
+
+  it('lets a command share the SQLite store with a running gateway, which sees what it wrote', async () => {
+    const server = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY })
+    const result = await cli('keys', 'create', '--name', 'beside')
+    expect(result.code, result.stderr).toBe(0)
+    const keys = (await (await get(`${server.url}/api/v1/keys`, OPERATOR_KEY)).json()) as { data: Array<{ name: string }> }
+    expect(keys.data.map((key) => key.name)).toContain('beside')
+  })
+
+  it('backs up the SQLite store while the gateway serves, to a copy another runner can serve from', async () => {
+    const server = await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY })
+    const created = await fetch(`${server.url}/api/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPERATOR_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'in-the-backup' }),
+    })
+    const { key } = (await created.json()) as { key: string }
+    const copy = join(dataDir, 'backups', 'copy.db')
+    await mkdir(join(dataDir, 'backups'))
+    const result = await cli('backup', copy)
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stderr).toContain(`Copied the store at ${join(dataDir, 'modelgate.db')} to ${copy}`)
+    expect((await cli('backup', copy)).stderr).toMatch(/^modelgate: cannot back up the store at .+ to .+: EEXIST/)
+    const fromCopy = await serve({ MODELGATE_STORAGE: `sqlite:${copy}` })
+    expect((await get(`${fromCopy.url}/api/v1/key`, key)).status).toBe(200)
+    const refused = await runToEnd('node', [CLI, 'backup', copy], { env: { MODELGATE_STORAGE: 'memory' } })
+    expect(refused.stderr).toContain('modelgate: backup copies the SQLite store; back up the memory store with its own tools')
+  })
+
+  it('refuses a second process on the embedded file store with a clear message', async () => {
+    await serve({ MODELGATE_MANAGEMENT_KEY: OPERATOR_KEY, MODELGATE_STORAGE: 'file' })
+    const result = await runToEnd('node', [CLI, 'keys', 'create'], { env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_STORAGE: 'file' } })
     expect(result.code).toBe(1)
     expect(result.stderr).toMatch(/is in use by process (\d+)\. Stop that gateway first \(Ctrl-C in its terminal, or kill \1\), then run this command again\./)
   })
@@ -253,18 +304,27 @@ describe('modelgate CLI and standalone runner', () => {
       const entries = dev.stderr().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
       expect(entries.find((entry) => entry.message === 'modelgate listening')).toMatchObject({
         url: `${dev.url}/api/v1`,
-        storage: 'file',
-        dataDir: dataDir,
+        storage: 'sqlite',
+        path: join(dataDir, 'modelgate.db'),
         providers: ['openai'],
         mode: 'development',
       })
       const gaps = entries.filter((entry) => String(entry.message).startsWith('not set up for production: ')).map((entry) => entry.message)
+      // The SQLite store serves every process of its machine: no store is missing.
       expect(gaps).toEqual([
         expect.stringContaining('encryption keys: set MODELGATE_ENCRYPTION_KEYS'),
         expect.stringContaining('a management key of your own: set MODELGATE_MANAGEMENT_KEY'),
-        expect.stringContaining('a networked store to run several processes'),
       ])
       expect(dev.stderr()).not.toContain('sk-test-shared-0123456789')
+    })
+
+    it('of several processes starting together on one SQLite file, exactly one mints a key, and all serve it', async () => {
+      const processes = await Promise.all([serve(), serve(), serve()])
+      await vi.waitFor(() => expect(processes.some((process) => process.stdout().includes('Lost it?'))).toBe(true))
+      const key = processes.map((process) => MINTED.exec(process.stdout())?.[1]).find(Boolean)!
+      for (const process of processes) expect((await get(`${process.url}/api/v1/keys`, key)).status).toBe(200)
+      await Promise.all(processes.map((process) => stopAndDrain(process)))
+      expect(processes.map((process) => MINTED.exec(process.stdout())?.[1]).filter(Boolean)).toEqual([key])
     })
 
     it('of several processes starting together on one shared store, exactly one mints a key', async () => {

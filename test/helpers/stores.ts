@@ -5,7 +5,10 @@
  */
 
 import { randomUUID } from 'node:crypto'
+import { rm } from 'node:fs/promises'
 import { createConnection } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 export const REDIS_URL = 'redis://127.0.0.1:6379'
 export const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test'
@@ -17,9 +20,10 @@ const START_COMMANDS: Record<string, string> = {
   3306: 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd',
 }
 
-/** Rejects with the start command when nothing listens on 127.0.0.1:`port`. */
-export const requireServer = (port: number) =>
+/** Rejects with the start command when nothing listens on 127.0.0.1:`port`; a store without a server (`undefined`) is there. */
+export const requireServer = (port: number | undefined) =>
   new Promise<void>((resolve, reject) => {
+    if (port === undefined) return resolve()
     const socket = createConnection({ host: '127.0.0.1', port })
     socket.once('connect', () => {
       socket.destroy()
@@ -34,7 +38,8 @@ export const uniqueNamespace = (kind: string) => `mg_${kind}_${randomUUID().repl
 /** The shared stores several gateway processes run on, configured as the runner reads them. */
 export interface ProcessStore {
   name: string
-  port: number
+  /** The server's port; none for SQLite, a file the processes of this machine share. */
+  port: number | undefined
   /** The runner's environment for a store in `namespace`, reached on `port` (a fault proxy's; default the server's). */
   env: (namespace: string, port?: number) => Record<string, string>
   drop: (namespace: string) => Promise<void>
@@ -60,7 +65,16 @@ export const PROCESS_STORES: ProcessStore[] = [
     env: (namespace, port = 3306) => ({ MODELGATE_STORAGE: `mysql://root@127.0.0.1:${port}/test`, MODELGATE_SQL_SCHEMA: namespace }),
     drop: (namespace) => dropMariadbDatabase(namespace),
   },
+  {
+    name: 'SQLite',
+    port: undefined,
+    env: (namespace) => ({ MODELGATE_STORAGE: `sqlite:${join(tmpdir(), namespace, 'modelgate.db')}` }),
+    drop: (namespace) => rm(join(tmpdir(), namespace), { recursive: true, force: true }),
+  },
 ]
+
+/** The stores behind a server on a port, which a fault proxy can stand in front of (SQLite is a file). */
+export const NETWORKED_STORES = PROCESS_STORES.filter((store): store is ProcessStore & { port: number } => store.port !== undefined)
 
 /** Removes every Redis key under `prefix`. */
 export const dropRedisPrefix = async (prefix: string) => {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { booksClient, fixtureAnswer, inPool, QUESTIONS, sum, WORST_NANO, writeBooksConfig, type Answer } from '../helpers/books'
 import { bodyReader, hangsAfterFirstDelta } from '../helpers/interrupted-stream'
 import { startRunner, startRunners, type RunningProcess } from '../helpers/process'
-import { PROCESS_STORES, requireServer, uniqueNamespace } from '../helpers/stores'
+import { NETWORKED_STORES, requireServer, uniqueNamespace } from '../helpers/stores'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { startUpstream, type Upstream } from '../helpers/upstream'
 
@@ -24,7 +24,7 @@ const SETTLED = { timeout: 20_000, interval: 100 }
 /** Far above every driver timeout: a request that takes this long has hung. */
 const HANG_MS = 30_000
 
-describe.each(PROCESS_STORES)('books through faults: three gateway processes on one $name', (store) => {
+describe.each(NETWORKED_STORES)('books through faults: three gateway processes on one $name', (store) => {
   const namespace = uniqueNamespace('faults')
   const client = booksClient(OPERATOR_KEY)
   let upstream: Upstream

@@ -1,6 +1,6 @@
 /**
  * Provider keys at rest: after creating and rotating a BYOK credential, the raw stored bytes of every
- * driver (memory, the embedded file store, Redis, PostgreSQL, MariaDB) hold no trace of either key.
+ * driver (memory, the embedded file store, SQLite, Redis, PostgreSQL, MariaDB) hold no trace of either key.
  */
 
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
@@ -14,6 +14,7 @@ import { openFileStorage } from '../../src/storage/file'
 import { memoryStorage } from '../../src/storage/memory'
 import { redisStorage } from '../../src/storage/redis'
 import { openSqlStorage } from '../../src/storage/sql'
+import { openSqliteStorage } from '../../src/storage/sqlite'
 import { TEST_ENCRYPTION_KEY } from '../helpers/gateway'
 import {
   MARIADB_URL,
@@ -69,6 +70,23 @@ const DRIVERS: Driver[] = [
               if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
             }
           }
+        },
+        cleanup: () => rm(directory, { recursive: true, force: true }),
+      }
+    },
+  },
+  {
+    name: 'SQLite',
+    async open() {
+      const directory = await mkdtemp(join(tmpdir(), 'modelgate-at-rest-'))
+      const storage = await openSqliteStorage({ path: join(directory, 'modelgate.db') })
+      return {
+        storage,
+        async dump() {
+          // The database file, its write-ahead log and shared memory: whatever a copy of the directory would hold.
+          let text = ''
+          for (const file of await readdir(directory)) text += (await readFile(join(directory, file))).toString('latin1')
+          return text
         },
         cleanup: () => rm(directory, { recursive: true, force: true }),
       }

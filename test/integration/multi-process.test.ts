@@ -1,6 +1,6 @@
 /**
  * Several gateways, one state: three gateway processes (real HTTP servers, separate Node processes)
- * share one Redis, then one PostgreSQL, and take concurrent requests spread over all three.
+ * share one Redis, then one PostgreSQL, then one SQLite file, and take concurrent requests spread over all three.
  */
 
 import { resolve } from 'node:path'

@@ -1,5 +1,5 @@
 /**
- * One key's spending limit held by three gateway processes on one store (Redis, then PostgreSQL): requests
+ * One key's spending limit held by three gateway processes on one store (Redis, PostgreSQL, then a SQLite file): requests
  * spread over all three reserve their worst case with atomic increments before calling the upstream, so
  * while they run the key's counter passes its limit by no more than the reservations in flight, and once
  * every request settled, the key's usage is exactly the sum of what the served requests cost.

@@ -6,14 +6,14 @@
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startRunner, type RunningProcess } from '../helpers/process'
-import { PROCESS_STORES, requireServer, uniqueNamespace } from '../helpers/stores'
+import { NETWORKED_STORES, requireServer, uniqueNamespace } from '../helpers/stores'
 import { startTcpProxy } from '../helpers/tcp-proxy'
 
 const KEY = `operator-${uniqueNamespace('key')}`
 /** Far above every driver timeout: a request that takes this long has hung. */
 const HANG = 20_000
 
-describe.each(PROCESS_STORES)('a gateway whose $name goes away', (store) => {
+describe.each(NETWORKED_STORES)('a gateway whose $name goes away', (store) => {
   const namespace = uniqueNamespace('faults')
   let proxy: Awaited<ReturnType<typeof startTcpProxy>>
   let gateway: RunningProcess

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { memoryStorage } from '../../src/storage/memory'
+import { GENERATION_CONTENTS, GENERATIONS } from '../../src/repositories/generations'
+import { DEFAULT_MAX_RECORDS, memoryStorage } from '../../src/storage/memory'
+import { createRecordingLogger } from '../helpers/logger'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
 import { describePresets } from './presets'
@@ -63,6 +65,61 @@ describe('memoryStorage', () => {
       data.nested.count = 5
     }).toThrow(TypeError)
     await storage.close()
+  })
+
+  it('keeps at most maxRecords of a capped collection, dropping the oldest first, and warns once', async () => {
+    const recording = createRecordingLogger()
+    const storage = memoryStorage({ maxRecords: { generations: 5 }, logger: recording.logger })
+    const record = (at: number) => ({ id: `g${at}`, data: { at }, sortKey: String(at).padStart(3, '0'), indexes: { day: at % 2 ? 'odd' : 'even' }, uniques: [`u${at}`] })
+    await storage.createMany('generations', [4, 2, 3].map(record))
+    await storage.create('generations', record(1))
+    expect(recording.entries).toEqual([])
+    // Past the cap the oldest (in list order: sortKey, then id) go, whatever order the newest arrive in.
+    await storage.createMany('generations', [6, 5, 7].map(record))
+    await storage.create('generations', record(0))
+    const kept = await storage.list('generations')
+    expect(kept.items.map((item) => item.id)).toEqual(['g3', 'g4', 'g5', 'g6', 'g7'])
+    expect(kept.totalCount).toBe(5)
+    expect((await storage.list('generations', { where: { day: 'even' } })).items.map((item) => item.id)).toEqual(['g4', 'g6'])
+    expect(await storage.get('generations', 'g2')).toBeNull()
+    // A dropped record's unique key is free again; other collections are not capped.
+    expect(await storage.findByUnique('generations', 'u1')).toBeNull()
+    await storage.createMany('widgets', Array.from({ length: 8 }, (_, index) => ({ id: `w${index}`, data: {} })))
+    expect((await storage.list('widgets')).totalCount).toBe(8)
+    expect(recording.entries).toEqual([
+      {
+        level: 'warn',
+        message: expect.stringContaining('the memory store keeps at most 5 records in "generations" and drops the oldest'),
+        fields: { collection: 'generations', maxRecords: 5 },
+      },
+    ])
+    await storage.close()
+  })
+
+  it("caps the usage ledger's collections by default, and nothing else", async () => {
+    expect(DEFAULT_MAX_RECORDS).toEqual({ [GENERATIONS]: 100_000, [GENERATION_CONTENTS]: 10_000 })
+    const recording = createRecordingLogger()
+    const storage = memoryStorage({ logger: recording.logger })
+    for (let index = 0; index < 100_100; index += 1_000) {
+      await storage.createMany(
+        GENERATIONS,
+        Array.from({ length: 1_000 }, (_, offset) => ({ id: `g${index + offset}`, data: {}, sortKey: String(index + offset).padStart(6, '0') })),
+      )
+    }
+    const page = await storage.list(GENERATIONS, { limit: 1 })
+    expect(page.totalCount).toBe(100_000)
+    expect(page.items[0]?.id).toBe('g1000')
+    expect(recording.entries.map((entry) => entry.fields)).toEqual([{ collection: GENERATIONS, maxRecords: 100_000 }])
+    const unbounded = memoryStorage({ maxRecords: {} })
+    await unbounded.createMany(GENERATION_CONTENTS, Array.from({ length: 10_001 }, (_, index) => ({ id: `c${index}`, data: {} })))
+    expect((await unbounded.list(GENERATION_CONTENTS, { limit: 0 })).totalCount).toBe(10_001)
+    await Promise.all([storage.close(), unbounded.close()])
+  })
+
+  it('rejects a cap that is not a positive integer per collection', () => {
+    for (const maxRecords of [[], null, { generations: 0 }, { generations: 1.5 }, { generations: '5' }]) {
+      expect(() => memoryStorage({ maxRecords: maxRecords as never }), JSON.stringify(maxRecords)).toThrow('memoryStorage: options.maxRecords')
+    }
   })
 
   it('rejects a clock that is not a function', () => {

@@ -1,6 +1,6 @@
 /**
  * What the SQL driver needs from a database: sessions that run `?`-placeholder statements, and the
- * few statements and error codes in which PostgreSQL and MySQL/MariaDB differ. Everything else
+ * few statements and error codes in which PostgreSQL, MySQL/MariaDB and SQLite differ. Everything else
  * (the record, unique and index statements, transactions, retries) is shared in `driver.ts`.
  */
 
@@ -98,7 +98,7 @@ export interface NewRecordRows {
   indexes: Array<[field: string, value: string, recordId: string]>
 }
 
-export type DialectName = 'postgres' | 'mysql'
+export type DialectName = 'postgres' | 'mysql' | 'sqlite'
 
 export interface Dialect {
   readonly name: DialectName
@@ -107,6 +107,11 @@ export interface Dialect {
   connect(): Promise<SqlSession>
   /** The statement that opens a read-write transaction. */
   readonly beginStatement: string
+  /**
+   * What follows a `SELECT` that locks the rows it reads until the transaction ends: ` FOR UPDATE`, or nothing on
+   * SQLite, whose write transactions (`BEGIN IMMEDIATE`) hold the whole database from their first statement.
+   */
+  readonly lockRowsClause: string
   /**
    * Whether one statement may insert into several tables (`WITH a AS (INSERT ...) INSERT ...`), all or
    * nothing without a transaction, so a batch of new records is one round trip. PostgreSQL can; MySQL and
@@ -120,6 +125,13 @@ export interface Dialect {
    * run it): the driver then inserts in a transaction.
    */
   insertNewRecords?(call: SqlCall, rows: NewRecordRows): Promise<boolean>
+  /**
+   * The one statement of a `list` call, for a dialect whose planner needs it written its own way: each row carries
+   * `total` (the count of all matches) and one record of the page (`id` NULL when the page is empty), in list order.
+   * `where` is in field order. Without it the driver's statement serves, whose index filters are correlated `EXISTS`
+   * that PostgreSQL and MySQL turn into semi-joins (SQLite runs them once per record of the collection).
+   */
+  listStatement?(collection: string, where: ReadonlyArray<readonly [string, string]>, limit: number | undefined, offset: number): [string, SqlValue[]]
   /** `LIMIT ... OFFSET ...` for a page; `limit` undefined means all rows. */
   pageClause(limit: number | undefined, offset: number): { sql: string; params: SqlValue[] }
   /**
@@ -150,11 +162,13 @@ export interface Dialect {
 
 /**
  * The database clock in Unix milliseconds, fixed for one statement (PostgreSQL's `statement_timestamp()`; MySQL's
- * `NOW(3)`, which a stored procedure fixes for the whole call). Every process reads the same clock.
+ * `NOW(3)`, which a stored procedure fixes for the whole call; SQLite's `'now'`, fixed for one step of a statement).
+ * Every process reads the same clock: the server's, or on SQLite the one machine's that all of them run on.
  */
 export const NOW_MS = {
   postgres: 'floor(extract(epoch from statement_timestamp()) * 1000)::bigint',
   mysql: 'CAST(FLOOR(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)',
+  sqlite: "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
 } as const satisfies Record<DialectName, string>
 
 /** Settings a dialect receives from the validated options. */

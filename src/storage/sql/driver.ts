@@ -44,6 +44,11 @@ export interface SqlDriverSettings {
   name: string
   loadDialect: () => Promise<Dialect>
   poolSize: number
+  /**
+   * The pool this driver's calls run in, when the dialect shares one between drivers (SQLite: one connection per file
+   * and process); by default a pool of `poolSize` sessions of its own.
+   */
+  createPool?: (dialect: Dialect) => SessionPool
   queryTimeoutMs: number
   migrationTimeoutMs: number
 }
@@ -151,7 +156,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
   /** Client library failures are the caller's to see as is (not installed is not an outage). */
   const loadBackend = async (): Promise<Backend> => {
     const dialect = await settings.loadDialect()
-    const pool = createSessionPool({ size: settings.poolSize, connect: dialect.connect })
+    const pool = settings.createPool?.(dialect) ?? createSessionPool({ size: settings.poolSize, connect: dialect.connect })
     if (isClosed) await pool.close(0)
     return { dialect, pool }
   }
@@ -194,11 +199,11 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
     return loaded
   }
 
-  /** Runs one storage call on a session of its own, within the query timeout. */
-  const call = async <T>(task: (call: SqlCall, dialect: Dialect) => Promise<T>): Promise<T> => {
+  /** Runs one storage call on a session of its own, within the query timeout; `isWrite` when it may change anything. */
+  const call = async <T>(task: (call: SqlCall, dialect: Dialect) => Promise<T>, isWrite = false): Promise<T> => {
     const { dialect, pool } = await ready()
     try {
-      return await pool.run(settings.queryTimeoutMs, (sqlCall) => task(sqlCall, dialect))
+      return await pool.run(settings.queryTimeoutMs, (sqlCall) => task(sqlCall, dialect), { isWrite })
     } catch (error) {
       throw toStorageError(dialect, error)
     }
@@ -240,7 +245,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
   /** Runs `body` in a transaction, again from the start after a deadlock or lock timeout. */
   const transaction = <T>(body: (call: SqlCall, dialect: Dialect) => Promise<T>): Promise<T> =>
-    call((sqlCall, dialect) => withRetries(dialect, () => inTransaction(sqlCall, dialect, () => body(sqlCall, dialect))))
+    call((sqlCall, dialect) => withRetries(dialect, () => inTransaction(sqlCall, dialect, () => body(sqlCall, dialect))), true)
 
   const assertOpen = () => {
     if (isClosed) throw new StorageUnavailableError('Storage is closed')
@@ -290,6 +295,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
           for (const insert of newRecordInserts(dialect.tables, rows)) await asConflict(dialect, sqlCall.query(...insert))
         })
       }),
+      true,
     )
   }
 
@@ -330,7 +336,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
   /** Locks the record's row for the rest of the transaction; `undefined` when it does not exist. */
   const lockRecord = async (sqlCall: SqlCall, dialect: Dialect, collection: string, id: string) => {
     const rows = await sqlCall.query(
-      `SELECT version, indexes_json, uniques_json FROM ${dialect.tables.records} WHERE collection = ? AND id = ? FOR UPDATE`,
+      `SELECT version, indexes_json, uniques_json FROM ${dialect.tables.records} WHERE collection = ? AND id = ?${dialect.lockRowsClause}`,
       [collection, id],
     )
     const row = rows[0]
@@ -358,8 +364,9 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
   /** Runs a tally method on a session of its own, again from the start after a deadlock or lock timeout. */
   const tallyCall = async <T>(task: (call: SqlCall, dialect: Dialect, inTransaction: InTransaction) => Promise<T>): Promise<T> => {
-    const result = await call((sqlCall, dialect) =>
-      withRetries(dialect, () => task(sqlCall, dialect, (body) => inTransaction(sqlCall, dialect, body))),
+    const result = await call(
+      (sqlCall, dialect) => withRetries(dialect, () => task(sqlCall, dialect, (body) => inTransaction(sqlCall, dialect, body))),
+      true,
     )
     // The first sweep waits an interval: run at once, it would take the connection the caller's next call is about to
     // reuse, and make that call open a new one.
@@ -533,6 +540,13 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       if (!isFindable) return { items: [], totalCount: 0 }
 
       return call(async (sqlCall, dialect) => {
+        if (dialect.listStatement) {
+          const rows = await sqlCall.query(...dialect.listStatement(collection, where, query.limit, query.offset ?? 0))
+          return {
+            items: rows.filter((row) => row.id !== null).map((row) => toRecord<T>(dialect, row)),
+            totalCount: Number(rows[0]?.total ?? 0),
+          }
+        }
         const filter = where
           .map(
             () => ` AND EXISTS (SELECT 1 FROM ${dialect.tables.indexes} i
@@ -565,7 +579,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       assertCounter(key, amount, ttlMs)
       const run = (sqlCall: SqlCall, dialect: Dialect) => dialect.increment(sqlCall, key, amount, ttlMs)
       const { dialect, pool } = await ready()
-      const row = await (dialect.isIncrementTransactional ? transaction(run) : call(run))
+      const row = await (dialect.isIncrementTransactional ? transaction(run) : call(run, true))
       sweepExpired(pool, dialect)
       return toCounterResult(row)
     },

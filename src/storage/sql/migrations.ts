@@ -6,9 +6,14 @@
  * version half applied. Never edit a released migration; add a new version.
  *
  * Key columns compare in byte order, never by a locale collation: `COLLATE "C"` on PostgreSQL,
- * VARBINARY on MySQL/MariaDB (utf8mb4_bin would ignore trailing spaces in unique keys). JSON is
- * stored as the exact text `JSON.stringify` wrote (`json`, not `jsonb`, which reorders keys and
- * refuses `\u0000`; LONGTEXT on MySQL, whose JSON type reorders keys too).
+ * VARBINARY on MySQL/MariaDB (utf8mb4_bin would ignore trailing spaces in unique keys), TEXT on SQLite (whose
+ * default BINARY collation compares bytes). JSON is stored as the exact text `JSON.stringify` wrote (`json`, not
+ * `jsonb`, which reorders keys and refuses `\u0000`; LONGTEXT on MySQL, whose JSON type reorders keys too; TEXT on
+ * SQLite).
+ *
+ * SQLite arrived with all three versions at once (no SQLite store predates them), so its statements are simply the
+ * layout of the current release, split as the others are. Its key-ordered tables are `WITHOUT ROWID` (the primary
+ * key is the table), and none is `STRICT`, so the `sqlite3` shell of older distributions can still open a backup.
  */
 import { NOW_MS, type Dialect, type DialectName, type SqlCall, type TableNames } from './dialect'
 import { KEY_LIMITS } from './keys'
@@ -24,6 +29,14 @@ export interface Migration {
 }
 
 const quotePostgres = (name: string) => `"${name}"`
+/** SQLite names indexes per database, as PostgreSQL does per schema: each carries the table prefix. */
+const quoteSqlite = quotePostgres
+
+/**
+ * Where SQLite remembers which embedded file stores it imported (src/storage/sql/sqlite-import.ts): the import's
+ * rows and its row here commit together, so an import cut short after its commit is never applied twice.
+ */
+export const sqliteImportsTable = (t: TableNames) => quoteSqlite(`${t.prefix}imports`)
 
 const MYSQL_TABLE_OPTIONS = 'ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin'
 const MYSQL_TEXT = 'LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin'
@@ -177,6 +190,45 @@ export const MIGRATIONS: readonly Migration[] = [
           KEY counters_expiry (expires_at)
         ) ${MYSQL_TABLE_OPTIONS}`,
       ],
+      sqlite: (t) => [
+        `CREATE TABLE IF NOT EXISTS ${t.records} (
+          collection TEXT NOT NULL,
+          id TEXT NOT NULL,
+          version INTEGER NOT NULL,
+          data TEXT NOT NULL,
+          sort_key TEXT NOT NULL,
+          indexes_json TEXT NOT NULL,
+          uniques_json TEXT NOT NULL,
+          PRIMARY KEY (collection, id)
+        )`,
+        `CREATE INDEX IF NOT EXISTS ${quoteSqlite(`${t.prefix}records_order`)} ON ${t.records} (collection, sort_key, id)`,
+        `CREATE TABLE IF NOT EXISTS ${t.uniques} (
+          collection TEXT NOT NULL,
+          unique_key TEXT NOT NULL,
+          record_id TEXT NOT NULL,
+          PRIMARY KEY (collection, unique_key)
+        ) WITHOUT ROWID`,
+        `CREATE TABLE IF NOT EXISTS ${t.indexes} (
+          collection TEXT NOT NULL,
+          field TEXT NOT NULL,
+          value TEXT NOT NULL,
+          record_id TEXT NOT NULL,
+          PRIMARY KEY (collection, field, value, record_id)
+        ) WITHOUT ROWID`,
+        // No (collection, record_id) index as the others have: every statement that reads index rows names field and
+        // value too, so the primary key finds them, and each record's random id would cost a second random insert.
+        `CREATE TABLE IF NOT EXISTS ${t.counters} (
+          counter_key TEXT NOT NULL PRIMARY KEY,
+          value REAL NOT NULL,
+          expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID`,
+        `CREATE INDEX IF NOT EXISTS ${quoteSqlite(`${t.prefix}counters_expiry`)} ON ${t.counters} (expires_at)`,
+        `CREATE TABLE IF NOT EXISTS ${sqliteImportsTable(t)} (
+          source TEXT NOT NULL PRIMARY KEY,
+          seq INTEGER NOT NULL,
+          imported_at INTEGER NOT NULL
+        )`,
+      ],
     },
   },
   {
@@ -191,6 +243,8 @@ export const MIGRATIONS: readonly Migration[] = [
         (await hasJsonTable(call))
           ? [`DROP PROCEDURE IF EXISTS ${t.insertRecordsProcedure}`, mysqlInsertRecordsProcedure(t)]
           : [],
+      // A transaction of prepared inserts inside this process is already one step (src/storage/sql/sqlite.ts).
+      sqlite: () => [],
     },
     privileges: { mysql: 'the CREATE ROUTINE and ALTER ROUTINE privileges on the database' },
   },
@@ -257,6 +311,29 @@ export const MIGRATIONS: readonly Migration[] = [
         // One call per tally method, as migration 2 does for batches of records; without JSON_TABLE, none, and the
         // driver runs each method as a transaction (src/storage/sql/mysql-tallies.ts).
         ...((await hasJsonTable(call)) ? mysqlTallyProcedures(t) : []),
+      ],
+      // No claim rows: a write transaction holds the whole database, so a hold and a settlement of one id never
+      // overlap (src/storage/sql/sqlite-tallies.ts). A new SQLite store has no spend counters to carry over; the
+      // embedded file store's are carried by its import (src/storage/sql/sqlite-import.ts).
+      sqlite: (t) => [
+        `CREATE TABLE IF NOT EXISTS ${t.tallies} (
+          tally_key TEXT NOT NULL PRIMARY KEY,
+          value REAL NOT NULL,
+          expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID`,
+        `CREATE INDEX IF NOT EXISTS ${quoteSqlite(`${t.prefix}tallies_expiry`)} ON ${t.tallies} (expires_at)`,
+        `CREATE TABLE IF NOT EXISTS ${t.holds} (
+          id TEXT NOT NULL PRIMARY KEY,
+          owner TEXT NOT NULL,
+          expires_at INTEGER NOT NULL,
+          changes TEXT NOT NULL
+        ) WITHOUT ROWID`,
+        `CREATE INDEX IF NOT EXISTS ${quoteSqlite(`${t.prefix}holds_expiry`)} ON ${t.holds} (expires_at)`,
+        `CREATE TABLE IF NOT EXISTS ${t.settled} (
+          id TEXT NOT NULL PRIMARY KEY,
+          expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID`,
+        `CREATE INDEX IF NOT EXISTS ${quoteSqlite(`${t.prefix}settled_expiry`)} ON ${t.settled} (expires_at)`,
       ],
     },
     privileges: { mysql: 'the CREATE ROUTINE and ALTER ROUTINE privileges on the database' },

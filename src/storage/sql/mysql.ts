@@ -182,6 +182,7 @@ export const createMysqlDialect = async (settings: DialectSettings & { database:
     tables,
     connect,
     beginStatement: 'START TRANSACTION',
+    lockRowsClause: ' FOR UPDATE',
     // No data-modifying WITH, and mysql2 sends one statement at a time: a batch is one call of a procedure.
     hasMultiTableInsert: false,
 

@@ -32,6 +32,15 @@ export class SqlPoolClosedError extends Error {
   }
 }
 
+/** What a pool may know of a call. */
+export interface RunOptions {
+  /**
+   * The call may change something (a pool that commits several calls together, SQLite's, takes only these; the
+   * others ignore it).
+   */
+  isWrite?: boolean
+}
+
 export interface SessionPool {
   /**
    * Runs `task` on a session of its own. After `timeoutMs` (from now, including the wait for a
@@ -39,7 +48,7 @@ export interface SessionPool {
    * expired call fail at once, and the session returns to the pool only once `task` has settled,
    * so a late statement can never land on another call's connection.
    */
-  run<T>(timeoutMs: number, task: (session: SqlCall) => Promise<T>): Promise<T>
+  run<T>(timeoutMs: number, task: (session: SqlCall) => Promise<T>, options?: RunOptions): Promise<T>
   /** Rejects waiting calls, waits for running ones (each bounded by its deadline), then closes every session. */
   close(graceMs: number): Promise<void>
 }

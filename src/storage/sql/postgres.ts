@@ -203,6 +203,7 @@ export const createPostgresDialect = async (settings: DialectSettings): Promise<
     tables,
     connect,
     beginStatement: 'BEGIN',
+    lockRowsClause: ' FOR UPDATE',
     // Data-modifying WITH: every insert of the statement commits together or not at all.
     hasMultiTableInsert: true,
 

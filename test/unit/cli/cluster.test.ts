@@ -32,8 +32,11 @@ describe('runner workers', () => {
   it('refuses several workers on a store one process only may open, naming the setting as it was given', () => {
     const memory = resolveConfig({ storage: 'memory', workers: 2 })
     expect(() => assertStoreShared(memory, 2)).toThrow(
-      'modelgate: MODELGATE_WORKERS=2 (--workers 2) needs a store several processes can share, and the memory store lives in the memory of one process: use PostgreSQL',
+      'modelgate: MODELGATE_WORKERS=2 (--workers 2) needs a store several processes can share, and the memory store lives in the memory of one process: use the embedded SQLite store',
     )
+    expect(() => assertStoreShared(resolveConfig({ storage: 'file', workers: 2 }), 2)).toThrow('the embedded file store is opened by one process at a time')
+    // The default store: SQLite's write-ahead log lets the processes of one machine share its file.
+    expect(() => assertStoreShared(resolveConfig({ workers: 2 }), 2)).not.toThrow()
     expect(() => assertStoreShared(resolveConfig({ storage: 'memory', workers: 'auto' }), 8)).toThrow('modelgate: MODELGATE_WORKERS=auto (8 cores) needs a store')
     // One worker is the single-process runner, on any store.
     expect(() => assertStoreShared(resolveConfig({ storage: 'memory', workers: 'auto' }), 1)).not.toThrow()

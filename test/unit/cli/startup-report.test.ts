@@ -9,7 +9,10 @@ describe('the start-up report', () => {
   it('shows the store without credentials', () => {
     expect(describeStore(resolveConfig({ storage: 'postgres://app:s3cret@127.0.0.1:5432/app' }))).toEqual({ storage: 'postgres://***@127.0.0.1:5432/app' })
     expect(describeStore(resolveConfig({ storage: 'memory' }))).toEqual({ storage: 'memory' })
-    expect(describeStore(resolveConfig({ dataDir: '/srv/modelgate' }))).toEqual({ storage: 'file', dataDir: '/srv/modelgate' })
+    expect(describeStore(resolveConfig({ dataDir: '/srv/modelgate' }))).toEqual({ storage: 'sqlite', path: '/srv/modelgate/modelgate.db' })
+    expect(describeStore(resolveConfig({ storage: 'sqlite:/var/lib/mg/store.db' }))).toEqual({ storage: 'sqlite', path: '/var/lib/mg/store.db' })
+    expect(describeStore(resolveConfig({ storage: 'sqlite:///var/lib/mg/store.db' }))).toEqual({ storage: 'sqlite', path: '/var/lib/mg/store.db' })
+    expect(describeStore(resolveConfig({ storage: 'file', dataDir: '/srv/modelgate' }))).toEqual({ storage: 'file', dataDir: '/srv/modelgate' })
   })
 
   it('warns about a provider no model uses, and about having no shared provider at all', () => {
@@ -22,11 +25,12 @@ describe('the start-up report', () => {
   })
 
   it('lists what production still needs, and nothing once it is there', () => {
-    expect(productionGaps(resolveConfig({ dev: true }))).toEqual([
-      expect.stringMatching(/^encryption keys: /),
-      expect.stringMatching(/^a management key of your own: /),
-      expect.stringMatching(/^a networked store to run several processes: the embedded store serves one process/),
-    ])
+    // The default SQLite store serves every process of its machine.
+    expect(productionGaps(resolveConfig({ dev: true }))).toEqual([expect.stringMatching(/^encryption keys: /), expect.stringMatching(/^a management key of your own: /)])
+    expect(productionGaps(resolveConfig({ dev: true, storage: 'file' }))).toContainEqual(
+      expect.stringMatching(/^a store that keeps state for several processes: the embedded file store serves one process; use MODELGATE_STORAGE=sqlite/),
+    )
+    expect(productionGaps(resolveConfig({ dev: true, storage: 'memory' }))).toContainEqual(expect.stringContaining('the memory store keeps nothing'))
     expect(
       productionGaps(resolveConfig({ dev: true, encryptionKeys: ['k'], managementKey: 'operator-key-0123456789', storage: 'redis://127.0.0.1:6379' })),
     ).toEqual([])
@@ -42,6 +46,10 @@ describe('the start-up report', () => {
     const outage = new StorageUnavailableError('Storage is unavailable', { cause: new Error('connect ECONNREFUSED 127.0.0.1:6390') })
     const explained = explainStoreFailure(outage, resolveConfig({ storage: 'redis://:pw@127.0.0.1:6390' })) as Error
     expect(explained.message).toBe('modelgate: cannot reach the store at redis://***@127.0.0.1:6390: connect ECONNREFUSED 127.0.0.1:6390')
+    const busy = new StorageUnavailableError('Storage is unavailable', { cause: new Error('database is locked') })
+    expect((explainStoreFailure(busy, resolveConfig({ dataDir: '/srv/modelgate' })) as Error).message).toBe(
+      'modelgate: cannot reach the store in /srv/modelgate/modelgate.db: database is locked',
+    )
     const other = new Error('something else')
     expect(explainStoreFailure(other, resolveConfig({}))).toBe(other)
   })
