@@ -108,6 +108,8 @@ const storeSettings = (store: string) => {
     }
     return { env: { MODELGATE_STORAGE: POSTGRES_URL, MODELGATE_SQL_SCHEMA: namespace }, cleanUp }
   }
+  // The embedded file store, the default before SQLite, in the run's data directory.
+  if (store === 'file') return { env: { MODELGATE_STORAGE: 'file' }, cleanUp: async () => {} }
   return { env: {}, cleanUp: async () => {} }
 }
 
