@@ -7,7 +7,7 @@
 
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { middleOut } from '../../../src/engine/plugins/middle-out'
-import { PIECE_CHARACTERS, loadTokenCounter, piecesOf, type TokenCounter } from '../../../src/engine/plugins/token-count'
+import { COUNTED_CHARACTERS, PIECE_CHARACTERS, loadTokenCounter, piecesOf, type TokenCounter } from '../../../src/engine/plugins/token-count'
 import type { InputItem } from '../../../src/providers/types'
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type TestGateway } from '../../../src/testing'
 
@@ -167,6 +167,21 @@ describe('middle-out', () => {
     const prose = 'The tide comes in twice a day. '.repeat(100)
     expect(piecesOf(prose).every((piece) => piece.endsWith(' ') && piece.length <= PIECE_CHARACTERS)).toBe(true)
     expect(piecesOf(prose).join('')).toBe(prose)
+  })
+
+  it('reads only the head and tail of a text past COUNTED_CHARACTERS, so a 4 MiB prompt costs what 256 KiB does', () => {
+    const end = 'The tide comes in twice a day. '.repeat(COUNTED_CHARACTERS / 31 + 1).slice(0, COUNTED_CHARACTERS / 2)
+    const middleOf = (unit: string) => unit.repeat(Math.ceil((4 * 1024 * 1024) / unit.length)).slice(0, 4 * 1024 * 1024)
+    const prose = end + middleOf('Another sentence, with more words. ') + end
+    const symbols = end + middleOf('{}') + end
+    // Were the middles encoded, these would count very differently: the count never reads them.
+    expect(counter.count(symbols)).toBe(counter.count(prose))
+    expect(counter.count(prose)).toBeGreaterThan(counter.count(end) * 10)
+    const cut = counter.truncateMiddle(symbols, 2_000)
+    expect(cut.startsWith('The tide comes in')).toBe(true)
+    expect(cut.endsWith(end.slice(-40))).toBe(true)
+    expect(cut).toContain('tokens removed to fit the context window')
+    expect(counter.count(cut)).toBeLessThanOrEqual(2_000 + 20)
   })
 
   it('estimates other families above the o200k count', async () => {
