@@ -153,8 +153,12 @@ const writeEventStream = (produce: ChunkProducer, res: ServerResponse): Promise<
         if (!res.destroyed) res.end(text)
       },
       fail: () => {
+        // What was produced goes out before the cut (the status with it, when nothing went yet): the client sees the
+        // answer broke off after it, as it would had the batch been flushed a moment earlier.
+        const text = pending
         pending = ''
-        failResponse(res)
+        if (text === '' || res.destroyed) return failResponse(res)
+        res.write(text, () => res.destroy())
       },
     })
     if (res.destroyed) onClose()

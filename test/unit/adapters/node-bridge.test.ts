@@ -568,6 +568,32 @@ describe('event streams of a gateway (through toNodeListener)', () => {
     expect((await reader.read()).done).toBe(true)
   })
 
+  it('sends what was produced, then cuts the connection, when the producer fails before anything was flushed', async () => {
+    const { port } = await listen(
+      toNodeListener(
+        eventStreamHandler((sink) => {
+          sink.write('data: produced\n\n')
+          // In the same turn: nothing has gone to the socket yet (a record that could not be written, say).
+          queueMicrotask(() => sink.fail(new Error('record not written')))
+          return () => {}
+        }),
+      ),
+    )
+    const response = await fetch(`http://127.0.0.1:${port}/`)
+    expect(response.status).toBe(200)
+    const reader = response.body!.getReader()
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: produced\n\n')
+    // The body never ends cleanly: the client learns it broke off.
+    await expect(reader.read()).rejects.toThrow()
+  })
+
+  it('answers 500 when the producer fails before it produced anything', async () => {
+    const { port } = await listen(toNodeListener(eventStreamHandler((sink) => (queueMicrotask(() => sink.fail(new Error('failed at once'))), () => {}))))
+    const response = await fetch(`http://127.0.0.1:${port}/`)
+    expect(response.status).toBe(500)
+    expect(await response.text()).toBe('')
+  })
+
   it('makes the producer wait while the client does not read, and stops it when the client goes away', async () => {
     const state = { written: 0, waits: 0, waiting: createDeferred(), stopped: createDeferred() }
     const { port } = await listen(
