@@ -12,6 +12,7 @@ export default defineConfig({
             'test/storage/file.test.ts',
             'test/storage/sqlite.test.ts',
             'test/storage/unstorage.test.ts',
+            'test/storage/read-cache.test.ts',
           ],
         },
       },
@@ -19,7 +20,7 @@ export default defineConfig({
         test: {
           name: 'services',
           include: ['test/integration/**/*.test.ts', 'test/storage/**/*.test.ts'],
-          exclude: ['test/storage/memory.test.ts', 'test/storage/file.test.ts', 'test/storage/sqlite.test.ts', 'test/storage/unstorage.test.ts'],
+          exclude: ['test/storage/memory.test.ts', 'test/storage/file.test.ts', 'test/storage/sqlite.test.ts', 'test/storage/unstorage.test.ts', 'test/storage/read-cache.test.ts'],
           fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 60_000,

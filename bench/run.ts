@@ -7,7 +7,8 @@
  *
  * Environment: BENCH_SECONDS (measured seconds per target and phase, default 3), BENCH_REQUESTS
  * (measured requests per target and phase at most, default 100000), BENCH_CONNECTIONS (default 16),
- * BENCH_WARMUP_SECONDS (per target, before any phase, default 2), BENCH_PROFILE=1 (CPU-profile the gateway process and print its
+ * BENCH_WARMUP_SECONDS (per target, before any phase, default 2), BENCH_RUNNER_ENV (a JSON object of environment variables
+ * the runner columns get besides their own), BENCH_PROFILE=1 (CPU-profile the gateway process and the runner and print their
  * hot spots; its figures are then inflated by the profiler), BENCH_PHASES (a comma-separated subset of
  * json-n, stream-n, json-n/chat, stream-n/chat,
  * json-n/chat-completions, stream-n/chat-completions, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
@@ -145,6 +146,7 @@ const main = async () => {
   const loadAverageBefore = loadavg()[0]!
   const build = await resolveBuild()
   const profileDir = IS_PROFILING ? mkdtempSync(join(tmpdir(), 'modelgate-bench-profile-')) : undefined
+  const runnerProfileDir = IS_PROFILING ? mkdtempSync(join(tmpdir(), 'modelgate-bench-runner-profile-')) : undefined
   const upstream = await startServer('upstream', './upstream.mjs', {})
   const upstreamUrl = upstream.ready.url!
   const targets: Target[] = [
@@ -165,7 +167,7 @@ const main = async () => {
   }
   // Then the runner as shipped, and with two workers where that phase is measured.
   const runners: RunnerColumn[] = [
-    { label: RUNNER, workers: 1 },
+    { label: RUNNER, workers: 1, execArgv: runnerProfileDir ? ['--cpu-prof', '--cpu-prof-dir', runnerProfileDir, '--cpu-prof-interval', '250'] : [] },
     ...(PHASES.some((phase) => TWO_WORKER_PHASES.includes(phase.id)) ? [{ label: RUNNER_TWO, workers: 2, onlyIn: { phases: TWO_WORKER_PHASES, why: TWO_WORKERS_WHY } }] : []),
   ]
   for (const column of runners) {
@@ -274,7 +276,7 @@ const main = async () => {
         ? ' — the machine was busy before the bench started: latencies are noisy, CPU per request less so'
         : ''),
   )
-  if (IS_PROFILING) console.log('PROFILING: the gateway ran under --cpu-prof, so its figures are inflated')
+  if (IS_PROFILING) console.log('PROFILING: modelgate and the runner ran under --cpu-prof, so their figures are inflated')
   console.log('')
   console.log(renderTable(results))
   console.log('')
@@ -301,10 +303,11 @@ const main = async () => {
   for (const line of skipped) console.log(`  ${line}`)
   console.log(`\ntotal ${((performance.now() - runStarted) / 1000).toFixed(1)} s`)
 
-  if (profileDir) {
-    const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'))
-    console.log('')
-    console.log(file ? summarizeProfile(join(profileDir, file)) : `no .cpuprofile was written to ${profileDir}`)
+  for (const [label, dir] of [['modelgate', profileDir], [RUNNER, runnerProfileDir]] as const) {
+    if (!dir) continue
+    const file = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'))
+    console.log(`\n${label}:`)
+    console.log(file ? summarizeProfile(join(dir, file)) : `no .cpuprofile was written to ${dir}`)
   }
   const hasFailures = Object.values(cells).some((row) => row?.some((cell) => cell.failed > 0))
   process.exitCode = hasFailures ? 1 : 0

@@ -118,6 +118,8 @@ export interface RunnerColumn {
   /** `--workers`; 1 runs it as shipped, in one process. */
   workers: number
   onlyIn?: Target['onlyIn']
+  /** Node flags before `cli.js` (BENCH_PROFILE's `--cpu-prof`). */
+  execArgv?: string[]
 }
 
 /**
@@ -144,8 +146,10 @@ export const startRunner = async (upstreamUrl: string, buildDir: string, store: 
     MODELGATE_PORT: '0',
     MODELGATE_MANAGEMENT_KEY: MANAGEMENT_KEY,
     ...storage.env,
+    // What a run asks to compare (BENCH_RUNNER_ENV, a JSON object): another log level, another store.
+    ...(JSON.parse(process.env.BENCH_RUNNER_ENV ?? '{}') as Record<string, string>),
   }
-  const args = [join(buildDir, 'cli.js'), 'serve', ...(column.workers > 1 ? ['--workers', String(column.workers)] : [])]
+  const args = [...(column.execArgv ?? []), join(buildDir, 'cli.js'), 'serve', ...(column.workers > 1 ? ['--workers', String(column.workers)] : [])]
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', logFd] })
   closeSync(logFd)
   trackChild(child)

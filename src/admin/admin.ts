@@ -190,8 +190,8 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
 
     /**
      * Disables a key of the account, named by its hash or a prefix of at least 8 hex characters; it stops
-     * working at once. Unlike `PATCH /keys/{hash}`, this may disable the last management key: it is the way
-     * out when that key leaked (mint a new one with `createKey`).
+     * working at once, in every gateway on the store. Unlike `PATCH /keys/{hash}`, this may disable the last
+     * management key: it is the way out when that key leaked (mint a new one with `createKey`).
      */
     async revokeKey(accountIdOrSlug: string | undefined, hashOrPrefix: string) {
       const key = await findKeyByHashPrefix(repositories, await accountFor(accountIdOrSlug), hashOrPrefix)

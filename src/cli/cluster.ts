@@ -14,6 +14,7 @@ import { formatFirstManagementKey } from './first-run'
 import { shouldWatchParent, watchParent } from './parent-watch'
 import { STREAM_FLUSH_MS } from './serve'
 import { storeSharing } from './storage'
+import { runnerLog } from './stderr-lines'
 
 /** How many workers the setting asks for: `auto` is one per core the process may use. */
 export const resolveWorkerCount = (setting: RunnerConfig['workers']): number => (setting === 'auto' ? availableParallelism() : (setting ?? 1))
@@ -172,6 +173,7 @@ export const runCluster = (config: RunnerConfig, count: number, logger: Logger):
       if (isStopping || slots.some((each) => !each.isReady)) return
       isServing = true
       logger.info('workers listening', { workers: count, pids: liveWorkers().map((each) => each.process.pid) })
+      runnerLog().flush()
       process.stdout.write(`modelgate listening on ${first!.origin} with ${count} workers\n`)
       // On stdout, never in the log: shown once, to whoever started the gateway.
       if (first!.firstManagementKey) process.stdout.write(formatFirstManagementKey(first!.firstManagementKey, first!.apiUrl))

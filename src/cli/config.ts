@@ -79,6 +79,8 @@ const RunnerSettingsSchema = v.strictObject({
   requestTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400_000))),
   /** A spend hold's lease in ms (see `createGateway`'s `spend.leaseMs`; default 60000). */
   spendLeaseMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1_000), v.maxValue(3_600_000))),
+  /** `off` reads keys, accounts, workspaces and the like from the store on every request (see `createGateway`'s `readCache`). */
+  readCache: v.optional(v.picklist(['on', 'off'])),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   /** Master keys for BYOK secrets, primary first, comma-separated in the environment (never logged). */
   encryptionKeys: v.optional(v.array(v.string())),
@@ -213,6 +215,7 @@ export const ENVIRONMENT = {
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
   MODELGATE_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
   MODELGATE_SPEND_LEASE_MS: 'spendLeaseMs',
+  MODELGATE_READ_CACHE: 'readCache',
   MODELGATE_LOG_LEVEL: 'logLevel',
   MODELGATE_MANAGEMENT_KEY: 'managementKey',
   MODELGATE_ENCRYPTION_KEY: 'encryptionKeys',

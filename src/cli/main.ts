@@ -19,6 +19,7 @@ import { isGatewayError } from '../core/errors'
 import type { StorageDriver } from '../storage/contract'
 import { configFromEnvironment, flagsToConfig, readConfigFile, resolveConfig, type RunnerConfig } from './config'
 import { serve } from './serve'
+import { runnerLog } from './stderr-lines'
 import { announceReady, askPrimary, assertStoreShared, resolveWorkerCount, runCluster, withWorkerField } from './cluster'
 import { resolveEncryptionKeys } from './encryption-keys'
 import { generateMasterKey } from '../core/secrets'
@@ -97,7 +98,7 @@ const serveAsWorker = async () => {
   const id = cluster.worker!.id
   try {
     const { config, isFirst } = await askPrimary()
-    const logger = withWorkerField(createConsoleLogger(config.logLevel), id)
+    const logger = withWorkerField(createConsoleLogger(config.logLevel, runnerLog().writeLine), id)
     await serve(config, await openStorage(config, logger), logger, { id, isFirst, announce: announceReady })
   } finally {
     cluster.worker!.disconnect()
@@ -122,7 +123,7 @@ const run = async (argv: string[]): Promise<number> => {
   const config = await loadConfig(flags)
 
   if (command === 'serve') {
-    const logger = createConsoleLogger(config.logLevel)
+    const logger = createConsoleLogger(config.logLevel, runnerLog().writeLine)
     const workers = resolveWorkerCount(config.workers)
     if (workers > 1) {
       assertStoreShared(config, workers)
@@ -211,6 +212,7 @@ run(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     const message = isGatewayError(error) || error instanceof Error ? error.message : String(error)
+    runnerLog().flush()
     process.stderr.write(`${message.startsWith('modelgate') ? '' : 'modelgate: '}${message}\n`)
     process.exitCode = 1
   },

@@ -18,6 +18,7 @@ import { shouldWatchParent, watchParent } from './parent-watch'
 import { logStartup } from './startup-report'
 import { isUrlSource, priceSourceOptions, watchPriceFile } from './prices'
 import { explainStoreFailure } from './storage'
+import { runnerLog } from './stderr-lines'
 
 /**
  * Everything the runner checks and sets up in the store before it listens: stored BYOK credentials it could not
@@ -91,6 +92,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.ledger === 'off' ? { ledger: { enabled: false } } : {}),
       ...(config.ledgerRetentionDays ? { ledger: { retentionDays: config.ledgerRetentionDays } } : {}),
       ...(config.spendLeaseMs ? { spend: { leaseMs: config.spendLeaseMs } } : {}),
+      ...(config.readCache === 'off' ? { readCache: false } : {}),
       ...(worker ? { worker: worker.id } : {}),
     })
   } catch (error) {
@@ -143,6 +145,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   if (worker) worker.announce({ origin, apiUrl, ...(firstManagementKey ? { firstManagementKey } : {}) })
   else {
     // A plain line too, for people and for scripts waiting on start-up.
+    runnerLog().flush()
     process.stdout.write(`modelgate listening on ${origin}\n`)
     // On stdout, never in the log: shown once, to whoever started the gateway.
     if (firstManagementKey) process.stdout.write(formatFirstManagementKey(firstManagementKey, apiUrl))

@@ -66,6 +66,7 @@ const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'time a request body may take to arrive (default 30000; then 408)',
   MODELGATE_REQUEST_TIMEOUT_MS: "a request's deadline, all its fallback attempts, tool turns and fusion runs together (default 600000; then 524)",
   MODELGATE_SPEND_LEASE_MS: "a spend hold's lease, renewed while its request runs; a dead process's holds return within 1.5 leases (default 60000)",
+  MODELGATE_READ_CACHE: 'off: read keys, accounts, workspaces and the like from the store on every request (default on)',
   MODELGATE_LOG_LEVEL: 'debug, info (default), warn or error',
   MODELGATE_MANAGEMENT_KEY: 'a management key ensured at start (16 to 512 characters)',
   MODELGATE_ENCRYPTION_KEYS: 'master keys for BYOK secrets, comma-separated, primary first',

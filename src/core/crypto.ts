@@ -75,6 +75,13 @@ export const randomHex = (byteLength: number): string => {
   return toHex(randomPool, start, randomPoolOffset)
 }
 
+/**
+ * `byteLength` bytes as lowercase hex, the first six the current time in milliseconds and the rest random: ids made
+ * later sort later, so a store's index takes each new one at its end rather than anywhere in it (one page written
+ * per batch rather than one per id). OpenAI's response ids begin with their time the same way.
+ */
+export const timeOrderedHex = (byteLength: number): string => Date.now().toString(16).padStart(12, '0').slice(-12) + randomHex(byteLength - 6)
+
 /** A random version-4 UUID. */
 export const randomId = (): string => crypto.randomUUID()
 

@@ -20,14 +20,16 @@ export const isLogLevelEnabled = (logger: Logger, level: LogLevel): boolean => l
 const describeError = (value: unknown): unknown =>
   value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value
 
-/** One JSON line per entry on stderr, at or above `level`. */
-export const createConsoleLogger = (level: LogLevel = 'info'): Logger => {
+const toConsole = (line: string) => console.error(line)
+
+/** One JSON line per entry, at or above `level`, on stderr (or to `writeLine`, which the runner batches). */
+export const createConsoleLogger = (level: LogLevel = 'info', writeLine: (line: string) => void = toConsole): Logger => {
   const threshold = LEVELS.indexOf(level)
   const write = (entryLevel: LogLevel) => (message: string, fields: LogFields = {}) => {
     if (LEVELS.indexOf(entryLevel) < threshold) return
     const entry: LogFields = { level: entryLevel, time: new Date().toISOString(), message }
     for (const [name, value] of Object.entries(fields)) entry[name] = describeError(value)
-    console.error(JSON.stringify(entry))
+    writeLine(JSON.stringify(entry))
   }
   return {
     debug: write('debug'),

@@ -11,6 +11,7 @@
  * keep their list price apart, in `byok` counters, which limits that include BYOK spend add to `usage`.
  */
 
+import { timeOrderedHex } from '../core/crypto'
 import { PaymentRequiredError, type GatewayError } from '../core/errors'
 import { formatUsd, toNano } from '../core/money'
 import type { AccountRecord } from '../repositories/accounts'
@@ -285,8 +286,11 @@ export interface SpendReservation {
 /** What a settlement adds to one counter: the real cost, in the counter's metric. */
 const settledAmount = (amounts: Amounts, metric: SpendMetric) => (metric === 'usage' ? amounts.usage : amounts.all - amounts.usage)
 
-/** A reservation's id: the hold and the settlement that ends it carry it, so the store applies the settlement once. */
-const newReservationId = () => `sp_${crypto.randomUUID()}`
+/**
+ * A reservation's id: the hold and the settlement that ends it carry it, so the store applies the settlement once.
+ * Time first, so the store's table of settled ids grows at its end.
+ */
+const newReservationId = () => `sp_${timeOrderedHex(16)}`
 
 /**
  * Settles the reservation `id` once, with the real cost on every counter the request touches; the store releases

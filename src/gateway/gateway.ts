@@ -30,10 +30,11 @@ import { DEFAULT_TEXT_MODEL, UnknownPriceTargetError } from '../engine/models'
 import { createPriceRefresher, type PriceReloadResult } from '../engine/price-refresh'
 import type { ReplyHandler, ReplyOptions } from '../core/types'
 import { NoBodySchema, NoQuerySchema, parseInput, searchParamsToObject } from '../core/validation'
-import { createRepositories, type Repositories } from '../repositories'
+import { createRepositories, RARELY_CHANGED_COLLECTIONS, type Repositories } from '../repositories'
 import { routes } from '../routes'
 import { createAdmin, type GatewayAdmin } from '../admin/admin'
 import { memoryStorage } from '../storage/memory'
+import { createReadCache, type ReadCache } from '../storage/read-cache'
 import { internEnvironment } from '../interns/environment'
 import { startProvisioningSweep } from '../interns/sweep'
 import type { StorageDriver } from '../storage/contract'
@@ -121,6 +122,15 @@ const createService = (options: Parameters<typeof createInferenceService>[0]) =>
   }
 }
 
+/** Stores in this process's memory: their reads cost what a cache hit would. */
+const IN_PROCESS_STORES = new Set(['memory', 'file'])
+
+/** The store the repositories read through: behind the read cache unless it is off or the store is in memory. */
+const readCacheFor = (storage: StorageDriver, isOn: boolean | undefined): ReadCache =>
+  isOn === false || IN_PROCESS_STORES.has(storage.name)
+    ? { storage, revalidate: () => Promise.resolve() }
+    : createReadCache(storage, { collections: RARELY_CHANGED_COLLECTIONS })
+
 /**
  * Creates a gateway.
  * @example
@@ -137,8 +147,9 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const now = config.now ?? (() => new Date())
   const requestBodyTimeoutMs = config.requestBodyTimeoutMs ?? DEFAULT_REQUEST_BODY_TIMEOUT_MS
   const defaultTextModel = config.workspaceDefaults?.textModel ?? DEFAULT_TEXT_MODEL
+  const readCache = readCacheFor(storage, config.readCache)
   const repositories = createRepositories(
-    storage,
+    readCache.storage,
     {
       textModel: defaultTextModel,
       imageModel: config.workspaceDefaults?.imageModel ?? 'google/gemini-2.5-flash-image',
@@ -179,6 +190,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     rateLimit: config.rateLimit,
     eventLoop: config.eventLoop,
     worker: config.worker,
+    revalidateReads: readCache.revalidate,
   }
   assertKnownEndpointProviders(config.models ?? [], runtime.inference.providers)
   const priceRefresher = config.priceSource ? createPriceRefresher(runtime.inference.models, config.priceSource, logger) : undefined
@@ -187,7 +199,9 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
 
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, clientSignal: ClientSignal, access: AccessLog | undefined) => {
-    // Routes without authentication (health checks) have no key to check, authorize or rate-limit.
+    // Routes without authentication (health checks) have no key to check, authorize or rate-limit. The others read
+    // past every change that returned before they arrived, whichever gateway on the store made it.
+    if (route.auth !== 'none') await readCache.revalidate()
     const caller = route.auth === 'none' ? null : await authenticate(request, repositories, route.keyHeaders, now)
     if (caller) {
       access?.identify(caller)

@@ -253,6 +253,13 @@ export const TrustedHostHeaderSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#
 export const GatewayOptionsSchema = v.strictObject({
   /** Where all state lives. Defaults to a fresh in-memory store (lost on exit). */
   storage: v.optional(v.custom<StorageDriver>(isStorageDriver, 'must implement the StorageDriver contract')),
+  /**
+   * The read cache of keys, accounts, workspaces, provider credentials, credit grants, guardrails and presets
+   * (docs/decisions.md, "Read cache"): a request reads one shared generation from the store instead of these records,
+   * and still sees every change that returned before it arrived, from any process. `false` reads the store every
+   * time. Stores in this process's memory (memory, file) are read directly whatever this says.
+   */
+  readCache: v.optional(v.boolean()),
   /** Path prefix of every route. */
   basePath: v.optional(
     v.pipe(v.string(), v.regex(/^(\/[A-Za-z0-9._~-]+)*\/?$/, 'must be a path such as /api/v1, or empty')),

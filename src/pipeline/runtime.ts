@@ -19,4 +19,6 @@ export interface GatewayRuntime {
   eventLoop: EventLoopMonitor | undefined
   /** The worker process this gateway serves in (`createGateway`'s `worker`), reported by the health checks. */
   worker: number | undefined
+  /** Makes the next reads see every store change that returned before now (the read cache's generation). */
+  revalidateReads: () => Promise<void>
 }

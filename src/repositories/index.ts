@@ -1,15 +1,32 @@
 import type { StorageDriver } from '../storage/contract'
-import { createAccountsRepository } from './accounts'
-import { createApiKeysRepository } from './api-keys'
-import { createByokRepository } from './byok-credentials'
+import { ACCOUNTS, createAccountsRepository } from './accounts'
+import { API_KEYS, createApiKeysRepository } from './api-keys'
+import { BYOK_CREDENTIALS, createByokRepository } from './byok-credentials'
 import { createGenerationsRepository } from './generations'
-import { createCreditGrantsRepository } from './credit-grants'
+import { createCreditGrantsRepository, CREDIT_GRANTS } from './credit-grants'
 import { createIdempotencyRepository } from './idempotency-keys'
-import { createGuardrailsRepository } from './guardrails'
+import { createGuardrailsRepository, GUARDRAIL_KEY_ASSIGNMENTS, GUARDRAIL_MEMBER_ASSIGNMENTS, GUARDRAILS } from './guardrails'
 import { createInternsRepository } from './interns'
-import { createPresetsRepository } from './presets'
+import { createPresetsRepository, PRESET_VERSIONS, PRESETS } from './presets'
 import { createSpendRepository } from './spend-counters'
-import { createWorkspacesRepository, type WorkspaceDefaults } from './workspaces'
+import { createWorkspacesRepository, WORKSPACES, type WorkspaceDefaults } from './workspaces'
+
+/**
+ * The collections a request reads and only people change (a management call, a CLI command), which a read cache may
+ * keep: never the usage ledger, idempotency keys or interns, which requests themselves write.
+ */
+export const RARELY_CHANGED_COLLECTIONS = [
+  API_KEYS,
+  ACCOUNTS,
+  WORKSPACES,
+  BYOK_CREDENTIALS,
+  CREDIT_GRANTS,
+  GUARDRAILS,
+  GUARDRAIL_KEY_ASSIGNMENTS,
+  GUARDRAIL_MEMBER_ASSIGNMENTS,
+  PRESETS,
+  PRESET_VERSIONS,
+] as const
 
 /** Typed access to every resource; the only way routes and admin reach storage. */
 export const createRepositories = (storage: StorageDriver, workspaceDefaults: WorkspaceDefaults, now: () => Date) => ({

@@ -93,6 +93,14 @@ export interface CounterChange {
 export const SETTLEMENT_MEMORY_MS = 600_000
 
 /**
+ * How long a store whose calls run to their end in the caller's own process remembers a settled id (a minute): the
+ * memory and file stores, and SQLite, whose statements run on the calling thread. A call to them never succeeds
+ * without its caller seeing it (a failed journal append or transaction applies nothing), so no settlement is sent to
+ * them again, and a minute keeps the memory, or the table, they spend on it small under load.
+ */
+export const IN_PROCESS_SETTLEMENT_MEMORY_MS = 60_000
+
+/**
  * A reservation on tallies, leased to the process that made it: while the process lives it renews the lease,
  * and once the lease runs out any process may release the hold, so what a dead process held comes back.
  */

@@ -6,6 +6,7 @@
  */
 import { StorageConflictError } from '../core/errors'
 import {
+  IN_PROCESS_SETTLEMENT_MEMORY_MS,
   type CounterChange,
   type CounterResult,
   type JsonObject,
@@ -16,6 +17,9 @@ import {
   type TallyHold,
   type TallySettlement,
 } from './contract'
+// Stored records are frozen once, so reads can hand them out without a copy (the bench's memory bound: cloning on
+// every read was the memory driver's largest cost on the request path).
+import { deepFreeze } from './freeze'
 import {
   createOrderedRecords,
   firstRecords,
@@ -183,26 +187,11 @@ const replaceRecordOrder = (collection: Collection, previous: StoredRecord, reco
   }
 }
 
-/**
- * How long the memory and embedded file stores remember a settled id: a call to them never succeeds without its
- * caller seeing it (a failed journal append applies nothing), so no settlement is sent to them again, and a minute
- * keeps the heap they spend on it small under load (contract.ts, `SETTLEMENT_MEMORY_MS`).
- */
-export const IN_PROCESS_SETTLEMENT_MEMORY_MS = 60_000
+export { IN_PROCESS_SETTLEMENT_MEMORY_MS } from './contract'
 
 /** Expired counters are swept when the map has doubled since the last sweep, so no timer is needed. */
 const MIN_SWEEP_SIZE = 1024
 
-// Stored records are frozen once, so reads can hand them out without a copy (the bench's memory bound: cloning on
-// every read was the memory driver's largest cost on the request path). Children are frozen before their parent,
-// so a frozen record is frozen all through and the check on a read stops at its root.
-const deepFreeze = <T>(value: T): T => {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    for (const child of Object.values(value)) deepFreeze(child)
-    Object.freeze(value)
-  }
-  return value
-}
 
 /**
  * A record built from its input: a copy is frozen at once; data handed over (`RecordInput.isDataHandedOver`) and

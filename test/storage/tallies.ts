@@ -96,6 +96,16 @@ export function describeTallies(getDriver: () => StorageDriver, options: TallyOp
       expect(await driver.renewHolds([id('1')], LONG_LEASE_MS)).toBe(0)
     })
 
+    it('settles a hold on tallies the settlement names only in part: the rest is given back, new ones start at the cost', async () => {
+      const driver = getDriver()
+      const { tally, id } = names()
+      await driver.settle([{ id: id('before'), changes: [change(tally('a'), 50), change(tally('b'), 50)] }])
+      await driver.hold(holdOf(id('1'), [change(tally('a'), 1_000), change(tally('b'), 2_000)]))
+      expect(await driver.readTallies([tally('a'), tally('b')])).toEqual([1_050, 2_050])
+      await driver.settle([{ id: id('1'), changes: [change(tally('b'), 300), change(tally('c'), 300)] }])
+      expect(await driver.readTallies([tally('a'), tally('b'), tally('c')])).toEqual([50, 350, 300])
+    })
+
     it('applies a settlement once per id, however often it is sent', async () => {
       const driver = getDriver()
       const { tally, id } = names()

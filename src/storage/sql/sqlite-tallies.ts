@@ -11,7 +11,7 @@
  * process sharing the file reads alike: read once per transaction, in this process (`Date.now()`, the clock SQLite's
  * `'now'` reads too), which saves a statement per call.
  */
-import { SETTLEMENT_MEMORY_MS, type CounterChange, type TallyHold, type TallySettlement } from '../contract'
+import { IN_PROCESS_SETTLEMENT_MEMORY_MS, type CounterChange, type TallyHold, type TallySettlement } from '../contract'
 import { NOW_MS, type InTransaction, type SqlCall, type SqlRow, type TableNames, type TallyStatements } from './dialect'
 import { changesJson } from './tally-json'
 
@@ -28,16 +28,23 @@ const statementsFor = (t: TableNames) => ({
     SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM ${t.settled} WHERE id = ?1 AND expires_at > ?5)
     ON CONFLICT (id) DO NOTHING
     RETURNING id`,
-  // A live tally gets the amount; an absent or expired one starts again at it, expiring ttl after now (?3).
-  add: `INSERT INTO ${t.tallies} AS t (tally_key, value, expires_at) VALUES (?1, ?2, ?3 + ?4)
+  // Each change of the JSON `[{ key, amount, ttlMs }]` (?2) in one statement: a live tally gets the amount, an absent
+  // or expired one starts again at it, expiring ttl after now (?1). Where the released hold (?3, the same JSON, or
+  // `[]`) had added to a tally that still lives, that comes off first: what a settlement does to each tally it names.
+  addMany: `INSERT INTO ${t.tallies} AS t (tally_key, value, expires_at)
+    SELECT c.value ->> 'key', c.value ->> 'amount', ?1 + (c.value ->> 'ttlMs') FROM json_each(?2) c WHERE true
     ON CONFLICT (tally_key) DO UPDATE SET
-      value = CASE WHEN t.expires_at <= ?3 THEN excluded.value ELSE t.value + excluded.value END,
-      expires_at = CASE WHEN t.expires_at <= ?3 THEN excluded.expires_at ELSE t.expires_at END
-    RETURNING value, expires_at`,
-  // What a released hold added comes off a tally only while it lives: an expired one is not made negative.
-  takeBack: `UPDATE ${t.tallies} SET value = value - ?1 WHERE tally_key = ?2 AND expires_at > ?3`,
-  // Returns the id only when it was not settled (absent, or forgotten by now): that settlement applies.
-  markSettled: `INSERT INTO ${t.settled} AS s (id, expires_at) VALUES (?1, ?2 + ${SETTLEMENT_MEMORY_MS})
+      value = CASE WHEN t.expires_at <= ?1 THEN excluded.value
+        ELSE t.value - coalesce((SELECT sum(h.value ->> 'amount') FROM json_each(?3) h WHERE h.value ->> 'key' = t.tally_key), 0) + excluded.value END,
+      expires_at = CASE WHEN t.expires_at <= ?1 THEN excluded.expires_at ELSE t.expires_at END
+    RETURNING tally_key, value, expires_at`,
+  // What released holds added (?1, `[{ key, amount }]`, a key any number of times) comes off each tally only while it
+  // lives (now: ?2): an expired one is not made negative.
+  takeBackMany: `UPDATE ${t.tallies} SET value = value - (SELECT sum(h.value ->> 'amount') FROM json_each(?1) h WHERE h.value ->> 'key' = tally_key)
+    WHERE tally_key IN (SELECT h.value ->> 'key' FROM json_each(?1) h) AND expires_at > ?2`,
+  // Returns the id only when it was not settled (absent, or forgotten by now): that settlement applies. Remembered a
+  // minute, as in the memory store: statements run on this thread, so no call succeeds without its caller seeing it.
+  markSettled: `INSERT INTO ${t.settled} AS s (id, expires_at) VALUES (?1, ?2 + ${IN_PROCESS_SETTLEMENT_MEMORY_MS})
     ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at WHERE s.expires_at <= ?2
     RETURNING id`,
   releaseHold: `DELETE FROM ${t.holds} WHERE id = ? RETURNING changes`,
@@ -58,16 +65,22 @@ const statementsFor = (t: TableNames) => ({
 export const createSqliteTallies = (tables: TableNames): TallyStatements => {
   const statements = statementsFor(tables)
 
-  const add = async (call: SqlCall, change: CounterChange, now: number): Promise<SqlRow> =>
-    (await call.query(statements.add, [change.key, change.amount, now, change.ttlMs]))[0]!
+  /**
+   * Applies `changes` (distinct tallies: the contract's rule) in one statement, taking back what the released hold
+   * `released` (its `changes` JSON) added to the same tallies; resolves with each tally's row, in `changes` order.
+   */
+  const addAll = async (call: SqlCall, changes: ReadonlyArray<CounterChange>, now: number, released = '[]'): Promise<SqlRow[]> => {
+    if (changes.length === 0) return []
+    const rows = await call.query(statements.addMany, [now, changesJson(changes), released])
+    const byKey = new Map(rows.map((row) => [String(row.tally_key), row]))
+    return changes.map((change) => byKey.get(change.key)!)
+  }
 
-  /** Takes back what released holds (their `changes` rows) added. */
-  const takeBack = async (call: SqlCall, released: SqlRow[], now: number): Promise<void> => {
-    for (const row of released) {
-      for (const change of JSON.parse(String(row.changes)) as CounterChange[]) {
-        await call.query(statements.takeBack, [change.amount, change.key, now])
-      }
-    }
+  /** Takes back what released holds (their `changes` JSON) added, except from the tallies in `settledKeys`. */
+  const takeBack = async (call: SqlCall, released: ReadonlyArray<string>, now: number, settledKeys: ReadonlySet<string> = new Set()): Promise<void> => {
+    const changes = released.flatMap((text) => (JSON.parse(text) as CounterChange[]).filter((change) => !settledKeys.has(change.key)))
+    if (changes.length === 0) return
+    await call.query(statements.takeBackMany, [JSON.stringify(changes.map(({ key, amount }) => ({ key, amount }))), now])
   }
 
   return {
@@ -76,10 +89,7 @@ export const createSqliteTallies = (tables: TableNames): TallyStatements => {
         const now = Date.now()
         const claimed = await call.query(statements.insertHold, [hold.id, hold.owner, now + hold.leaseMs, changesJson(hold.changes), now])
         if (claimed.length === 0) return null
-        const rows: SqlRow[] = []
-        // In order, each seeing the ones before: a hold that adds to one tally twice resolves both steps.
-        for (const change of hold.changes) rows.push(await add(call, change, now))
-        return rows
+        return addAll(call, hold.changes, now)
       })
     },
 
@@ -88,8 +98,10 @@ export const createSqliteTallies = (tables: TableNames): TallyStatements => {
         const now = Date.now()
         for (const settlement of settlements) {
           if ((await call.query(statements.markSettled, [settlement.id, now])).length === 0) continue
-          await takeBack(call, await call.query(statements.releaseHold, [settlement.id]), now)
-          for (const change of settlement.changes) await add(call, change, now)
+          const released = (await call.query(statements.releaseHold, [settlement.id])).map((row) => String(row.changes))
+          // The tallies the settlement names take the hold back in its own statement; the others on their own.
+          await addAll(call, settlement.changes, now, released[0])
+          await takeBack(call, released, now, new Set(settlement.changes.map((change) => change.key)))
         }
       })
       // Nothing committed meanwhile could hide from this transaction: it held the write lock throughout.
@@ -104,7 +116,11 @@ export const createSqliteTallies = (tables: TableNames): TallyStatements => {
       return inTransaction(async () => {
         const now = Date.now()
         const released = await call.query(statements.releaseExpired, [now, limit])
-        await takeBack(call, released, now)
+        await takeBack(
+          call,
+          released.map((row) => String(row.changes)),
+          now,
+        )
         return released.length
       })
     },

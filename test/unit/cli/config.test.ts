@@ -56,6 +56,12 @@ describe('runner configuration', () => {
     expect(() => resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_TIMEOUT_MS: 'ten minutes' }))).toThrow('modelgate: invalid configuration: requestTimeoutMs:')
   })
 
+  it('turns the read cache off from the environment, and takes only on or off', () => {
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_READ_CACHE: 'off' })).readCache).toBe('off')
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_READ_CACHE: 'on' })).readCache).toBe('on')
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_READ_CACHE: '0' }))).toThrow('modelgate: invalid configuration: readCache:')
+  })
+
   it("reads the usage ledger's retention from the environment, in whole days", () => {
     expect(resolveConfig(configFromEnvironment({ MODELGATE_LEDGER_RETENTION_DAYS: '90' })).ledgerRetentionDays).toBe(90)
     expect(resolveConfig({}).ledgerRetentionDays).toBeUndefined()
