@@ -68,6 +68,12 @@ const canonicalQuery = (query: ListQuery | undefined): string => {
   return JSON.stringify([where, query?.offset ?? 0, query?.limit ?? null])
 }
 
+/** Runs `run` once this turn of the event loop is over: `setImmediate` where the runtime has it, else a timer. */
+const nextTurn = (run: () => void): void => {
+  if (typeof setImmediate === 'function') setImmediate(run)
+  else setTimeout(run, 0)
+}
+
 /** A unique id for each settlement that moves the generation (the store applies an id once). */
 const bumpId = () => `read-cache:${timeOrderedHex(16)}`
 
@@ -78,7 +84,7 @@ export const createReadCache = (driver: StorageDriver, options: ReadCacheOptions
   const maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS
   const maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES
   const clock = options.clock ?? (() => performance.now())
-  const afterTurn = options.afterTurn ?? ((run: () => void) => void setImmediate(run))
+  const afterTurn = options.afterTurn ?? nextTurn
 
   const entries = new Map<string, Entry>()
   /** Moves on with every change this process makes or learns of; entries read under an older one are misses. */
