@@ -145,6 +145,8 @@ const refusal = (limit: string, message: string) =>
 const MODEL_ADVICE = 'lower max_output_tokens or'
 /** A plugin's price is the same whatever the model answers: only leaving the plugin out lowers it. */
 const PLUGIN_ADVICE = "that is the request's plugins' price before any model answers; leave the plugin out or"
+/** A priced server call (a search) likewise: its price is the same whatever it finds. */
+const CALL_ADVICE = 'that is the price of the call the model made; leave its tool out or'
 
 
 const heldCounters = (tracked: TrackedCounters, scope: SpendScope, window: SpendWindow, isByokCounted: boolean): Pick<Limit, 'index' | 'byokIndex' | 'counts'> => ({
@@ -277,6 +279,8 @@ const billedAmounts = (usage: BilledUsage | null): Amounts => {
 export interface SpendReservation {
   /** Records what the answer really cost (`null`: nothing was served). Later calls do nothing. */
   settle(usage: BilledUsage | null): void
+  /** Gives the hold back with nothing charged, as `settle(null)`; resolves once the store has it, or after a bounded wait. */
+  release(): Promise<void>
   /** Records a cost in USD that is no model's answer (a plugin's search). Settles as `settle` does. */
   charge(cost: number): void
   /** Settles a stream when its session ends: from its priced usage, or what the session says it used when stopped. */
@@ -297,17 +301,17 @@ const newReservationId = () => `sp_${timeOrderedHex(16)}`
  * the reservation's hold in the same step. Queued in the gateway's spend book, which retries until it lands.
  */
 const settleOnce = (service: InferenceService, id: string, tracked: readonly Tracked[], isHeld: () => boolean) => {
-  let isSettled = false
-  return (amounts: Amounts) => {
-    if (isSettled) return
-    isSettled = true
+  let landed: Promise<void> | undefined
+  /** Resolves once the settlement landed (at once when there was nothing to send). */
+  return (amounts: Amounts): Promise<void> => {
+    if (landed) return landed
     const changes: SpendChange[] = []
     for (const { counter, metric } of tracked) {
       const amount = settledAmount(amounts, metric)
       if (amount !== 0) changes.push({ counter, amount })
     }
-    if (changes.length === 0 && !isHeld()) return
-    void service.spend.book.settle(id, changes)
+    landed = changes.length === 0 && !isHeld() ? Promise.resolve() : service.spend.book.settle(id, changes)
+    return landed
   }
 }
 
@@ -320,7 +324,8 @@ const reserveAmounts = async (service: InferenceService, request: InferenceReque
   const isHeld = limits.length > 0 && (await reserve(service, id, tracked.list, limits, worst(), advice))
   const settle = settleOnce(service, id, tracked.list, () => isHeld)
   return {
-    settle: (usage) => settle(billedAmounts(usage)),
+    settle: (usage) => void settle(billedAmounts(usage)),
+    release: () => waitBounded(settle(NOTHING)),
     charge: (cost) => settle(cost === 0 ? NOTHING : { usage: toNano(cost), all: toNano(cost) }),
     observer: () => ({
       onEnd(end) {
@@ -333,39 +338,49 @@ const reserveAmounts = async (service: InferenceService, request: InferenceReque
 }
 
 /**
- * The spend of a run's paid steps after its first (a server-tool loop's later turns), which the request's own
- * reservation does not cover: before each, the hold made for the previous step is given back and a new one holds
- * what the run spent beyond its first step plus the next step's worst case, or 402 names the limit it would pass.
- * So concurrent loops on one key pass its limit by no more than one step each (docs/decisions.md, "Books that balance").
+ * The spend of a run's paid steps after its first (a server-tool loop's later turns and its priced calls), which the
+ * request's own reservation does not cover. Before each later turn the holds of the step before are given back and a
+ * new one holds what the run spent beyond its first turn plus the next turn's worst case; before each priced call (a
+ * search) its price is held on top, until the next turn's hold. Either refuses with 402 naming the limit it would
+ * pass, before anything is sent. So concurrent loops on one key pass its limit by no more than one step each
+ * (docs/decisions.md, "Books that balance").
  */
 export interface StepSpend {
-  /** Holds the next step; rejects with 402 before it is sent when a limit would be passed. */
+  /** Holds the next turn; rejects with 402 before it is sent when a limit would be passed. */
   before(next: InferenceRequest, spentAfterFirst: BilledUsage): Promise<void>
-  /** Gives the last step's hold back: the request's own settlement carries what every step cost. */
+  /** Holds a call's price in USD before it is spent; rejects with 402 (the call is then not run). */
+  beforeCall(price: number): Promise<void>
+  /** Gives the step's holds back: the request's own settlement carries what every step cost. */
   end(): void
 }
 
-export const createStepSpend = (service: InferenceService): StepSpend => {
-  let held: SpendReservation | undefined
-  const release = () => {
-    held?.settle(null)
-    held = undefined
+export const createStepSpend = (service: InferenceService, request: InferenceRequest): StepSpend => {
+  const held: SpendReservation[] = []
+  // Waited for before the next hold, so that hold is judged on the counters without the step before.
+  const release = async () => {
+    await Promise.all(held.splice(0).map((hold) => hold.release()))
   }
   return {
     async before(next, spentAfterFirst) {
-      release()
+      await release()
       const spent = billedAmounts(spentAfterFirst)
-      held = await reserveAmounts(
-        service,
-        next,
-        () => {
-          const worst = worstCase(service, next)
-          return { usage: worst.usage + spent.usage, all: worst.all + spent.all }
-        },
-        MODEL_ADVICE,
+      held.push(
+        await reserveAmounts(
+          service,
+          next,
+          () => {
+            const worst = worstCase(service, next)
+            return { usage: worst.usage + spent.usage, all: worst.all + spent.all }
+          },
+          MODEL_ADVICE,
+        ),
       )
     },
-    end: release,
+    async beforeCall(price) {
+      const priceNano = Math.ceil(price * 1e9)
+      if (priceNano > 0) held.push(await reserveAmounts(service, request, () => ({ usage: priceNano, all: priceNano }), CALL_ADVICE))
+    },
+    end: () => void release(),
   }
 }
 
@@ -387,12 +402,15 @@ export const reservePluginSpend = async (service: InferenceService, request: Inf
 /** How long a refusal waits for its hold to be released, so the next request sees the counter as it was. */
 const RELEASE_WAIT_MS = 2_000
 
-/** Gives a hold back before a refusal; waits a bounded while (the spend book keeps trying after that). */
-const release = async (service: InferenceService, id: string) => {
+/** Waits for a release to land, a bounded while (the spend book keeps trying after that). */
+const waitBounded = async (released: Promise<void>) => {
   let timer: ReturnType<typeof setTimeout> | undefined
-  await Promise.race([service.spend.book.settle(id, []), new Promise<void>((resolve) => (timer = setTimeout(resolve, RELEASE_WAIT_MS)))])
+  await Promise.race([released, new Promise<void>((resolve) => (timer = setTimeout(resolve, RELEASE_WAIT_MS)))])
   clearTimeout(timer)
 }
+
+/** Gives a hold back before a refusal, so the next request sees the counter as it was. */
+const release = (service: InferenceService, id: string) => waitBounded(service.spend.book.settle(id, []))
 
 /**
  * Holds the request's worst case on its limited counters under the reservation `id`, in one store step; throws 402

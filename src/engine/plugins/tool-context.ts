@@ -1,7 +1,8 @@
 /**
  * What a server tool gets when a plugin runs it once for a request (the `web` and `web-fetch` plugins): web search
  * and web fetch read the service, the signal and the request id; they make no nested model calls and read no
- * transcript, so those are empty.
+ * transcript, so those are empty. A plugin's price was held before the request's attempts (spend.ts,
+ * `reservePluginSpend`), so a search holds nothing more.
  */
 
 import type { ServerToolContext } from '../server-tools/contract'
@@ -15,5 +16,6 @@ export const pluginToolContext = (service: InferenceService, request: PluginRequ
   caller: { accountId: request.spend.account.id, workspaceId: request.spend.workspace.id },
   progress: () => {},
   nested: () => Promise.reject(new Error('a plugin runs no nested model calls')),
+  holdSpend: () => Promise.resolve(),
   transcript: [],
 })

@@ -33,8 +33,13 @@ export interface ServerToolContext {
   caller: { accountId: string; workspaceId: string }
   /** Reports progress a stream shows while the call runs (`response.web_search_call.searching`). */
   progress(event: { type: string }): void
-  /** Runs a model call of the tool's own (advisor, subagent) through the engine, for this request. */
+  /** Runs a model call of the tool's own (advisor, subagent) through the engine, for this request; its worst case is held first. */
   nested: NestedRunner
+  /**
+   * Holds a price in USD the call is about to spend (a search engine's price per request) on the request's spend
+   * limits; rejects with a 402 `PaymentRequiredError` when a limit would be passed, and the call is then not run.
+   */
+  holdSpend(price: number): Promise<void>
   /**
    * The conversation as the model saw it when it made the call: the caller's input, then every turn's items and
    * the results of earlier server calls (server calls as the function calls the model made).

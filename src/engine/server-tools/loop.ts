@@ -5,11 +5,13 @@
  */
 
 import { randomHex } from '../../core/crypto'
+import { PaymentRequiredError } from '../../core/errors'
 import type { BilledUsage } from '../billing'
 import type { FunctionCallOutputItem, InputItem, OutputFunctionCall, OutputItem } from '../../providers/types'
 import type { InferenceRequest } from '../request'
 import type { ResponsesRequestBody } from '../request.schemas'
 import type { InferenceService } from '../service'
+import { createStepSpend, type StepSpend } from '../spend'
 import { ServerToolFailure, ServerToolRefusal, type CitableSource, type ServerTool, type ServerToolCall, type ServerToolOutcome } from './contract'
 import type { NestedRunner } from './nesting'
 import type { ServerToolPlan } from './plan'
@@ -102,11 +104,15 @@ export class ServerToolLoop {
   #webSearchRequests = 0
   #isFinal = false
 
+  /** Holds each turn after the first before it is sent, and each priced call before it runs (spend.ts). */
+  readonly steps: StepSpend
+
   constructor(service: InferenceService, request: InferenceRequest, plan: ServerToolPlan, nested: NestedRunner) {
     this.#service = service
     this.#request = request
     this.#plan = plan
     this.#nested = nested
+    this.steps = createStepSpend(service, request)
   }
 
   get isFinalTurn(): boolean {
@@ -236,12 +242,14 @@ export class ServerToolLoop {
         caller: { accountId: this.#request.spend.account.id, workspaceId: this.#request.spend.workspace.id },
         progress: (event) => hooks.onProgress?.(pending, event),
         nested: this.#nested,
+        holdSpend: (price) => this.steps.beforeCall(price),
         transcript: this.#transcript(),
         ...(this.#request.subRuns ? { subRuns: this.#request.subRuns } : {}),
       })
     } catch (error) {
       if (signal.aborted) throw error
-      if (error instanceof ServerToolRefusal) return { output: `Not run: ${error.message}`, items: failedItems(tool, call, error.message) }
+      // A call a spend limit cannot hold is not run either: the model reads why, and the next turn's hold ends the loop.
+      if (error instanceof ServerToolRefusal || error instanceof PaymentRequiredError) return { output: `Not run: ${error.message}`, items: failedItems(tool, call, error.message) }
       this.#executed++
       // The model reads why its call failed and may try another way; the cause stays in the log.
       const isExpected = error instanceof ServerToolFailure

@@ -4,7 +4,7 @@
  */
 
 import * as v from 'valibot'
-import { InvalidRequestError, isGatewayError } from '../../core/errors'
+import { InvalidRequestError, isGatewayError, PaymentRequiredError } from '../../core/errors'
 import type { InputItem, OutputItem, OutputMessage } from '../../providers/types'
 import { ModelSlugSchema, nullableNumber, ResponsesRequestSchema, type ResponsesRequestBody } from '../request.schemas'
 import type { Attempt } from '../routing'
@@ -102,7 +102,8 @@ export const runNestedCall = async (context: ServerToolContext, body: ResponsesR
   try {
     return await context.nested({ body, attempts }, context.signal)
   } catch (error) {
-    if (context.signal.aborted || !isGatewayError(error)) throw error
+    // A spend limit that cannot hold the call's worst case: the loop tells the model the call was not run.
+    if (context.signal.aborted || !isGatewayError(error) || error instanceof PaymentRequiredError) throw error
     throw new ServerToolFailure(`the model call failed: ${error.message}`)
   }
 }

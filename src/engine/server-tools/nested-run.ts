@@ -1,12 +1,14 @@
 /**
  * Runs the nested model calls of a request's server tools (nesting.ts): each a request of its own to the engine,
- * made for the same caller, key and end user, spending under the parent's reservation (the response's usage
- * includes it, so the ledger and the spend counters settle it with the rest), and left out of the parent's
- * attempt reports (one generation record per client response, whose cost includes the nested calls).
+ * made for the same caller, key and end user, and left out of the parent's attempt reports (one generation record
+ * per client response, whose cost includes the nested calls). Each holds its worst case on the request's spend
+ * limits before it is sent (402 when one would be passed) and gives the hold back when it ends: the response's usage
+ * includes what it cost, so the parent's settlement counts it with the rest.
  */
 
 import type { InferenceRequest } from '../request'
 import type { InferenceService } from '../service'
+import { reserveSpend } from '../spend'
 import type { WholeAnswer } from '../session-events'
 import { answerWhole } from '../whole'
 import { deeper, type NestedRunner } from './nesting'
@@ -36,6 +38,11 @@ export const createNestedRunner =
       plugins: [],
       pipeline: [],
     }
-    const answer = serverTools ? await answerLoop(service, request, serverTools) : await answerWhole(service, request)
-    return answer.result
+    const hold = await reserveSpend(service, request)
+    try {
+      const answer = serverTools ? await answerLoop(service, request, serverTools) : await answerWhole(service, request)
+      return answer.result
+    } finally {
+      hold.settle(null)
+    }
   }

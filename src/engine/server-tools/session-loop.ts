@@ -16,7 +16,6 @@ import type { InferenceRequest } from '../request'
 import { requestAbortSignal } from '../request-deadline'
 import type { InferenceService } from '../service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from '../session-events'
-import { createStepSpend } from '../spend'
 import { openSession, shutdownFailure } from '../stream-session'
 import { StreamSignal } from '../stream-signal'
 import { citationsIn, withCitations } from './citations'
@@ -250,7 +249,7 @@ export const openServerToolSession = async (service: InferenceService, request: 
     const run = async () => {
       const tools = requestAbortSignal(signal, request.deadline)
       // Turns after the first are held before they are sent, each with what the loop spent so far (spend.ts).
-      const steps = createStepSpend(service)
+      const { steps } = loop
       try {
         let session = first
         for (let isFirst = true; ; isFirst = false) {

@@ -149,6 +149,16 @@ export const webSearchTool = (tool: WebSearchTool, place: SettingsPlace, service
       uses++
       // Reserved before the search, so calls of one turn running together share the total in the model's order.
       resultsGiven += room
+      if (engine.pricePerRequest) {
+        // The search's price is held on the request's spend limits before it is spent; a refused hold runs nothing.
+        try {
+          await context.holdSpend(engine.pricePerRequest)
+        } catch (error) {
+          uses--
+          resultsGiven -= room
+          throw error
+        }
+      }
       context.progress({ type: 'response.web_search_call.searching' })
       let response: SearchResponse
       try {

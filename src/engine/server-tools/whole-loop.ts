@@ -11,7 +11,6 @@ import type { InferenceRequest } from '../request'
 import { requestAbortSignal } from '../request-deadline'
 import type { InferenceService } from '../service'
 import type { ResponseResult, WholeAnswer } from '../session-events'
-import { createStepSpend } from '../spend'
 import { answerWhole } from '../whole'
 import { withCitations } from './citations'
 import { ServerToolLoop, type PendingCall } from './loop'
@@ -28,7 +27,7 @@ export const answerWithServerTools = async (service: InferenceService, request: 
   const loop = new ServerToolLoop(service, request, plan, nestedRunnerFor(service, request, plan))
   const tools = requestAbortSignal(request.signal, request.deadline)
   // Turns after the first are held before they are sent, each with what the loop spent so far (spend.ts).
-  const steps = createStepSpend(service)
+  const { steps } = loop
   const output: OutputItem[] = []
   let first: ResponseResult | undefined
   let last!: ResponseResult
