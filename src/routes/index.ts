@@ -31,16 +31,7 @@ import {
   updateInternRoute,
 } from './interns'
 import { createGuardrail, deleteGuardrail, getGuardrail, listGuardrails, updateGuardrail } from './guardrails'
-import {
-  bulkAssignKeys,
-  bulkAssignMembers,
-  bulkUnassignKeys,
-  bulkUnassignMembers,
-  listGuardrailKeyAssignments,
-  listGuardrailMemberAssignments,
-  listKeyAssignments,
-  listMemberAssignments,
-} from './guardrail-assignments'
+import { keyAssignments, memberAssignments } from './guardrail-assignments'
 import { deleteWorkspaceBudgetRoute, getWorkspaceBudget, listWorkspaceBudgets, setWorkspaceBudgetRoute } from './workspace-budgets'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
 
@@ -65,14 +56,14 @@ export const routes: readonly AnyRoute[] = [
   getGuardrail,
   updateGuardrail,
   deleteGuardrail,
-  listKeyAssignments,
-  listGuardrailKeyAssignments,
-  bulkAssignKeys,
-  bulkUnassignKeys,
-  listMemberAssignments,
-  listGuardrailMemberAssignments,
-  bulkAssignMembers,
-  bulkUnassignMembers,
+  keyAssignments.listAll,
+  keyAssignments.listForGuardrail,
+  keyAssignments.bulkAssign,
+  keyAssignments.bulkUnassign,
+  memberAssignments.listAll,
+  memberAssignments.listForGuardrail,
+  memberAssignments.bulkAssign,
+  memberAssignments.bulkUnassign,
   listWorkspaceBudgets,
   getWorkspaceBudget,
   setWorkspaceBudgetRoute,

@@ -11,7 +11,7 @@ import { scriptedProvider, TEST_MODEL, withScriptedProviders } from '../../src/t
 import { callAs, TEST_ENCRYPTION_KEY } from '../helpers/gateway'
 
 const REQUESTS = 24
-// $0.00002 a request (10 tokens in at $1/M, 5 out at $2/M); each reserves $0.000026 (see test/unit/responses/spend-limits.test.ts).
+// $0.00002 a request (10 tokens in at $1/M, 5 out at $2/M); each reserves $0.000026 (see test/unit/inference/spend-limits.test.ts).
 const COST_NANO = 20_000
 const LIMIT_NANO = 150_000
 

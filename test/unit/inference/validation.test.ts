@@ -490,7 +490,7 @@ describe('plugins', () => {
     ['auto-beta-router', 'service/auto-beta'],
     ['pareto-router', 'service/pareto-code'],
     ['switchyard-router', 'service/switchyard'],
-  ])('validates %s and refuses it on a request for another model than its router %s (test/unit/responses/routers.test.ts runs it)', async (id, slug) => {
+  ])('validates %s and refuses it on a request for another model than its router %s (test/unit/inference/routers.test.ts runs it)', async (id, slug) => {
     await expectRejected(
       request({ plugins: [{ id: 'web', enabled: false }, { id }] }),
       `body.plugins.1: the "${id}" plugin configures the model "${slug}"; set model to "${slug}" or leave the plugin out`,
@@ -498,7 +498,7 @@ describe('plugins', () => {
     await expectAccepted(request({ plugins: [{ id, enabled: false }] }))
   })
 
-  it('validates fusion (test/unit/responses/fusion.test.ts runs it); a disabled one is accepted', async () => {
+  it('validates fusion (test/unit/inference/fusion.test.ts runs it); a disabled one is accepted', async () => {
     await expectRejected(request({ plugins: [{ id: 'web', enabled: false }, { id: 'fusion', analysis_models: [] }] }), 'body.plugins.1.analysis_models: must name at least 1 model')
     await expectAccepted(request({ plugins: [{ id: 'fusion', enabled: false }] }))
   })
