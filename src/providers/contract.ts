@@ -10,7 +10,7 @@ import type { ProviderApi } from './catalog'
 import type { FinishStatus, UpstreamStreamEvent } from './events'
 import type { NativeWebSearch, NativeWebSearchParameter, OutputItem, RequestExtensionName, RequestExtensions, ResponsesRequest, Usage } from './types'
 
-export type { FinishStatus, ItemEvent, RelayedEvent, UpstreamStreamEvent } from './events'
+export type { FinishStatus, ItemEvent, UpstreamStreamEvent } from './events'
 
 /** One upstream call, as core hands it to an adapter. */
 export interface UpstreamCall {

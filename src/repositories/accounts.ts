@@ -103,5 +103,3 @@ export const createAccountsRepository = (storage: StorageDriver, now: () => Date
     return { accounts: page.items.map((item) => withCredits(item.data)), totalCount: page.totalCount }
   },
 })
-
-export type AccountsRepository = ReturnType<typeof createAccountsRepository>

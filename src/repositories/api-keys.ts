@@ -127,5 +127,3 @@ export const createApiKeysRepository = (storage: StorageDriver, now: () => Date)
     return { keys: inWorkspace.slice(offset, offset + limit).map((item) => withLimits(item.data)), totalCount: inWorkspace.length }
   },
 })
-
-export type ApiKeysRepository = ReturnType<typeof createApiKeysRepository>

@@ -68,5 +68,3 @@ export const createByokRepository = (storage: StorageDriver, now: () => Date) =>
     return { credentials: page.items.map((item) => item.data), totalCount: page.totalCount }
   },
 })
-
-export type ByokRepository = ReturnType<typeof createByokRepository>

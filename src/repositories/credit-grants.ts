@@ -57,5 +57,3 @@ export const createCreditGrantsRepository = (storage: StorageDriver, now: () => 
     return { grants: page.items.map((item) => item.data), totalCount: page.totalCount }
   },
 })
-
-export type CreditGrantsRepository = ReturnType<typeof createCreditGrantsRepository>

@@ -226,5 +226,3 @@ export const createInternsRepository = (storage: StorageDriver, now: () => Date)
     release: (id: string, expectedVersion?: number) => storage.delete(INTERN_CREATIONS, id, expectedVersion),
   },
 })
-
-export type InternsRepository = ReturnType<typeof createInternsRepository>

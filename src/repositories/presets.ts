@@ -157,5 +157,3 @@ export const createPresetsRepository = (storage: StorageDriver, now: () => Date)
     },
   }
 }
-
-export type PresetsRepository = ReturnType<typeof createPresetsRepository>

@@ -190,5 +190,3 @@ export const createWorkspacesRepository = (storage: StorageDriver, defaults: Wor
     },
   }
 }
-
-export type WorkspacesRepository = ReturnType<typeof createWorkspacesRepository>

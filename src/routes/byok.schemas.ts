@@ -62,7 +62,6 @@ export const CreateByokBodySchema = v.strictObject({
   workspace_id: v.optional(UuidSchema),
   ...settingsEntries,
 })
-export type CreateByokBody = v.InferOutput<typeof CreateByokBodySchema>
 
 export const UpdateByokBodySchema = v.strictObject({ key: v.optional(RawKeySchema), ...settingsEntries })
 export type UpdateByokBody = v.InferOutput<typeof UpdateByokBodySchema>

@@ -48,7 +48,6 @@ export const EmbeddingsBodySchema = v.strictObject(
     trace: v.optional(boundedJson(v.record(v.string(), v.unknown()))),
   },
 )
-export type EmbeddingsBody = v.InferOutput<typeof EmbeddingsBodySchema>
 
 /** `GET /embeddings/models`: the paging the SDK sends (`offset`, `limit`; it asks for 500 by default). */
 export const EmbeddingModelsQuerySchema = v.strictObject(

@@ -8,7 +8,6 @@ export const GENERATION_ID_MAX = 128
 export const GetGenerationQuerySchema = v.strictObject({
   id: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(GENERATION_ID_MAX, `must be at most ${GENERATION_ID_MAX} characters`)),
 })
-export type GetGenerationQuery = v.InferOutput<typeof GetGenerationQuerySchema>
 
 const isCalendarDate = (value: string) => {
   const date = new Date(`${value}T00:00:00.000Z`)
@@ -24,4 +23,3 @@ export const ActivityQuerySchema = v.strictObject({
   group_by: v.optional(v.picklist(['workspace'], 'must be "workspace"')),
   workspace_id: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'))),
 })
-export type ActivityQuery = v.InferOutput<typeof ActivityQuerySchema>

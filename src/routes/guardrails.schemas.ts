@@ -129,7 +129,6 @@ export const CreateGuardrailBodySchema = v.strictObject({
   workspace_id: v.optional(v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a workspace id (a UUID)'))),
   ...ruleEntries,
 })
-export type CreateGuardrailBody = v.InferOutput<typeof CreateGuardrailBodySchema>
 
 export const UpdateGuardrailBodySchema = v.strictObject({ name: v.optional(NameSchema), ...ruleEntries })
 export type UpdateGuardrailBody = v.InferOutput<typeof UpdateGuardrailBodySchema>
@@ -141,7 +140,6 @@ const KeyHashesSchema = v.pipe(
 )
 
 export const BulkKeysBodySchema = v.strictObject({ key_hashes: KeyHashesSchema })
-export type BulkKeysBody = v.InferOutput<typeof BulkKeysBodySchema>
 
 export const BulkMembersBodySchema = v.strictObject({
   member_user_ids: v.pipe(

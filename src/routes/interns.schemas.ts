@@ -48,7 +48,6 @@ export const CreateInternBodySchema = v.strictObject({
   // docs/decisions.md, Interns: the vault-attach field is `vault_id` on input, reflected as `attached_vault_id`.
   vault_id: v.optional(v.nullable(UuidSchema)),
 })
-export type CreateInternBody = v.InferOutput<typeof CreateInternBodySchema>
 
 export const UpdateInternBodySchema = v.strictObject({
   name: v.optional(NameSchema),
@@ -56,7 +55,6 @@ export const UpdateInternBodySchema = v.strictObject({
   instructions: v.optional(InstructionsSchema),
   model: v.optional(ModelSchema),
 })
-export type UpdateInternBody = v.InferOutput<typeof UpdateInternBodySchema>
 
 export const InternParamsSchema = v.strictObject({ internId: UuidSchema })
 
@@ -129,7 +127,6 @@ export const InternChatCompletionsBodySchema = v.strictObject(
     model: v.optional(v.pipe(v.string(), v.maxLength(MODEL_SLUG_MAX, `must be at most ${MODEL_SLUG_MAX} characters`))),
   },
 )
-export type InternChatCompletionsBody = v.InferOutput<typeof InternChatCompletionsBodySchema>
 
 /** OpenRouter's optional delete body; an empty body reads as `{}`. */
 export const DeleteInternBodySchema = v.strictObject({ acknowledge_workspace_loss: v.optional(v.boolean('must be a boolean')) })

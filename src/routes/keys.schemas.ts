@@ -32,7 +32,6 @@ export const ListKeysQuerySchema = v.strictObject({
   // `@openrouter/sdk`'s `apiKeys.list` filter: only the keys bound to this workspace (every key when omitted).
   workspace_id: v.optional(v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a workspace id (a UUID)'))),
 })
-export type ListKeysQuery = v.InferOutput<typeof ListKeysQuerySchema>
 
 /** The largest spending limit a key may have, in USD (counters stay exact up to about 9 million). */
 export const KEY_LIMIT_MAX = 1_000_000
@@ -87,7 +86,6 @@ export const CreateKeyBodySchema = v.strictObject({
   include_byok_in_limit: v.optional(v.boolean()),
   expires_at: v.optional(ExpiresAtSchema),
 })
-export type CreateKeyBody = v.InferOutput<typeof CreateKeyBodySchema>
 
 export const UpdateKeyBodySchema = v.strictObject({
   name: v.optional(KeyNameSchema),
@@ -96,4 +94,3 @@ export const UpdateKeyBodySchema = v.strictObject({
   limit_reset: v.optional(LimitResetSchema),
   include_byok_in_limit: v.optional(v.boolean()),
 })
-export type UpdateKeyBody = v.InferOutput<typeof UpdateKeyBodySchema>

@@ -114,9 +114,8 @@ export type ListModelsQuery = v.InferOutput<typeof ListModelsQuerySchema>
 // The halves of a model slug (core/patterns MODEL_SLUG_PATTERN); the second may carry a `:variant`.
 const SlugPartSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9~._:@+-]+$/, 'must be part of a model slug'), v.maxLength(200, 'must be at most 200 characters'))
 
-export const ModelEndpointsParamsSchema = v.strictObject({ author: SlugPartSchema, slug: SlugPartSchema })
-
-export const GetModelParamsSchema = ModelEndpointsParamsSchema
+/** A model's path (`/models/{author}/{slug}` and its `/endpoints`). */
+export const ModelParamsSchema = v.strictObject({ author: SlugPartSchema, slug: SlugPartSchema })
 
 /** `GET /models/count`: the one filter OpenRouter's count takes. */
 export const CountModelsQuerySchema = v.strictObject(

@@ -15,10 +15,9 @@ import { defineRoute } from '../pipeline/route'
 import { basePathOf, CATALOG_CACHE_CONTROL, catalogAnswers } from './models.catalog'
 import {
   CountModelsQuerySchema,
-  GetModelParamsSchema,
   ListModelsQuerySchema,
   ListUserModelsQuerySchema,
-  ModelEndpointsParamsSchema,
+  ModelParamsSchema,
   type ListModelsQuery,
 } from './models.schemas'
 
@@ -39,7 +38,7 @@ export const listModelEndpoints = defineRoute({
   method: 'GET',
   path: '/models/:author/:slug/endpoints',
   auth: 'none',
-  params: ModelEndpointsParamsSchema,
+  params: ModelParamsSchema,
   async handle({ request, params, runtime }) {
     const answer = catalogAnswers(runtime.inference).endpoints(`${params.author}/${params.slug}`)
     if (!answer) throw new NotFoundError(`Model "${params.author}/${params.slug}" not found`)
@@ -62,7 +61,7 @@ export const getModel = defineRoute({
   method: 'GET',
   path: MODEL_PATH,
   auth: 'none',
-  params: GetModelParamsSchema,
+  params: ModelParamsSchema,
   async handle({ request, params, runtime }) {
     const answer = catalogAnswers(runtime.inference).model(`${params.author}/${params.slug}`, basePathOf(request, MODEL_PATH))
     if (!answer) throw new NotFoundError(`Model "${params.author}/${params.slug}" not found`)

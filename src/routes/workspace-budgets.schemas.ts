@@ -19,4 +19,3 @@ export const UpsertWorkspaceBudgetBodySchema = v.strictObject(
     include_byok_in_budgets: v.optional(v.boolean('must be a boolean')),
   },
 )
-export type UpsertWorkspaceBudgetBody = v.InferOutput<typeof UpsertWorkspaceBudgetBodySchema>

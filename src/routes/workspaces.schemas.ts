@@ -11,7 +11,6 @@ export const WorkspaceParamsSchema = v.strictObject({
   // spec GET /workspaces/{id}: the workspace UUID or slug, minimum length 1.
   id: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(256, 'must be at most 256 characters')),
 })
-export type WorkspaceParams = v.InferOutput<typeof WorkspaceParamsSchema>
 
 export const ListWorkspacesQuerySchema = v.strictObject({
   offset: v.optional(integerQuery(0, Number.MAX_SAFE_INTEGER), '0'),
@@ -67,7 +66,6 @@ const settingsEntries = {
 }
 
 export const CreateWorkspaceBodySchema = v.strictObject({ name: NameSchema, slug: WorkspaceSlugSchema, ...settingsEntries })
-export type CreateWorkspaceBody = v.InferOutput<typeof CreateWorkspaceBodySchema>
 
 export const UpdateWorkspaceBodySchema = v.strictObject({
   name: v.optional(NameSchema),

@@ -7,7 +7,6 @@ import { OVERHEAD_HEADER, replyInFormat, sseReply, type WireFormat } from './rep
 import { resultObject } from './responses-object'
 import { toResponsesSse } from './responses-sse'
 
-export { OVERHEAD_HEADER }
 
 export const replyWhole = (answer: WholeAnswer): Reply =>
   json(resultObject(answer.request, answer.result), 200, { [OVERHEAD_HEADER]: answer.overheadMs.toFixed(3) })

@@ -122,31 +122,7 @@ export type WireUsage = {
 
 export type WireContentBlock = { type: string; [key: string]: unknown }
 
-export type WireMessage = {
-  id?: string
-  type?: string
-  role?: string
-  model?: string
-  content?: WireContentBlock[]
-  stop_reason?: string | null
-  stop_sequence?: string | null
-  usage?: WireUsage
-  [key: string]: unknown
-}
-
 export type WireError = { type?: string; message?: string; [key: string]: unknown }
-
-/** One parsed `data:` payload of the stream, discriminated by `type`. */
-export type WireStreamEvent =
-  | { type: 'message_start'; message?: WireMessage }
-  | { type: 'content_block_start'; index: number; content_block?: WireContentBlock }
-  | { type: 'content_block_delta'; index: number; delta?: { type: string; [key: string]: unknown } }
-  | { type: 'content_block_stop'; index: number }
-  | { type: 'message_delta'; delta?: { stop_reason?: string | null; [key: string]: unknown }; usage?: WireUsage }
-  | { type: 'message_stop' }
-  | { type: 'ping' }
-  | { type: 'error'; error?: WireError }
-  | { type: string; [key: string]: unknown }
 
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -12,7 +12,7 @@
  * with the gateway's `routers.codingScores` option (a newer leaderboard, their own evaluations).
  */
 
-export const CODING_SCORES_SOURCE = 'Aider polyglot leaderboard (aider.chat/docs/leaderboards), data as of 2025-10-04'
+// Source: the Aider polyglot leaderboard (aider.chat/docs/leaderboards), data as of 2025-10-04.
 
 export const BUILT_IN_CODING_SCORES: Readonly<Record<string, number>> = Object.freeze({
   'openai/gpt-5': 0.867, // 2025-08-25, reasoning effort medium (the default)
