@@ -21,6 +21,7 @@ import { newResponseId, nowSeconds } from './response-identity'
 import { metadataIfRequested } from './service-metadata'
 import type { InferenceService } from './service'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from './session-events'
+import { createSessionKit, KEEP_ALIVE } from './session-kit'
 import { StreamSignal } from './stream-signal'
 import { createDeliveredText, estimatedUsage } from './stopped-usage'
 
@@ -31,9 +32,6 @@ const shuttingDown = (message: string) => new GatewayError(503, message, { metad
 
 /** The in-band failure of a stream the gateway ended as it shuts down: marked so, whatever the message. */
 export const shutdownFailure = (message: string): ResponseFailure => ({ status: 503, errorType: SHUTDOWN_ERROR_TYPE, message, isShutdown: true })
-
-// One object for every keep-alive: they carry nothing.
-const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
 type Opened = Extract<OpenStream, { isOpen: true }>
 
@@ -88,29 +86,18 @@ export const openSession = async (service: InferenceService, request: InferenceR
   const createdAt = nowSeconds(service)
 
   const start = (sink: EventSink<SessionEvent>) => {
+    const kit = createSessionKit(service, sink, { requestId: request.requestId, producer: 'stream producer', active })
     let open: Opened | undefined
     // Set once `started` is out: a failure from then on ends the response that was started.
     let started: Served | undefined
-    let isStopped = false
-    let needsDrain = false
-    // Keep-alives whenever the upstream goes quiet (long reasoning), so proxies keep the connection.
-    let lastWrite = performance.now()
-    let keepAlive: ReturnType<typeof setInterval> | undefined
     const items: OutputItem[] = []
     let usage: Usage | undefined
     // What an estimate counts when the upstream reported no usage.
     const delivered = createDeliveredText()
 
     const write = (event: SessionEvent) => {
-      lastWrite = performance.now()
       delivered.add(event)
-      if (!sink.write(event)) needsDrain = true
-    }
-    const end = (stopped?: StoppedUsage) => {
-      isStopped = true
-      clearInterval(keepAlive)
-      service.streams.delete(active)
-      sink.close(stopped)
+      kit.write(event)
     }
     // What the answer used when it was cut short after `started`: the upstream's usage if it came, else an estimate.
     const stoppedUsage = (): StoppedUsage | undefined => {
@@ -137,8 +124,6 @@ export const openSession = async (service: InferenceService, request: InferenceR
       const output = items.filter(Boolean)
       // No usage from the upstream (none sent, or the stream broke off first): what was delivered is charged, estimated.
       const billed = billAttempt(usage ?? estimatedUsage(request.body, delivered), served.attempt, service.byokFeeRate, output)
-      write({ type: 'usage', usage: billed })
-      if (failure) write({ type: 'error', error: failure })
       const finished = result({
         model: served.attempt.model.slug,
         status,
@@ -150,22 +135,19 @@ export const openSession = async (service: InferenceService, request: InferenceR
         ...(stopSequence === undefined ? {} : { stopSequence }),
         ...(usage === undefined ? { isUsageEstimated: true } : {}),
       })
-      write({ type: 'finished', result: { ...finished, ...metadataIfRequested(service, request, served, served.attemptNumber, startedAt) } })
-      end()
+      kit.finish(billed, failure, { ...finished, ...metadataIfRequested(service, request, served, served.attemptNumber, startedAt) })
     }
 
     // Committed before any content, and every attempt failed: report it in-band, with what a whole answer reports.
     const failBeforeContent = (error: GatewayError, failure = toResponseFailure(error)) => {
       const metadata = error.extraBody?.service_metadata as Record<string, unknown> | undefined
-      write({ type: 'started', id, createdAt, model: request.requestedModel, servedBy: null })
-      write({ type: 'error', error: failure })
+      kit.write({ type: 'started', id, createdAt, model: request.requestedModel, servedBy: null })
       const failed = result({ model: request.requestedModel, status: 'failed', output: [], usage: null, error: failure, incompleteDetails: null, servedBy: null })
-      write({ type: 'finished', result: metadata ? { ...failed, serviceMetadata: metadata } : failed })
-      end()
+      kit.finish(null, failure, metadata ? { ...failed, serviceMetadata: metadata } : failed)
     }
 
     onShutdown = (message) => {
-      if (isStopped) return
+      if (kit.isEnded) return
       if (!started) return failBeforeContent(shuttingDown(message), shutdownFailure(message))
       open?.opened.abort()
       finish(started, 'failed', shutdownFailure(message), null)
@@ -174,22 +156,22 @@ export const openSession = async (service: InferenceService, request: InferenceR
     const run = async () => {
       if (shutdownMessage !== undefined) return onShutdown!(shutdownMessage)
       if (early === 'commit') {
-        write(KEEP_ALIVE)
-        keepAlive = setInterval(() => write(KEEP_ALIVE), service.keepAliveMs)
+        kit.write(KEEP_ALIVE)
+        kit.keepAlive('always')
       }
       let opened: OpenStream
       try {
         opened = await opening
       } catch (error) {
-        clearInterval(keepAlive)
-        if (isStopped) return
-        if (error instanceof ClientClosedError) return end()
+        kit.keepAlive('off')
+        if (kit.isEnded) return
+        if (error instanceof ClientClosedError) return kit.end()
         return failBeforeContent(isGatewayError(error) ? error : new InternalError('Internal server error'))
       }
-      clearInterval(keepAlive)
-      if (!opened.isOpen) return isStopped ? undefined : failBeforeContent(opened.error)
+      kit.keepAlive('off')
+      if (!opened.isOpen) return kit.isEnded ? undefined : failBeforeContent(opened.error)
       open = opened
-      if (isStopped) return open.opened.abort()
+      if (kit.isEnded) return open.opened.abort()
       const { served, iterator } = open
       const attempt = open.opened
       if (request.body.debug?.echo_upstream_body) {
@@ -203,13 +185,11 @@ export const openSession = async (service: InferenceService, request: InferenceR
       }
       write({ type: 'started', id, createdAt, model: served.attempt.model.slug, servedBy: servedBy(served) })
       started = served
-      keepAlive = setInterval(() => {
-        if (performance.now() - lastWrite >= service.keepAliveMs) write(KEEP_ALIVE)
-      }, service.keepAliveMs)
+      kit.keepAlive('when-quiet')
 
       try {
         for (let next = open.first; ; next = await iterator.next()) {
-          if (isStopped) return
+          if (kit.isEnded) return
           if (next.done) {
             attempt.release()
             return finish(served, 'completed', null, null)
@@ -224,18 +204,14 @@ export const openSession = async (service: InferenceService, request: InferenceR
             if (event.type === 'response.output_item.done') items[event.output_index] = event.item
             write(event)
           }
-          // The client's pace sets the upstream's: a full socket pauses the reading.
-          if (needsDrain) {
-            needsDrain = false
-            await sink.ready()
-          }
+          await kit.paced()
         }
       } catch (error) {
-        if (isStopped) return
+        if (kit.isEnded) return
         attempt.abort()
         // The client went away without the consumer stopping the session (a host that aborts the request's signal):
         // the answer is charged what it used, as a stop would charge it.
-        if (error instanceof ClientClosedError || signal.aborted) return end(stoppedUsage())
+        if (error instanceof ClientClosedError || signal.aborted) return kit.end(stoppedUsage())
         const failure = toAttemptFailure(error, served.attempt, attempt.secrets, { timeouts: service.timeouts })
         service.logger.warn('upstream stream failed after content', {
           requestId: request.requestId,
@@ -246,27 +222,16 @@ export const openSession = async (service: InferenceService, request: InferenceR
       }
     }
 
-    run().catch((error: unknown) => {
-      // A bug, not an upstream failure: the client must not take what it got for a whole answer.
-      isStopped = true
-      clearInterval(keepAlive)
-      service.streams.delete(active)
-      open?.opened.abort()
-      service.logger.error('stream producer failed', { requestId: request.requestId, error })
-      sink.fail(error)
-    })
+    // A bug, not an upstream failure: the client must not take what it got for a whole answer.
+    kit.run(run, () => open?.opened.abort())
 
     // The consumer went away: abort the upstream at once.
-    return () => {
-      if (isStopped) return undefined
-      isStopped = true
-      clearInterval(keepAlive)
-      service.streams.delete(active)
+    return kit.stopper(() => {
       open?.opened.abort()
       abortOpening()
       open?.iterator.return?.()?.catch(() => {})
       return stoppedUsage()
-    }
+    })
   }
 
   return { request: request.body, overheadMs: performance.now() - startedAt - upstreamMs, start }

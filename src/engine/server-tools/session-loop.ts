@@ -15,6 +15,7 @@ import { toResponseFailure } from '../fallback'
 import type { InferenceRequest } from '../request'
 import { requestAbortSignal } from '../request-deadline'
 import type { InferenceService } from '../service'
+import { createSessionKit } from '../session-kit'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage } from '../session-events'
 import { openSession, shutdownFailure } from '../stream-session'
 import { StreamSignal } from '../stream-signal'
@@ -23,8 +24,6 @@ import type { ServerTool } from './contract'
 import { ServerToolLoop, type PendingCall } from './loop'
 import type { ServerToolPlan } from './plan'
 import { nestedRunnerFor } from './whole-loop'
-
-const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
 type TurnEnd = { how: 'finished'; result: ResponseResult } | { how: 'closed'; stopped?: StoppedUsage } | { how: 'broken'; error: unknown }
 
@@ -54,11 +53,9 @@ export const openServerToolSession = async (service: InferenceService, request: 
   const first = await openSession(service, loop.turnRequest())
 
   const start = (sink: EventSink<SessionEvent>) => {
-    let isStopped = false
     let shutdownMessage: string | undefined
     let stopTurn: (() => StoppedUsage | undefined) | undefined
     let isBetweenTurns = false
-    let keepAlive: ReturnType<typeof setInterval> | undefined
     /** The client's items of the turns before the current one. */
     const output: OutputItem[] = []
     // The response as the first turn started it: its id and creation time hold for every turn.
@@ -67,54 +64,35 @@ export const openServerToolSession = async (service: InferenceService, request: 
 
     const active: ActiveStream = {
       end(message) {
-        if (isStopped || shutdownMessage !== undefined) return
+        if (kit.isEnded || shutdownMessage !== undefined) return
         shutdownMessage = message
         signal.abort(new Error(message))
         // A turn in flight ends itself; between turns nothing else would notice.
         if (isBetweenTurns) finishShutdown()
       },
     }
+    const kit = createSessionKit(service, sink, { requestId: request.requestId, producer: 'server-tool stream', active })
     service.streams.add(active)
 
-    const stopKeepAlive = () => {
-      clearInterval(keepAlive)
-      keepAlive = undefined
-    }
-    const startKeepAlive = () => {
-      stopKeepAlive()
-      keepAlive = setInterval(() => sink.write(KEEP_ALIVE), service.keepAliveMs)
-    }
-    const close = (stopped?: StoppedUsage) => {
-      isStopped = true
-      stopKeepAlive()
-      service.streams.delete(active)
-      sink.close(stopped)
-    }
     // What the response used when its client went away: the finished turns and the tools, plus the running turn.
     const stoppedUsage = (turn: StoppedUsage | undefined): StoppedUsage | undefined => {
       if (!started) return undefined
       return turn ? { usage: loop.usage(turn.usage), isEstimated: turn.isEstimated } : { usage: loop.usage(), isEstimated: false }
     }
     const finish = (status: ResponseResult['status'], error: ResponseFailure | null, incompleteDetails: { reason: string } | null) => {
-      if (isStopped) return
-      if (!started) return close()
+      if (kit.isEnded) return
+      if (!started) return kit.end()
       const usage = loop.usage()
-      sink.write({ type: 'usage', usage })
-      if (error) sink.write({ type: 'error', error })
-      sink.write({
-        type: 'finished',
-        result: {
-          ...(lastResult ?? { model: started.model, servedBy: started.servedBy, completedAt: started.createdAt }),
-          id: started.id,
-          createdAt: started.createdAt,
-          status,
-          output: [...output],
-          usage,
-          error,
-          incompleteDetails,
-        },
+      kit.finish(usage, error, {
+        ...(lastResult ?? { model: started.model, servedBy: started.servedBy, completedAt: started.createdAt }),
+        id: started.id,
+        createdAt: started.createdAt,
+        status,
+        output: [...output],
+        usage,
+        error,
+        incompleteDetails,
       })
-      close()
     }
     function finishShutdown() {
       finish('failed', shutdownFailure(shutdownMessage!), null)
@@ -257,11 +235,11 @@ export const openServerToolSession = async (service: InferenceService, request: 
           const end = await playTurn(session, layout, isFirst)
           stopTurn = undefined
           if (end.how === 'broken') throw end.error
-          if (end.how === 'closed') return shutdownMessage === undefined ? close(stoppedUsage(end.stopped)) : finishShutdown()
+          if (end.how === 'closed') return shutdownMessage === undefined ? kit.end(stoppedUsage(end.stopped)) : finishShutdown()
           const { result } = end
           lastResult = result
           isBetweenTurns = true
-          startKeepAlive()
+          kit.keepAlive('always')
           const decision = loop.afterTurn({ output: result.output, status: result.status, incompleteDetails: result.incompleteDetails, usage: result.usage })
           // What the turn's text was annotated with as it streamed: the pages found before it.
           const citable = [...loop.sources]
@@ -294,14 +272,14 @@ export const openServerToolSession = async (service: InferenceService, request: 
             return finish('failed', toResponseFailure(isGatewayError(error) ? error : new InternalError('Internal server error')), null)
           }
           // Shut down or stopped while the next turn was opening: its upstream was aborted with the signal.
-          if (isStopped) return
-          stopKeepAlive()
+          if (kit.isEnded) return
+          kit.keepAlive('off')
           isBetweenTurns = false
         }
       } catch (error) {
-        if (isStopped) return
+        if (kit.isEnded) return
         if (shutdownMessage !== undefined) return finishShutdown()
-        if (error instanceof ClientClosedError || signal.aborted) return close(stoppedUsage(undefined))
+        if (error instanceof ClientClosedError || signal.aborted) return kit.end(stoppedUsage(undefined))
         throw error
       } finally {
         tools.release()
@@ -309,26 +287,15 @@ export const openServerToolSession = async (service: InferenceService, request: 
       }
     }
 
-    run().catch((error: unknown) => {
-      // A bug, not an upstream failure: the client must not take what it got for a whole answer.
-      isStopped = true
-      stopKeepAlive()
-      service.streams.delete(active)
-      signal.abort(error)
-      service.logger.error('server-tool stream failed', { requestId: request.requestId, error })
-      sink.fail(error)
-    })
+    // A bug, not an upstream failure: the client must not take what it got for a whole answer.
+    kit.run(run, (error) => signal.abort(error))
 
     // The consumer went away: stop the turn and every tool run at once. What was used is the finished turns'
     // usage and the tools' cost, plus what the stopped turn used (its usage or the observer's estimate of it).
-    return (): StoppedUsage | undefined => {
-      if (isStopped) return undefined
-      isStopped = true
-      stopKeepAlive()
-      service.streams.delete(active)
+    return kit.stopper(() => {
       signal.abort(new ClientClosedError())
       return stoppedUsage(stopTurn?.()) ?? { usage: loop.usage(), isEstimated: false }
-    }
+    })
   }
 
   return { request: request.body, overheadMs: first.overheadMs, start }

@@ -15,6 +15,7 @@ import type { InferenceRequest } from '../../request'
 import { newResponseId, nowSeconds } from '../../response-identity'
 import type { PipelineStage } from '../../request'
 import type { InferenceService } from '../../service'
+import { createSessionKit } from '../../session-kit'
 import type { EventSink, ResponseFailure, ResponseResult, ResponseSession, SessionEvent, StoppedUsage, WholeAnswer } from '../../session-events'
 import { fusionEvent, fusionItem, newFusionItemId, pendingFusionItem } from './item'
 import { judgeBody } from './judge'
@@ -27,7 +28,6 @@ import { sumFusionUsage } from './usage'
 export type PreparedFusion = NonNullable<InferenceRequest['fusion']>
 
 const NO_HOOKS = { onText: () => {}, onReasoning: () => {} }
-const KEEP_ALIVE: SessionEvent = Object.freeze({ type: 'keep_alive' })
 
 /**
  * Reserves every run's spend before any is sent: the judge's and the analyst's (on their requests before the panel's
@@ -179,14 +179,13 @@ export const openFusionSession = async (service: InferenceService, request: Infe
     const outcomes: Array<PanelOutcome | undefined> = runs.map((run) => (isPanelRun(run) ? undefined : run))
     let analysisRun: PanelRun | undefined
     let analysis: AnalysisOutcome | undefined
-    let isStopped = false
+    const kit = createSessionKit(service, sink, { requestId: request.requestId, producer: 'fusion stream' })
     // Once the analyst's or the judge's run is opening, its reservation is settled with it; before, a stop gives it back.
     let isAnalystOpening = false
     let isJudgeOpening = false
     let stopJudge: (() => StoppedUsage | undefined) | undefined
     // What the judge had used when its client went away without a stop (the request's signal aborted).
     let judgeStopped: StoppedUsage | undefined
-    let keepAlive: ReturnType<typeof setInterval> | undefined
     const relay = (type: string, fields: Record<string, unknown> = {}) => sink.write({ type: 'relayed', event: fusionEvent(type, itemId, 0, fields) })
     // `message`, not OpenRouter's `error`: the openai SDK throws on any stream event with a top-level `error` key.
     const relayFailure = (outcome: Extract<PanelOutcome, { isAnswered: false }>) =>
@@ -205,32 +204,21 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       if (!isJudgeOpening) judge.release()
     }
 
-    const close = (stopped?: StoppedUsage) => {
-      isStopped = true
-      clearInterval(keepAlive)
-      sink.close(stopped)
-    }
     const finishFailed = (error: ResponseFailure, output: ResponseResult['output']) => {
       const usage = sumFusionUsage(usedBeforeJudge())
-      sink.write({ type: 'usage', usage })
-      sink.write({ type: 'error', error })
-      sink.write({
-        type: 'finished',
-        result: { id, createdAt, completedAt: nowSeconds(service), model: judgeModel, status: 'failed', output, usage, error, incompleteDetails: null, servedBy: null },
-      })
-      close()
+      kit.finish(usage, error, { id, createdAt, completedAt: nowSeconds(service), model: judgeModel, status: 'failed', output, usage, error, incompleteDetails: null, servedBy: null })
     }
 
     const playPanel = (run: PanelRun | PanelOutcome, index: number): Promise<void> => {
       if (!isPanelRun(run)) return Promise.resolve()
       return run
         .play({
-          onText: (delta) => void (isStopped || relay('panel.delta', { model: run.model, delta })),
-          onReasoning: (delta) => void (isStopped || relay('panel.reasoning.delta', { model: run.model, delta })),
+          onText: (delta) => void (kit.isEnded || relay('panel.delta', { model: run.model, delta })),
+          onReasoning: (delta) => void (kit.isEnded || relay('panel.reasoning.delta', { model: run.model, delta })),
         })
         .then((outcome) => {
           outcomes[index] = outcome
-          if (isStopped) return
+          if (kit.isEnded) return
           if (outcome.isAnswered) relay('panel.completed', { model: outcome.model, content: outcome.content })
           else relayFailure(outcome)
         })
@@ -273,8 +261,7 @@ export const openFusionSession = async (service: InferenceService, request: Infe
           },
           fail: (error) => {
             stopJudge = undefined
-            isStopped = true
-            sink.fail(error)
+            kit.fail(error)
             resolve()
           },
         })
@@ -285,17 +272,17 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       const names = { analyst_model: analystModel, judge_model: judgeModel }
       relay('analysis.in_progress', names)
       // Nothing reaches the client until the judge answers: keep-alives hold the connection open.
-      keepAlive = setInterval(() => sink.write(KEEP_ALIVE), service.keepAliveMs)
+      kit.keepAlive('always')
       isAnalystOpening = true
       const opened = await openAnalysis(analyst, fusion, ended)
       if (isPanelRun(opened)) {
         // Started even when the client already left, so that stopping it settles its reservation.
         const playing = opened.play(NO_HOOKS)
-        if (isStopped) opened.stop()
+        if (kit.isEnded) opened.stop()
         else analysisRun = opened
         const outcome = await playing
-        if (!isStopped) return relayAnalysis(readAnalysis(outcome), names)
-      } else if (!isStopped) return relayAnalysis(readAnalysis(opened), names)
+        if (!kit.isEnded) return relayAnalysis(readAnalysis(outcome), names)
+      } else if (!kit.isEnded) return relayAnalysis(readAnalysis(opened), names)
       judge.release()
       return undefined
     }
@@ -307,7 +294,7 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       for (const member of runs) relay('panel.added', { model: member.model })
       for (const outcome of outcomes) if (outcome && !outcome.isAnswered) relayFailure(outcome)
       await Promise.all(runs.map(playPanel))
-      if (isStopped) return releaseUnopened()
+      if (kit.isEnded) return releaseUnopened()
       const ended = outcomes as PanelOutcome[]
       if (ended.every((outcome) => !outcome.isAnswered)) {
         releaseUnopened()
@@ -326,34 +313,25 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       try {
         session = await judge.open(judgeRequest(request, ended, analysis))
       } catch (error) {
-        if (isStopped) return
-        clearInterval(keepAlive)
+        if (kit.isEnded) return
+        kit.keepAlive('off')
         if (!isGatewayError(error)) throw error
         return finishFailed(toResponseFailure(error), [item])
       }
-      clearInterval(keepAlive)
-      if (isStopped) {
+      kit.keepAlive('off')
+      if (kit.isEnded) {
         session.start({ write: () => true, ready: () => Promise.resolve(), close: () => {}, fail: () => {} })()
         return
       }
       await playJudge(session, item)
-      if (!isStopped) close(judgeStopped && { usage: sumFusionUsage([...usedBeforeJudge(), judgeStopped.usage]), isEstimated: judgeStopped.isEstimated })
+      kit.end(judgeStopped && { usage: sumFusionUsage([...usedBeforeJudge(), judgeStopped.usage]), isEstimated: judgeStopped.isEstimated })
     }
 
-    run().catch((error: unknown) => {
-      // A bug, not an upstream failure: the client must not take what it got for a whole answer.
-      releaseUnopened()
-      isStopped = true
-      clearInterval(keepAlive)
-      service.logger.error('fusion stream failed', { requestId: request.requestId, error })
-      sink.fail(error)
-    })
+    // A bug, not an upstream failure: the client must not take what it got for a whole answer.
+    kit.run(run, releaseUnopened)
 
     // The consumer went away: every run still going stops, each settling its own spend; the record gets their sum.
-    return (): StoppedUsage | undefined => {
-      if (isStopped) return undefined
-      isStopped = true
-      clearInterval(keepAlive)
+    return kit.stopper((): StoppedUsage => {
       // A member's outcome, once recorded, holds its usage; before, stopping the run tells it.
       const used = runs.map((member, index): StoppedUsage | undefined => {
         const usage = outcomes[index]?.usage
@@ -363,7 +341,7 @@ export const openFusionSession = async (service: InferenceService, request: Infe
       used.push(analysis?.usage ? { usage: analysis.usage, isEstimated: false } : analysisRun?.stop(), stopJudge?.())
       const parts = used.filter((part): part is StoppedUsage => part !== undefined)
       return { usage: sumFusionUsage(parts.map((part) => part.usage)), isEstimated: parts.some((part) => part.isEstimated) }
-    }
+    })
   }
 
   return { request: request.body, overheadMs, start }
