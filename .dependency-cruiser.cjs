@@ -63,7 +63,7 @@ module.exports = {
       severity: 'error',
       comment: 'Domain rules over repositories (accounts, keys, BYOK): no engine, no HTTP.',
       from: { path: '^src/services/' },
-      to: { path: '^src/(engine|writers|interns|pipeline|routes|admin|gateway|cli|adapters|transport)/' },
+      to: { path: '^src/(engine|writers|interns|ledger|pipeline|routes|admin|gateway|cli|adapters|transport)/' },
     },
     {
       name: 'engine-knows-no-http-layer',
@@ -73,9 +73,18 @@ module.exports = {
         'One documented exception (docs/architecture.md): destination.ts loads the system resolver lazily where no resolver was configured.',
       from: { path: '^src/engine/' },
       to: {
-        path: '^src/(routes|pipeline|admin|gateway|cli|adapters|transport)/',
+        path: '^src/(routes|pipeline|ledger|admin|gateway|cli|adapters|transport)/',
         pathNot: '^src/transport/system-resolver\\.ts$',
       },
+    },
+    {
+      name: 'ledger-observes-answers',
+      severity: 'error',
+      comment:
+        'The usage ledger records what the engine answered: it knows the engine, services and repositories; the pipeline, routes ' +
+        'and the composition root write through it, never the reverse.',
+      from: { path: '^src/ledger/' },
+      to: { path: '^src/(routes|pipeline|admin|gateway|cli|adapters|transport|interns|writers)/' },
     },
     {
       name: 'engine-knows-no-interns',

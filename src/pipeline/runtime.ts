@@ -3,7 +3,7 @@ import type { EventLoopMonitor } from '../core/event-loop'
 
 import type { InferenceService } from '../engine/service'
 import type { InternSettings } from '../interns/settings'
-import type { Ledger } from './ledger'
+import type { Ledger } from '../ledger/ledger'
 import type { RateLimitOptions } from './rate-limit'
 
 export interface GatewayRuntime {

@@ -7,7 +7,7 @@
 import { cachedJsonReply } from '../core/cached-json'
 import { json } from '../core/reply'
 import { prepareEmbeddings, runEmbeddings, type EmbeddingsAnswer, type EmbeddingsRequestBody } from '../engine/embeddings'
-import { createGenerationRecorder, prepareRecorded } from '../pipeline/generation-record'
+import { createGenerationRecorder, prepareRecorded } from '../ledger/generation-record'
 import { defineRoute } from '../pipeline/route'
 import { chatCompletionId } from '../writers/chat-completions-shared'
 import { toEmbeddingsWire } from '../writers/embeddings-json'

@@ -39,7 +39,7 @@ import type { GatewayRuntime } from '../pipeline/runtime'
 import type { InputItem } from '../providers/types'
 import type { JsonValue } from '../storage/contract'
 import { readIdempotencyKey } from '../pipeline/idempotency'
-import { createGenerationRecorder, prepareRecorded } from '../pipeline/generation-record'
+import { createGenerationRecorder, prepareRecorded } from '../ledger/generation-record'
 import {
   ChatBodySchema,
   DeleteInternBodySchema,

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { silentLogger } from '../../src/core/logger'
-import { createLedger } from '../../src/pipeline/ledger'
+import { createLedger } from '../../src/ledger/ledger'
 import { createGenerationsRepository, type GenerationRecord } from '../../src/repositories/generations'
 import type { StorageDriver } from '../../src/storage/contract'
 

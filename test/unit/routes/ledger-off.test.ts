@@ -9,7 +9,7 @@
 
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createGateway, memoryStorage, type GatewayOptions } from '../../../src'
-import { DEFAULT_LEDGER_SWEEP_INTERVAL_MS } from '../../../src/pipeline/ledger'
+import { DEFAULT_LEDGER_SWEEP_INTERVAL_MS } from '../../../src/ledger/ledger'
 import { createTestGateway, readEvents, scriptedProvider, TEST_MODEL, type TestGateway } from '../../../src/testing'
 import { readJson } from '../../helpers/gateway'
 

@@ -7,7 +7,7 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { StorageUnavailableError } from '../../../src/core/errors'
-import { createLedger } from '../../../src/pipeline/ledger'
+import { createLedger } from '../../../src/ledger/ledger'
 import type { GenerationRecord, GenerationsRepository } from '../../../src/repositories/generations'
 import { createRecordingLogger } from '../../helpers/logger'
 import { generationRecord } from '../../storage/generations'

@@ -22,7 +22,7 @@ import type { InferenceService } from '../engine/service'
 import type { ResponseResult, StoppedUsage } from '../engine/session-events'
 import { contentLength } from '../engine/stopped-usage'
 import type { GenerationApi, GenerationContentRecord, GenerationRecord, GenerationStatus } from '../repositories/generations'
-import type { Caller } from './auth'
+import type { Caller } from '../services/caller'
 import type { Ledger } from './ledger'
 import { answeredContent, failedContent, shouldKeepContent } from './generation-content'
 
