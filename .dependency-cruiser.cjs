@@ -5,7 +5,8 @@
  */
 
 // Code that runs on every host (Node, Bun, Deno, workers): only web APIs, no Node built-ins.
-const PORTABLE = '^src/(core|pipeline|routes|engine|writers|providers|services|repositories|interns|admin|gateway|testing)/'
+const PORTABLE =
+  '^src/(core|pipeline|routes|ledger|engine|writers|providers|services|repositories|interns|admin|gateway|testing)/|^src/transport/(contract|idle-watch)\\.ts$'
 
 module.exports = {
   forbidden: [
@@ -70,11 +71,12 @@ module.exports = {
       severity: 'error',
       comment:
         'The engine decides answers; routes, the pipeline and the composition root call it, never the reverse. ' +
-        'One documented exception (docs/architecture.md): destination.ts loads the system resolver lazily where no resolver was configured.',
+        'It calls upstreams through the transport contract only. One documented exception (docs/architecture.md): destination.ts ' +
+        'loads the system resolver lazily where no resolver was configured.',
       from: { path: '^src/engine/' },
       to: {
         path: '^src/(routes|pipeline|ledger|admin|gateway|cli|adapters|transport)/',
-        pathNot: '^src/transport/system-resolver\\.ts$',
+        pathNot: '^src/transport/(system-resolver|contract)\\.ts$',
       },
     },
     {
@@ -183,9 +185,9 @@ module.exports = {
     {
       name: 'transports-know-only-their-contract',
       severity: 'error',
-      comment: 'The transport contract (and the idle watch every transport shares) lives beside the engine that calls it.',
+      comment: 'A transport knows its contract (src/transport/contract.ts, with the idle watch every transport shares), the request type it carries and the kernel.',
       from: { path: '^src/transport/' },
-      to: { path: '^src/', pathNot: '^src/(transport|core)/|^src/engine/(transport|idle-watch)\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(transport|core)/|^src/providers/contract\\.ts$' },
     },
     {
       name: 'client-libraries-stay-in-their-driver',

@@ -56,7 +56,7 @@ export {
   type UpstreamTimeouts,
   type UpstreamResponse,
   type UpstreamExchangeOptions,
-} from './engine/transport'
+} from './transport/contract'
 export type { CallerDestination, HostResolver, ResolvedAddress } from './core/upstream-guard'
 export type { ProviderAdapter, UpstreamCall, UpstreamTarget, UpstreamRequest, UpstreamResult, UpstreamStreamEvent } from './providers/contract'
 export type { InternRuntime, InternView, ProvisioningStep, ChatContext } from './interns/runtime'

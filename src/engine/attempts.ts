@@ -25,7 +25,7 @@ import {
   readBodyText,
   readCapped,
   type UpstreamResponse,
-} from './transport'
+} from '../transport/contract'
 
 /** What one attempt needs of its request. */
 export interface AttemptRequest {

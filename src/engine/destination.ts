@@ -6,7 +6,7 @@
  */
 
 import { assertAllowedAddresses, DestinationRefusedError, type CallerDestination, type HostResolver, type UpstreamGuard } from '../core/upstream-guard'
-import type { UpstreamTransport } from './transport'
+import type { UpstreamTransport } from '../transport/contract'
 
 let systemResolver: Promise<HostResolver> | undefined
 

@@ -8,7 +8,7 @@
 import type { Logger } from '../core/logger'
 import { parseInput } from '../core/validation'
 import { UnknownPriceTargetError, type ModelCatalog } from './models'
-import { isDeclaredOver, readBodyText, UpstreamTooLargeSignal } from './transport'
+import { isDeclaredOver, readBodyText, UpstreamTooLargeSignal } from '../transport/contract'
 import { PriceDocumentSchema } from './prices.schemas'
 
 export interface PriceSourceOptions {

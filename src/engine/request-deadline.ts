@@ -7,7 +7,7 @@
 import type { ClientSignal } from '../core/client-signal'
 import { Deadline } from '../core/deadline'
 import { UpstreamTimeoutError } from '../core/errors'
-import type { UpstreamTimeouts } from './transport'
+import type { UpstreamTimeouts } from '../transport/contract'
 
 /** The default `requestTimeoutMs`: ten minutes, the longest answers a reasoning model streams (and OpenAI's own client default). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 600_000

@@ -5,7 +5,7 @@
  * watch and aborts apply to them as to a real upstream.
  */
 
-import { fetchTransport, type UpstreamTransport } from '../engine/transport'
+import { fetchTransport, type UpstreamTransport } from '../transport/contract'
 import type { AnswerPlan, ScriptedWait } from './script'
 import { SCRIPTED, type ScriptedCall, type ScriptedProvider } from './scripted-provider'
 import { SCRIPTED_URL_SCHEME, encodeStreamStep, type WireErrorBody, type WireRequest, type WireStep } from './wire'

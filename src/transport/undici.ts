@@ -10,7 +10,7 @@ import type { Agent as UndiciAgent, Dispatcher, errors as UndiciErrors } from 'u
 import type { LookupAddress, LookupOptions } from 'node:dns'
 import type { ClientSignal } from '../core/client-signal'
 import { assertAllowedAddresses, DestinationRefusedError, type UpstreamGuard } from '../core/upstream-guard'
-import { IdleWatch } from '../engine/idle-watch'
+import { IdleWatch } from './idle-watch'
 import {
   UpstreamTimeoutSignal,
   UpstreamTooLargeSignal,
@@ -18,7 +18,7 @@ import {
   type UpstreamResponse,
   type UpstreamTimeouts,
   type UpstreamTransport,
-} from '../engine/transport'
+} from './contract'
 import { systemResolver } from './system-resolver'
 
 /**

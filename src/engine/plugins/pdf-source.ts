@@ -9,7 +9,7 @@ import { formatByteSize } from '../../core/byte-size'
 import type { InferenceService } from '../service'
 import { fetchGuarded } from '../server-tools/web-fetch'
 import { ServerToolFailure } from '../server-tools/tool-errors'
-import type { UpstreamResponse } from '../transport'
+import type { UpstreamResponse } from '../../transport/contract'
 
 export interface FilePart {
   type: 'input_file'

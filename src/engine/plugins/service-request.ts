@@ -8,7 +8,7 @@
 import { UpstreamError } from '../../core/errors'
 import type { UpstreamRequest } from '../../providers/contract'
 import type { InferenceService } from '../service'
-import { UpstreamTimeoutSignal, UpstreamTooLargeSignal, readBodyText } from '../transport'
+import { UpstreamTimeoutSignal, UpstreamTooLargeSignal, readBodyText } from '../../transport/contract'
 
 const MAX_ANSWER_BYTES = 1024 * 1024
 

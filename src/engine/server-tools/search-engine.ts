@@ -3,7 +3,7 @@
  * what it can honour. Engines implement it in search-engines/*.ts; search-engines.ts builds the configured ones.
  */
 
-import type { UpstreamTimeouts, UpstreamTransport } from '../transport'
+import type { UpstreamTimeouts, UpstreamTransport } from '../../transport/contract'
 
 /** The request parameters an engine may honour beyond the query and the number of results. */
 export type SearchFeature = 'allowed_domains' | 'excluded_domains' | 'max_characters' | 'mode' | 'search_context_size' | 'user_location'

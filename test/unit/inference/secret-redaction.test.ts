@@ -5,7 +5,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ModelEntry } from '../../../src/engine/models'
-import type { UpstreamTransport } from '../../../src/engine/transport'
+import type { UpstreamTransport } from '../../../src/transport/contract'
 import { sentSecrets } from '../../../src/engine/sent-secrets'
 import { createRecordingLogger, type RecordingLogger } from '../../helpers/logger'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'

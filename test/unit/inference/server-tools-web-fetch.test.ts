@@ -7,7 +7,7 @@
 import type { LookupAddress, LookupOptions, lookup } from 'node:dns'
 import { Agent, fetch as undiciFetch } from 'undici'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { fetchTransport } from '../../../src/engine/transport'
+import { fetchTransport } from '../../../src/transport/contract'
 import { READABILITY_MAX_ELEMENTS } from '../../../src/engine/server-tools/page-text'
 import type { HostResolver, UpstreamGuardOptions } from '../../../src/core/upstream-guard'
 import { createTestGateway, scriptedProvider, type ScriptedCall, type ScriptedReply, type TestGateway } from '../../../src/testing'

@@ -2,7 +2,7 @@ import http, { type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { createUpstreamGuard, DestinationRefusedError, type HostResolver } from '../../../src/core/upstream-guard'
-import { UpstreamTimeoutSignal, UpstreamTooLargeSignal, type UpstreamTimeouts } from '../../../src/engine/transport'
+import { UpstreamTimeoutSignal, UpstreamTooLargeSignal, type UpstreamTimeouts } from '../../../src/transport/contract'
 import { undiciTransport } from '../../../src/transport/undici'
 
 const transport = undiciTransport()

@@ -5,7 +5,7 @@
  */
 
 import type { UpstreamRequest } from '../../../providers/contract'
-import { UpstreamTimeoutSignal, UpstreamTooLargeSignal, readBodyText } from '../../transport'
+import { UpstreamTimeoutSignal, UpstreamTooLargeSignal, readBodyText } from '../../../transport/contract'
 import type { SearchContext } from '../search-engine'
 import { ServerToolFailure } from '../tool-errors'
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { IdleWatch } from '../../../src/engine/idle-watch'
+import { IdleWatch } from '../../../src/transport/idle-watch'
 
 describe('IdleWatch', () => {
   beforeEach(() => {
