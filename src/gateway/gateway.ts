@@ -85,27 +85,61 @@ const flavorForPath = (relativePath: string | null): ErrorFlavor => {
   return /^\/messages\/?$/.test(relativePath) ? 'anthropic' : 'standard'
 }
 
+/** What every request of one gateway hands its route the same: built once. */
+type GatewayScope = Pick<RouteContext<unknown, unknown, unknown, RouteAuth>, 'repositories' | 'secrets' | 'logger' | 'now' | 'runtime'>
+
+/** What one request hands its route: the request, its input as the route's schemas read it, and its caller. */
+type RequestScope = Omit<RouteContext<unknown, unknown, unknown, RouteAuth>, keyof GatewayScope | 'signal'>
+
 /**
- * What a route's handler gets. A class rather than a literal so that `signal` can be a getter on the
- * prototype: a route that never reads it never builds an AbortSignal, which on Node is not free per request
- * (client-signal.ts), and no per-request getter closure is made either.
+ * What a route's handler gets: the gateway's scope and the request's. A class rather than a literal so that `signal`
+ * can be a getter on the prototype: a route that never reads it never builds an AbortSignal, which on Node is not free
+ * per request (client-signal.ts), and no per-request getter closure is made either; the gateway's scope is read
+ * through getters too, so a request copies none of it.
  */
 class HandlerContext implements RouteContext<unknown, unknown, unknown, RouteAuth> {
+  readonly request: Request
+  readonly requestId: string
+  readonly params: unknown
+  readonly query: unknown
+  readonly body: unknown
+  readonly caller: Caller | null
+  readonly clientSignal: ClientSignal
+  readonly access: AccessLog | undefined
+
   constructor(
-    readonly request: Request,
-    readonly requestId: string,
-    readonly params: unknown,
-    readonly query: unknown,
-    readonly body: unknown,
-    readonly caller: Caller | null,
-    readonly repositories: Repositories,
-    readonly secrets: SecretBox,
-    readonly logger: Logger,
-    readonly now: () => Date,
-    readonly runtime: GatewayRuntime,
-    readonly clientSignal: ClientSignal,
-    readonly access: AccessLog | undefined,
-  ) {}
+    private readonly scope: GatewayScope,
+    fields: RequestScope,
+  ) {
+    this.request = fields.request
+    this.requestId = fields.requestId
+    this.params = fields.params
+    this.query = fields.query
+    this.body = fields.body
+    this.caller = fields.caller
+    this.clientSignal = fields.clientSignal
+    this.access = fields.access
+  }
+
+  get repositories(): Repositories {
+    return this.scope.repositories
+  }
+
+  get secrets(): SecretBox {
+    return this.scope.secrets
+  }
+
+  get logger(): Logger {
+    return this.scope.logger
+  }
+
+  get now(): () => Date {
+    return this.scope.now
+  }
+
+  get runtime(): GatewayRuntime {
+    return this.scope.runtime
+  }
 
   get signal(): AbortSignal {
     return this.request.signal
@@ -198,6 +232,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const { sweepIntervalMs } = runtime.interns.provisioning
   const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
 
+  const gatewayScope: GatewayScope = { repositories, secrets, logger, now, runtime }
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, clientSignal: ClientSignal, access: AccessLog | undefined) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit. The others read
     // past every change that returned before they arrived, whichever gateway on the store made it.
@@ -223,8 +258,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       const unread = await readJsonBody(request, bodyBounds)
       if (unread !== undefined) parseInput(NoBodySchema, unread, 'body')
     }
-    const handle = () =>
-      route.handle(new HandlerContext(request, requestId, parsedParams, query, body, caller, repositories, secrets, logger, now, runtime, clientSignal, access))
+    const handle = () => route.handle(new HandlerContext(gatewayScope, { request, requestId, params: parsedParams, query, body, caller, clientSignal, access }))
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null
     if (idempotencyKey === null || !caller) return handle()
     return runIdempotent(
