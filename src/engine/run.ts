@@ -5,23 +5,23 @@
  */
 
 import type { ClientSignal } from '../core/client-signal'
-import { AuthenticationError, GatewayError, InvalidRequestError, isGatewayError } from '../core/errors'
+import { AuthenticationError, InvalidRequestError, isGatewayError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
 import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
-import { observeSession, type SessionEnd } from './observe'
+import { observeSession } from './observe'
 import type { InferenceRequest, RouteExtensions } from './request'
 import { createRequestDeadline } from './request-deadline'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
+import type { RunOutcome } from './run-stage'
 import type { ReservedRun } from './reserved-run'
-import { reservePluginSpend, reserveSpend } from './spend'
+import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
 import { routeWithPlugins } from './plugins/routers/route'
 import { FUSION_SLUG, planFusion } from './plugins/fusion/plan'
-import { answerFusion, openFusionSession } from './plugins/fusion/run'
 import { FUSION_ITEM_TYPE } from './plugins/fusion/item'
 import { analystBody, takesStructuredOutput } from './plugins/fusion/analysis'
 import { routableModels } from './plugins/routers/candidates'
@@ -33,11 +33,11 @@ import { openServerToolSession } from './server-tools/session-loop'
 import { answerWithServerTools } from './server-tools/whole-loop'
 import { loadCallerScope } from './caller-scope'
 import { guardrailBudgetsOf } from './guardrails/applicable'
-import { guardInput, guardOutput, guardrailBlockError, paidUsageOf, withPaidUsage } from './guardrails/enforce'
+import { guardInput, guardrailBlockError } from './guardrails/enforce'
 import { withGuardrailRefusal } from './guardrails/refusal'
 import { endpointPolicyOf } from './guardrails/routing-policy'
-import { refusedServiceMetadata, serviceMetadata } from './service-metadata'
-import { afterWhole, observedByPlugins, runBeforeAttempts } from './plugins/apply'
+import { refusedServiceMetadata } from './service-metadata'
+import { afterWhole, observedByPlugins } from './plugins/apply'
 import { planPlugins, withImplicitPlugins } from './plugins/registry'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
@@ -54,7 +54,6 @@ export interface RunContext {
   sessionId?: string
 }
 
-export type RunOutcome = { isStream: false; answer: WholeAnswer } | { isStream: true; session: ResponseSession }
 
 // spec: `route` is the deprecated alias of the sort partition (fallback → model, sort → none).
 const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provider'] => {
@@ -245,83 +244,11 @@ export const reserveRun = async (service: InferenceService, request: InferenceRe
 export const openRunSession = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> => (await reserveRun(service, request)).open()
 
 /**
- * A whole answer with the governing guardrails' content filters run over its output: redacted, flagged, or
- * refused with 403 (after it was paid for: the model did answer). Streamed output is not scanned (docs/decisions.md,
- * Guardrails): its text reaches the client as it is written.
+ * The engine's own run of a prepared request, inside the features' stages (run-stage.ts): its spend reserved first
+ * (402 when a limit would be passed, before any upstream call), then the turns answered whole or opened as a stream,
+ * settled when the answer or the session ends, or when it fails to open.
  */
-const guardAnswerOutput = async (request: InferenceRequest, answer: WholeAnswer): Promise<WholeAnswer> => {
-  if (!request.guardrails) return answer
-  const guarded = await guardOutput(request.guardrails, answer.result.output)
-  if (!guarded) return answer
-  request.pipeline = [...(request.pipeline ?? []), ...guarded.stages]
-  request.guardrailEvents = [...(request.guardrailEvents ?? []), ...guarded.events]
-  const metadata = answer.result.serviceMetadata
-  const serviceMetadata = metadata ? { ...metadata, pipeline: [...((metadata.pipeline as unknown[] | undefined) ?? []), ...guarded.stages] } : undefined
-  // The request holds the scan's events already: the refusal adds none.
-  if (guarded.block) throw withGuardrailRefusal(withPaidUsage(guardrailBlockError(guarded.block, serviceMetadata), answer.result.usage), { events: [] })
-  return { ...answer, result: { ...answer.result, output: guarded.content, ...(serviceMetadata ? { serviceMetadata } : {}) } }
-}
-
-const answerRunWhole = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> =>
-  guardAnswerOutput(request, await (await reserveRun(service, request)).answer())
-
-/** A fusion request: its panel's runs and its judge's, each reserving (all before any is sent) and settling its own spend. */
-const runFusion = async (service: InferenceService, request: InferenceRequest, fusion: NonNullable<InferenceRequest['fusion']>): Promise<RunOutcome> => {
-  const reserve = (run: InferenceRequest) => reserveRun(service, run)
-  return request.body.stream
-    ? { isStream: true, session: await openFusionSession(service, request, fusion, reserve) }
-    : { isStream: false, answer: await guardAnswerOutput(request, await answerFusion(service, request, fusion, reserve)) }
-}
-
-/**
- * The plugins' work before the attempts. A plugin's refusal (moderation's 403) carries the metadata pipeline when
- * the caller asked for it, so the stage that refused is visible.
- */
-const runPluginsBeforeAttempts = async (service: InferenceService, request: InferenceRequest): Promise<void> => {
-  const startedAt = performance.now()
-  try {
-    await runBeforeAttempts(request)
-  } catch (error) {
-    if (!isGatewayError(error) || !request.isMetadataRequested || error.extraBody) throw error
-    throw new GatewayError(error.status, error.message, {
-      ...(error.metadata ? { metadata: error.metadata } : {}),
-      ...(error.headers ? { headers: error.headers } : {}),
-      extraBody: { service_metadata: serviceMetadata(service, request, null, 0, startedAt) },
-      cause: error,
-    })
-  }
-}
-
-/** USD the request's plugins spent before its attempts. */
-const pluginsSpent = (request: InferenceRequest) => request.plugins.reduce((sum, plugin) => sum + (plugin.spent?.() ?? 0), 0)
-
-/**
- * Runs a prepared request, its plugins' work before the attempts first; rejects with the client's error before any
- * answer, or `ClientClosedError`.
- */
-export const runRequest = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> => {
-  // What the plugins may spend is held before they run (402 before anything is spent), and given back once the
-  // request's own settlement carries what they did spend, or charged when the request fails before that.
-  const held = await reservePluginSpend(service, request)
-  let outcome: RunOutcome
-  try {
-    await runPluginsBeforeAttempts(service, request)
-    outcome = request.fusion
-      ? await runFusion(service, request, request.fusion)
-      : request.body.stream
-        ? { isStream: true, session: await openRunSession(service, request) }
-        : { isStream: false, answer: await answerRunWhole(service, request) }
-  } catch (error) {
-    // An answer paid for and then refused (a guardrail) settled with the plugins' spend in its usage.
-    held?.charge(paidUsageOf(error) ? 0 : pluginsSpent(request))
-    throw error
-  }
-  if (!held) return outcome
-  if (!outcome.isStream) {
-    held.charge(0)
-    return outcome
-  }
-  // A stream that ended without usage (every attempt failed after the commit, a bug) did not carry the plugins' spend.
-  const isCarried = (end: SessionEnd) => (end.how === 'finished' ? end.result.usage !== null : end.how === 'stopped' && end.used !== undefined)
-  return { isStream: true, session: observeSession(outcome.session, { onEnd: (end) => held.charge(isCarried(end) ? 0 : pluginsSpent(request)) }) }
-}
+export const runTurns = async (service: InferenceService, request: InferenceRequest): Promise<RunOutcome> =>
+  request.body.stream
+    ? { isStream: true, session: await openRunSession(service, request) }
+    : { isStream: false, answer: await (await reserveRun(service, request)).answer() }

@@ -18,7 +18,12 @@ import { readIdempotencyKey, runIdempotent } from '../pipeline/idempotency'
 import { enforceRateLimit } from '../pipeline/rate-limit'
 import { createRouter } from '../core/router'
 import { createSecretBox, type SecretBox } from '../core/secrets'
-import { createInferenceService } from '../engine/service'
+import { createInferenceService, type InferenceService } from '../engine/service'
+import { composeRunStages, type RunStage } from '../engine/run-stage'
+import { runTurns } from '../engine/run'
+import { pluginsStage } from '../engine/plugins/stage'
+import { fusionStage } from '../engine/plugins/fusion/stage'
+import { guardrailOutputStage } from '../engine/guardrails/output-stage'
 import { createDocumentReaders } from './file-parser'
 import { createInternSettings } from '../interns/settings'
 import { createAccessLog, type AccessLog } from '../pipeline/access-log'
@@ -156,6 +161,13 @@ const createService = (options: Parameters<typeof createInferenceService>[0]) =>
   }
 }
 
+/**
+ * The features' stages around every request's run, outermost first (src/engine/run-stage.ts): the plugins hold and
+ * run what they do before the attempts; a whole answer's output passes the guardrails; fusion answers with its
+ * panel instead of one run.
+ */
+const runStagesFor = (service: InferenceService): RunStage[] => [pluginsStage(service), guardrailOutputStage, fusionStage(service)]
+
 /** Stores in this process's memory: their reads cost what a cache hit would. */
 const IN_PROCESS_STORES = new Set(['memory', 'file'])
 
@@ -194,8 +206,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const router = createRouter<AnyRoute>(config.basePath, routes)
   const secrets = createSecretBox(config.encryptionKeys ?? [])
   const documents = createDocumentReaders(config.plugins?.fileParser, logger)
-  const runtime: GatewayRuntime = {
-    inference: createService({
+  const inference = createService({
       ...config,
       plugins: { ...config.plugins, fileParser: { ...config.plugins?.fileParser, extractor: documents.extract } },
       serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
@@ -206,7 +217,10 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       ...(config.spend?.leaseMs === undefined ? {} : { spendLeaseMs: config.spend.leaseMs }),
       // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
       endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
-    }),
+    })
+  const runtime: GatewayRuntime = {
+    inference,
+    runRequest: composeRunStages(runStagesFor(inference), (request) => runTurns(inference, request)),
     interns: createInternSettings(config),
     ledger:
       config.ledger?.enabled === false

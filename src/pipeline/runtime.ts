@@ -1,6 +1,8 @@
 import type { EventLoopMonitor } from '../core/event-loop'
 /** What routes work with beyond storage, built once per gateway: the inference service and the intern settings. */
 
+import type { InferenceRequest } from '../engine/request'
+import type { RunOutcome } from '../engine/run-stage'
 import type { InferenceService } from '../engine/service'
 import type { InternSettings } from '../interns/settings'
 import type { Ledger } from '../ledger/ledger'
@@ -8,6 +10,8 @@ import type { RateLimitOptions } from './rate-limit'
 
 export interface GatewayRuntime {
   inference: InferenceService
+  /** Runs a prepared request through the features' stages and the engine's own run (src/engine/run-stage.ts). */
+  runRequest: (request: InferenceRequest) => Promise<RunOutcome>
   interns: InternSettings
   /** The usage ledger: generation records and their retention; null when the operator turned it off (`ledger.enabled: false`). */
   ledger: Ledger | null

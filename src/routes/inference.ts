@@ -7,7 +7,7 @@ import type { Reply } from '../core/reply'
 import { observeSession } from '../engine/observe'
 import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
-import { prepareRequest, runRequest } from '../engine/run'
+import { prepareRequest } from '../engine/run'
 import { createGenerationRecorder, prepareRecorded } from '../ledger/generation-record'
 import { withPreset } from './presets.config'
 import type { RouteContext } from '../pipeline/route'
@@ -53,7 +53,7 @@ export const answerInference = (
     const prepared = await prepareRecorded(runtime.ledger, service, generation, resolved, () => prepareRequest(service, context, resolved, extensions))
     access?.requested(prepared.requestedModel)
     const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared)
-    return recorder.run(runRequest(service, prepared))
+    return recorder.run(runtime.runRequest(prepared))
   })
   return replyInFormat(
     format,

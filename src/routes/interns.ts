@@ -32,7 +32,7 @@ import {
 } from '../interns/service'
 import { ResponsesRequestSchema } from '../engine/request.schemas'
 import { observeSession } from '../engine/observe'
-import { WORKSPACE_GONE, prepareRequest, runRequest, type RunContext } from '../engine/run'
+import { WORKSPACE_GONE, prepareRequest, type RunContext } from '../engine/run'
 import { internChatObserver } from '../interns/chat-session'
 import { replyTo } from '../writers/responses-reply'
 import type { GatewayRuntime } from '../pipeline/runtime'
@@ -251,7 +251,7 @@ const runInternTurn = async (
     const body = parseInput(ResponsesRequestSchema, turn, 'body')
     const prepared = await prepareRecorded(runtime.ledger, service, generation, body, () => prepareRequest(service, turnContext, body))
     const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared)
-    return recorder.run(runRequest(service, prepared))
+    return recorder.run(runtime.runRequest(prepared))
   }
   // A runtime that answered with SSE text (its `respond`, or a user's runtime): the turn is read back from the text.
   const fromSseText = (response: Response) => {
