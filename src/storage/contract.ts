@@ -127,6 +127,9 @@ export interface TallySettlement {
  * One driver contract for memory, the embedded on-disk store, SQLite, Redis and SQL.
  * All methods may throw `StorageUnavailableError` (rendered 503) when the backend cannot answer.
  * Invalid arguments (an empty id, a negative offset, a non-positive TTL) are caller bugs and throw a `TypeError`.
+ * They are checked in one place: every driver factory returns its driver behind `checkedDriver`
+ * (src/storage/checked.ts), which checks each call's arguments once by these rules before the driver runs; a driver
+ * itself checks only what its backend cannot store (a key too long for a column, text it cannot encode).
  */
 export interface StorageDriver {
   /** Short driver name for logs and diagnostics (`memory`, `file`, `sqlite`, `redis`, `postgres`). */

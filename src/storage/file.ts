@@ -26,21 +26,13 @@ import type {
   TallyHold,
   TallySettlement,
 } from './contract'
+import { checkedDriver } from './checked'
 import { acquireDirectoryLock } from './file-lock'
 import { openJournal, removeTemporaryJournal, type Journal } from './file-journal'
 import { FIRST_FORMAT_SNAPSHOT_FILE, JOURNAL_FILE, loadStore, planSpendCarry, SNAPSHOT_FILE } from './file-load'
 import { removeTemporarySnapshot, syncDirectory, writeSnapshot } from './file-snapshot'
 import type { MemoryEngine, Mutation } from './memory-engine'
 import { ensurePrivateDirectory, tightenFile } from './private-files'
-import {
-  assertDistinctCounters,
-  assertIds,
-  assertLeaseMs,
-  assertReleaseLimit,
-  assertTallyHold,
-  assertTallyKeys,
-  assertTallySettlements,
-} from './validate'
 
 export interface FileStorageOptions {
   /** Directory holding `journal.jsonl`, `snapshot.jsonl` and `LOCK`; created when missing. */
@@ -353,8 +345,7 @@ const createFileDriver = (options: FileStorageOptions) => {
       })
     },
 
-    async incrementMany(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]> {
-      assertDistinctCounters(changes)
+    incrementMany(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]> {
       return serialized(async (current) => {
         // Distinct counters: each plan holds against the state before the batch, whatever its order.
         const mutations = changes.map((change) => current.engine.planIncrement(change.key, change.amount, change.ttlMs))
@@ -363,8 +354,7 @@ const createFileDriver = (options: FileStorageOptions) => {
       })
     },
 
-    async hold(hold: TallyHold): Promise<CounterResult[]> {
-      assertTallyHold(hold)
+    hold(hold: TallyHold): Promise<CounterResult[]> {
       return serialized(async (current) => {
         const { mutations, results } = current.engine.planHold(hold)
         await commitTogether(current, mutations)
@@ -372,17 +362,14 @@ const createFileDriver = (options: FileStorageOptions) => {
       })
     },
 
-    async settle(settlements: ReadonlyArray<TallySettlement>): Promise<void> {
-      assertTallySettlements(settlements)
+    settle(settlements: ReadonlyArray<TallySettlement>): Promise<void> {
       return serialized(async (current) => {
         // Settled ids, released holds and the tallies' new values on one line: a crash keeps the whole batch or none of it.
         await commitTogether(current, current.engine.planSettle(settlements))
       })
     },
 
-    async renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number> {
-      assertIds(ids)
-      assertLeaseMs(leaseMs)
+    renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number> {
       return serialized(async (current) => {
         const mutations = current.engine.planRenew(ids, leaseMs)
         await commitTogether(current, mutations)
@@ -390,8 +377,7 @@ const createFileDriver = (options: FileStorageOptions) => {
       })
     },
 
-    async releaseExpiredHolds(limit: number): Promise<number> {
-      assertReleaseLimit(limit)
+    releaseExpiredHolds(limit: number): Promise<number> {
       return serialized(async (current) => {
         const { mutations, released } = current.engine.planReleaseExpired(limit)
         await commitTogether(current, mutations)
@@ -400,7 +386,6 @@ const createFileDriver = (options: FileStorageOptions) => {
     },
 
     async readTallies(keys: ReadonlyArray<string>): Promise<number[]> {
-      assertTallyKeys(keys)
       return (await openedStore()).engine.readTallies(keys)
     },
 
@@ -425,7 +410,7 @@ const createFileDriver = (options: FileStorageOptions) => {
     },
   }
 
-  return { driver, opening }
+  return { driver: checkedDriver(driver), opening }
 }
 
 /**

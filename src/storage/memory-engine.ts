@@ -1,8 +1,9 @@
 /**
  * The in-memory state behind the memory and file drivers. Every write is split in two: `plan*`
- * checks everything and describes the change as a `Mutation` without touching state, and `apply`
+ * checks the state (conflicts) and describes the change as a `Mutation` without touching state, and `apply`
  * performs it and cannot fail. The memory driver applies at once; the file driver appends the
- * mutation to its journal first, so a failed append leaves nothing half-done.
+ * mutation to its journal first, so a failed append leaves nothing half-done. Arguments arrive checked: both
+ * drivers sit behind the front door (src/storage/checked.ts).
  */
 import { StorageConflictError } from '../core/errors'
 import {
@@ -30,21 +31,7 @@ import {
   sortedItems,
   type OrderedRecords,
 } from './ordered-records'
-import {
-  assertCollection,
-  assertCounterArguments,
-  assertId,
-  assertIds,
-  assertLeaseMs,
-  assertListQuery,
-  assertReleaseLimit,
-  assertTallyHold,
-  assertTallyKeys,
-  assertTallySettlements,
-  assertVersion,
-  compareRecords,
-  toStoredRecord,
-} from './validate'
+import { compareRecords, toStoredRecord } from './validate'
 
 /**
  * One change to the state. Every mutation carries absolute values (the whole record, the counter's
@@ -292,7 +279,6 @@ export const createMemoryEngine = (now: () => number) => {
 
   return {
     planCreate<T extends JsonObject>(collectionName: string, input: RecordInput<T>): PutMutation {
-      assertCollection(collectionName)
       const record = planRecord(input, 1)
       const collection = collections.get(collectionName)
       if (collection?.records.has(record.id)) throw new StorageConflictError('unique')
@@ -302,11 +288,9 @@ export const createMemoryEngine = (now: () => number) => {
 
     /**
      * Plans a batch of creates: `null` for an input whose id or unique key is taken, by a stored record or an
-     * earlier input of the batch. Invalid inputs throw before anything is planned.
+     * earlier input of the batch.
      */
     planCreateMany<T extends JsonObject>(collectionName: string, inputs: RecordInput<T>[]): Array<PutMutation | null> {
-      assertCollection(collectionName)
-      if (!Array.isArray(inputs)) throw new TypeError('modelgate storage: inputs must be an array')
       const records = inputs.map((input) => planRecord(input, 1))
       const collection = collections.get(collectionName)
       const claimedIds = new Set<string>()
@@ -329,11 +313,7 @@ export const createMemoryEngine = (now: () => number) => {
       expectedVersion: number,
       input: RecordInput<T>,
     ): PutMutation | null {
-      assertCollection(collectionName)
-      assertId(id)
-      assertVersion(expectedVersion)
       const record = planRecord(input, expectedVersion + 1)
-      if (record.id !== id) throw new TypeError('modelgate storage: input.id must equal the id being updated')
       const collection = collections.get(collectionName)
       const current = collection?.records.get(id)
       if (!current) return null
@@ -343,9 +323,6 @@ export const createMemoryEngine = (now: () => number) => {
     },
 
     planDelete(collectionName: string, id: string, expectedVersion?: number): DeleteMutation | null {
-      assertCollection(collectionName)
-      assertId(id)
-      if (expectedVersion !== undefined) assertVersion(expectedVersion)
       const current = collections.get(collectionName)?.records.get(id)
       if (!current) return null
       if (expectedVersion !== undefined && current.version !== expectedVersion) {
@@ -355,7 +332,6 @@ export const createMemoryEngine = (now: () => number) => {
     },
 
     planIncrement(key: string, amount: number, ttlMs: number): CounterMutation {
-      assertCounterArguments(key, amount, ttlMs)
       const at = now()
       const counter = liveCounter(key, at)
       return counter
@@ -365,7 +341,6 @@ export const createMemoryEngine = (now: () => number) => {
 
     /** Plans `hold`: the hold and its changes; `results` are the tallies' new values, in order. */
     planHold(hold: TallyHold): { mutations: Mutation[]; results: CounterResult[] } {
-      assertTallyHold(hold)
       const at = now()
       if (holds.has(hold.id) || isSettled(hold.id, at)) throw new StorageConflictError('unique')
       const tallyPlan = planTallies(at)
@@ -381,7 +356,6 @@ export const createMemoryEngine = (now: () => number) => {
 
     /** Plans a batch of settlements: each id not settled yet is marked, its hold released, its changes added. */
     planSettle(settlements: ReadonlyArray<TallySettlement>): Mutation[] {
-      assertTallySettlements(settlements)
       const at = now()
       const tallyPlan = planTallies(at)
       const marks: Mutation[] = []
@@ -397,8 +371,6 @@ export const createMemoryEngine = (now: () => number) => {
 
     /** Plans new leases for the holds among `ids` still held. */
     planRenew(ids: ReadonlyArray<string>, leaseMs: number): HoldMutation[] {
-      assertIds(ids)
-      assertLeaseMs(leaseMs)
       const expiresAt = now() + leaseMs
       const renewed = new Map<string, HoldMutation>()
       for (const id of ids) {
@@ -413,7 +385,6 @@ export const createMemoryEngine = (now: () => number) => {
      * one process opens at a time knows at start-up that every hold it finds was its predecessor's).
      */
     planReleaseExpired(limit: number, isEveryHold = false): { mutations: Mutation[]; released: number } {
-      assertReleaseLimit(limit)
       const at = now()
       const tallyPlan = planTallies(at)
       const releases: Mutation[] = []
@@ -425,7 +396,6 @@ export const createMemoryEngine = (now: () => number) => {
     },
 
     readTallies(keys: ReadonlyArray<string>): number[] {
-      assertTallyKeys(keys)
       const at = now()
       return keys.map((key) => {
         const tally = tallies.get(key)
@@ -474,17 +444,11 @@ export const createMemoryEngine = (now: () => number) => {
     },
 
     get<T extends JsonObject>(collectionName: string, id: string): StoredRecord<T> | null {
-      assertCollection(collectionName)
-      assertId(id)
       const record = collections.get(collectionName)?.records.get(id)
       return record ? (deepFreeze(record) as StoredRecord<T>) : null
     },
 
     findByUnique<T extends JsonObject>(collectionName: string, uniqueKey: string): StoredRecord<T> | null {
-      assertCollection(collectionName)
-      if (typeof uniqueKey !== 'string' || uniqueKey === '') {
-        throw new TypeError('modelgate storage: uniqueKey must be a non-empty string')
-      }
       const collection = collections.get(collectionName)
       const id = collection?.uniques.get(uniqueKey)
       const record = id === undefined ? undefined : collection?.records.get(id)
@@ -492,8 +456,6 @@ export const createMemoryEngine = (now: () => number) => {
     },
 
     list<T extends JsonObject>(collectionName: string, query: ListQuery = {}): ListResult<T> {
-      assertCollection(collectionName)
-      assertListQuery(query)
       const where = Object.entries(query.where ?? {})
       const collection = collections.get(collectionName)
       // The shortest list that holds every match: one index value's, or the whole collection's.

@@ -12,8 +12,8 @@ import type {
   TallyHold,
   TallySettlement,
 } from './contract'
+import { checkedDriver } from './checked'
 import { createMemoryEngine, type MemoryEngine } from './memory-engine'
-import { assertDistinctCounters } from './validate'
 
 export interface MemoryStorageOptions {
   /** Clock for counter expiry in Unix milliseconds (default `Date.now`); tests pass a fake one to move time. */
@@ -84,7 +84,7 @@ export const memoryStorage = (options: MemoryStorageOptions = {}): StorageDriver
     for (const id of engine.firstIds(collection, excess)) engine.apply({ op: 'delete', collection, id })
   }
 
-  return {
+  return checkedDriver({
     name: 'memory',
 
     async create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> {
@@ -140,9 +140,8 @@ export const memoryStorage = (options: MemoryStorageOptions = {}): StorageDriver
 
     // One call for a settlement's counters, as the file and SQL drivers take them.
     async incrementMany(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]> {
-      assertDistinctCounters(changes)
       const current = openEngine()
-      // Distinct counters: all are planned before any is applied, so an invalid change leaves every counter as it was.
+      // Distinct counters (the front door refuses others): each plan holds against the state before the batch.
       const mutations = changes.map((change) => current.planIncrement(change.key, change.amount, change.ttlMs))
       for (const mutation of mutations) current.apply(mutation)
       return mutations.map((mutation) => ({ value: mutation.value, expiresAt: mutation.expiresAt }))
@@ -177,5 +176,5 @@ export const memoryStorage = (options: MemoryStorageOptions = {}): StorageDriver
     async close(): Promise<void> {
       isClosed = true
     },
-  }
+  })
 }

@@ -77,7 +77,11 @@ const nextTurn = (run: () => void): void => {
 /** A unique id for each settlement that moves the generation (the store applies an id once). */
 const bumpId = () => `read-cache:${timeOrderedHex(16)}`
 
-/** Puts a read cache of `options.collections` in front of `driver` (see the module's note). */
+/**
+ * Puts a read cache of `options.collections` in front of `driver` (see the module's note). The cache checks no
+ * argument itself: `driver` is one a driver factory returned, behind the front door (src/storage/checked.ts), so
+ * every call the cache passes on is checked there, once.
+ */
 export const createReadCache = (driver: StorageDriver, options: ReadCacheOptions): ReadCache => {
   const cached = typeof options.collections === 'function' ? { has: options.collections } : new Set(options.collections)
   const backgroundRevalidateMs = options.backgroundRevalidateMs ?? DEFAULT_BACKGROUND_REVALIDATE_MS

@@ -26,7 +26,6 @@
 import { StorageConflictError, StorageUnavailableError } from '../core/errors'
 import { SETTLEMENT_MEMORY_MS, type CounterResult, type StorageDriver, type TallyHold, type TallySettlement } from './contract'
 import { LUA_ENCODE, LUA_FORMAT_NUMBER, LUA_NOW, assertKeyText, defineScript, encodeKeyPart, parseLuaNumber, type Script } from './redis-lua'
-import { assertIds, assertLeaseMs, assertReleaseLimit, assertTallyHold, assertTallyKeys, assertTallySettlements } from './validate'
 
 /** A Redis server (or one Cluster primary) as the upgrade scans it. */
 export interface ScanNode {
@@ -332,8 +331,8 @@ export const createRedisTallies = (context: TallyContext): TallyMethods => {
   }
 
   return {
+    // Arguments arrive checked (src/storage/checked.ts); only what Redis cannot hold faithfully is checked here.
     async hold(hold: TallyHold): Promise<CounterResult[]> {
-      assertTallyHold(hold)
       assertKeyText(hold.id, 'hold.id')
       assertKeyText(hold.owner, 'hold.owner')
       assertChangeText(hold.changes)
@@ -351,7 +350,6 @@ export const createRedisTallies = (context: TallyContext): TallyMethods => {
     },
 
     async settle(settlements: ReadonlyArray<TallySettlement>): Promise<void> {
-      assertTallySettlements(settlements)
       for (const settlement of settlements) {
         assertKeyText(settlement.id, 'settlement.id')
         assertChangeText(settlement.changes)
@@ -363,8 +361,6 @@ export const createRedisTallies = (context: TallyContext): TallyMethods => {
     },
 
     async renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number> {
-      assertIds(ids)
-      assertLeaseMs(leaseMs)
       for (const id of ids) assertKeyText(id, 'id')
       context.assertOpen()
       const distinct = [...new Set(ids)]
@@ -377,12 +373,10 @@ export const createRedisTallies = (context: TallyContext): TallyMethods => {
     },
 
     async releaseExpiredHolds(limit: number): Promise<number> {
-      assertReleaseLimit(limit)
       return (await runTally(SCRIPTS.releaseExpired, [], [String(limit)])) as number
     },
 
     async readTallies(keys: ReadonlyArray<string>): Promise<number[]> {
-      assertTallyKeys(keys)
       for (const key of keys) assertKeyText(key, 'tally key')
       context.assertOpen()
       if (keys.length === 0) return []

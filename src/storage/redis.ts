@@ -31,6 +31,7 @@ import type {
   StorageDriver,
   StoredRecord,
 } from './contract'
+import { checkedDriver } from './checked'
 import {
   LUA_ENCODE,
   LUA_FORMAT_NUMBER,
@@ -43,14 +44,7 @@ import {
   type Script,
 } from './redis-lua'
 import { createRedisTallies, type TallyClient } from './redis-tallies'
-import {
-  assertCollection,
-  assertCounterArguments,
-  assertId,
-  assertListQuery,
-  assertVersion,
-  toStoredRecord,
-} from './validate'
+import { toStoredRecord } from './validate'
 
 export interface RedisStorageOptions {
   /**
@@ -343,7 +337,7 @@ const toRecord = <T extends JsonObject>(fields: ReadonlyArray<string | null>): S
   }
 }
 
-/** Checks what the shared validator does not: text Redis cannot hold faithfully, and `\0` in a sortKey. */
+/** Checks what the front door (src/storage/checked.ts) does not: text Redis cannot hold faithfully, and `\0` in a sortKey. */
 const assertRecordText = (record: StoredRecord): void => {
   assertKeyText(record.id, 'id')
   for (const key of record.uniques) assertKeyText(key, 'input.uniques')
@@ -440,12 +434,11 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
   })
 
   const collectionBase = (collection: string): string => {
-    assertCollection(collection)
     assertKeyText(collection, 'collection')
     return `${prefix}{${encodeKeyPart(collection)}}:`
   }
 
-  return {
+  return checkedDriver({
     name: 'redis',
 
     async create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> {
@@ -465,7 +458,6 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
 
     async createMany<T extends JsonObject>(collection: string, inputs: RecordInput<T>[]): Promise<Array<StoredRecord<T> | null>> {
       const base = collectionBase(collection)
-      if (!Array.isArray(inputs)) throw new TypeError('modelgate storage: inputs must be an array')
       const records = inputs.map((input) => toStoredRecord(input, 1))
       for (const record of records) assertRecordText(record)
       if (records.length === 0) return []
@@ -482,7 +474,6 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
 
     async get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {
       const base = collectionBase(collection)
-      assertId(id)
       assertKeyText(id, 'id')
       const fields = await run(() => client.hmget(`${base}r:${encodeKeyPart(id)}`, ...RECORD_FIELDS))
       return toRecord<T>(fields)
@@ -490,9 +481,6 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
 
     async findByUnique<T extends JsonObject>(collection: string, uniqueKey: string): Promise<StoredRecord<T> | null> {
       const base = collectionBase(collection)
-      if (typeof uniqueKey !== 'string' || uniqueKey === '') {
-        throw new TypeError('modelgate storage: uniqueKey must be a non-empty string')
-      }
       assertKeyText(uniqueKey, 'uniqueKey')
       const fields = await runScript(SCRIPTS.findByUnique, `${base}all`, [uniqueKey])
       return Array.isArray(fields) ? toRecord<T>(fields as Array<string | null>) : null
@@ -505,10 +493,7 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
       input: RecordInput<T>,
     ): Promise<StoredRecord<T> | null> {
       const base = collectionBase(collection)
-      assertId(id)
-      assertVersion(expectedVersion)
       const record = toStoredRecord(input, expectedVersion + 1)
-      if (record.id !== id) throw new TypeError('modelgate storage: input.id must equal the id being updated')
       assertRecordText(record)
       const outcome = await runScript(SCRIPTS.update, `${base}all`, [
         id,
@@ -527,9 +512,7 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
 
     async delete(collection: string, id: string, expectedVersion?: number): Promise<boolean> {
       const base = collectionBase(collection)
-      assertId(id)
       assertKeyText(id, 'id')
-      if (expectedVersion !== undefined) assertVersion(expectedVersion)
       const outcome = await runScript(SCRIPTS.delete, `${base}all`, [
         id,
         expectedVersion === undefined ? '' : String(expectedVersion),
@@ -540,7 +523,6 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
 
     async list<T extends JsonObject>(collection: string, query: ListQuery = {}): Promise<ListResult<T>> {
       const base = collectionBase(collection)
-      assertListQuery(query)
       const where = Object.entries(query.where ?? {})
       for (const [field, value] of where) {
         assertKeyText(field, 'query.where')
@@ -561,7 +543,6 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
     },
 
     async increment(key: string, amount: number, ttlMs: number): Promise<CounterResult> {
-      assertCounterArguments(key, amount, ttlMs)
       assertKeyText(key, 'counter key')
       const counterKey = `${prefix}{counter:${encodeKeyPart(key)}}`
       const [value, expiresAt] = (await runScript(SCRIPTS.increment, counterKey, [String(amount), String(ttlMs)])) as [
@@ -588,5 +569,5 @@ export const redisStorage = (options: RedisStorageOptions): StorageDriver => {
       })()
       return closing
     },
-  }
+  })
 }

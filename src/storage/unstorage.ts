@@ -32,21 +32,8 @@ import {
   type TallyHold,
   type TallySettlement,
 } from './contract'
-import {
-  assertCollection,
-  assertCounterArguments,
-  assertId,
-  assertIds,
-  assertLeaseMs,
-  assertListQuery,
-  assertReleaseLimit,
-  assertTallyHold,
-  assertTallyKeys,
-  assertTallySettlements,
-  assertVersion,
-  compareRecords,
-  toStoredRecord,
-} from './validate'
+import { checkedDriver } from './checked'
+import { compareRecords, toStoredRecord } from './validate'
 
 export interface UnstorageStorageOptions {
   /** An unstorage instance (`createStorage({ driver })`). The caller owns it: `close()` does not dispose it. */
@@ -181,10 +168,7 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
   /** Seconds until `expiresAt`, for backends that expire keys (at least one). */
   const ttlSecondsUntil = (expiresAt: number, at: number) => Math.max(1, Math.ceil((expiresAt - at) / 1_000))
 
-  const collectionBase = (collection: string): string => {
-    assertCollection(collection)
-    return `${prefix}${encodeKeyPart(collection, 'collection')}:`
-  }
+  const collectionBase = (collection: string): string => `${prefix}${encodeKeyPart(collection, 'collection')}:`
   const recordKey = (base: string, id: string) => `${base}r:${encodeKeyPart(id, 'id')}`
   const uniqueKeyOf = (base: string, key: string) => `${base}u:${encodeKeyPart(key, 'unique key')}`
 
@@ -206,10 +190,13 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     }
   }
 
-  /** Key parts are encoded up front, so an unusable id or key is a TypeError before anything is written. */
-  const assertEncodable = (record: StoredRecord): void => {
+  /**
+   * Key parts are encoded up front, so an unusable id or key is a TypeError before anything is written. The rest of
+   * the arguments arrive checked (src/storage/checked.ts).
+   */
+  const assertEncodable = (record: Pick<RecordInput, 'id' | 'uniques'>): void => {
     encodeKeyPart(record.id, 'id')
-    for (const key of record.uniques) encodeKeyPart(key, 'unique key')
+    for (const key of record.uniques ?? []) encodeKeyPart(key, 'unique key')
   }
 
   const createOne = async <T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> => {
@@ -325,7 +312,7 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     sweepAfter = Math.max(MIN_SWEEP_AFTER, kept)
   }
 
-  return {
+  return checkedDriver({
     name: 'unstorage',
 
     create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> {
@@ -335,8 +322,7 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     createMany<T extends JsonObject>(collection: string, inputs: RecordInput<T>[]): Promise<Array<StoredRecord<T> | null>> {
       return serialized(async () => {
         collectionBase(collection)
-        if (!Array.isArray(inputs)) throw new TypeError('modelgate storage: inputs must be an array')
-        for (const input of inputs) assertEncodable(toStoredRecord(input, 1))
+        for (const input of inputs) assertEncodable(input)
         // unstorage has no batch write: one record after another, each as `create` writes it.
         const created: Array<StoredRecord<T> | null> = []
         for (const input of inputs) {
@@ -354,7 +340,6 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {
       return serialized(async () => {
         const base = collectionBase(collection)
-        assertId(id)
         return read<StoredRecord<T>>(recordKey(base, id))
       })
     },
@@ -362,9 +347,6 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     findByUnique<T extends JsonObject>(collection: string, uniqueKey: string): Promise<StoredRecord<T> | null> {
       return serialized(async () => {
         const base = collectionBase(collection)
-        if (typeof uniqueKey !== 'string' || uniqueKey === '') {
-          throw new TypeError('modelgate storage: uniqueKey must be a non-empty string')
-        }
         return (await holderOf(base, uniqueKey)) as StoredRecord<T> | null
       })
     },
@@ -377,10 +359,7 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     ): Promise<StoredRecord<T> | null> {
       return serialized(async () => {
         const base = collectionBase(collection)
-        assertId(id)
-        assertVersion(expectedVersion)
         const record = toStoredRecord(input, expectedVersion + 1)
-        if (record.id !== id) throw new TypeError('modelgate storage: input.id must equal the id being updated')
         assertEncodable(record)
         const current = await read<StoredRecord>(recordKey(base, id))
         if (!current) return null
@@ -398,8 +377,6 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     delete(collection: string, id: string, expectedVersion?: number): Promise<boolean> {
       return serialized(async () => {
         const base = collectionBase(collection)
-        assertId(id)
-        if (expectedVersion !== undefined) assertVersion(expectedVersion)
         const current = await read<StoredRecord>(recordKey(base, id))
         if (!current) return false
         if (expectedVersion !== undefined && current.version !== expectedVersion) {
@@ -414,7 +391,6 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     list<T extends JsonObject>(collection: string, query: ListQuery = {}): Promise<ListResult<T>> {
       return serialized(async () => {
         const base = collectionBase(collection)
-        assertListQuery(query)
         let keys: string[]
         try {
           keys = await storage.getKeys(`${base}r`)
@@ -436,7 +412,6 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
 
     increment(key: string, amount: number, ttlMs: number): Promise<CounterResult> {
       return serialized(async () => {
-        assertCounterArguments(key, amount, ttlMs)
         const counterKey = counterKeyOf(key)
         const at = Date.now()
         const current = await read<CounterEntry>(counterKey)
@@ -449,9 +424,8 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
       })
     },
 
-    // Arguments are checked before anything reaches the backend, the spend carry included.
+    // Keys are encoded before anything reaches the backend, the spend carry included.
     async hold(hold: TallyHold): Promise<CounterResult[]> {
-      assertTallyHold(hold)
       for (const change of hold.changes) tallyKeyOf(change.key)
       return serializedTally(async () => {
         const holdKey = holdKeyOf(hold.id)
@@ -477,7 +451,6 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     },
 
     async settle(settlements: ReadonlyArray<TallySettlement>): Promise<void> {
-      assertTallySettlements(settlements)
       for (const settlement of settlements) {
         settledKeyOf(settlement.id)
         for (const change of settlement.changes) tallyKeyOf(change.key)
@@ -502,8 +475,6 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     },
 
     async renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number> {
-      assertIds(ids)
-      assertLeaseMs(leaseMs)
       for (const id of ids) holdKeyOf(id)
       return serializedTally(async () => {
         let renewed = 0
@@ -517,8 +488,7 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
       })
     },
 
-    async releaseExpiredHolds(limit: number): Promise<number> {
-      assertReleaseLimit(limit)
+    releaseExpiredHolds(limit: number): Promise<number> {
       return serializedTally(async () => {
         let released = 0
         for (const key of await listKeys(`${prefix}_hold`)) {
@@ -533,7 +503,6 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
     },
 
     async readTallies(keys: ReadonlyArray<string>): Promise<number[]> {
-      assertTallyKeys(keys)
       const tallyKeys = keys.map(tallyKeyOf)
       return serializedTally(async () => {
         const at = Date.now()
@@ -549,5 +518,5 @@ export const unstorageStorage = (options: UnstorageStorageOptions): StorageDrive
       })()
       return closing
     },
-  }
+  })
 }

@@ -1,6 +1,9 @@
 /**
- * Argument checks shared by every driver. A bad argument is a bug in the caller, not a client
- * error or an outage, so these throw a plain `TypeError` (rendered as a generic 500).
+ * The argument checks of the storage contract, and the helpers drivers build records with. A bad argument is a bug in
+ * the caller, not a client error or an outage, so the checks throw a plain `TypeError` (rendered as a generic 500).
+ * They run in one place, the front door every driver factory returns its driver behind (`checkedDriver`,
+ * src/storage/checked.ts), once per call; a driver assumes well-formed arguments and checks only what its own
+ * backend cannot store (key lengths, NUL characters, lone surrogates).
  */
 import type { CounterChange, JsonObject, ListQuery, RecordInput, StoredRecord, TallyHold, TallySettlement } from './contract'
 
@@ -21,6 +24,11 @@ export const assertCollection = (collection: unknown): void => {
 /** Throws unless `id` is a non-empty string. */
 export const assertId = (id: unknown): void => {
   if (typeof id !== 'string' || id === '') fail('id must be a non-empty string')
+}
+
+/** Throws unless `uniqueKey` is a non-empty string. */
+export const assertUniqueKey = (uniqueKey: unknown): void => {
+  if (typeof uniqueKey !== 'string' || uniqueKey === '') fail('uniqueKey must be a non-empty string')
 }
 
 /** Throws unless `version` could be a record version (an integer >= 1). */
@@ -81,12 +89,8 @@ export const isJsonForm = (data: unknown): boolean => {
 const jsonFormOf = <T>(data: T, isHandedOver: boolean | undefined): T =>
   isHandedOver === true && isJsonForm(data) ? data : (JSON.parse(JSON.stringify(data)) as T)
 
-/**
- * Checks a `RecordInput` and builds the record it describes at `version`, sharing nothing with the
- * input but handed-over data. `data` goes through a JSON round trip so every driver stores exactly what a JSON
- * backend would (`undefined` properties disappear); handed-over data already in that form is kept as it is.
- */
-export const toStoredRecord = <T extends JsonObject>(input: RecordInput<T>, version: number): StoredRecord<T> => {
+/** Throws unless `input` is a valid `RecordInput`. */
+export const assertRecordInput = (input: RecordInput): void => {
   if (!isPlainObject(input)) fail('input must be an object')
   assertId(input.id)
   if (!isPlainObject(input.data)) fail('input.data must be a JSON object')
@@ -100,16 +104,27 @@ export const toStoredRecord = <T extends JsonObject>(input: RecordInput<T>, vers
     if (new Set(input.uniques).size !== input.uniques.length) fail('input.uniques must not repeat a key')
   }
   if (input.sortKey !== undefined && typeof input.sortKey !== 'string') fail('input.sortKey must be a string')
-
-  return {
-    id: input.id,
-    data: jsonFormOf(input.data, input.isDataHandedOver),
-    version,
-    indexes: { ...input.indexes },
-    uniques: [...(input.uniques ?? [])],
-    sortKey: input.sortKey ?? '',
-  }
 }
+
+/** Throws unless `inputs` is an array of valid `RecordInput`s. */
+export const assertRecordInputs = (inputs: ReadonlyArray<RecordInput>): void => {
+  if (!Array.isArray(inputs)) fail('inputs must be an array')
+  for (const input of inputs) assertRecordInput(input)
+}
+
+/**
+ * Builds the record a `RecordInput` (checked already, `assertRecordInput`) describes at `version`, sharing nothing with
+ * the input but handed-over data. `data` goes through a JSON round trip so every driver stores exactly what a JSON
+ * backend would (`undefined` properties disappear); handed-over data already in that form is kept as it is.
+ */
+export const toStoredRecord = <T extends JsonObject>(input: RecordInput<T>, version: number): StoredRecord<T> => ({
+  id: input.id,
+  data: jsonFormOf(input.data, input.isDataHandedOver),
+  version,
+  indexes: { ...input.indexes },
+  uniques: [...(input.uniques ?? [])],
+  sortKey: input.sortKey ?? '',
+})
 
 /** Throws unless `query` is a valid `ListQuery`. */
 export const assertListQuery = (query: ListQuery): void => {
@@ -128,10 +143,12 @@ export const assertCounterArguments = (key: unknown, amount: unknown, ttlMs: unk
   if (!Number.isSafeInteger(ttlMs) || (ttlMs as number) <= 0) fail('ttlMs must be a positive integer')
 }
 
-/** Throws unless every change of an `incrementMany` names another counter. */
-export const assertDistinctCounters = (changes: ReadonlyArray<{ key: string }>): void => {
+/** Throws unless `changes` are usable by `incrementMany`: each one the arguments of an `increment`, of another counter. */
+export const assertCounterChanges = (changes: ReadonlyArray<CounterChange>): void => {
   if (!Array.isArray(changes)) fail('changes must be an array')
+  for (const change of changes) if (!isPlainObject(change)) fail('changes must hold objects')
   if (new Set(changes.map((change) => change.key)).size !== changes.length) fail('incrementMany changes must name distinct counters')
+  for (const change of changes) assertCounterArguments(change.key, change.amount, change.ttlMs)
 }
 
 /** Code-unit order, the same on every machine (never `localeCompare`): by `sortKey`, then by `id`. */

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { isGatewayError, type StorageConflictKind } from '../../src/core/errors'
-import type { JsonObject, ListQuery, RecordInput, StorageDriver, StoredRecord } from '../../src/storage/contract'
+import type { CounterChange, JsonObject, ListQuery, RecordInput, StorageDriver, StoredRecord } from '../../src/storage/contract'
 import { describeConcurrentUpdates } from './concurrent-updates'
 import { describeSpendLimits } from './spend-limits'
 import { describeTallies } from './tallies'
@@ -693,6 +693,31 @@ export function describeStorageContract(
         await typeErrorOf(driver.increment(counterKey('a'), Number.NaN, 1_000))
         await typeErrorOf(driver.increment('', 1, 1_000))
         expect((await driver.increment(counterKey('a'), 1, 1_000)).value).toBe(1)
+      })
+
+      // Every driver sits behind the same front door (src/storage/checked.ts): these reach none of them.
+      it('rejects a bad unique key, batch, version or query with a TypeError, changing nothing', async () => {
+        await driver.create(widgets, widget('w1'))
+        await typeErrorOf(driver.findByUnique(widgets, ''))
+        await typeErrorOf(driver.findByUnique('', 'slug'))
+        await typeErrorOf(driver.createMany(widgets, widget('w2') as unknown as RecordInput[]))
+        await typeErrorOf(driver.createMany('', [widget('w2')]))
+        await typeErrorOf(driver.update(widgets, 'w1', 0, widget('w1')))
+        await typeErrorOf(driver.update(widgets, 'w1', 1.5, widget('w1')))
+        await typeErrorOf(driver.update(widgets, 'w1', 1, widget('w1', { uniques: [''] })))
+        await typeErrorOf(driver.update(widgets, 'w1', 1, widget('w1', { indexes: { day: 1 as unknown as string } })))
+        await typeErrorOf(driver.update(widgets, 'w1', 1, widget('w1', { sortKey: 1 as unknown as string })))
+        await typeErrorOf(driver.delete(widgets, 'w1', 0))
+        await typeErrorOf(driver.list(widgets, null as unknown as ListQuery))
+        await typeErrorOf(driver.list(widgets, { where: { day: 1 as unknown as string } }))
+        await typeErrorOf(driver.list('', {}))
+        if (driver.incrementMany) {
+          await typeErrorOf(driver.incrementMany({} as unknown as CounterChange[]))
+          await typeErrorOf(driver.incrementMany([{ key: counterKey('a'), amount: 1, ttlMs: 1_000 }, { key: '', amount: 1, ttlMs: 1_000 }]))
+          await typeErrorOf(driver.incrementMany([null as unknown as CounterChange]))
+        }
+        expect(await driver.list(widgets)).toMatchObject({ items: [{ id: 'w1', version: 1 }], totalCount: 1 })
+        expect((await driver.increment(counterKey('a'), 0, 1_000)).value).toBe(0)
       })
     })
 

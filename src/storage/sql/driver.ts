@@ -19,21 +19,8 @@ import type {
   TallyHold,
   TallySettlement,
 } from '../contract'
-import {
-  assertCollection,
-  assertCounterArguments,
-  assertDistinctCounters,
-  assertId,
-  assertIds,
-  assertLeaseMs,
-  assertListQuery,
-  assertReleaseLimit,
-  assertTallyHold,
-  assertTallyKeys,
-  assertTallySettlements,
-  assertVersion,
-  toStoredRecord,
-} from '../validate'
+import { checkedDriver } from '../checked'
+import { toStoredRecord } from '../validate'
 import type { Dialect, InTransaction, NewRecordRows, SqlCall, SqlRow, SqlValue, TableNames } from './dialect'
 import { assertStorableKey, assertStorableRecord, isStorableKey, KEY_LIMITS } from './keys'
 import { migrate } from './migrations'
@@ -209,10 +196,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
     }
   }
 
-  const assertCounter = (key: string, amount: number, ttlMs: number): void => {
-    assertCounterArguments(key, amount, ttlMs)
-    assertStorableKey(key, 'counter key', KEY_LIMITS.counterKey)
-  }
+  const assertCounterKey = (key: string): void => assertStorableKey(key, 'counter key', KEY_LIMITS.counterKey)
 
   const toCounterResult = (row: SqlRow): CounterResult => ({ value: Number(row.value), expiresAt: Number(row.expires_at) })
 
@@ -377,12 +361,12 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
   const assertTallyKey = (key: string) => assertStorableKey(key, 'tally key', KEY_LIMITS.counterKey)
 
+  // Arguments arrive checked (`checkedDriver` below); only what the key columns cannot store is checked here.
   const driver: StorageDriver = {
     name: settings.name,
 
     async create<T extends JsonObject>(collection: string, input: RecordInput<T>): Promise<StoredRecord<T>> {
       assertOpen()
-      assertCollection(collection)
       const record = toStoredRecord(input, 1)
       assertStorableRecord(collection, record)
       await insertNew(collection, [record])
@@ -391,8 +375,6 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async createMany<T extends JsonObject>(collection: string, inputs: RecordInput<T>[]): Promise<Array<StoredRecord<T> | null>> {
       assertOpen()
-      assertCollection(collection)
-      if (!Array.isArray(inputs)) throw new TypeError('modelgate storage: inputs must be an array')
       const records = inputs.map((input) => toStoredRecord(input, 1))
       for (const record of records) assertStorableRecord(collection, record)
       if (records.length === 0) return []
@@ -418,8 +400,6 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async get<T extends JsonObject>(collection: string, id: string): Promise<StoredRecord<T> | null> {
       assertOpen()
-      assertCollection(collection)
-      assertId(id)
       if (!isStorableKey(collection, KEY_LIMITS.collection) || !isStorableKey(id, KEY_LIMITS.id)) return null
       return call(async (sqlCall, dialect) => {
         const rows = await sqlCall.query(
@@ -432,10 +412,6 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async findByUnique<T extends JsonObject>(collection: string, uniqueKey: string): Promise<StoredRecord<T> | null> {
       assertOpen()
-      assertCollection(collection)
-      if (typeof uniqueKey !== 'string' || uniqueKey === '') {
-        throw new TypeError('modelgate storage: uniqueKey must be a non-empty string')
-      }
       if (!isStorableKey(collection, KEY_LIMITS.collection) || !isStorableKey(uniqueKey, KEY_LIMITS.uniqueKey)) {
         return null
       }
@@ -457,11 +433,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
       input: RecordInput<T>,
     ): Promise<StoredRecord<T> | null> {
       assertOpen()
-      assertCollection(collection)
-      assertId(id)
-      assertVersion(expectedVersion)
       const record = toStoredRecord(input, expectedVersion + 1)
-      if (record.id !== id) throw new TypeError('modelgate storage: input.id must equal the id being updated')
       assertStorableRecord(collection, record)
       return transaction(async (sqlCall, dialect) => {
         const current = await lockRecord(sqlCall, dialect, collection, id)
@@ -510,9 +482,6 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async delete(collection: string, id: string, expectedVersion?: number): Promise<boolean> {
       assertOpen()
-      assertCollection(collection)
-      assertId(id)
-      if (expectedVersion !== undefined) assertVersion(expectedVersion)
       if (!isStorableKey(collection, KEY_LIMITS.collection) || !isStorableKey(id, KEY_LIMITS.id)) return false
       return transaction(async (sqlCall, dialect) => {
         const current = await lockRecord(sqlCall, dialect, collection, id)
@@ -529,8 +498,6 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async list<T extends JsonObject>(collection: string, query: ListQuery = {}): Promise<ListResult<T>> {
       assertOpen()
-      assertCollection(collection)
-      assertListQuery(query)
       const where = Object.entries(query.where ?? {}).sort(([a], [b]) => byCodeUnit(a, b))
       const isFindable =
         isStorableKey(collection, KEY_LIMITS.collection) &&
@@ -576,7 +543,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async increment(key: string, amount: number, ttlMs: number): Promise<CounterResult> {
       assertOpen()
-      assertCounter(key, amount, ttlMs)
+      assertCounterKey(key)
       const run = (sqlCall: SqlCall, dialect: Dialect) => dialect.increment(sqlCall, key, amount, ttlMs)
       const { dialect, pool } = await ready()
       const row = await (dialect.isIncrementTransactional ? transaction(run) : call(run, true))
@@ -591,8 +558,7 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
      */
     async incrementMany(changes: ReadonlyArray<CounterChange>): Promise<CounterResult[]> {
       assertOpen()
-      assertDistinctCounters(changes)
-      for (const { key, amount, ttlMs } of changes) assertCounter(key, amount, ttlMs)
+      for (const { key } of changes) assertCounterKey(key)
       if (changes.length === 0) return []
       const order = changes.map((_, index) => index).sort((left, right) => (changes[left]!.key < changes[right]!.key ? -1 : 1))
       const rows = await transaction(async (sqlCall, dialect) => {
@@ -610,7 +576,6 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async hold(hold: TallyHold): Promise<CounterResult[]> {
       assertOpen()
-      assertTallyHold(hold)
       assertStorableKey(hold.id, 'hold.id', KEY_LIMITS.id)
       assertStorableKey(hold.owner, 'hold.owner', KEY_LIMITS.holdOwner)
       for (const change of hold.changes) assertTallyKey(change.key)
@@ -622,7 +587,6 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async settle(settlements: ReadonlyArray<TallySettlement>): Promise<void> {
       assertOpen()
-      assertTallySettlements(settlements)
       for (const settlement of settlements) {
         assertStorableKey(settlement.id, 'settlement.id', KEY_LIMITS.id)
         for (const change of settlement.changes) assertTallyKey(change.key)
@@ -638,8 +602,6 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async renewHolds(ids: ReadonlyArray<string>, leaseMs: number): Promise<number> {
       assertOpen()
-      assertIds(ids)
-      assertLeaseMs(leaseMs)
       // An id no row could hold is held by no hold.
       const held = [...new Set(ids)].filter((id) => isStorableKey(id, KEY_LIMITS.id))
       if (held.length === 0) return 0
@@ -648,13 +610,11 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
 
     async releaseExpiredHolds(limit: number): Promise<number> {
       assertOpen()
-      assertReleaseLimit(limit)
       return tallyCall((sqlCall, dialect, inTx) => dialect.tallies.releaseExpiredHolds(sqlCall, inTx, limit))
     },
 
     async readTallies(keys: ReadonlyArray<string>): Promise<number[]> {
       assertOpen()
-      assertTallyKeys(keys)
       const stored = [...new Set(keys)].filter((key) => isStorableKey(key, KEY_LIMITS.counterKey))
       if (stored.length === 0) return keys.map(() => 0)
       const values = await call((sqlCall, dialect) => dialect.tallies.readTallies(sqlCall, stored))
@@ -671,5 +631,5 @@ export const createSqlDriver = (settings: SqlDriverSettings) => {
     },
   }
 
-  return { driver, ready }
+  return { driver: checkedDriver(driver), ready }
 }

@@ -37,7 +37,7 @@ export const assertStorableKey = (value: string, name: string, maxBytes: number)
   if (problem) throw new TypeError(`modelgate storage: ${name} ${problem}`)
 }
 
-/** Checks every key of a record (already checked by `toStoredRecord`) against the column limits. */
+/** Checks every key of a record (its input checked already by the front door, src/storage/checked.ts) against the column limits. */
 export const assertStorableRecord = (collection: string, record: StoredRecord): void => {
   assertStorableKey(collection, 'collection', KEY_LIMITS.collection)
   assertStorableKey(record.id, 'id', KEY_LIMITS.id)
