@@ -39,6 +39,7 @@ import { createRepositories, RARELY_CHANGED_COLLECTIONS, type Repositories } fro
 import { routes } from '../routes'
 import { createAdmin, type GatewayAdmin } from '../admin/admin'
 import { memoryStorage } from '../storage/memory'
+import { checkedDriver } from '../storage/checked'
 import { createReadCache, type ReadCache } from '../storage/read-cache'
 import { internEnvironment } from '../interns/environment'
 import { startProvisioningSweep } from '../interns/sweep'
@@ -187,7 +188,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const config = parseInput(GatewayOptionsSchema, options, 'options')
   const logger: Logger = config.logger === false ? silentLogger : (config.logger ?? createConsoleLogger())
   // The default store warns through the gateway's logger when it first drops old usage records.
-  const storage = config.storage ?? memoryStorage({ logger })
+  // A host's own driver goes behind the same front door as ours: the contract's argument checks, once.
+  const storage = config.storage ? checkedDriver(config.storage) : memoryStorage({ logger })
   // Access lines are written at info: a logger that drops them costs no line and no session observer.
   const isAccessLogKept = isLogLevelEnabled(logger, 'info')
   const now = config.now ?? (() => new Date())
