@@ -39,6 +39,15 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/(providers|core)/' },
     },
     {
+      name: 'providers-are-known-by-their-adapters',
+      comment:
+        'A provider\'s facts are capabilities its adapter declares (src/providers/contract.ts): outside src/providers/, nothing imports a ' +
+        'provider\'s own folder but the code all adapters share (src/providers/shared/) and Anthropic\'s wire names, which the ' +
+        'Anthropic Messages format the gateway serves inbound (routes/messages.*, writers/messages-*) speaks too.',
+      from: { path: '^src/', pathNot: '^src/providers/' },
+      to: { path: '^src/providers/[^/]+/', pathNot: '^src/providers/(shared/|anthropic/wire\\.ts$)' },
+    },
+    {
       name: 'storage-knows-only-the-kernel',
       severity: 'error',
       from: { path: '^src/storage/' },

@@ -58,5 +58,5 @@ export {
   type UpstreamExchangeOptions,
 } from './transport/contract'
 export type { CallerDestination, HostResolver, ResolvedAddress } from './core/upstream-guard'
-export type { ProviderAdapter, UpstreamCall, UpstreamTarget, UpstreamRequest, UpstreamResult, UpstreamStreamEvent } from './providers/contract'
+export type { CredentialCheck, CredentialFormat, ProviderAdapter, UpstreamCall, UpstreamTarget, UpstreamRequest, UpstreamResult, UpstreamStreamEvent } from './providers/contract'
 export type { InternRuntime, InternView, ProvisioningStep, ChatContext } from './interns/runtime'

@@ -182,11 +182,11 @@ export const openAttempt = async (
   try {
     upstreamRequest = build ? build(attempt, target) : attempt.provider.adapter.buildRequest(call, target)
   } catch (error) {
-    throw toAttemptFailure(error, attempt, credentialSecrets(target.apiKey))
+    throw toAttemptFailure(error, attempt, credentialSecrets(target.apiKey, attempt.provider.adapter))
   }
   // Collected only when something is to be redacted: most attempts succeed and need none.
   let sent: string[] | undefined
-  const secrets = () => (sent ??= sentSecrets(upstreamRequest, target.apiKey))
+  const secrets = () => (sent ??= sentSecrets(upstreamRequest, target.apiKey, attempt.provider.adapter))
   const { callerDestination } = upstreamRequest
   const { deadline } = request
   const started = performance.now()

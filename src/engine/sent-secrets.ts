@@ -1,12 +1,11 @@
 /**
  * The secrets one upstream request carries, read from the request as built rather than from the
- * credential record: an Azure BYOK key is a JSON list whose inner `api_key` is what travels in the
- * `api-key` header, and configuration may add credential headers, query parameters or userinfo.
+ * credential record: a structured key's inner keys travel on their own (the adapter's `credential`,
+ * src/providers/contract.ts), and configuration may add credential headers, query parameters or userinfo.
  * Every text an upstream sends back is scrubbed of these before a caller or a log sees it.
  */
 
-import { parseAzureCredentials } from '../providers/azure/credentials'
-import type { UpstreamRequest } from '../providers/contract'
+import type { ProviderAdapter, UpstreamRequest } from '../providers/contract'
 
 // Header and query names that carry credentials (`authorization`, `api-key`, `x-goog-api-key`, `?key=`, `?sig=`…).
 const CREDENTIAL_HEADER = /^(authorization|proxy-authorization|cookie)$|key|token|secret|signature|auth/i
@@ -69,15 +68,17 @@ const urlSecrets = (url: string): string[] => {
   return secrets
 }
 
-const credentialParts = (rawKey: string): string[] =>
-  rawKey.trimStart().startsWith('[') ? [rawKey, ...(parseAzureCredentials(rawKey) ?? []).map((entry) => entry.api_key)] : [rawKey]
+/** The adapter that reads the credential, for the keys inside a structured one. */
+type CredentialReader = Pick<ProviderAdapter, 'credential'>
 
-/** What a raw credential hides before any request is built: itself and, for Azure's JSON keys, each inner key. */
-export const credentialSecrets = (rawKey: string): string[] => withQuotedForms(credentialParts(rawKey))
+const credentialParts = (rawKey: string, adapter: CredentialReader): string[] => [rawKey, ...(adapter.credential?.innerSecrets(rawKey) ?? [])]
 
-/** Every secret placed in `request` (credential headers, query parameters, userinfo), plus the raw credential. */
-export const sentSecrets = (request: UpstreamRequest, rawKey: string): string[] => {
-  const secrets = [...credentialParts(rawKey), ...urlSecrets(request.url)]
+/** What a raw credential hides before any request is built: itself and each key inside it, as `adapter` reads it. */
+export const credentialSecrets = (rawKey: string, adapter: CredentialReader): string[] => withQuotedForms(credentialParts(rawKey, adapter))
+
+/** Every secret placed in `request` (credential headers, query parameters, userinfo), plus the raw credential and the keys inside it. */
+export const sentSecrets = (request: UpstreamRequest, rawKey: string, adapter: CredentialReader): string[] => {
+  const secrets = [...credentialParts(rawKey, adapter), ...urlSecrets(request.url)]
   for (const [name, value] of Object.entries(request.headers)) secrets.push(...headerSecrets(name, value))
   return withQuotedForms(secrets)
 }

@@ -16,6 +16,7 @@ import type { PdfTextExtractor } from '../engine/plugins/pdf-text'
 import type { EventLoopMonitor } from '../core/event-loop'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
+import { PROVIDER_APIS } from '../providers/catalog'
 import type { ProviderAdapter } from '../providers/contract'
 import { DEFAULT_LEASE_TTL_MS } from '../interns/lease'
 
@@ -315,7 +316,7 @@ export const GatewayOptionsSchema = v.strictObject({
     v.record(
       v.pipe(v.string(), v.regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'provider ids are lowercase slugs')),
       v.strictObject({
-        api: v.optional(v.picklist(['openai-responses', 'openai-chat', 'azure-openai', 'anthropic-messages', 'gemini'])),
+        api: v.optional(v.picklist(PROVIDER_APIS)),
         adapter: v.optional(
           v.custom<ProviderAdapter>(isProviderAdapter, 'must implement the provider contract: contractVersion 1, api, buildRequest, readResult, readStream and toError'),
         ),

@@ -4,8 +4,11 @@
  * any of them at a self-hosted, regional or Azure endpoint.
  */
 
+/** The wire formats modelgate ships an adapter for (src/providers/index.ts): the one list options are checked against. */
+export const PROVIDER_APIS = ['openai-responses', 'openai-chat', 'azure-openai', 'anthropic-messages', 'gemini'] as const
+
 /** The wire format a provider speaks upstream. */
-export type ProviderApi = 'openai-responses' | 'openai-chat' | 'anthropic-messages' | 'gemini' | 'azure-openai'
+export type ProviderApi = (typeof PROVIDER_APIS)[number]
 
 export interface ProviderDescriptor {
   /** Lowercase slug, as in BYOK `provider` and routing preferences (docs/decisions.md, BYOK). */

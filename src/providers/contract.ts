@@ -5,7 +5,7 @@
  */
 
 import type { GatewayError } from '../core/errors'
-import type { CallerDestination } from '../core/upstream-guard'
+import type { CallerDestination, UpstreamGuard } from '../core/upstream-guard'
 import type { ProviderApi } from './catalog'
 import type { FinishStatus, UpstreamStreamEvent } from './events'
 import type { NativeWebSearch, NativeWebSearchParameter, OutputItem, RequestExtensionName, RequestExtensions, ResponsesRequest, Usage } from './types'
@@ -108,6 +108,29 @@ export interface EmbeddingsAdapter {
   readResult(body: unknown, call: EmbeddingsCall): EmbeddingsResult
 }
 
+/**
+ * A credential that is more than one opaque string, as its adapter reads it: Azure's BYOK key is a JSON list of
+ * resources and deployments, each with its own `api_key` (docs/decisions.md, BYOK).
+ */
+export interface CredentialFormat {
+  /**
+   * Checks a caller's own key (BYOK) as it is stored, so a key the adapter could never use is a 400 then rather than
+   * a failure at every call; a host the key names must pass `guard` now, as it will at each use.
+   */
+  check(rawKey: string, guard: UpstreamGuard): CredentialCheck
+  /**
+   * The secrets inside a raw key that travel upstream on their own (Azure's inner `api_key`s): every text an
+   * upstream sends back is scrubbed of them as well as of the whole key.
+   */
+  innerSecrets(rawKey: string): string[]
+}
+
+/**
+ * A stored key's check: the secret its label shows the end of (one inner key stands for the list), or why it is
+ * refused and where in it (`0.endpoint_url`; no `path` for the key as a whole). Neither quotes the key.
+ */
+export type CredentialCheck = { ok: true; labelled: string } | { ok: false; path?: string; reason: string }
+
 export interface ProviderAdapter {
   readonly contractVersion: 1
   /** The wire format's name: a `ProviderApi` for the built-in adapters, any name for one of your own. */
@@ -133,6 +156,26 @@ export interface ProviderAdapter {
    * Absent means neither, so the file-parser plugin's `native` engine routes PDFs elsewhere.
    */
   readonly pdfInput?: { readonly fileData: boolean; readonly fileUrl: boolean }
+  /**
+   * How the adapter reads a structured credential, so BYOK can check and label it and no secret inside it reaches a
+   * caller or a log. Absent means a key is one opaque secret, sent as it is.
+   */
+  readonly credential?: CredentialFormat
+  /**
+   * The most input messages the upstream takes, so context compression drops middle turns down to it rather than
+   * send a request certain to be refused. Unbounded when absent.
+   */
+  readonly maxInputMessages?: number
+  /**
+   * The public tokenizer the upstream counts prompts in, whichever of its models serves them (OpenAI's `o200k_base`).
+   * Context compression counts exactly with it; absent, it estimates with a margin (src/engine/plugins/token-count.ts).
+   */
+  readonly promptTokenizer?: 'o200k_base'
+  /**
+   * Set when the upstream caches a prompt only where the request marks it (Anthropic's `cache_control`): a
+   * cached-input price is then no sign that it caches on its own (`supports_implicit_caching` of an endpoint).
+   */
+  readonly cachesOnlyMarkedPrompts?: boolean
   /** Builds the upstream HTTP request (URL, headers with credentials, JSON body). */
   buildRequest(call: UpstreamCall, target: UpstreamTarget): UpstreamRequest
   /** Translates a successful non-streaming JSON body. */

@@ -18,11 +18,13 @@ import {
 } from '../services/byok'
 import { ByokParamsSchema, CreateByokBodySchema, ListByokQuerySchema, UpdateByokBodySchema, type UpdateByokBody } from './byok.schemas'
 
-/** Every provider the gateway can route to: built-in ones and those the operator configured. */
+/** Every provider the gateway can route to: built-in ones and those the operator configured, with how its adapter reads a key. */
 const routableProviders =
   (runtime: GatewayRuntime): ProviderLookup =>
-  (slug) =>
-    runtime.inference.providers.get(slug)?.descriptor
+  (slug) => {
+    const provider = runtime.inference.providers.get(slug)
+    return provider && { displayName: provider.descriptor.displayName, credential: provider.adapter.credential }
+  }
 
 /** The spec's BYOK credential object. */
 export const toByokWire = (record: ByokRecord) => ({

@@ -54,7 +54,8 @@ const servedEndpoints = (inference: InferenceService, entry: ModelEntry): Served
     if (!provider) return []
     // Only what routing would honour: a `stop` the catalog lists for the model is no use through an adapter that cannot send it.
     const supportedParameters = honouredParameters(endpoint, provider)
-    return [{ endpoint: supportedParameters === endpoint.supportedParameters ? endpoint : { ...endpoint, supportedParameters }, provider: provider.descriptor }]
+    const honoured = supportedParameters === endpoint.supportedParameters ? endpoint : { ...endpoint, supportedParameters }
+    return [{ endpoint: honoured, provider: provider.descriptor, adapter: provider.adapter }]
   })
 
 const toListed = (entry: ModelEntry, served: ServedEndpoint[]): ListedModel => {

@@ -6,11 +6,14 @@
 
 import type { EndpointPricing, Modality, ModelEndpoint, ModelEntry, OutputModality } from '../engine/models'
 import type { RegisteredProvider } from '../engine/providers'
+import type { ProviderAdapter } from '../providers/contract'
 
 /** A catalog endpoint together with the provider that serves it. */
 export interface ServedEndpoint {
   endpoint: ModelEndpoint
   provider: RegisteredProvider
+  /** The provider's adapter, for what its wire format declares (src/providers/contract.ts). */
+  adapter: ProviderAdapter
 }
 
 // Prices are per token, so tiny: written out in full (`0.0000004`), never in exponent form, as OpenRouter does.
@@ -106,7 +109,7 @@ export const toModelWire = (entry: ModelEntry, served: readonly ServedEndpoint[]
 }
 
 /** One endpoint of `GET /models/{author}/{slug}/endpoints`; no live statistics are kept, so those are null. */
-export const toEndpointWire = (entry: ModelEntry, { endpoint, provider }: ServedEndpoint) => {
+export const toEndpointWire = (entry: ModelEntry, { endpoint, provider, adapter }: ServedEndpoint) => {
   const parameters = toParameterWireNames(endpoint.supportedParameters)
   const toolChoice = parameters.includes('tool_choice')
   return {
@@ -121,8 +124,8 @@ export const toEndpointWire = (entry: ModelEntry, { endpoint, provider }: Served
     max_completion_tokens: endpoint.maxOutputTokens ?? null,
     max_prompt_tokens: null,
     supported_parameters: parameters,
-    // Caching without markers in the request, as the provider bills it: a cached-input price, and no `cache_control`.
-    supports_implicit_caching: endpoint.pricing.cachedPrompt !== undefined && provider.api !== 'anthropic-messages',
+    // Caching without markers in the request, as the provider bills it: a cached-input price, and no `cache_control` needed.
+    supports_implicit_caching: endpoint.pricing.cachedPrompt !== undefined && adapter.cachesOnlyMarkedPrompts !== true,
     supports_tool_choice: { auto: toolChoice, none: toolChoice, required: toolChoice, function: toolChoice },
     uptime_last_30m: null,
     uptime_last_5m: null,

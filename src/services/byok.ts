@@ -6,9 +6,8 @@
 import { randomId } from '../core/crypto'
 import { InvalidRequestError, NotFoundError } from '../core/errors'
 import type { SecretBox } from '../core/secrets'
-import { DestinationRefusedError, type UpstreamGuard } from '../core/upstream-guard'
-import { AZURE_DESTINATION, parseAzureCredentials, type AzureCredentials } from '../providers/azure/credentials'
-import { readLegacyEndpoint } from '../providers/azure/legacy-endpoint'
+import type { UpstreamGuard } from '../core/upstream-guard'
+import type { CredentialFormat } from '../providers/contract'
 import type { AccountRecord } from '../repositories/accounts'
 import type { ByokRecord } from '../repositories/byok-credentials'
 import type { Repositories } from '../repositories'
@@ -28,43 +27,26 @@ export const maskProviderKey = (raw: string): string => {
   return secret.length >= 16 ? `...${secret.slice(-4)}` : '****'
 }
 
-/**
- * A legacy endpoint must pass the operator's guard now, as it will at every use (the use-time check stays: records
- * stored earlier, or a policy tightened later). The message names the entry and never quotes the URL or the key.
- */
-const assertAllowedEndpoints = (credentials: AzureCredentials, guard: UpstreamGuard) => {
-  for (const [index, entry] of credentials.entries()) {
-    if (!('endpoint_url' in entry)) continue
-    try {
-      guard.checkUrl(entry.endpoint_url, AZURE_DESTINATION)
-      readLegacyEndpoint(entry.endpoint_url, entry.model_id, 'v1')
-    } catch (error) {
-      if (error instanceof DestinationRefusedError) throw new InvalidRequestError(`body.key.${index}.endpoint_url: ${error.reason}`)
-      throw error
-    }
-  }
-}
-
-/** Checks a raw key for its provider and returns its label. */
-const labelFor = (provider: string, rawKey: string, guard: UpstreamGuard): string => {
-  if (provider.split('/', 1)[0] === 'azure') {
-    const credentials = parseAzureCredentials(rawKey)
-    if (!credentials) {
-      throw new InvalidRequestError(
-        'body.key: an Azure key must be a JSON array of {api_key, resource_name, resource_type} or {model_slug, endpoint_url, api_key, model_id}',
-      )
-    }
-    assertAllowedEndpoints(credentials, guard)
-    return maskProviderKey(credentials[0]!.api_key)
-  }
-  return maskProviderKey(rawKey)
+/** A provider this gateway routes to, as BYOK needs to know it. */
+export interface KnownProvider {
+  displayName: string
+  /** How its adapter reads a structured key (Azure's JSON list); absent, a key is one opaque secret. */
+  credential?: CredentialFormat
 }
 
 /**
  * The providers this gateway routes to, built-in and operator-configured (`deepinfra/turbo` names `deepinfra`):
  * a key is only worth storing for one of them.
  */
-export type ProviderLookup = (slug: string) => { displayName: string } | undefined
+export type ProviderLookup = (slug: string) => KnownProvider | undefined
+
+/** Checks a raw key as its provider's adapter reads it and returns its label; the message never quotes the key. */
+const labelFor = (provider: KnownProvider | undefined, rawKey: string, guard: UpstreamGuard): string => {
+  const checked = provider?.credential?.check(rawKey, guard)
+  if (!checked) return maskProviderKey(rawKey)
+  if (!checked.ok) throw new InvalidRequestError(`body.key${checked.path === undefined ? '' : `.${checked.path}`}: ${checked.reason}`)
+  return maskProviderKey(checked.labelled)
+}
 
 /** Throws 400 unless `slug` names a provider the gateway can call, and returns it. */
 export const requireKnownProvider = (providers: ProviderLookup, slug: string, field: string) => {
@@ -119,7 +101,7 @@ export const createByokCredential = async (
 ): Promise<ByokRecord> => {
   const provider = requireKnownProvider(providers, input.provider, 'body.provider')
   assertCompatibleFlags({ isFallback: input.isFallback ?? false, isByokOnly: input.isByokOnly ?? false })
-  const label = labelFor(input.provider, input.key, guard)
+  const label = labelFor(provider, input.key, guard)
   const workspace = await resolveWorkspace(repositories, account, input.workspaceId)
   await assertOwnKeyHashes(repositories, account.id, input.allowedApiKeyHashes)
   // After the last one, even when earlier ones were deleted (listing is in sort_order).
@@ -177,7 +159,7 @@ export const updateByokCredential = async (
   const rotated =
     input.key === undefined
       ? undefined
-      : { label: labelFor(current.provider, input.key, guard), secret: await secrets.seal(input.key, associatedData(current)) }
+      : { label: labelFor(providers(current.provider), input.key, guard), secret: await secrets.seal(input.key, associatedData(current)) }
   const updated = await repositories.byok.update(id, (latest) => {
     const next = { ...latest, ...fields, ...rotated }
     assertCompatibleFlags(next)

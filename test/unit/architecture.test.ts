@@ -65,4 +65,23 @@ describe('architecture', () => {
       await rm(base, { recursive: true, force: true })
     }
   }, 60_000)
+
+  it("the rules catch a provider's own folder imported outside src/providers/, and let the shared code through", async () => {
+    const base = await mkdtemp(join(tmpdir(), 'modelgate-architecture-'))
+    const files: Record<string, string> = {
+      'src/providers/azure/credentials.ts': 'export const parse = (raw: string) => raw\n',
+      'src/providers/shared/errors.ts': 'export const redact = (text: string) => text\n',
+      'src/services/byok.ts': "import { parse } from '../providers/azure/credentials'\nexport const label = parse\n",
+      'src/engine/attempts.ts': "import { redact } from '../providers/shared/errors'\nexport const hide = redact\n",
+    }
+    try {
+      for (const [path, text] of Object.entries(files)) {
+        await mkdir(dirname(join(base, path)), { recursive: true })
+        await writeFile(join(base, path), text)
+      }
+      expect(await violationsIn(base)).toEqual(['providers-are-known-by-their-adapters: src/services/byok.ts → src/providers/azure/credentials.ts'])
+    } finally {
+      await rm(base, { recursive: true, force: true })
+    }
+  }, 60_000)
 })

@@ -17,16 +17,12 @@ const ID = 'context-compression'
 /** Endpoints with at most this much context are compressed unless the request turns the plugin off (OpenRouter's default). */
 export const DEFAULT_ON_MAX_CONTEXT = 8_192
 
-/** Anthropic's Messages API refuses more than 1,000 messages. */
-export const ANTHROPIC_MAX_MESSAGES = 1_000
-
 /** Room kept for the answer when the request sets no `max_output_tokens`: this, or the endpoint's own maximum if smaller. */
 export const DEFAULT_ANSWER_RESERVE = 1_024
 
-const isOpenAiFamily = (attempt: Attempt) => {
-  const { api } = attempt.provider.descriptor
-  return api === 'openai-responses' || api === 'azure-openai' || attempt.model.slug.startsWith('openai/')
-}
+/** Whether the endpoint counts the prompt in `o200k_base`: its adapter says so for every model, or the model is OpenAI's. */
+const isOpenAiFamily = (attempt: Attempt) =>
+  attempt.provider.adapter.promptTokenizer === 'o200k_base' || attempt.model.slug.startsWith('openai/')
 
 const answerReserve = (call: UpstreamCall, attempt: Attempt) => {
   const { contextLength, maxOutputTokens } = attempt.endpoint
@@ -78,7 +74,7 @@ export const contextCompression: PluginDefinition<ContextCompressionPluginSettin
           counter.count(call.request.instructions ?? '') + (call.request.tools && call.request.tools.length > 0 ? counter.count(JSON.stringify(call.request.tools)) : 0)
         const reserve = answerReserve(call, attempt)
         const maxInputTokens = Math.max(0, contextLength - reserve - fixed)
-        const maxMessages = attempt.provider.descriptor.api === 'anthropic-messages' ? ANTHROPIC_MAX_MESSAGES : undefined
+        const maxMessages = attempt.provider.adapter.maxInputMessages
         const items = asItems(call.request.input)
         // Most prompts are far below the context: a token is at least one UTF-8 byte, so an upper bound from the
         // text's length spares counting them (a listed plugin counts anyway, to report the prompt's size).

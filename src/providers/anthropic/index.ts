@@ -19,6 +19,10 @@ export const anthropicAdapter: ProviderAdapter = {
   requestExtensions: ['stop'],
   // Claude's `web_search_20250305` takes everything but a context size (web-search.ts).
   nativeWebSearch: ['max_uses', 'allowed_domains', 'blocked_domains', 'domain_paths', 'user_location'],
+  // The Messages API refuses more than 1,000 messages.
+  maxInputMessages: 1_000,
+  // Claude caches a prompt only up to a `cache_control` breakpoint (request.ts).
+  cachesOnlyMarkedPrompts: true,
   buildRequest: buildMessagesRequest,
   readResult: readMessagesResult,
   readStream: readMessagesStream,

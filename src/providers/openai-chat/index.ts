@@ -6,6 +6,7 @@
  * `reasoningField`) and ./azure (`resourceName`, `resourceType`, `deployment`, `apiVersion`).
  */
 
+import { azureCredentialFormat } from '../azure/credential-format'
 import type { ProviderAdapter, UpstreamCall, UpstreamRequest, UpstreamTarget } from '../contract'
 import { openAIEmbeddings } from '../shared/openai-embeddings'
 import type { RequestExtensionName } from '../types'
@@ -56,6 +57,10 @@ export const azureOpenAIAdapter: ProviderAdapter = {
   pdfInput: { fileData: true, fileUrl: false },
   api: 'azure-openai',
   requestExtensions: CHAT_EXTENSIONS,
+  // A BYOK key is a JSON list of resources and deployments (../azure/credentials).
+  credential: azureCredentialFormat,
+  // Azure serves OpenAI's models.
+  promptTokenizer: 'o200k_base',
   buildRequest(call, target): UpstreamRequest {
     const endpoint = resolveAzureEndpoint(call, target)
     const body = buildChatBody(call, readChatSettings(target, true), 'Azure OpenAI')

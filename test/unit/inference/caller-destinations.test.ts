@@ -16,6 +16,7 @@ import type { HostResolver, UpstreamGuard } from '../../../src/core/upstream-gua
 import { createRepositories } from '../../../src/repositories'
 import { fetchTransport, type UpstreamTransport } from '../../../src/transport/contract'
 import { createByokCredential } from '../../../src/services/byok'
+import { azureOpenAIAdapter } from '../../../src/providers/openai-chat'
 import { memoryStorage } from '../../../src/storage/memory'
 import { undiciTransport, type UndiciTransport } from '../../../src/transport/undici'
 import { TEST_ENCRYPTION_KEY } from '../../helpers/gateway'
@@ -140,7 +141,10 @@ describe.each(TRANSPORTS)('caller-chosen upstream locations (%s transport)', (_n
     const repositories = createRepositories(gateway!.storage, { textModel: MODEL, imageModel: MODEL, providerSort: 'price' }, () => new Date())
     const account = (await repositories.accounts.get((await gateway!.admin.ensureDefaultAccount()).id))!
     const acceptAnything: UpstreamGuard = { checkUrl: (url) => new URL(url), isAllowedAddress: () => true, resolve: undefined }
-    await createByokCredential(repositories, createSecretBox([TEST_ENCRYPTION_KEY]), account, { provider: 'azure', key: rawKey }, new Date(), acceptAnything, () => ({ displayName: 'Azure OpenAI' }))
+    await createByokCredential(repositories, createSecretBox([TEST_ENCRYPTION_KEY]), account, { provider: 'azure', key: rawKey }, new Date(), acceptAnything, () => ({
+      displayName: 'Azure OpenAI',
+      credential: azureOpenAIAdapter.credential,
+    }))
   }
 
   const expectRefused = async (response: Response, reason: string) => {

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { ModelEntry } from '../../../src/engine/models'
 import type { UpstreamTransport } from '../../../src/transport/contract'
 import { sentSecrets } from '../../../src/engine/sent-secrets'
+import { azureOpenAIAdapter, openAIChatAdapter } from '../../../src/providers/openai-chat'
 import { createRecordingLogger, type RecordingLogger } from '../../helpers/logger'
 import { createResponsesHarness, readSseEvents, type ResponsesHarness } from '../../helpers/responses'
 import { fixture, type RecordedRequest, type UpstreamReply } from '../../helpers/upstream'
@@ -124,6 +125,7 @@ describe('sentSecrets', () => {
         'content-type': 'application/json',
       }),
       'raw-credential-value',
+      openAIChatAdapter,
     )
     for (const secret of ['raw-credential-value', 'Bearer bearer-token-value', 'bearer-token-value', 'google-key-value', 'query-key-value', 'pass word-123', 'user-name']) {
       expect(secrets).toContain(secret)
@@ -134,7 +136,7 @@ describe('sentSecrets', () => {
 
   it("includes each inner api_key of an Azure JSON credential, and the forms an upstream may quote them in", () => {
     const raw = JSON.stringify([{ api_key: 'inner"key\\value', resource_name: 'fabrikam', resource_type: 'openai' }])
-    const secrets = sentSecrets(request('https://fabrikam.test/', {}), raw)
+    const secrets = sentSecrets(request('https://fabrikam.test/', {}), raw, azureOpenAIAdapter)
     expect(secrets).toEqual(expect.arrayContaining([raw, 'inner"key\\value', 'inner\\"key\\\\value', encodeURIComponent('inner"key\\value')]))
   })
 })

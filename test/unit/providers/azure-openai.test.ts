@@ -4,7 +4,7 @@ import { azureOpenAIAdapter, openAIChatAdapter } from '../../../src/providers/op
 import { AZURE_API_VERSION } from '../../../src/providers/openai-chat/azure'
 import { UpstreamFailure } from '../../../src/providers/shared/errors'
 import { AZURE_DESTINATION } from '../../../src/providers/azure/credentials'
-import { DestinationRefusedError } from '../../../src/core/upstream-guard'
+import { DestinationRefusedError, createUpstreamGuard } from '../../../src/core/upstream-guard'
 import type { OutputItem, ResponsesRequest } from '../../../src/providers/types'
 import { assertValidEventSequence, chunked, collect } from '../../helpers/stream-events'
 import { fixture, jsonFixture, sseFixture, startUpstream, type Upstream } from '../../helpers/upstream'
@@ -277,5 +277,44 @@ describe('azureOpenAIAdapter against a loopback upstream', () => {
     const response = await send(callOf())
     const error = azureOpenAIAdapter.toError(response.status, await response.text()) as UpstreamFailure
     expect(error.errorType).toBe('rate_limit_exceeded')
+  })
+})
+
+describe('azureOpenAIAdapter.credential', () => {
+  const credential = azureOpenAIAdapter.credential!
+  const guard = createUpstreamGuard()
+  const resource = { api_key: 'resource-key-0123456789', resource_name: 'contoso', resource_type: 'openai' }
+  const legacy = (endpoint_url: string) => ({ model_slug: 'openai/gpt-4.1-mini', endpoint_url, api_key: 'legacy-key-0123456789', model_id: 'mini' })
+
+  it('accepts a JSON list of resources or deployments, its first api_key standing for it in the label', () => {
+    expect(credential.check(JSON.stringify([resource, legacy('https://east.openai.azure.com/openai/deployments/mini')]), guard)).toEqual({
+      ok: true,
+      labelled: 'resource-key-0123456789',
+    })
+  })
+
+  it('refuses anything else with the message BYOK has always given, quoting nothing of the key', () => {
+    const refusal = {
+      ok: false,
+      reason: 'an Azure key must be a JSON array of {api_key, resource_name, resource_type} or {model_slug, endpoint_url, api_key, model_id}',
+    }
+    for (const key of [KEY, '[]', '{}', JSON.stringify([{ ...resource, resource_type: 'bogus' }])]) expect(credential.check(key, guard)).toEqual(refusal)
+  })
+
+  it("refuses a legacy endpoint the operator's guard refuses, naming the entry", () => {
+    const key = JSON.stringify([resource, legacy('http://east.openai.azure.com/openai/deployments/mini')])
+    expect(credential.check(key, guard)).toEqual({ ok: false, path: '1.endpoint_url', reason: 'must use https' })
+  })
+
+  it('names each inner api_key as a secret of its own, and none in a plain key', () => {
+    expect(credential.innerSecrets(JSON.stringify([resource, legacy('https://east.openai.azure.com/openai/v1')]))).toEqual([
+      'resource-key-0123456789',
+      'legacy-key-0123456789',
+    ])
+    expect(credential.innerSecrets(KEY)).toEqual([])
+  })
+
+  it('is Azure\'s alone: the Chat Completions adapter sends a key as it is', () => {
+    expect(openAIChatAdapter.credential).toBeUndefined()
   })
 })
