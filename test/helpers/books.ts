@@ -45,8 +45,21 @@ export const QUESTIONS: readonly Question[] = (['responses', 'chat'] as const).f
   MODELS.flatMap((model) => [false, true].map((stream) => ({ api, model, stream }))),
 )
 
+/** A model whose every answer calls `service:datetime` again, so a loop on it runs until its limits stop it. */
+export const LOOP_MODEL = 'test/loop'
+/** What one turn of `LOOP_MODEL` costs: the recorded tool call's 74 tokens in and 21 out. */
+export const LOOP_TURN_NANO = 129_700
+
+/** The recorded Responses tool call, calling `service_datetime` instead of the recorded function. */
+const loopTurn = (): UpstreamReply => {
+  const answer = JSON.parse(fixture('openai', 'tool-call.json').toString('utf8')) as { output: Array<Record<string, unknown>> }
+  answer.output = answer.output.map((item) => ({ ...item, name: 'service_datetime', arguments: '{"timezone":"UTC"}', call_id: `call_${crypto.randomUUID()}` }))
+  return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(answer) }
+}
+
 /** The recorded answer to `request`: the wire format its path names, JSON or SSE as it asked. */
 export const fixtureAnswer = (request: RecordedRequest): UpstreamReply => {
+  if (request.url.includes('/loop/')) return loopTurn()
   const isStream = request.json?.stream === true
   const body = fixture(request.url.endsWith('/chat/completions') ? 'openai-chat' : 'openai', isStream ? 'text.sse' : 'text.json')
   return { status: 200, headers: { 'content-type': isStream ? 'text/event-stream' : 'application/json' }, body }
@@ -62,10 +75,12 @@ export const writeBooksConfig = async (directory: string, upstreamUrl: string) =
       providers: {
         chat: { api: 'openai-chat', baseURL: `${upstreamUrl}/v1`, isKeyless: true },
         resp: { api: 'openai-responses', baseURL: `${upstreamUrl}/v1`, isKeyless: true },
+        loop: { api: 'openai-responses', baseURL: `${upstreamUrl}/loop/v1`, isKeyless: true },
       },
       models: [
         { slug: 'test/chat', name: 'Chat', endpoints: [endpoint('chat')] },
         { slug: 'test/resp', name: 'Responses', endpoints: [endpoint('resp')] },
+        { slug: LOOP_MODEL, name: 'Loop', endpoints: [endpoint('loop')] },
       ],
     }),
   )

@@ -3,14 +3,15 @@
  * MariaDB, a loopback upstream answering Chat Completions and Responses, JSON and streamed. Under concurrent load what
  * the counters hold equals what the usage ledger recorded and what the clients were told, to the nano-dollar; a small
  * limit raced from three processes is never passed; and a stream broken off after content is charged an estimate that
- * its record marks. (Run after `npm run build`.)
+ * its record marks; server-tool loops raced from three processes each pass a small limit by one turn at most. (Run after
+ * `npm run build`.)
  */
 
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { booksClient, COST_NANO, fixtureAnswer, inPool, QUESTIONS, sum, writeBooksConfig, type Answer, type Question } from '../helpers/books'
+import { booksClient, COST_NANO, fixtureAnswer, inPool, LOOP_MODEL, LOOP_TURN_NANO, nanoOf, QUESTIONS, sum, writeBooksConfig, type Answer, type Question } from '../helpers/books'
 import { breaksAfterDeltas } from '../helpers/interrupted-stream'
 import { startRunners, type RunningProcess } from '../helpers/process'
 import { PROCESS_STORES, requireServer, uniqueNamespace } from '../helpers/stores'
@@ -147,5 +148,41 @@ describe.each(PROCESS_STORES)('books across three gateway processes on one $name
     } finally {
       upstream.setHandler(fixtureAnswer)
     }
+  })
+  it('server-tool loops raced from three processes stop at a small limit, each passing it by no more than one turn', async () => {
+    // Room for 11 turns; twelve loops that would each run 31 turns if only their first turn were held.
+    const LOOPS = 12
+    const limitNano = 1_500_000
+    const { key, hash } = await client.createKey(gateways[0]!, 'looping', limitNano / 1e9)
+    const turnsSent = () => upstream.requests.filter((request) => request.url.includes('/loop/')).length
+    const before = turnsSent()
+    const body = { model: LOOP_MODEL, input: 'What time is it?', max_output_tokens: 100, tools: [{ type: 'service:datetime' }] }
+    const answers = await Promise.all(
+      Array.from({ length: LOOPS }, async (_, index) => {
+        const response = await client.call(gateways[index % 3]!, '/responses', key, body)
+        return { status: response.status, body: (await response.json()) as { status?: string; error?: { message: string; metadata?: Record<string, unknown> }; usage?: { cost: number } } }
+      }),
+    )
+    const looped = answers.filter((answer) => answer.status === 200)
+    const refused = answers.filter((answer) => answer.status === 402)
+    expect(looped.length + refused.length).toBe(LOOPS)
+    expect(looped.length).toBeGreaterThan(0)
+    // A loop ends failed with the limit's 402 once its next turn would pass it; a loop whose first turn would is refused.
+    for (const { body: answer } of looped) {
+      expect(answer.status).toBe('failed')
+      expect(answer.error?.message).toMatch(/API key limit reached/)
+    }
+    for (const { body: answer } of refused) expect(answer.error?.metadata).toMatchObject({ limit: 'key' })
+    const turns = turnsSent() - before
+    const usage = turns * LOOP_TURN_NANO
+    // Every turn that ran was charged, once, in what its client was told, in the ledger and on the key.
+    expect(sum(looped.map(({ body: answer }) => nanoOf(answer.usage!.cost)))).toBe(usage)
+    await expectUsage(hash, usage)
+    expect(await client.ledgerOfKey(gateways[1]!, hash)).toEqual({ requests: looped.length, costNano: usage })
+    // Each turn was let in only while its worst case fitted beside every other hold: each loop passes by one turn at most.
+    expect(usage).toBeLessThanOrEqual(limitNano + LOOPS * LOOP_TURN_NANO)
+    expect(turns).toBeLessThan(limitNano / LOOP_TURN_NANO + LOOPS + 1)
+    accountNano += usage
+    await expect.poll(() => client.creditsUsageNano(gateways[2]!), SETTLED).toBe(accountNano)
   })
 })
