@@ -3,6 +3,11 @@
  * while their requests run, and the settlements it has not yet seen land, sent in batches and retried until they
  * do. The store applies a settlement once per id, so a retry after a fault that hid a success changes nothing;
  * a hold's lease runs out when its process dies, and any process then releases it.
+ *
+ * A request whose answer the usage ledger records opens a gate: the settlements that charge it wait behind the gate
+ * until its record is written, and the record carries them. So a settlement never lands without its record, and a
+ * record whose settlements a killed process never sent can be settled again from the record
+ * (src/ledger/settlement-recovery.ts).
  */
 
 import { createGroupCommit } from '../core/group-commit'
@@ -28,6 +33,13 @@ const FIRST_RETRY_MS = 100
 const MAX_RETRY_MS = 5_000
 /** How long `close` waits for settlements still queued before it writes them off in the log. */
 const CLOSE_GRACE_MS = 10_000
+/**
+ * How long a gate keeps settlements waiting for their record: a record is written as its answer ends, so this is
+ * reached only when no record came (a path that writes none and did not say so); they are sent then, with a warning.
+ */
+const GATE_MAX_MS = 30_000
+/** A gate nothing waits behind is forgotten after this long: its request ended without saying so (a stream never started). */
+const GATE_IDLE_MAX_MS = 3_600_000
 
 export interface SpendBookOptions {
   repository: SpendRepository
@@ -36,6 +48,17 @@ export interface SpendBookOptions {
   leaseMs?: number
   /** How long `close` waits for queued settlements (default 10 s). */
   closeGraceMs?: number
+}
+
+/** The settlements of one request that wait for its record (docs/decisions.md, "Books that balance"). */
+export interface SettlementGate {
+  /** The settlements waiting so far, which the record carries; they keep waiting until `open`. */
+  take(): SpendSettlement[]
+  /**
+   * Sends every waiting settlement, and from now on each at once: the record landed, or none will be written.
+   * Resolves once they landed. Calling it again does nothing more.
+   */
+  open(): Promise<void>
 }
 
 export interface SpendBook {
@@ -48,11 +71,16 @@ export interface SpendBook {
    * queued before the error is thrown.
    */
   hold(id: string, changes: readonly SpendChange[]): Promise<number[]>
-  /** Queues the settlement of `id`; resolves once it landed. Never rejects: a failed write is retried. */
-  settle(id: string, changes: readonly SpendChange[]): Promise<void>
+  /**
+   * Queues the settlement of `id`; resolves once it landed. Never rejects: a failed write is retried. A settlement
+   * that charges something for the request `requestId` waits behind its gate while one is shut.
+   */
+  settle(id: string, changes: readonly SpendChange[], requestId?: string): Promise<void>
+  /** Shuts a gate for the request `requestId`: its charging settlements wait until the gate opens. */
+  gate(requestId: string): SettlementGate
   /** Each counter's current value. */
   read(counters: readonly SpendCounter[]): Promise<number[]>
-  /** Resolves once every settlement queued so far has landed. */
+  /** Resolves once every settlement queued so far has landed, those waiting for their record included. */
   flush(): Promise<void>
   /** Releases holds whose lease ran out (any process's); resolves with how many. */
   releaseExpired(): Promise<number>
@@ -116,12 +144,64 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
     overloadedMessage: 'Spend settlements are not keeping up with requests',
   })
 
-  const settle = (id: string, changes: readonly SpendChange[]): Promise<void> => {
-    const settlement = { id, changes }
-    return commit.add(settlement).catch((error: unknown) => {
+  const send = (settlement: SpendSettlement): Promise<void> =>
+    commit.add(settlement).catch((error: unknown) => {
       // Only a full queue rejects: the store has been down for long under load.
       logger.error('spend settlement dropped: too many are waiting for the store; correct these counters by hand', { settlement: describe(settlement), error })
     })
+
+  /** A shut gate: the settlements waiting behind it, what resolves their callers, and how it opens. */
+  interface ShutGate {
+    waiting: SpendSettlement[]
+    landed: Array<() => void>
+    open(): Promise<void>
+    /** Resolves as the gate opens. */
+    whenOpen: Promise<void>
+    /** Starts the bound on how long settlements wait, at the first that does. */
+    arm(): void
+    /** `Date.now()` when it was shut. */
+    shutAt: number
+  }
+  const gates = new Map<string, ShutGate>()
+
+  const settle = (id: string, changes: readonly SpendChange[], requestId?: string): Promise<void> => {
+    const settlement = { id, changes }
+    const gate = requestId === undefined || changes.length === 0 ? undefined : gates.get(requestId)
+    // A release (nothing charged) never waits: what it gives back is no answer's cost.
+    if (!gate) return send(settlement)
+    gate.waiting.push(settlement)
+    gate.arm()
+    return new Promise<void>((resolve) => gate.landed.push(resolve))
+  }
+
+  const gate = (requestId: string): SettlementGate => {
+    const waiting: SpendSettlement[] = []
+    const landed: Array<() => void> = []
+    let opened: Promise<void> | undefined
+    let markOpen: () => void = () => {}
+    const whenOpen = new Promise<void>((resolve) => (markOpen = resolve))
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const open = (): Promise<void> => {
+      if (opened) return opened
+      clearTimeout(timer)
+      if (gates.get(requestId)?.open === open) gates.delete(requestId)
+      const sent = waiting.splice(0).map(send)
+      markOpen()
+      opened = Promise.all(sent).then(() => {
+        for (const resolve of landed.splice(0)) resolve()
+      })
+      return opened
+    }
+    const arm = () => {
+      if (timer !== undefined) return
+      timer = setTimeout(() => {
+        logger.warn('spend settlements sent without their usage record: none was written in time', { requestId, settlements: waiting.map(describe) })
+        void open()
+      }, GATE_MAX_MS)
+      unrefTimer(timer)
+    }
+    gates.set(requestId, { waiting, landed, open, whenOpen, arm, shutAt: Date.now() })
+    return { take: () => [...waiting], open }
   }
 
   const renew = async () => {
@@ -167,7 +247,14 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
     }
   }
 
-  const renewal = every(Math.max(1, Math.floor(leaseMs / 3)), 'renewing spend holds', () => (live.size === 0 ? Promise.resolve() : renew()))
+  const forgetIdleGates = () => {
+    const before = Date.now() - GATE_IDLE_MAX_MS
+    for (const [requestId, shut] of gates) if (shut.waiting.length === 0 && shut.shutAt < before) gates.delete(requestId)
+  }
+  const renewal = every(Math.max(1, Math.floor(leaseMs / 3)), 'renewing spend holds', () => {
+    forgetIdleGates()
+    return live.size === 0 ? Promise.resolve() : renew()
+  })
   const sweep = every(Math.max(1, Math.floor(leaseMs / 2)), 'releasing expired spend holds', releaseExpired)
   // A process that starts releases what its predecessors left held, once their leases ran out.
   sweep.run()
@@ -190,14 +277,22 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
 
     settle,
 
+    gate,
+
     read: (counters) => repository.read(counters),
 
-    flush: () => commit.drain(),
+    async flush() {
+      // Settlements waiting for a record about to be written (their answer has ended) are part of what is queued.
+      await Promise.all([...gates.values()].filter((waiting) => waiting.waiting.length > 0).map((waiting) => waiting.whenOpen))
+      await commit.drain()
+    },
 
     releaseExpired,
 
     async close() {
       isClosing = true
+      // Records are written before the book closes: whatever still waits has no record coming.
+      for (const waiting of [...gates.values()]) void waiting.open()
       await Promise.all([renewal.stop(), sweep.stop()])
       const drained = commit.drain()
       const timer = setTimeout(() => {

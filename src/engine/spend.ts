@@ -298,9 +298,10 @@ const newReservationId = () => `sp_${timeOrderedHex(16)}`
 
 /**
  * Settles the reservation `id` once, with the real cost on every counter the request touches; the store releases
- * the reservation's hold in the same step. Queued in the gateway's spend book, which retries until it lands.
+ * the reservation's hold in the same step. Queued in the gateway's spend book, which retries until it lands; a
+ * settlement that charges something waits there for the request's usage record, when one is being written.
  */
-const settleOnce = (service: InferenceService, id: string, tracked: readonly Tracked[], isHeld: () => boolean) => {
+const settleOnce = (service: InferenceService, id: string, requestId: string, tracked: readonly Tracked[], isHeld: () => boolean) => {
   let landed: Promise<void> | undefined
   /** Resolves once the settlement landed (at once when there was nothing to send). */
   return (amounts: Amounts): Promise<void> => {
@@ -310,7 +311,7 @@ const settleOnce = (service: InferenceService, id: string, tracked: readonly Tra
       const amount = settledAmount(amounts, metric)
       if (amount !== 0) changes.push({ counter, amount })
     }
-    landed = changes.length === 0 && !isHeld() ? Promise.resolve() : service.spend.book.settle(id, changes)
+    landed = changes.length === 0 && !isHeld() ? Promise.resolve() : service.spend.book.settle(id, changes, requestId)
     return landed
   }
 }
@@ -322,12 +323,17 @@ const reserveAmounts = async (service: InferenceService, request: InferenceReque
   const limits = activeLimits(service.spend, targets, tracked)
   const id = newReservationId()
   const isHeld = limits.length > 0 && (await reserve(service, id, tracked.list, limits, worst(), advice))
-  const settle = settleOnce(service, id, tracked.list, () => isHeld)
+  const settle = settleOnce(service, id, request.requestId, tracked.list, () => isHeld)
   return {
     settle: (usage) => void settle(billedAmounts(usage)),
     release: () => waitBounded(settle(NOTHING)),
     charge: (cost) => settle(cost === 0 ? NOTHING : { usage: toNano(cost), all: toNano(cost) }),
     observer: () => ({
+      // Before the finished event goes on: the usage record, written as it passes, then carries the settlement.
+      beforeFinished(result) {
+        void settle(billedAmounts(result.usage))
+        return Promise.resolve()
+      },
       onEnd(end) {
         // A stopped stream's usage is the session's own reckoning, which the generation record takes too.
         if (end.how === 'finished') settle(billedAmounts(end.result.usage))

@@ -28,6 +28,7 @@ import { createDocumentReaders } from './file-parser'
 import { createInternSettings } from '../interns/settings'
 import { createAccessLog, type AccessLog } from '../pipeline/access-log'
 import { createLedger, DEFAULT_LEDGER_SWEEP_INTERVAL_MS, DEFAULT_RETENTION_DAYS } from '../ledger/ledger'
+import { createSettlementRecovery, DEFAULT_SPEND_BEAT_MS } from '../ledger/settlement-recovery'
 import type { GatewayRuntime } from '../pipeline/runtime'
 import { ADAPTERS } from '../providers'
 import { assertKnownEndpointProviders } from '../engine/providers'
@@ -43,7 +44,7 @@ import { checkedDriver } from '../storage/checked'
 import { createReadCache, type ReadCache } from '../storage/read-cache'
 import { internEnvironment } from '../interns/environment'
 import { startProvisioningSweep } from '../interns/sweep'
-import type { StorageDriver } from '../storage/contract'
+import { settlementMemoryOf, type StorageDriver } from '../storage/contract'
 
 export interface Gateway extends ReplyHandler {
   /** Programmatic administration: accounts, keys, workspaces. */
@@ -220,6 +221,21 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
       endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
     })
+  // Settlements a killed process never sent go out again from their usage records (docs/decisions.md, "Books that
+  // balance"); the processes' beats run on the real clock, whatever clock the gateway reads for its records.
+  const settlementRecovery =
+    config.ledger?.enabled === false
+      ? undefined
+      : createSettlementRecovery({
+          generations: repositories.generations,
+          owners: repositories.spendOwners,
+          book: inference.spend.book,
+          logger,
+          now: Date.now,
+          settlementMemoryMs: settlementMemoryOf(storage.name),
+          // A process is taken for dead three beats after its last: within a lease when leases are short (tests).
+          beatMs: Math.min(DEFAULT_SPEND_BEAT_MS, Math.floor(inference.spend.book.leaseMs / 3)),
+        })
   const runtime: GatewayRuntime = {
     inference,
     runRequest: composeRunStages(runStagesFor(inference), (request) => runTurns(inference, request)),
@@ -235,6 +251,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             },
             now,
             logger,
+            { recovery: settlementRecovery },
           ),
     trustedHostHeader: config.trustedHostHeader,
     rateLimit: config.rateLimit,
@@ -353,6 +370,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       // Records of answers already sent are written before the store goes.
       await runtime.ledger?.close()
       await runtime.inference.spend.book.close()
+      await settlementRecovery?.close()
       await documents.close()
       await storage.close()
     },

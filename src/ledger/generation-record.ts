@@ -243,8 +243,18 @@ export const createGenerationRecorder = (
 ): GenerationRecorder => {
   if (ledger === null) return UNRECORDED
   const session = sessionOf(service, context)
-  const write = async (outcome: GenerationOutcome, recorded: RecordedRequest = request) =>
-    ledger.write(toGenerationRecord(service, context, recorded, outcome, { session: await session }))
+  // The settlements that charge the answer wait for its record, which carries them (docs/decisions.md, "Books that balance").
+  const gate = service.spend.book.gate(context.requestId)
+  const write = async (outcome: GenerationOutcome, recorded: RecordedRequest = request) => {
+    let record: GenerationRecord
+    try {
+      record = toGenerationRecord(service, context, recorded, outcome, { session: await session })
+    } catch (error) {
+      void gate.open()
+      throw error
+    }
+    await ledger.write(record, gate)
+  }
   const isContentKept = shouldKeepContent(request, context.api)
   // Content is the caller's record, not the answer: a store that cannot take it is logged, never fails the request.
   const keepContent = async (content: () => GenerationContentRecord) => {
@@ -274,6 +284,7 @@ export const createGenerationRecorder = (
       return { id, model, usage, isUsageEstimated: used?.isEstimated === true, ...ending, ...streamTiming() }
     }
     const writeInBackground = (outcome: GenerationOutcome | undefined) => {
+      if (!outcome) void gate.open()
       if (!outcome || isWritten) return
       isWritten = true
       // Nobody waits for this answer any more: a failure can only be logged.
@@ -316,7 +327,11 @@ export const createGenerationRecorder = (
       } catch (error) {
         const refusal = guardrailRefusalOf(error)
         const hasReachedUpstream = request.attemptReports.some((report) => report.status !== null)
-        if ((!hasReachedUpstream && !refusal) || error instanceof ClientClosedError) throw error
+        if ((!hasReachedUpstream && !refusal) || error instanceof ClientClosedError) {
+          // No record: what was charged goes out as it is.
+          void gate.open()
+          throw error
+        }
         const id = await failed(error, refusal).catch((writeError: unknown) => {
           service.logger.error('usage ledger: record of a failed request lost', { requestId: context.requestId, error: writeError })
           return undefined

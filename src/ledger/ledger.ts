@@ -7,7 +7,9 @@
 import { isGatewayError } from '../core/errors'
 import { createGroupCommit } from '../core/group-commit'
 import type { Logger } from '../core/logger'
+import type { SettlementGate } from '../engine/spend-book'
 import type { GenerationContentRecord, GenerationRecord, GenerationsRepository } from '../repositories/generations'
+import type { SettlementRecovery } from './settlement-recovery'
 
 export const DEFAULT_RETENTION_DAYS = 30
 export const DEFAULT_LEDGER_SWEEP_INTERVAL_MS = 10 * 60_000
@@ -31,6 +33,8 @@ const CLOSE_GRACE_MS = 10_000
 export interface LedgerOptions {
   /** How long `close` waits for writes still being retried (default 10 s). */
   closeGraceMs?: number
+  /** Where records that carry settlements get their batch; without it a record carries none (they are sent all the same). */
+  recovery?: SettlementRecovery
 }
 
 export interface LedgerSettings {
@@ -44,9 +48,11 @@ export interface Ledger {
   readonly retentionDays: number
   /**
    * Stores a record together with others finishing now; resolves once it is stored (once, whatever the retries).
-   * Rejects when the store failed twice, and then keeps sending it in the background until it lands.
+   * Rejects when the store failed twice, and then keeps sending it in the background until it lands. With its
+   * request's settlement `gate`, the record carries the settlements waiting there, and the gate opens once the write
+   * ended, so they land after it (docs/decisions.md, "Books that balance").
    */
-  write(record: GenerationRecord): Promise<void>
+  write(record: GenerationRecord, gate?: SettlementGate): Promise<void>
   /** Stores what a generation said, for a workspace with private logging on (after its record). */
   writeContent(content: GenerationContentRecord): Promise<void>
   /** The oldest creation time (ISO 8601) still kept: older records are never shown and are swept. */
@@ -167,7 +173,20 @@ export const createLedger = (repository: GenerationsRepository, settings: Ledger
 
   return {
     retentionDays: settings.retentionDays,
-    write: (record) => commit.add(record),
+    async write(record, gate) {
+      const settlements = gate?.take() ?? []
+      const batch = settlements.length > 0 ? options.recovery?.open() : undefined
+      const carried: GenerationRecord = batch
+        ? { ...record, spend: { batch: batch.id, settlements: settlements.map(({ id, changes }) => ({ id, changes: changes.map((change) => [change.counter.key, change.amount]) })) } }
+        : record
+      try {
+        await commit.add(carried)
+      } finally {
+        // Sent even when the write failed: the record is retried until it lands, and the answer was paid for.
+        const landed = gate?.open()
+        if (batch) void landed?.then(batch.landed)
+      }
+    },
     writeContent: (content) => repository.storeContent(content),
     retainedSince,
     sweep,

@@ -79,6 +79,17 @@ export type GenerationGuardrailEvent = {
   matches: number
 }
 
+/**
+ * The spend settlements that charged a generation, sent only once its record landed, so that what a killed process
+ * never sent can be sent again from the record (docs/decisions.md, "Books that balance").
+ */
+export type GenerationSpend = {
+  /** `<process>|<period>`: the gateway process that sends them and the ten seconds it wrote the record in (an index). */
+  batch: string
+  /** Each settlement: its id, and what it adds to each counter as `[counter key, nano-dollars]`. */
+  settlements: Array<{ id: string; changes: Array<[string, number]> }>
+}
+
 export type GenerationRecord = {
   /** The response id the caller received. */
   id: string
@@ -137,6 +148,8 @@ export type GenerationRecord = {
   routing: GenerationRouting
   /** What the governing guardrails redacted, flagged or refused; absent when they found nothing. */
   guardrails?: GenerationGuardrailEvent[]
+  /** The settlements that charged it; absent when none did (nothing charged, or no limit's book kept). */
+  spend?: GenerationSpend
 }
 
 /** `YYYY-MM-DD` of an ISO timestamp: the UTC day activity groups by. */
@@ -163,7 +176,11 @@ const toInput = (record: GenerationRecord): RecordInput<GenerationRecord> => ({
   data: record,
   // The ledger builds each record for its write alone and never touches it again: no copy is needed.
   isDataHandedOver: true,
-  indexes: { accountId: record.accountId, accountDay: sharedDayIndex(record.accountId, record.createdAt) },
+  indexes: {
+    accountId: record.accountId,
+    accountDay: sharedDayIndex(record.accountId, record.createdAt),
+    ...(record.spend ? { spendBatch: record.spend.batch } : {}),
+  },
   // ISO 8601 in UTC sorts as time does; ties fall back to the id.
   sortKey: record.createdAt,
 })
@@ -188,6 +205,15 @@ export const createGenerationsRepository = (storage: StorageDriver) => ({
   /** Keeps a generation's content; a second write of one id keeps the first. */
   async storeContent(content: GenerationContentRecord): Promise<void> {
     await storage.createMany(GENERATION_CONTENTS, [{ id: content.id, data: content, sortKey: content.createdAt }])
+  },
+
+  /** Every record of one settlement batch (`GenerationSpend.batch`), in pages. */
+  async *listSpendBatch(batch: string): AsyncGenerator<GenerationRecord> {
+    for (let offset = 0; ; offset += PAGE_SIZE) {
+      const page = await storage.list<GenerationRecord>(GENERATIONS, { where: { spendBatch: batch }, offset, limit: PAGE_SIZE })
+      for (const item of page.items) yield item.data
+      if (page.items.length < PAGE_SIZE || offset + PAGE_SIZE >= page.totalCount) return
+    }
   },
 
   async getContent(id: string): Promise<GenerationContentRecord | null> {

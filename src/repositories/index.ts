@@ -9,6 +9,7 @@ import { createGuardrailsRepository, GUARDRAIL_KEY_ASSIGNMENTS, GUARDRAIL_MEMBER
 import { createInternsRepository } from './interns'
 import { createPresetsRepository, PRESET_VERSIONS, PRESETS } from './presets'
 import { createSpendRepository } from './spend-counters'
+import { createSpendOwnersRepository } from './spend-owners'
 import { createWorkspacesRepository, WORKSPACES, type WorkspaceDefaults } from './workspaces'
 
 /**
@@ -39,6 +40,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   workspaces: createWorkspacesRepository(storage, workspaceDefaults, now),
   creditGrants: createCreditGrantsRepository(storage, now),
   spend: createSpendRepository(storage),
+  spendOwners: createSpendOwnersRepository(storage),
   guardrails: createGuardrailsRepository(storage, now),
   presets: createPresetsRepository(storage, now),
 })

@@ -67,6 +67,16 @@ export const spendCounter = (scope: SpendScope, id: string, metric: SpendMetric,
   ttlMs: TTL_MS[window],
 })
 
+const WINDOW_OF_STAMP: Record<string, SpendWindow> = { d: 'daily', w: 'weekly', m: 'monthly' }
+
+/** The counter a key names (one `spendCounter` made), with the expiry of its window: for settlements sent again from a record. */
+export const counterOfKey = (key: string): SpendCounter => {
+  const stamp = key.slice(key.lastIndexOf(':') + 1)
+  const window = stamp === 'total' ? 'total' : WINDOW_OF_STAMP[stamp[0] ?? '']
+  if (window === undefined) throw new TypeError(`spend: ${key} names no spend counter`)
+  return { key, ttlMs: TTL_MS[window] }
+}
+
 /** Amounts per window, in nano-dollars. */
 export type WindowAmounts = Record<SpendWindow, number>
 

@@ -100,6 +100,12 @@ export const SETTLEMENT_MEMORY_MS = 600_000
  */
 export const IN_PROCESS_SETTLEMENT_MEMORY_MS = 60_000
 
+/** The stores whose calls run in the caller's own process, which remember a settled id for `IN_PROCESS_SETTLEMENT_MEMORY_MS`. */
+const IN_PROCESS_STORES: ReadonlySet<string> = new Set(['memory', 'file', 'sqlite'])
+
+/** How long the store `name` remembers that a settlement id was applied: within it, sending the settlement again changes nothing. */
+export const settlementMemoryOf = (name: string): number => (IN_PROCESS_STORES.has(name) ? IN_PROCESS_SETTLEMENT_MEMORY_MS : SETTLEMENT_MEMORY_MS)
+
 /**
  * A reservation on tallies, leased to the process that made it: while the process lives it renews the lease,
  * and once the lease runs out any process may release the hold, so what a dead process held comes back.

@@ -2,7 +2,8 @@
  * Books that balance through faults (docs/decisions.md): three gateway processes (the built runner) reach one Redis,
  * PostgreSQL or MariaDB through a loopback TCP proxy, with spend holds leased for 3 s. A process killed with SIGKILL
  * while its streams hold credit has those holds released by the others once their lease runs out, and its restart
- * does not bring them back; a store that goes away, or whose answers are lost, in the middle of a load leaves key usage
+ * does not bring them back; one killed under load leaves key usage equal to the ledger once the others took it for
+ * dead and sent again what its records carry; a store that goes away, or whose answers are lost, in the middle of a load leaves key usage
  * equal to the usage ledger once it is back. (Run after `npm run build`.)
  */
 
@@ -91,6 +92,30 @@ describe.each(NETWORKED_STORES)('books through faults: three gateway processes o
     expect(answer.status).toBe(200)
     for (const gateway of gateways) await expect.poll(() => client.usageNano(gateway, hash), SETTLED).toBe(answer.costNano)
     expect(await ledgerNano([...ids, answer.id!])).toBe(answer.costNano)
+  })
+
+  it('a process killed with SIGKILL under load: once the others take it for dead, key usage equals the ledger', async () => {
+    const { key, hash } = await client.createKey(gateways[2]!, 'load on the victim', 10)
+    const victim = gateways[0]!
+    let answered = 0
+    // Whole and streamed answers from the victim, until it dies under them; a request it took down with it fails.
+    const load = inPool(90, 15, async (index) => {
+      const question = QUESTIONS[index % QUESTIONS.length]!
+      const answer = await client.ask(victim, key, question, AbortSignal.timeout(HANG_MS)).catch(() => undefined)
+      answered++
+      return answer
+    })
+    await vi.waitFor(() => expect(answered).toBeGreaterThanOrEqual(25), { timeout: HANG_MS, interval: 5 })
+    expect(await victim.stop('SIGKILL')).toBeNull()
+    const answers = (await load).filter((answer): answer is Answer => answer?.status === 200 && !answer.isCut)
+    expect(answers.length).toBeGreaterThanOrEqual(25)
+    // Every answer a client got whole is in the ledger; once the survivors took the victim for dead (three beats of a
+    // third of a lease) and its holds' leases ran out, the counters hold exactly what the ledger does.
+    expect(await ledgerNano(answers.map((answer) => answer.id!))).toBe(sum(answers.map((answer) => answer.costNano!)))
+    const gap = async () => (await client.usageNano(gateways[1]!, hash)) - (await client.ledgerOfKey(gateways[2]!, hash)).costNano
+    await expect.poll(gap, { timeout: 6 * LEASE_MS, interval: 100 }).toBe(0)
+    gateways[0] = await startRunner(env)
+    expect(await client.usageNano(gateways[0], hash)).toBe((await client.ledgerOfKey(gateways[0], hash)).costNano)
   })
 
   /**

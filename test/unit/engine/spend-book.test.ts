@@ -132,3 +132,48 @@ describe('the spend book', () => {
     expect(JSON.stringify(lost?.fields)).toContain('amountNano')
   })
 })
+
+describe("a request's settlement gate", () => {
+  it('keeps what charges the request until the gate opens, lets releases and other requests through, and then sends at once', async () => {
+    const store = memoryStorage()
+    const { book, read } = open(store)
+    await book.hold('held', [{ counter: counter('g'), amount: 500 }])
+    const gate = book.gate('req_1')
+    let isLanded = false
+    const charged = book.settle('s1', [{ counter: counter('g'), amount: 70 }], 'req_1').then(() => (isLanded = true))
+    // A release of the same request, and a settlement of another, do not wait.
+    await book.settle('held', [], 'req_1')
+    await book.settle('s2', [{ counter: counter('g'), amount: 5 }], 'req_2')
+    expect(await read('g')).toBe(5)
+    expect(isLanded).toBe(false)
+    expect(gate.take()).toEqual([{ id: 's1', changes: [{ counter: counter('g'), amount: 70 }] }])
+    await gate.open()
+    await charged
+    expect(await read('g')).toBe(75)
+    // Open: the next one goes straight out.
+    await book.settle('s3', [{ counter: counter('g'), amount: 1 }], 'req_1')
+    expect(await read('g')).toBe(76)
+    expect(gate.take()).toEqual([])
+  })
+
+  it('flush waits for settlements behind a gate, and a gate no record opens sends them after its bound, with a warning', async () => {
+    vi.useFakeTimers()
+    const { book, read, logging } = open(memoryStorage())
+    book.gate('req_lost')
+    void book.settle('s1', [{ counter: counter('h'), amount: 9 }], 'req_lost')
+    const flushed = book.flush()
+    await vi.advanceTimersByTimeAsync(30_000)
+    await flushed
+    expect(await read('h')).toBe(9)
+    expect(logging.entries.find((entry) => entry.message.startsWith('spend settlements sent without their usage record'))?.level).toBe('warn')
+  })
+
+  it('sends what waits behind a shut gate when the book closes', async () => {
+    const store = memoryStorage()
+    const { book } = open(store)
+    book.gate('req_closing')
+    void book.settle('s1', [{ counter: counter('c'), amount: 11 }], 'req_closing')
+    await book.close()
+    expect(await createSpendRepository(store).read([counter('c')])).toEqual([11])
+  })
+})
