@@ -35,7 +35,7 @@ const WORKERS_RULE = `must be a whole number from 1 to ${MAX_WORKERS}, or auto (
 const PortSchema = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535))
 
 /** Each setting on its own; `RunnerConfigSchema` adds the checks between settings. */
-const RunnerSettingsSchema = v.strictObject({
+export const RunnerSettingsSchema = v.strictObject({
   port: v.optional(PortSchema, 8787),
   host: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),
   basePath: v.optional(v.string(), '/api/v1'),
@@ -192,41 +192,7 @@ export const GATEWAY_PASS_THROUGH = [
 ] as const satisfies ReadonlyArray<keyof v.InferOutput<typeof RunnerConfigSchema>>
 
 export type RunnerConfig = v.InferOutput<typeof RunnerConfigSchema>
-type RunnerConfigInput = v.InferInput<typeof RunnerConfigSchema>
-
-/** The environment variables the runner reads, and the setting each one fills. */
-export const ENVIRONMENT = {
-  // Listed first so that MODELGATE_PORT, read later, wins over the generic PORT.
-  PORT: 'port',
-  MODELGATE_PORT: 'port',
-  MODELGATE_HOST: 'host',
-  MODELGATE_BASE_PATH: 'basePath',
-  MODELGATE_STORAGE: 'storage',
-  MODELGATE_REDIS_PREFIX: 'redisPrefix',
-  MODELGATE_SQL_SCHEMA: 'sqlSchema',
-  MODELGATE_RATE_LIMIT_REQUESTS: 'rateLimitRequests',
-  MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rateLimitWindowSeconds',
-  MODELGATE_ENFORCE_CREDITS: 'enforceCredits',
-  MODELGATE_DATA_DIR: 'dataDir',
-  MODELGATE_LEDGER: 'ledger',
-  MODELGATE_LEDGER_RETENTION_DAYS: 'ledgerRetentionDays',
-  MODELGATE_BODY_LIMIT: 'bodyLimit',
-  MODELGATE_INFERENCE_BODY_LIMIT: 'inferenceBodyLimit',
-  MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
-  MODELGATE_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
-  MODELGATE_SPEND_LEASE_MS: 'spendLeaseMs',
-  MODELGATE_READ_CACHE: 'readCache',
-  MODELGATE_LOG_LEVEL: 'logLevel',
-  MODELGATE_MANAGEMENT_KEY: 'managementKey',
-  MODELGATE_ENCRYPTION_KEY: 'encryptionKeys',
-  MODELGATE_ENCRYPTION_KEYS: 'encryptionKeys',
-  MODELGATE_DEV: 'dev',
-  MODELGATE_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
-  MODELGATE_WORKERS: 'workers',
-  MODELGATE_WATCH_PARENT: 'watchParent',
-  MODELGATE_PRICE_SOURCE: 'priceSource',
-  MODELGATE_PRICE_REFRESH_SECONDS: 'priceRefreshSeconds',
-} as const satisfies Record<string, keyof RunnerConfigInput>
+export type RunnerConfigInput = v.InferInput<typeof RunnerConfigSchema>
 
 const NUMERIC = new Set<keyof RunnerConfigInput>([
   'port',
@@ -244,7 +210,8 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
 ])
 const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent', 'enforceCredits'])
 
-const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined]>): Partial<RunnerConfigInput> => {
+/** Settings from strings (the environment's, the flags'): numbers, booleans and comma-separated lists parsed. */
+export const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined]>): Partial<RunnerConfigInput> => {
   const config: Record<string, unknown> = {}
   for (const [setting, raw] of entries) {
     if (raw === undefined || raw === '') continue
@@ -254,31 +221,6 @@ const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined
   }
   return config as Partial<RunnerConfigInput>
 }
-
-/** The environment variables that fill fields of the `upstream` setting. */
-export const UPSTREAM_ENVIRONMENT = {
-  MODELGATE_UPSTREAM_CONNECT_TIMEOUT_MS: 'connectTimeoutMs',
-  MODELGATE_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: 'firstByteTimeoutMs',
-  MODELGATE_UPSTREAM_IDLE_TIMEOUT_MS: 'idleTimeoutMs',
-  MODELGATE_UPSTREAM_TOTAL_TIMEOUT_MS: 'totalTimeoutMs',
-  MODELGATE_UPSTREAM_MAX_RESPONSE_BYTES: 'maxResponseBytes',
-  MODELGATE_UPSTREAM_MAX_EVENT_BYTES: 'maxEventBytes',
-} as const satisfies Record<string, keyof NonNullable<RunnerConfigInput['upstream']>>
-
-const upstreamFromEnvironment = (environment: Record<string, string | undefined>): Partial<RunnerConfigInput> => {
-  const upstream: Record<string, unknown> = {}
-  for (const [name, field] of Object.entries(UPSTREAM_ENVIRONMENT)) {
-    const raw = environment[name]
-    // Anything but digits stays a string, so validation names the setting.
-    if (raw !== undefined && raw !== '') upstream[field] = /^\d+$/.test(raw) ? Number(raw) : raw
-  }
-  return Object.keys(upstream).length > 0 ? { upstream } : {}
-}
-
-export const configFromEnvironment = (environment: Record<string, string | undefined>): Partial<RunnerConfigInput> => ({
-  ...fromStrings(Object.entries(ENVIRONMENT).map(([name, setting]) => [setting, environment[name]])),
-  ...upstreamFromEnvironment(environment),
-})
 
 export const readConfigFile = async (path: string): Promise<Partial<RunnerConfigInput>> => {
   let text: string

@@ -3,6 +3,8 @@
  * once, on stdout (never in the log), with the command that turns it into a regular key for applications.
  */
 
+import { cliCommand } from './cli-command'
+
 const RULE = '-'.repeat(72)
 
 /** The block printed once after the first management key was minted. `apiUrl` ends in the base path. */
@@ -20,7 +22,7 @@ export const formatFirstManagementKey = (rawKey: string, apiUrl: string): string
     `      -H 'Authorization: Bearer ${rawKey}' \\`,
     `      -H 'Content-Type: application/json' -d '{"name":"my-app"}'`,
     '',
-    'Lost it? Run (beside the running gateway): modelgate keys create --management',
+    `Lost it? Run (beside the running gateway): ${cliCommand('keys create --management')}`,
     RULE,
     '',
   ].join('\n')

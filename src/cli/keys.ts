@@ -2,6 +2,7 @@
 
 import type { Gateway } from '../gateway/gateway'
 import type { ApiKeyRecord } from '../repositories/api-keys'
+import { cliCommand } from './cli-command'
 
 export interface KeyFlags {
   management?: boolean
@@ -63,5 +64,5 @@ export const revokeKeyCommand = async (gateway: Gateway, hashOrPrefix: string | 
   output.stdout(`Disabled ${key.kind} key "${key.name}" (hash ${key.hash}). It stops working at once.\n`)
   if (key.kind !== 'management') return
   const { totalCount } = await gateway.admin.listKeys(flags.account, { kind: 'management', limit: 0 })
-  if (totalCount === 0) output.stderr('The account has no enabled management key left; create one with: modelgate keys create --management\n')
+  if (totalCount === 0) output.stderr(`The account has no enabled management key left; create one with: ${cliCommand('keys create --management')}\n`)
 }

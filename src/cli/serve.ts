@@ -141,7 +141,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   const host = address.includes(':') ? `[${address}]` : address
   const origin = `http://${host}:${port}`
   const apiUrl = `${origin}${config.basePath}`
-  if (!worker || worker.isFirst) logStartup(logger, config, { url: apiUrl, providers, models })
+  if (!worker || worker.isFirst) logStartup(logger, config, { url: apiUrl, providers, models, environment: process.env })
   if (worker) worker.announce({ origin, apiUrl, ...(firstManagementKey ? { firstManagementKey } : {}) })
   else {
     // A plain line too, for people and for scripts waiting on start-up.

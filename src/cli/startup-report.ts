@@ -8,6 +8,8 @@ import type { Logger } from '../core/logger'
 import { mergeModels, type ModelEntry } from '../engine/models'
 import type { RunnerConfig } from './config'
 import { describeStorage, sqlitePathOf } from './storage'
+import { cliCommand } from './cli-command'
+import { unknownVariableWarnings } from './variables'
 
 type ProviderSettings = Record<string, Record<string, unknown>>
 
@@ -52,14 +54,14 @@ export const productionGaps = (config: RunnerConfig): string[] => {
   const gaps: string[] = []
   if (!config.encryptionKeys?.length) {
     gaps.push(
-      'encryption keys: set MODELGATE_ENCRYPTION_KEYS (make one with `modelgate secrets generate-key`); ' +
+      `encryption keys: set MODELGATE_ENCRYPTION_KEYS (make one with \`${cliCommand('secrets generate-key')}\`); ` +
         'development mode seals BYOK keys with a generated key kept in the data directory',
     )
   }
   if (!config.managementKey) {
     gaps.push(
       'a management key of your own: set MODELGATE_MANAGEMENT_KEY (kept in your secret manager), ' +
-        'or mint one with `modelgate keys create --management`',
+        `or mint one with \`${cliCommand('keys create --management')}\``,
     )
   }
   // The SQLite store serves every process on its machine: a production set-up of its own, up to one machine.
@@ -76,7 +78,7 @@ export const productionGaps = (config: RunnerConfig): string[] => {
 export const logStartup = (
   logger: Logger,
   config: RunnerConfig,
-  details: { url: string; providers: ProviderSettings; models: readonly ModelEntry[] },
+  details: { url: string; providers: ProviderSettings; models: readonly ModelEntry[]; environment: Record<string, string | undefined> },
 ) => {
   logger.info('modelgate listening', {
     url: details.url,
@@ -84,6 +86,7 @@ export const logStartup = (
     providers: Object.keys(details.providers),
     ...(config.dev ? { mode: 'development' } : {}),
   })
+  for (const warning of unknownVariableWarnings(details.environment)) logger.warn(warning)
   for (const warning of providerWarnings(details.providers, details.models)) logger.warn(warning)
   if (config.dev) for (const gap of productionGaps(config)) logger.warn(`not set up for production: ${gap}`)
   else if (!config.encryptionKeys?.length) {

@@ -1,6 +1,6 @@
 /** The CLI's `--help`: commands, options, every environment variable the runner reads, and examples. */
 
-import { ENVIRONMENT } from './config'
+import { PROVIDER_VARIABLES, RUNNER_VARIABLES, providerKeyVariables } from './variables'
 
 const COMMANDS = `Usage: modelgate <command> [options]
 
@@ -47,42 +47,6 @@ version (snapshot.jsonl, journal.jsonl) moves into it, and its files into file-s
 The embedded store itself (MODELGATE_STORAGE=file) belongs to one process at a time.
 `
 
-/** What each variable does, for the help text; a variable without an entry still appears, with its setting. */
-const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
-  PORT: 'port to listen on (MODELGATE_PORT wins; default 8787)',
-  MODELGATE_HOST: 'address to listen on (default 127.0.0.1)',
-  MODELGATE_BASE_PATH: 'prefix of every route (default /api/v1)',
-  MODELGATE_STORAGE: 'sqlite (default: <data dir>/modelgate.db), sqlite:<path>, memory, redis://…, postgres://…, mysql://…, file (earlier versions\' embedded store)',
-  MODELGATE_REDIS_PREFIX: 'key prefix on Redis (default modelgate:)',
-  MODELGATE_SQL_SCHEMA: 'PostgreSQL schema or MySQL database for the tables',
-  MODELGATE_RATE_LIMIT_REQUESTS: 'requests per key per window (default: no limit)',
-  MODELGATE_RATE_LIMIT_WINDOW_SECONDS: 'rate-limit window (default 60)',
-  MODELGATE_ENFORCE_CREDITS: '1: refuse (402) requests of accounts whose granted credits are used up (default: only counted)',
-  MODELGATE_DATA_DIR: 'data directory: the SQLite store, the --dev key (default .modelgate)',
-  MODELGATE_LEDGER: 'off: keep no usage records (GET /generation 404, GET /activity empty; limits and credits still count)',
-  MODELGATE_LEDGER_RETENTION_DAYS: 'days usage records are kept (default 30)',
-  MODELGATE_BODY_LIMIT: 'request body limit in bytes of routes other than model requests (default 1048576)',
-  MODELGATE_INFERENCE_BODY_LIMIT: 'body limit in bytes of /responses, /chat/completions, /messages, /embeddings (default 20971520)',
-  MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'time a request body may take to arrive (default 30000; then 408)',
-  MODELGATE_REQUEST_TIMEOUT_MS: "a request's deadline, all its fallback attempts, tool turns and fusion runs together (default 600000; then 524)",
-  MODELGATE_SPEND_LEASE_MS: "a spend hold's lease, renewed while its request runs; a dead process's holds return within 1.5 leases (default 60000)",
-  MODELGATE_READ_CACHE: 'off: read keys, accounts, workspaces and the like from the store on every request (default on)',
-  MODELGATE_LOG_LEVEL: 'debug, info (default), warn or error',
-  MODELGATE_MANAGEMENT_KEY: 'a management key ensured at start (16 to 512 characters)',
-  MODELGATE_ENCRYPTION_KEYS: 'master keys for BYOK secrets, comma-separated, primary first',
-  MODELGATE_DEV: '1: development mode, as --dev',
-  MODELGATE_SHUTDOWN_GRACE_SECONDS: 'time in-flight requests get on shutdown (default 10)',
-  MODELGATE_WORKERS: 'worker processes on one port, or auto (one per core); default 1, as --workers',
-  MODELGATE_WATCH_PARENT: '1: stop when the parent process exits (default: on under npm and npx)',
-}
-
-const PROVIDER_VARIABLES = `  MODELGATE_PROVIDER_<ID>_API_KEY, _BASE_URL, _API, _KEYLESS=1, _MODELS
-                                a provider from the environment (<ID> upper-case, - as _); _MODELS lists
-                                its models: <author>/<name>=<upstream model id>,…
-  OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, GROQ_API_KEY, …
-                                shared keys of built-in providers
-`
-
 const EXAMPLES = `Examples:
   modelgate serve --dev                                   try it: prints a management key on first start
   modelgate secrets generate-key                          an encryption key: keep it in your secret store
@@ -98,17 +62,18 @@ const EXAMPLES = `Examples:
     modelgate serve
 `
 
-const environmentSection = (): string => {
-  const lines = Object.entries(ENVIRONMENT)
-    // PORT is described with MODELGATE_PORT; MODELGATE_ENCRYPTION_KEY is the singular spelling of the list.
-    .filter(([name]) => name !== 'MODELGATE_PORT' && name !== 'MODELGATE_ENCRYPTION_KEY')
-    .map(([name, setting]) => {
-      const label = name === 'PORT' ? 'MODELGATE_PORT, PORT' : name
-      const description = DESCRIPTIONS[name as keyof typeof ENVIRONMENT] ?? `the ${setting} setting`
-      return label.length < 29 ? `  ${label.padEnd(30)}${description}` : `  ${label}\n  ${' '.repeat(30)}${description}`
-    })
-  return `Environment (flags win over environment variables, which win over the config file):\n  ${'MODELGATE_CONFIG'.padEnd(30)}JSON config file\n${lines.join('\n')}\n${PROVIDER_VARIABLES}`
-}
+const line = (label: string, description: string): string =>
+  label.length < 29 ? `  ${label.padEnd(30)}${description}` : `  ${label}\n  ${' '.repeat(30)}${description}`
+
+const environmentSection = (): string =>
+  [
+    'Environment (flags win over environment variables, which win over the config file; docs/configuration.md):',
+    ...RUNNER_VARIABLES.map((variable) => line(variable.name, variable.description)),
+    ...PROVIDER_VARIABLES.map((variable) => line(variable.name, variable.description)),
+    line('', '<ID>: the provider id upper-cased, - as _ (my-vllm: MY_VLLM)'),
+    ...providerKeyVariables().map(({ name, description }) => line(name, description)),
+    '',
+  ].join('\n')
 
 /** The full help text. */
 export const usage = (): string => `${COMMANDS}\n${environmentSection()}\n${EXAMPLES}`

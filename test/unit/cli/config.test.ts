@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { configFromEnvironment, flagsToConfig, GATEWAY_PASS_THROUGH, providersFromEnvironment, resolveConfig } from '../../../src/cli/config'
+import { flagsToConfig, GATEWAY_PASS_THROUGH, providersFromEnvironment, resolveConfig } from '../../../src/cli/config'
+import { configFromEnvironment } from '../../../src/cli/variables'
 import { ENVIRONMENT_MODEL_CONTEXT_LENGTH, modelsFromEnvironment } from '../../../src/cli/environment-models'
 import { shouldWatchParent } from '../../../src/cli/parent-watch'
 import { BUILT_IN_PROVIDERS, CONVENTIONAL_KEY_VARIABLES, keyVariable } from '../../../src/providers/catalog'

@@ -2,7 +2,8 @@ import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { configFromEnvironment, resolveConfig } from '../../../src/cli/config'
+import { resolveConfig } from '../../../src/cli/config'
+import { configFromEnvironment } from '../../../src/cli/variables'
 import { isUrlSource, priceSourceOptions, readPriceFile, watchPriceFile } from '../../../src/cli/prices'
 
 let directory: string

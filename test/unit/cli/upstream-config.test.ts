@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { configFromEnvironment, resolveConfig } from '../../../src/cli/config'
+import { resolveConfig } from '../../../src/cli/config'
+import { configFromEnvironment } from '../../../src/cli/variables'
 
 describe('runner configuration: upstream settings', () => {
   it('reads every upstream setting from the environment', () => {
