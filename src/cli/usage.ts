@@ -61,6 +61,7 @@ const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
   MODELGATE_DATA_DIR: 'data directory: the SQLite store, the --dev key (default .modelgate)',
   MODELGATE_LEDGER: 'off: keep no usage records (GET /generation 404, GET /activity empty; limits and credits still count)',
   MODELGATE_LEDGER_RETENTION_DAYS: 'days usage records are kept (default 30)',
+  MODELGATE_AUDIT_LOG_RETENTION_DAYS: 'days audit log entries (administrative changes) are kept (default 90)',
   MODELGATE_BODY_LIMIT: 'request body limit in bytes of routes other than model requests (default 1048576)',
   MODELGATE_INFERENCE_BODY_LIMIT: 'body limit in bytes of /responses, /chat/completions, /messages, /embeddings (default 20971520)',
   MODELGATE_REQUEST_BODY_TIMEOUT_MS: 'time a request body may take to arrive (default 30000; then 408)',
