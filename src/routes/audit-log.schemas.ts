@@ -8,6 +8,10 @@ const AUDIT_LOG_PAGE_DEFAULT = 50
 
 const list = (values: readonly string[]) => values.map((value) => `"${value}"`).join(', ')
 
+// Entries name keys by the first 8 hex characters of their hash: a whole hash sent as a filter means that key.
+const WHOLE_HASH = /^[0-9a-f]{64}$/
+const asKeyPrefix = (value: string) => (WHOLE_HASH.test(value) ? value.slice(0, 8) : value)
+
 export const ListAuditLogQuerySchema = v.pipe(
   v.strictObject({
     limit: v.optional(integerQuery(1, AUDIT_LOG_PAGE_MAX), String(AUDIT_LOG_PAGE_DEFAULT)),
@@ -15,10 +19,18 @@ export const ListAuditLogQuerySchema = v.pipe(
     cursor: v.optional(v.pipe(v.string(), v.regex(/^[\w-]{1,400}$/, 'must be a cursor from next_cursor'))),
     action: v.optional(v.picklist(AUDIT_ACTIONS, `must be one of ${list(AUDIT_ACTIONS)}`)),
     target_type: v.optional(v.picklist(AUDIT_TARGET_TYPES, `must be one of ${list(AUDIT_TARGET_TYPES)}`)),
-    /** As entries name targets: a key by the first 8 hex characters of its hash, others by their id. */
-    target_id: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters'))),
-    /** The acting key's hash prefix (8 hex characters), or `operator` for changes made through `gateway.admin` and the CLI. */
-    actor: v.optional(v.pipe(v.string(), v.regex(/^(?:[0-9a-f]{8}|operator)$/, 'must be a key hash prefix (8 lowercase hex characters) or "operator"'))),
+    /** As entries name targets: a key by the first 8 hex characters of its hash (or its whole hash), others by their id. */
+    target_id: v.optional(
+      v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters'), v.transform(asKeyPrefix)),
+    ),
+    /** The acting key's hash prefix (8 hex characters, or its whole hash), or `operator` for `gateway.admin` and the CLI. */
+    actor: v.optional(
+      v.pipe(
+        v.string(),
+        v.regex(/^(?:[0-9a-f]{8}|[0-9a-f]{64}|operator)$/, 'must be a key hash or its first 8 characters (lowercase hex), or "operator"'),
+        v.transform(asKeyPrefix),
+      ),
+    ),
     /** Entries at or after this instant. */
     from: v.optional(DateTimeSchema),
     /** Entries at or before this instant. */

@@ -226,6 +226,10 @@ describe('GET /audit-log', () => {
     const prefix = created.data.hash.slice(0, 8)
     const forKey = await list(g, `?target_type=key&target_id=${prefix}`)
     expect(forKey.data.map((entry) => entry.action)).toEqual(['key.update', 'key.create'])
+    // A whole hash means the same key, as the actor's does.
+    expect(await list(g, `?target_type=key&target_id=${created.data.hash}`)).toEqual(forKey)
+    const byWholeHash = await list(g, `?actor=${await sha256Hex(g.managementKey)}&action=key.create&limit=1`)
+    expect(byWholeHash.data[0]?.changes.name).toBe('k1')
     expect((await list(g, `?actor=operator&action=key.create`)).data.map((entry) => entry.changes.name)).toEqual(['test regular', 'test management'])
     const since = await list(g, `?from=${encodeURIComponent(createdAt)}&action=key.create`)
     expect(since.data.map((entry) => entry.changes.name)).toEqual(['k1', 'k0', 'target'])
@@ -254,7 +258,7 @@ describe('GET /audit-log', () => {
     const cases: Array<[string, string]> = [
       ['?action=key.explode', 'query.action: must be one of'],
       ['?target_type=planet', 'query.target_type: must be one of'],
-      ['?actor=ABCDEF12', 'query.actor: must be a key hash prefix'],
+      ['?actor=ABCDEF12', 'query.actor: must be a key hash or its first 8 characters'],
       ['?limit=0', 'query.limit:'],
       ['?limit=101', 'query.limit:'],
       ['?from=yesterday', 'query.from: must be an ISO 8601 date-time'],
