@@ -5,10 +5,11 @@
  */
 
 import { InvalidRequestError, NotFoundError } from '../core/errors'
-import { toNano } from '../core/money'
+import { fromNano, toNano } from '../core/money'
 import { parseInput } from '../core/validation'
 import type { SecretBox } from '../core/secrets'
 import type { AccountRecord } from '../repositories/accounts'
+import type { ApiKeyRecord } from '../repositories/api-keys'
 import { auditSealedSecrets, reencryptByokCredentials } from '../services/byok'
 import type { Repositories } from '../repositories'
 import type { WorkspaceRecord } from '../repositories/workspaces'
@@ -16,6 +17,7 @@ import { createAccount, ensureDefaultAccount, requireAccount } from '../services
 import { ensureManagementKey, findKeyByHashPrefix, issueApiKey, mintFirstManagementKey } from '../services/api-keys'
 import { removeWorkspace } from '../services/workspaces'
 import { accountCredits, grantCredits } from '../services/credits'
+import { keyTargetId, OPERATOR, type AuditEvent, type AuditLog } from '../services/audit-log'
 import { deleteWorkspaceBudget, setWorkspaceBudget } from '../services/workspace-budgets'
 import { CreateWorkspaceBodySchema, UpdateWorkspaceBodySchema } from '../routes/workspaces.schemas'
 import { WORKSPACE_SETTING_WIRE_NAMES, fromWorkspaceWire } from '../routes/workspaces'
@@ -52,7 +54,24 @@ const toWireNames = (input: object): Record<string, unknown> => {
   return wire
 }
 
-export const createAdmin = (repositories: Repositories, secrets: SecretBox, now: () => Date) => {
+/** What a key's record says of its settings, in the wire's names, for its audit entry. */
+const keySettings = (record: ApiKeyRecord) => ({
+  name: record.name,
+  kind: record.kind,
+  workspace_id: record.workspaceId,
+  creator_user_id: record.creatorUserId,
+  limit: record.limitNano === null ? null : fromNano(record.limitNano),
+  limit_reset: record.limitReset,
+  include_byok_in_limit: record.includeByokInLimit,
+  expires_at: record.expiresAt,
+})
+
+export const createAdmin = (repositories: Repositories, secrets: SecretBox, now: () => Date, auditLog: AuditLog) => {
+  // Every change made here is the operator's: no key acted, no request carried it (docs/decisions.md, Audit log).
+  const audit = (event: Omit<AuditEvent, 'actor' | 'requestId'>) => auditLog.record({ ...event, actor: OPERATOR, requestId: null })
+  const auditKeyCreated = (record: ApiKeyRecord) =>
+    audit({ action: 'key.create', target: { type: 'key', id: keyTargetId(record.hash) }, accountId: record.accountId, workspaceId: record.workspaceId, changes: keySettings(record) })
+
   const accountFor = (idOrSlug: string | undefined) =>
     idOrSlug === undefined ? ensureDefaultAccount(repositories) : requireAccount(repositories, idOrSlug)
 
@@ -70,6 +89,7 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
     async createAccount(input: CreateAccountInput) {
       const parsed = parseInput(CreateAccountInputSchema, input, 'input')
       const { account, workspace } = await createAccount(repositories, parsed)
+      await audit({ action: 'account.create', target: { type: 'account', id: account.id }, accountId: account.id, changes: { ...parsed } })
       return { account, workspace }
     },
 
@@ -89,6 +109,7 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
         flags: { ...current.flags, ...Object.fromEntries(Object.entries(parsed).filter(([, value]) => value !== undefined)) },
       }))
       if (!updated) throw new NotFoundError('Account not found')
+      await audit({ action: 'account.update_flags', target: { type: 'account', id: account.id }, accountId: account.id, changes: { ...parsed } })
       return updated
     },
 
@@ -110,6 +131,7 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
         includeByokInLimit: parsed.includeByokInLimit,
         expiresAt: parsed.expiresAt,
       })
+      await auditKeyCreated(record)
       return { key: rawKey, record }
     },
 
@@ -126,6 +148,13 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
         includeByokInLimit: parsed.includeByokInLimit,
       })
       if (!updated) throw new NotFoundError('API key not found')
+      await audit({
+        action: 'key.update',
+        target: { type: 'key', id: keyTargetId(key.hash) },
+        accountId: key.accountId,
+        workspaceId: key.workspaceId,
+        changes: { limit: parsed.limit, limit_reset: parsed.limitReset, include_byok_in_limit: parsed.includeByokInLimit },
+      })
       return updated
     },
 
@@ -138,6 +167,12 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
       const parsed = parseInput(GrantCreditsInputSchema, input, 'input')
       const account = await accountFor(accountIdOrSlug)
       const { grant } = await grantCredits(repositories, account.id, { amountNano: toNano(parsed.amount), note: parsed.note, grantedBy: parsed.grantedBy })
+      await audit({
+        action: 'credits.grant',
+        target: { type: 'credit_grant', id: grant.id },
+        accountId: account.id,
+        changes: { amount: parsed.amount, note: parsed.note, granted_by: parsed.grantedBy },
+      })
       return { grant, ...(await accountCredits(repositories, (await repositories.accounts.get(account.id))!, now())) }
     },
 
@@ -159,14 +194,33 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
     async setWorkspaceBudget(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string, input: SetWorkspaceBudgetInput) {
       const parsed = parseInput(SetWorkspaceBudgetInputSchema, input, 'input')
       const workspace = await workspaceFor(await accountFor(accountIdOrSlug), workspaceIdOrSlug)
-      return setWorkspaceBudget(repositories, workspace, parsed.interval, toNano(parsed.limitUsd), parsed.includeByokInBudgets)
+      const updated = await setWorkspaceBudget(repositories, workspace, parsed.interval, toNano(parsed.limitUsd), parsed.includeByokInBudgets)
+      await audit({
+        action: 'workspace_budget.set',
+        target: { type: 'workspace_budget', id: updated.budget.id },
+        accountId: workspace.accountId,
+        workspaceId: workspace.id,
+        changes: { interval: parsed.interval, limit_usd: parsed.limitUsd, include_byok_in_budgets: parsed.includeByokInBudgets },
+      })
+      return updated
     },
 
     /** Removes a workspace's budget for one interval; resolves `false` when it had none. */
     async deleteWorkspaceBudget(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string, interval: string) {
       const parsedInterval = parseInput(BudgetIntervalSchema, interval, 'input')
       const workspace = await workspaceFor(await accountFor(accountIdOrSlug), workspaceIdOrSlug)
-      return deleteWorkspaceBudget(repositories, workspace, parsedInterval)
+      const budget = workspace.budgets.find((each) => each.interval === parsedInterval)
+      const deleted = await deleteWorkspaceBudget(repositories, workspace, parsedInterval)
+      if (deleted) {
+        await audit({
+          action: 'workspace_budget.delete',
+          target: { type: 'workspace_budget', id: budget?.id ?? `${workspace.id}:${parsedInterval}` },
+          accountId: workspace.accountId,
+          workspaceId: workspace.id,
+          changes: { interval: parsedInterval },
+        })
+      }
+      return deleted
     },
 
     /**
@@ -175,7 +229,9 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
      */
     async ensureManagementKey(rawKey: string, options: { accountId?: string; name?: string } = {}) {
       const account = await accountFor(options.accountId)
-      return ensureManagementKey(repositories, account, rawKey, options.name)
+      const ensured = await ensureManagementKey(repositories, account, rawKey, options.name)
+      if (ensured.created) await auditKeyCreated(ensured.record)
+      return ensured
     },
 
     /** Lists an account's keys (never their raw values), in creation order; disabled ones only when asked. */
@@ -197,6 +253,7 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
       const key = await findKeyByHashPrefix(repositories, await accountFor(accountIdOrSlug), hashOrPrefix)
       const updated = await repositories.apiKeys.update(key.hash, { disabled: true })
       if (!updated) throw new NotFoundError('API key not found')
+      await audit({ action: 'key.revoke', target: { type: 'key', id: keyTargetId(key.hash) }, accountId: key.accountId, workspaceId: key.workspaceId, changes: { disabled: true } })
       return updated
     },
 
@@ -206,13 +263,16 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
      */
     async mintFirstManagementKey(options: { accountId?: string } = {}) {
       const minted = await mintFirstManagementKey(repositories, await accountFor(options.accountId))
+      if (minted) await auditKeyCreated(minted.record)
       return minted && { key: minted.rawKey, record: minted.record }
     },
 
     async createWorkspace(accountIdOrSlug: string | undefined, input: CreateWorkspaceInput) {
       const parsed = parseInput(CreateWorkspaceBodySchema, toWireNames(input), 'input')
       const account = await accountFor(accountIdOrSlug)
-      return repositories.workspaces.create(account, fromWorkspaceWire(parsed) as CreateWorkspaceInput)
+      const workspace = await repositories.workspaces.create(account, fromWorkspaceWire(parsed) as CreateWorkspaceInput)
+      await audit({ action: 'workspace.create', target: { type: 'workspace', id: workspace.id }, accountId: account.id, workspaceId: workspace.id, changes: parsed })
+      return workspace
     },
 
     async getWorkspace(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string) {
@@ -229,6 +289,7 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
       const workspace = await workspaceFor(await accountFor(accountIdOrSlug), workspaceIdOrSlug)
       const updated = await repositories.workspaces.update(workspace.id, fromWorkspaceWire(parsed))
       if (!updated) throw new NotFoundError('Workspace not found')
+      await audit({ action: 'workspace.update', target: { type: 'workspace', id: workspace.id }, accountId: workspace.accountId, workspaceId: workspace.id, changes: parsed })
       return updated
     },
 
@@ -236,13 +297,29 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
      * Re-seals every BYOK credential with the primary encryption key (the first of `encryptionKeys`),
      * after a master-key rotation. Old keys must stay configured until this has run.
      */
-    reencryptSecrets: () => reencryptByokCredentials(repositories, secrets),
+    async reencryptSecrets() {
+      const outcome = await reencryptByokCredentials(repositories, secrets)
+      // Across every account: stored and logged, but listed by no account's `GET /audit-log`.
+      await audit({
+        action: 'byok.reseal',
+        target: { type: 'byok_credentials', id: await secrets.primaryKeyId() },
+        accountId: null,
+        changes: { scanned: outcome.scanned, moved: outcome.moved, failed: outcome.failed?.length ?? 0 },
+      })
+      return outcome
+    },
 
     /**
      * Whether this gateway's encryption keys open the stored BYOK credentials: key ids in use but not configured
      * (with how many credentials each) and credentials that fail to open. The runner refuses to start on `missing`.
      */
     auditSecrets: () => auditSealedSecrets(repositories, secrets),
+
+    /**
+     * Deletes audit entries older than the gateway's `auditLog.retentionDays`, a bounded number per call (the gateway
+     * also sweeps on its own, every `auditLog.sweepIntervalMs`); resolves with how many went.
+     */
+    sweepAuditLog: () => auditLog.sweep(),
 
     /** How many BYOK credentials exist across all accounts (the runner checks this before starting without a key). */
     async countByokCredentials() {
@@ -255,7 +332,10 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
      */
     async deleteWorkspace(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string) {
       const account = await accountFor(accountIdOrSlug)
-      return removeWorkspace(repositories, account, await workspaceFor(account, workspaceIdOrSlug))
+      const workspace = await workspaceFor(account, workspaceIdOrSlug)
+      const removed = await removeWorkspace(repositories, account, workspace)
+      if (removed) await audit({ action: 'workspace.delete', target: { type: 'workspace', id: workspace.id }, accountId: account.id, workspaceId: workspace.id })
+      return removed
     },
   }
 }

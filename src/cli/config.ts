@@ -70,6 +70,8 @@ export const RunnerSettingsSchema = v.strictObject({
   ledger: v.optional(v.picklist(['on', 'off'])),
   /** Days the usage ledger keeps each generation record (see `createGateway`'s `ledger`; default 30). */
   ledgerRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
+  /** Days the audit log keeps each entry (see `createGateway`'s `auditLog`; default 90). */
+  auditLogRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
   /** Body limit of model requests, in bytes (see `createGateway`'s `inferenceBodyLimit`; default 20 MiB). */
   inferenceBodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
@@ -205,6 +207,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'rateLimitWindowSeconds',
   'priceRefreshSeconds',
   'ledgerRetentionDays',
+  'auditLogRetentionDays',
   'spendLeaseMs',
   'workers',
 ])

@@ -91,6 +91,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
         : {}),
       ...(config.ledger === 'off' ? { ledger: { enabled: false } } : {}),
       ...(config.ledgerRetentionDays ? { ledger: { retentionDays: config.ledgerRetentionDays } } : {}),
+      ...(config.auditLogRetentionDays ? { auditLog: { retentionDays: config.auditLogRetentionDays } } : {}),
       ...(config.spendLeaseMs ? { spend: { leaseMs: config.spendLeaseMs } } : {}),
       ...(config.readCache === 'off' ? { readCache: false } : {}),
       ...(worker ? { worker: worker.id } : {}),

@@ -13,7 +13,9 @@ import { MethodNotAllowedError, NotFoundError, isGatewayError, errorReply, type 
 import { createConsoleLogger, isLogLevelEnabled, silentLogger, type Logger } from '../core/logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
 import { REQUEST_ID_HEADER, resolveRequestId } from '../core/request-id'
-import type { AnyRoute, RouteAuth, RouteContext } from '../pipeline/route'
+import type { AnyRoute, RouteAuditEvent, RouteAuth, RouteContext } from '../pipeline/route'
+import type { AuditAction } from '../repositories/audit-log'
+import { actorOfKey, createAuditLog, DEFAULT_AUDIT_RETENTION_DAYS, DEFAULT_AUDIT_SWEEP_INTERVAL_MS } from '../services/audit-log'
 import { readIdempotencyKey, runIdempotent } from '../pipeline/idempotency'
 import { enforceRateLimit } from '../pipeline/rate-limit'
 import { createRouter } from '../core/router'
@@ -95,8 +97,8 @@ const flavorForPath = (relativePath: string | null): ErrorFlavor => {
 /** What every request of one gateway hands its route the same: built once. */
 type GatewayScope = Pick<RouteContext<unknown, unknown, unknown, RouteAuth>, 'repositories' | 'secrets' | 'logger' | 'now' | 'runtime'>
 
-/** What one request hands its route: the request, its input as the route's schemas read it, and its caller. */
-type RequestScope = Omit<RouteContext<unknown, unknown, unknown, RouteAuth>, keyof GatewayScope | 'signal'>
+/** What one request hands its route: the request, its input as the route's schemas read it, its caller and the route's audit action. */
+type RequestScope = Omit<RouteContext<unknown, unknown, unknown, RouteAuth>, keyof GatewayScope | 'signal' | 'audit'> & { auditAction: AuditAction | undefined }
 
 /**
  * What a route's handler gets: the gateway's scope and the request's. A class rather than a literal so that `signal`
@@ -113,6 +115,7 @@ class HandlerContext implements RouteContext<unknown, unknown, unknown, RouteAut
   readonly caller: Caller | null
   readonly clientSignal: ClientSignal
   readonly access: AccessLog | undefined
+  private readonly auditAction: AuditAction | undefined
 
   constructor(
     private readonly scope: GatewayScope,
@@ -126,6 +129,22 @@ class HandlerContext implements RouteContext<unknown, unknown, unknown, RouteAut
     this.caller = fields.caller
     this.clientSignal = fields.clientSignal
     this.access = fields.access
+    this.auditAction = fields.auditAction
+  }
+
+  // A getter, like `signal`: handlers destructure it, and only the routes that read it make the closure.
+  get audit(): (event: RouteAuditEvent) => Promise<void> {
+    return (event) => {
+      // A route that changes something without declaring what is a bug, caught by the route table's test; not the caller's fault.
+      if (!this.auditAction || !this.caller) throw new TypeError('modelgate: a route without an audit action or a caller recorded a change')
+      return this.scope.runtime.auditLog.record({
+        ...event,
+        action: this.auditAction,
+        actor: actorOfKey(this.caller.key),
+        accountId: this.caller.account.id,
+        requestId: this.requestId,
+      })
+    }
   }
 
   get repositories(): Repositories {
@@ -253,6 +272,15 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             logger,
             { recovery: settlementRecovery },
           ),
+    auditLog: createAuditLog(
+      repositories.auditLog,
+      {
+        retentionDays: config.auditLog?.retentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS,
+        sweepIntervalMs: config.auditLog?.sweepIntervalMs ?? DEFAULT_AUDIT_SWEEP_INTERVAL_MS,
+      },
+      now,
+      logger,
+    ),
     trustedHostHeader: config.trustedHostHeader,
     rateLimit: config.rateLimit,
     eventLoop: config.eventLoop,
@@ -291,7 +319,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       const unread = await readJsonBody(request, bodyBounds)
       if (unread !== undefined) parseInput(NoBodySchema, unread, 'body')
     }
-    const handle = () => route.handle(new HandlerContext(gatewayScope, { request, requestId, params: parsedParams, query, body, caller, clientSignal, access }))
+    const handle = () => route.handle(new HandlerContext(gatewayScope, { request, requestId, params: parsedParams, query, body, caller, clientSignal, access, auditAction: route.audit }))
     const idempotencyKey = route.isIdempotent ? readIdempotencyKey(request) : null
     if (idempotencyKey === null || !caller) return handle()
     return runIdempotent(
@@ -354,7 +382,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   return {
     fetch: async (request) => toResponse(await reply(request)),
     reply,
-    admin: createAdmin(repositories, secrets, now),
+    admin: createAdmin(repositories, secrets, now, runtime.auditLog),
     storage,
     endStreams: (message) => runtime.inference.streams.endAll(message),
     flushSpend,
@@ -369,6 +397,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       await Promise.allSettled([...runtime.interns.tasks])
       // Records of answers already sent are written before the store goes.
       await runtime.ledger?.close()
+      await runtime.auditLog.close()
       await runtime.inference.spend.book.close()
       await settlementRecovery?.close()
       await documents.close()

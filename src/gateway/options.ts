@@ -249,6 +249,14 @@ export const LedgerOptionsSchema = v.pipe(
   v.forward(v.check((ledger) => ledger.enabled !== false || ledger.sweepIntervalMs === undefined, LEDGER_OFF_CONFLICT), ['sweepIntervalMs']),
 )
 
+/** The audit log of administrative changes: how long entries are kept (docs/decisions.md, Audit log). */
+export const AuditLogOptionsSchema = v.strictObject({
+  /** Days an audit entry is kept after the change (default 90). */
+  retentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
+  /** How often this process deletes expired entries (ms, default 10 minutes); `false` when another process sweeps. */
+  sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(1000))])),
+})
+
 /** A header name, lower-cased. */
 export const TrustedHostHeaderSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a header name'), v.toLowerCase())
 
@@ -424,6 +432,12 @@ export const GatewayOptionsSchema = v.strictObject({
    * `enabled: false` records nothing (spend limits and credits still count).
    */
   ledger: v.optional(LedgerOptionsSchema),
+  /**
+   * The audit log: one entry per administrative change (keys, BYOK credentials, workspaces, budgets, guardrails,
+   * credit grants, presets, interns), behind `GET /audit-log`, kept `retentionDays` (default 90) and swept every
+   * `sweepIntervalMs` (default 10 minutes; `false` for none). Always on.
+   */
+  auditLog: v.optional(AuditLogOptionsSchema),
   /**
    * Which worker process of a cluster this gateway serves in (`cluster.worker.id`, a process manager's instance
    * number): `GET /health` and `GET /health/ready` report it as `worker`, so a probe can tell apart the processes

@@ -13,6 +13,11 @@ import type { ClientSignal } from '../core/client-signal'
 import type { Reply } from '../core/reply'
 import type { SecretBox } from '../core/secrets'
 import type { GatewayRuntime } from './runtime'
+import type { AuditAction } from '../repositories/audit-log'
+import type { AuditEvent } from '../services/audit-log'
+
+/** What a route says of its change; the action, actor, account and request id come from the route and the request. */
+export type RouteAuditEvent = Pick<AuditEvent, 'target' | 'workspaceId' | 'changes'>
 
 type AnySchema = v.GenericSchema<unknown, unknown>
 type Infer<S> = S extends AnySchema ? v.InferOutput<S> : undefined
@@ -41,6 +46,11 @@ export interface RouteContext<Params, Query, Body, Auth extends RouteAuth = Excl
   clientSignal: ClientSignal
   /** The request's access log line, on routes that run models (`isAccessLogged`). */
   access: AccessLog | undefined
+  /**
+   * Records the change this request made under the route's `audit` action, acted by the caller's key: call it after
+   * the change, once it is done. Never rejects (docs/decisions.md, Audit log).
+   */
+  audit(event: RouteAuditEvent): Promise<void>
 }
 
 export interface RouteDefinition<
@@ -61,6 +71,11 @@ export interface RouteDefinition<
   authorize?: (context: { caller: Caller; request: Request; runtime: GatewayRuntime }) => void
   /** Writes an access log line per request (pipeline/access-log.ts): the routes that run models. */
   isAccessLogged?: boolean
+  /**
+   * The audit log's action for the change this route makes (`context.audit` records it). Every route that changes
+   * something, but those that run models, declares one (test/unit/routes/audit-coverage.test.ts checks).
+   */
+  audit?: AuditAction
   /** Honours `Idempotency-Key`: retries replay the first response (JSON routes only). */
   isIdempotent?: boolean
   /**

@@ -6,6 +6,7 @@ import type { RunOutcome } from '../engine/run-stage'
 import type { InferenceService } from '../engine/service'
 import type { InternSettings } from '../interns/settings'
 import type { Ledger } from '../ledger/ledger'
+import type { AuditLog } from '../services/audit-log'
 import type { RateLimitOptions } from './rate-limit'
 
 export interface GatewayRuntime {
@@ -15,6 +16,8 @@ export interface GatewayRuntime {
   interns: InternSettings
   /** The usage ledger: generation records and their retention; null when the operator turned it off (`ledger.enabled: false`). */
   ledger: Ledger | null
+  /** The audit log of administrative changes (docs/decisions.md, Audit log); routes write to it through `context.audit`. */
+  auditLog: AuditLog
   /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
   trustedHostHeader: string | undefined
   /** The per-key request limit, when one is configured (reported by `GET /key`). */

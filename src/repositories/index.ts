@@ -1,6 +1,7 @@
 import type { StorageDriver } from '../storage/contract'
 import { ACCOUNTS, createAccountsRepository } from './accounts'
 import { API_KEYS, createApiKeysRepository } from './api-keys'
+import { createAuditLogRepository } from './audit-log'
 import { BYOK_CREDENTIALS, createByokRepository } from './byok-credentials'
 import { createGenerationsRepository } from './generations'
 import { createCreditGrantsRepository, CREDIT_GRANTS } from './credit-grants'
@@ -43,6 +44,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   spendOwners: createSpendOwnersRepository(storage),
   guardrails: createGuardrailsRepository(storage, now),
   presets: createPresetsRepository(storage, now),
+  auditLog: createAuditLogRepository(storage),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

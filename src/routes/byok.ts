@@ -61,8 +61,9 @@ export const createByok = defineRoute({
   method: 'POST',
   path: '/byok',
   auth: 'management',
+  audit: 'byok.create',
   body: CreateByokBodySchema,
-  async handle({ body, caller, repositories, secrets, now, runtime }) {
+  async handle({ body, caller, repositories, secrets, now, runtime, audit }) {
     const record = await createByokCredential(
       repositories,
       secrets,
@@ -72,6 +73,8 @@ export const createByok = defineRoute({
       runtime.inference.guard,
       routableProviders(runtime),
     )
+    // The key itself is recorded only as set (src/services/audit-log.ts redacts it).
+    await audit({ target: { type: 'byok_credential', id: record.id }, workspaceId: record.workspaceId, changes: { ...body, workspace_id: record.workspaceId } })
     // spec POST /byok: 200 (not 201).
     return json({ data: toByokWire(record) })
   },
@@ -108,9 +111,10 @@ export const updateByok = defineRoute({
   method: 'PATCH',
   path: '/byok/:id',
   auth: 'management',
+  audit: 'byok.update',
   params: ByokParamsSchema,
   body: UpdateByokBodySchema,
-  async handle({ params, body, caller, repositories, secrets, runtime }) {
+  async handle({ params, body, caller, repositories, secrets, runtime, audit }) {
     const record = await updateByokCredential(
       repositories,
       secrets,
@@ -120,6 +124,7 @@ export const updateByok = defineRoute({
       runtime.inference.guard,
       routableProviders(runtime),
     )
+    await audit({ target: { type: 'byok_credential', id: record.id }, workspaceId: record.workspaceId, changes: body })
     return json({ data: toByokWire(record) })
   },
 })
@@ -128,11 +133,13 @@ export const deleteByok = defineRoute({
   method: 'DELETE',
   path: '/byok/:id',
   auth: 'management',
+  audit: 'byok.delete',
   params: ByokParamsSchema,
-  async handle({ params, caller, repositories }) {
+  async handle({ params, caller, repositories, audit }) {
     const record = await requireByokCredential(repositories, caller.account.id, params.id)
     // A hard delete: the sealed key goes with the record, so no key material is left behind.
-    await repositories.byok.delete(record.id)
+    // Of two deletes racing, the one that deleted records it.
+    if (await repositories.byok.delete(record.id)) await audit({ target: { type: 'byok_credential', id: record.id }, workspaceId: record.workspaceId, changes: { provider: record.provider, name: record.name } })
     return json({ deleted: true })
   },
 })

@@ -66,9 +66,10 @@ const assignmentRoutes = <Body extends v.GenericSchema<unknown, { [field: string
     method: 'POST',
     path: `/guardrails/:id/assignments/${holders.segment}`,
     auth: 'management',
+    audit: `guardrail.assign_${holders.segment}`,
     params: GuardrailParamsSchema,
     body: holders.body,
-    async handle({ params, body, caller, repositories }) {
+    async handle({ params, body, caller, repositories, audit }) {
       const found = await requireGuardrail(repositories, caller.account, params.id)
       const ids = [...new Set(body[holders.field]!)]
       await holders.requireAssignable(repositories, caller.account, ids)
@@ -76,6 +77,8 @@ const assignmentRoutes = <Body extends v.GenericSchema<unknown, { [field: string
       const assigned = await countChanged(ids, (holderId) =>
         holders.assign(repositories, { id: randomId(), holderId, guardrailId: params.id, accountId: caller.account.id, assignedBy: caller.key.creatorUserId }),
       )
+      // The ids sent, not only those newly assigned: each now holds this guardrail. Key hashes are kept as prefixes.
+      await audit({ target: { type: 'guardrail', id: params.id }, workspaceId: found.record.workspaceId, changes: { [holders.field]: ids, assigned_count: assigned } })
       return json({ assigned_count: assigned })
     },
   }),
@@ -83,13 +86,15 @@ const assignmentRoutes = <Body extends v.GenericSchema<unknown, { [field: string
     method: 'POST',
     path: `/guardrails/:id/assignments/${holders.segment}/remove`,
     auth: 'management',
+    audit: `guardrail.unassign_${holders.segment}`,
     params: GuardrailParamsSchema,
     body: holders.body,
-    async handle({ params, body, caller, repositories }) {
-      await requireGuardrail(repositories, caller.account, params.id)
+    async handle({ params, body, caller, repositories, audit }) {
+      const found = await requireGuardrail(repositories, caller.account, params.id)
       const ids = [...new Set(body[holders.field]!)]
       await holders.requireRemovable?.(repositories, caller.account, ids)
       const unassigned = await countChanged(ids, (holderId) => holders.unassign(repositories, caller.account.id, holderId, params.id))
+      await audit({ target: { type: 'guardrail', id: params.id }, workspaceId: found.record.workspaceId, changes: { [holders.field]: ids, unassigned_count: unassigned } })
       return json({ unassigned_count: unassigned })
     },
   }),

@@ -47,9 +47,10 @@ export const createGuardrail = defineRoute({
   method: 'POST',
   path: '/guardrails',
   auth: 'management',
+  audit: 'guardrail.create',
   body: CreateGuardrailBodySchema,
   isIdempotent: true,
-  async handle({ body, caller, repositories, runtime }) {
+  async handle({ body, caller, repositories, runtime, audit }) {
     checkModels(runtime, body)
     const workspaceId = body.workspace_id ?? caller.account.defaultWorkspaceId
     // As POST /byok: without a default workspace, the caller must say where the guardrail goes.
@@ -58,6 +59,7 @@ export const createGuardrail = defineRoute({
     if (!workspace) throw new InvalidRequestError(`body.workspace_id: no workspace of this account has this id`)
     const rules = applyGuardrailBody({ ...NO_RULES, name: body.name, description: null }, body)
     const created = await repositories.guardrails.create({ ...rules, id: randomId(), accountId: caller.account.id, workspaceId: workspace.id })
+    await audit({ target: { type: 'guardrail', id: created.id }, workspaceId: workspace.id, changes: { ...body, workspace_id: workspace.id } })
     return json({ data: toGuardrailWire(created) }, 201)
   },
 })
@@ -76,9 +78,10 @@ export const updateGuardrail = defineRoute({
   method: 'PATCH',
   path: '/guardrails/:id',
   auth: 'management',
+  audit: 'guardrail.update',
   params: GuardrailParamsSchema,
   body: UpdateGuardrailBodySchema,
-  async handle({ params, body, caller, repositories, runtime }) {
+  async handle({ params, body, caller, repositories, runtime, audit }) {
     checkModels(runtime, body)
     const found = await requireGuardrail(repositories, caller.account, params.id)
     // Checked once up front, so the compare-and-set below cannot throw halfway through.
@@ -86,6 +89,7 @@ export const updateGuardrail = defineRoute({
     if (!found.isStored) await materializeGuardrail(repositories, found.record)
     const updated = await repositories.guardrails.update(params.id, (current) => applyGuardrailBody(current, body))
     if (!updated) throw new NotFoundError(GUARDRAIL_NOT_FOUND)
+    await audit({ target: { type: 'guardrail', id: params.id }, workspaceId: updated.workspaceId, changes: body })
     return json({ data: toGuardrailWire(updated) })
   },
 })
@@ -94,8 +98,9 @@ export const deleteGuardrail = defineRoute({
   method: 'DELETE',
   path: '/guardrails/:id',
   auth: 'management',
+  audit: 'guardrail.delete',
   params: GuardrailParamsSchema,
-  async handle({ params, caller, repositories }) {
+  async handle({ params, caller, repositories, audit }) {
     const found = await requireGuardrail(repositories, caller.account, params.id)
     if (!found.isStored) throw new ConflictError('The guardrail is an unconfigured workspace default; there is nothing to delete')
     const workspace = await workspaceDefaultingTo(repositories, caller.account.id, params.id)
@@ -105,6 +110,7 @@ export const deleteGuardrail = defineRoute({
       throw new ConflictError(`The guardrail is the default guardrail of workspace "${workspace.slug}"; set another default_guardrail_id on the workspace first`)
     }
     if (!(await repositories.guardrails.delete(params.id))) throw new NotFoundError(GUARDRAIL_NOT_FOUND)
+    await audit({ target: { type: 'guardrail', id: params.id }, workspaceId: found.record.workspaceId, changes: { name: found.record.name } })
     return json({ deleted: true })
   },
 })

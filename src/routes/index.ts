@@ -1,4 +1,5 @@
 import type { AnyRoute } from '../pipeline/route'
+import { listAuditLog } from './audit-log'
 import { createByok, deleteByok, getByok, listByok, updateByok } from './byok'
 import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
 import { getCurrentKey } from './current-key'
@@ -96,6 +97,7 @@ export const routes: readonly AnyRoute[] = [
   getGeneration,
   getGenerationContent,
   getActivity,
+  listAuditLog,
   listInternsRoute,
   createInternRoute,
   getInternRoute,

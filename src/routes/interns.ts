@@ -12,7 +12,8 @@ import { responseReply, toResponse } from '../core/reply'
 import type { Caller } from '../pipeline/auth'
 import type { Repositories } from '../repositories'
 import type { InternRecord } from '../repositories/interns'
-import { decodeInternCursor, pageNewestFirst } from './interns.cursor'
+import { decodeCursor } from './cursor'
+import { pageNewestFirst } from './interns.cursor'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 import { parseInput } from '../core/validation'
 import { appendTurn, rewriteChatStream } from '../interns/chat'
@@ -108,6 +109,7 @@ export const createInternRoute = defineRoute({
   ...common,
   method: 'POST',
   path: '/interns',
+  audit: 'intern.create',
   body: CreateInternBodySchema,
   async handle(context) {
     const { body, caller, repositories, request } = context
@@ -132,6 +134,14 @@ export const createInternRoute = defineRoute({
         idempotencyKey,
       ),
     )
+    // A replayed or resumed create changes nothing new: only the first is recorded.
+    if (isFirst) {
+      await context.audit({
+        target: { type: 'intern', id: intern.id },
+        workspaceId: workspace.id,
+        changes: { name: body.name, description: body.description, instructions: body.instructions, model: body.model, provision: body.provision, vault_id: body.vault_id },
+      })
+    }
     // docs/decisions.md, Interns: 201 on the first create, 200 when a create is replayed or resumed.
     return json(toInternWire(intern), isFirst ? 201 : 200)
   },
@@ -151,7 +161,7 @@ export const listInternsRoute = defineRoute({
       throw new InvalidRequestError('query.starting_after: differs from query.cursor; send one of them', { reason: 'invalid_body' })
     }
     const cursor = query.starting_after ?? query.cursor
-    const after = cursor === undefined ? undefined : decodeInternCursor(cursor)
+    const after = cursor === undefined ? undefined : decodeCursor(cursor)
     if (cursor !== undefined && !after) {
       const field = query.starting_after === undefined ? 'cursor' : 'starting_after'
       throw new InvalidRequestError(`query.${field}: must be a cursor from next_cursor`, { reason: 'invalid_body' })
@@ -179,12 +189,14 @@ export const updateInternRoute = defineRoute({
   ...common,
   method: 'PATCH',
   path: '/interns/:internId',
+  audit: 'intern.update',
   params: InternParamsSchema,
   body: UpdateInternBodySchema,
   async handle(context) {
     const { params, body, caller, repositories } = context
     const { intern } = await visibleIntern(repositories, caller, params.internId)
     const updated = await withTimeout(updateIntern(environmentOf(context), intern, body))
+    await context.audit({ target: { type: 'intern', id: intern.id }, workspaceId: intern.workspaceId, changes: body })
     return json(toInternWire(updated))
   },
 })
@@ -193,6 +205,7 @@ export const updateInternRoute = defineRoute({
 const lifecycleRoute = (
   method: 'POST' | 'DELETE',
   path: string,
+  audit: 'intern.provision' | 'intern.suspend',
   act: (environment: InternEnvironment, intern: InternRecord, workspace: WorkspaceRecord) => Promise<unknown>,
   acknowledgement: Record<string, boolean>,
   status: number,
@@ -201,16 +214,18 @@ const lifecycleRoute = (
     ...common,
     method,
     path,
+    audit,
     params: InternParamsSchema,
     async handle(context) {
       const { intern, workspace } = await visibleIntern(context.repositories, context.caller, context.params.internId)
       await act(environmentOf(context), intern, workspace)
+      await context.audit({ target: { type: 'intern', id: intern.id }, workspaceId: workspace.id })
       return json(acknowledgement, status)
     },
   })
 
-export const provisionInternRoute = lifecycleRoute('POST', '/interns/:internId/provision', startProvisioning, { provisioning: true }, 202)
-export const suspendInternRoute = lifecycleRoute('POST', '/interns/:internId/suspend', suspendIntern, { suspended: true }, 200)
+export const provisionInternRoute = lifecycleRoute('POST', '/interns/:internId/provision', 'intern.provision', startProvisioning, { provisioning: true }, 202)
+export const suspendInternRoute = lifecycleRoute('POST', '/interns/:internId/suspend', 'intern.suspend', suspendIntern, { suspended: true }, 200)
 /**
  * OpenRouter's SDK always sends `{acknowledge_workspace_loss}` here. modelgate's runtimes keep no workspace
  * archive, so no teardown waits on one and both values delete alike (docs/decisions.md, Interns).
@@ -219,11 +234,13 @@ export const deleteInternRoute = defineRoute({
   ...common,
   method: 'DELETE',
   path: '/interns/:internId',
+  audit: 'intern.delete',
   params: InternParamsSchema,
   body: DeleteInternBodySchema,
   async handle(context) {
     const { intern, workspace } = await visibleIntern(context.repositories, context.caller, context.params.internId)
     await destroyIntern(environmentOf(context), intern, workspace)
+    await context.audit({ target: { type: 'intern', id: intern.id }, workspaceId: workspace.id, changes: context.body ?? {} })
     return json({ deleting: true }, 202)
   },
 })

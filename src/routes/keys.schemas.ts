@@ -61,15 +61,16 @@ const isRealDateTime = (value: string): boolean => {
   )
 }
 
-/** An expiry instant, normalised to `toISOString()` form. Whether it is in the future is the route's check (it needs the clock). */
-export const ExpiresAtSchema = v.nullable(
-  v.pipe(
-    v.string(),
-    v.regex(ISO_DATE_TIME, 'must be an ISO 8601 date-time with seconds and a time zone, such as 2026-01-31T23:59:59Z'),
-    v.check(isRealDateTime, 'must be a valid date-time'),
-    v.transform((value) => new Date(value).toISOString()),
-  ),
+/** An instant as OpenRouter takes one (seconds and a time zone), normalised to `toISOString()` form. */
+export const DateTimeSchema = v.pipe(
+  v.string(),
+  v.regex(ISO_DATE_TIME, 'must be an ISO 8601 date-time with seconds and a time zone, such as 2026-01-31T23:59:59Z'),
+  v.check(isRealDateTime, 'must be a valid date-time'),
+  v.transform((value) => new Date(value).toISOString()),
 )
+
+/** An expiry instant. Whether it is in the future is the route's check (it needs the clock). */
+export const ExpiresAtSchema = v.nullable(DateTimeSchema)
 
 // Strict: a field we do not act on (OpenRouter's `external` partner identity) is refused by name, never ignored.
 export const CreateKeyBodySchema = v.strictObject({

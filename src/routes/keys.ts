@@ -9,6 +9,7 @@ import { NO_STORE, defineRoute, json } from '../pipeline/route'
 import type { ApiKeyRecord } from '../repositories/api-keys'
 import type { Repositories } from '../repositories'
 import { assertNotLastManagementKey, issueApiKey } from '../services/api-keys'
+import { keyTargetId } from '../services/audit-log'
 import { CreateKeyBodySchema, KeyParamsSchema, ListKeysQuerySchema, UpdateKeyBodySchema } from './keys.schemas'
 import { toApiKeyWire } from './keys.wire'
 
@@ -39,8 +40,9 @@ export const createKey = defineRoute({
   method: 'POST',
   path: '/keys',
   auth: 'management',
+  audit: 'key.create',
   body: CreateKeyBodySchema,
-  async handle({ body, caller, repositories, now }) {
+  async handle({ body, caller, repositories, now, audit }) {
     const at = now()
     if (body.expires_at && Date.parse(body.expires_at) <= at.getTime()) throw new InvalidRequestError('body.expires_at: must be in the future')
     const { rawKey, record } = await issueApiKey(repositories, caller.account, {
@@ -52,6 +54,11 @@ export const createKey = defineRoute({
       limitReset: body.limit_reset ?? null,
       includeByokInLimit: body.include_byok_in_limit ?? false,
       expiresAt: body.expires_at ?? null,
+    })
+    await audit({
+      target: { type: 'key', id: keyTargetId(record.hash) },
+      workspaceId: record.workspaceId,
+      changes: { ...body, workspace_id: record.workspaceId, creator_user_id: record.creatorUserId },
     })
     // The raw key is in this answer only: no cache on the way may keep a copy.
     return json({ data: await keyWire(repositories, record, at), key: rawKey }, 201, NO_STORE)
@@ -72,9 +79,10 @@ export const updateKey = defineRoute({
   method: 'PATCH',
   path: '/keys/:hash',
   auth: 'management',
+  audit: 'key.update',
   params: KeyParamsSchema,
   body: UpdateKeyBodySchema,
-  async handle({ params, body, caller, repositories, now }) {
+  async handle({ params, body, caller, repositories, now, audit }) {
     const key = await requireOwnKey(repositories, caller.account.id, params.hash)
     if (body.disabled === true) await assertNotLastManagementKey(repositories, key)
     const updated = await repositories.apiKeys.update(key.hash, {
@@ -85,6 +93,7 @@ export const updateKey = defineRoute({
       includeByokInLimit: body.include_byok_in_limit,
     })
     if (!updated) throw new NotFoundError('API key not found')
+    await audit({ target: { type: 'key', id: keyTargetId(key.hash) }, workspaceId: key.workspaceId, changes: body })
     return json({ data: await keyWire(repositories, updated, now()) })
   },
 })
@@ -93,13 +102,15 @@ export const deleteKey = defineRoute({
   method: 'DELETE',
   path: '/keys/:hash',
   auth: 'management',
+  audit: 'key.delete',
   params: KeyParamsSchema,
-  async handle({ params, caller, repositories }) {
+  async handle({ params, caller, repositories, audit }) {
     const key = await requireOwnKey(repositories, caller.account.id, params.hash)
     await assertNotLastManagementKey(repositories, key)
     if (!(await repositories.apiKeys.delete(key.hash))) throw new NotFoundError('API key not found')
     // A deleted key holds no guardrail: its assignment would otherwise linger in the assignment lists.
     await repositories.guardrails.forgetKey(key.hash)
+    await audit({ target: { type: 'key', id: keyTargetId(key.hash) }, workspaceId: key.workspaceId, changes: { kind: key.kind, name: key.name } })
     return json({ deleted: true })
   },
 })

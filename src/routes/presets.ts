@@ -81,10 +81,11 @@ const saveRoute = <S extends typeof ResponsesRequestSchema | typeof ChatCompleti
     method: 'POST',
     path,
     auth: 'any',
+    audit: 'preset.save',
     bodyLimit: INFERENCE_BODY_LIMIT,
     params: PresetParamsSchema,
     body: schema,
-    async handle({ params, body, caller, repositories, runtime }) {
+    async handle({ params, body, caller, repositories, runtime, audit }) {
       const unknown = Object.keys(body as object).find((field) => !declared.has(field))
       if (unknown !== undefined) throw new InvalidRequestError(`body.${unknown}: unknown field`)
       const input = toSave(body as v.InferOutput<S>)
@@ -95,6 +96,11 @@ const saveRoute = <S extends typeof ResponsesRequestSchema | typeof ChatCompleti
       })
       const owner = { accountId: caller.account.id, workspaceId: caller.key.workspaceId, creatorUserId: caller.key.creatorUserId }
       const saved = await repositories.presets.saveVersion(owner, params.slug, { ...content, creatorId: caller.key.creatorUserId })
+      await audit({
+        target: { type: 'preset', id: saved.preset.id },
+        workspaceId: owner.workspaceId,
+        changes: { slug: params.slug, version: saved.version.version, config: content.config, system_prompt: content.systemPrompt },
+      })
       return json({ data: withDesignatedVersion(saved.preset, saved.version) })
     },
   })

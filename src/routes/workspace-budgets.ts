@@ -59,11 +59,13 @@ export const setWorkspaceBudgetRoute = defineRoute({
   method: 'PUT',
   path: '/workspaces/:id/budgets/:interval',
   auth: 'management',
+  audit: 'workspace_budget.set',
   params: WorkspaceBudgetParamsSchema,
   body: UpsertWorkspaceBudgetBodySchema,
-  async handle({ params, body, caller, repositories }) {
+  async handle({ params, body, caller, repositories, audit }) {
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
     const updated = await setWorkspaceBudget(repositories, workspace, params.interval, toNano(body.limit_usd), body.include_byok_in_budgets)
+    await audit({ target: { type: 'workspace_budget', id: updated.budget.id }, workspaceId: workspace.id, changes: { interval: params.interval, ...body } })
     return json({ data: toWorkspaceBudgetWire(updated.workspace, updated.budget), include_byok_in_budgets: updated.workspace.includeByokInBudgets })
   },
 })
@@ -72,10 +74,13 @@ export const deleteWorkspaceBudgetRoute = defineRoute({
   method: 'DELETE',
   path: '/workspaces/:id/budgets/:interval',
   auth: 'management',
+  audit: 'workspace_budget.delete',
   params: WorkspaceBudgetParamsSchema,
-  async handle({ params, caller, repositories }) {
+  async handle({ params, caller, repositories, audit }) {
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
-    if (!(await deleteWorkspaceBudget(repositories, workspace, params.interval))) throw noBudget(params.interval)
+    const budget = workspace.budgets.find((each) => each.interval === params.interval)
+    if (!budget || !(await deleteWorkspaceBudget(repositories, workspace, params.interval))) throw noBudget(params.interval)
+    await audit({ target: { type: 'workspace_budget', id: budget.id }, workspaceId: workspace.id, changes: { interval: params.interval } })
     return json({ deleted: true })
   },
 })

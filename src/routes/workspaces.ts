@@ -101,17 +101,20 @@ export const createWorkspace = defineRoute({
   method: 'POST',
   path: '/workspaces',
   auth: 'management',
+  audit: 'workspace.create',
   body: CreateWorkspaceBodySchema,
   isIdempotent: true,
-  async handle({ body, caller, repositories }) {
+  async handle({ body, caller, repositories, audit }) {
+    let workspace: WorkspaceRecord
     try {
       const settings = fromWorkspaceWire(body) as WorkspaceSettings & { name: string; slug: string }
-      const workspace = await repositories.workspaces.create(caller.account, settings)
-      return json({ data: toWorkspaceWire(workspace) }, 201)
+      workspace = await repositories.workspaces.create(caller.account, settings)
     } catch (error) {
       if (isUniqueConflict(error)) throw slugTaken(body.slug)
       throw error
     }
+    await audit({ target: { type: 'workspace', id: workspace.id }, workspaceId: workspace.id, changes: body })
+    return json({ data: toWorkspaceWire(workspace) }, 201)
   },
 })
 
@@ -119,24 +122,27 @@ export const updateWorkspace = defineRoute({
   method: 'PATCH',
   path: '/workspaces/:id',
   auth: 'management',
+  audit: 'workspace.update',
   params: WorkspaceParamsSchema,
   body: UpdateWorkspaceRouteBodySchema,
-  async handle({ params, body, caller, repositories }) {
+  async handle({ params, body, caller, repositories, audit }) {
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
     // Its own default guardrail (derived from its id) is always there to go back to, configured or not.
     const isOwnDefault = body.default_guardrail_id !== undefined && body.default_guardrail_id === (await derivedGuardrailId(workspace.id))
     if (body.default_guardrail_id !== undefined && !isOwnDefault && !(await findGuardrail(repositories, caller.account, body.default_guardrail_id))) {
       throw new InvalidRequestError('body.default_guardrail_id: no guardrail of this account has this id')
     }
+    let updated: WorkspaceRecord | null
     try {
-      let updated = await repositories.workspaces.update(workspace.id, fromWorkspaceWire(body))
+      updated = await repositories.workspaces.update(workspace.id, fromWorkspaceWire(body))
       if (updated && body.default_guardrail_id !== undefined) updated = await repositories.workspaces.setDefaultGuardrail(workspace.id, body.default_guardrail_id)
-      if (!updated) throw new NotFoundError('Workspace not found')
-      return json({ data: toWorkspaceWire(updated) })
     } catch (error) {
       if (isUniqueConflict(error)) throw slugTaken(body.slug ?? workspace.slug)
       throw error
     }
+    if (!updated) throw new NotFoundError('Workspace not found')
+    await audit({ target: { type: 'workspace', id: workspace.id }, workspaceId: workspace.id, changes: body })
+    return json({ data: toWorkspaceWire(updated) })
   },
 })
 
@@ -144,9 +150,10 @@ export const deleteWorkspace = defineRoute({
   method: 'DELETE',
   path: '/workspaces/:id',
   auth: 'management',
+  audit: 'workspace.delete',
   params: WorkspaceParamsSchema,
   query: DeleteWorkspaceQuerySchema,
-  async handle({ params, query, caller, repositories }) {
+  async handle({ params, query, caller, repositories, audit }) {
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
     if (workspace.id === caller.account.defaultWorkspaceId && !query.confirm_default_workspace_deletion) {
       throw new InvalidRequestError(
@@ -154,6 +161,7 @@ export const deleteWorkspace = defineRoute({
       )
     }
     if (!(await removeWorkspace(repositories, caller.account, workspace))) throw new NotFoundError('Workspace not found')
+    await audit({ target: { type: 'workspace', id: workspace.id }, workspaceId: workspace.id, changes: { slug: workspace.slug, name: workspace.name } })
     return json({ deleted: true })
   },
 })

@@ -9,6 +9,7 @@ import { fileStorage, openFileStorage, type FileStorageOptions } from '../../src
 import { IN_PROCESS_SETTLEMENT_MEMORY_MS } from '../../src/storage/memory-engine'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
+import { describeAuditLog } from './audit-log'
 import { describePresets } from './presets'
 
 const directories: string[] = []
@@ -66,6 +67,7 @@ describeStorageContract('file', async () => openFileStorage({ directory: await m
 describeGenerationLedger('file', async () => openFileStorage({ directory: await makeDirectory() }))
 
 describePresets('file', async () => openFileStorage({ directory: await makeDirectory() }))
+describeAuditLog('file', async () => openFileStorage({ directory: await makeDirectory() }))
 
 describeStorageContract('file, compacting every 3 writes', async () =>
   openFileStorage({ directory: await makeDirectory(), compactAfter: 3, fsync: false }),

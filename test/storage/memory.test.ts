@@ -4,6 +4,7 @@ import { DEFAULT_MAX_RECORDS, memoryStorage } from '../../src/storage/memory'
 import { createRecordingLogger } from '../helpers/logger'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
+import { describeAuditLog } from './audit-log'
 import { describePresets } from './presets'
 
 describeStorageContract('memory', () => memoryStorage())
@@ -11,6 +12,7 @@ describeStorageContract('memory', () => memoryStorage())
 describeGenerationLedger('memory', () => memoryStorage())
 
 describePresets('memory', () => memoryStorage())
+describeAuditLog('memory', () => memoryStorage())
 
 let fakeTime = 1_700_000_000_000
 describeStorageContract('memory with a fake clock', () => memoryStorage({ now: () => fakeTime }), {

@@ -8,6 +8,7 @@ import { SETTLEMENT_MEMORY_MS, type StorageDriver } from '../../src/storage/cont
 import { redisStorage, type RedisStorageOptions } from '../../src/storage/redis'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
+import { describeAuditLog } from './audit-log'
 import { describePresets } from './presets'
 
 const REDIS_URL = 'redis://127.0.0.1:6379/0'
@@ -226,6 +227,7 @@ describeStorageContract('redis', () => redisStorage({ url: REDIS_URL, prefix }),
 describeGenerationLedger('redis', () => redisStorage({ url: REDIS_URL, prefix }))
 
 describePresets('redis', () => redisStorage({ url: REDIS_URL, prefix }))
+describeAuditLog('redis', () => redisStorage({ url: REDIS_URL, prefix }))
 
 describe('redisStorage', () => {
   describe('options', () => {

@@ -15,6 +15,7 @@ import { requireServer, uniqueNamespace } from '../helpers/stores'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
+import { describeAuditLog } from './audit-log'
 import { describePresets } from './presets'
 import { describeSqlTallies } from './sql-tallies'
 
@@ -169,6 +170,7 @@ export function describeSqlDriver(target: SqlTarget): void {
   describeGenerationLedger(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
 
   describePresets(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
+  describeAuditLog(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
 
   describeSqlTallies({
     target,

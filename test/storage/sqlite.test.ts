@@ -22,6 +22,7 @@ import { createSqliteDialect, sharedSqlitePool } from '../../src/storage/sql/sql
 import { backupSqliteStorage, openSqliteStorage, sqliteStorage, type SqliteStorageOptions } from '../../src/storage/sqlite'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger, generationRecord } from './generations'
+import { describeAuditLog } from './audit-log'
 import { describePresets } from './presets'
 
 const WORKER = fileURLToPath(new URL('./fixtures/sqlite-worker.ts', import.meta.url))
@@ -100,6 +101,7 @@ describeStorageContract('sqlite', () => openSqliteStorage({ path: sharedPath() }
 })
 describeGenerationLedger('sqlite', () => openSqliteStorage({ path: sharedPath() }))
 describePresets('sqlite', () => openSqliteStorage({ path: sharedPath() }))
+describeAuditLog('sqlite', () => openSqliteStorage({ path: sharedPath() }))
 
 describe('sqlite driver', () => {
   it('is named sqlite and checks its options when built', async () => {

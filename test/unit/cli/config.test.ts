@@ -66,6 +66,10 @@ describe('runner configuration', () => {
   it("reads the usage ledger's retention from the environment, in whole days", () => {
     expect(resolveConfig(configFromEnvironment({ MODELGATE_LEDGER_RETENTION_DAYS: '90' })).ledgerRetentionDays).toBe(90)
     expect(resolveConfig({}).ledgerRetentionDays).toBeUndefined()
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_AUDIT_LOG_RETENTION_DAYS: '365' })).auditLogRetentionDays).toBe(365)
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_AUDIT_LOG_RETENTION_DAYS: '0' }))).toThrow(
+      'modelgate: invalid configuration: auditLogRetentionDays: must be at least 1',
+    )
     expect(() => resolveConfig(configFromEnvironment({ MODELGATE_LEDGER_RETENTION_DAYS: '0' }))).toThrow(
       'modelgate: invalid configuration: ledgerRetentionDays: must be at least 1',
     )
