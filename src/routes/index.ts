@@ -5,6 +5,7 @@ import { getCurrentKey } from './current-key'
 import { getCredits } from './credits'
 import { liveness, readiness } from './health'
 import { getActivity, getGeneration, getGenerationContent } from './generations'
+import { getStats } from './stats'
 import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
@@ -96,6 +97,7 @@ export const routes: readonly AnyRoute[] = [
   getGeneration,
   getGenerationContent,
   getActivity,
+  getStats,
   listInternsRoute,
   createInternRoute,
   getInternRoute,
