@@ -76,10 +76,11 @@ export const productionGaps = (config: RunnerConfig): string[] => {
 export const logStartup = (
   logger: Logger,
   config: RunnerConfig,
-  details: { url: string; providers: ProviderSettings; models: readonly ModelEntry[] },
+  details: { url: string; dashboardUrl?: string | undefined; providers: ProviderSettings; models: readonly ModelEntry[] },
 ) => {
   logger.info('modelgate listening', {
     url: details.url,
+    ...(details.dashboardUrl ? { dashboard: details.dashboardUrl } : {}),
     ...describeStore(config),
     providers: Object.keys(details.providers),
     ...(config.dev ? { mode: 'development' } : {}),

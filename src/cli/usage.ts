@@ -74,6 +74,8 @@ const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
   MODELGATE_SHUTDOWN_GRACE_SECONDS: 'time in-flight requests get on shutdown (default 10)',
   MODELGATE_WORKERS: 'worker processes on one port, or auto (one per core); default 1, as --workers',
   MODELGATE_WATCH_PARENT: '1: stop when the parent process exits (default: on under npm and npx)',
+  MODELGATE_DASHBOARD: '1: serve the operator\'s dashboard, signed in with a management key (default off; docs/dashboard.md)',
+  MODELGATE_DASHBOARD_PATH: 'where the dashboard is served, outside the base path (default /dashboard)',
 }
 
 const PROVIDER_VARIABLES = `  MODELGATE_PROVIDER_<ID>_API_KEY, _BASE_URL, _API, _KEYLESS=1, _MODELS

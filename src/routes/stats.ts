@@ -6,7 +6,7 @@
  */
 
 import { InvalidRequestError } from '../core/errors'
-import { defineRoute, json } from '../pipeline/route'
+import { defineRoute, json, NO_STORE } from '../pipeline/route'
 import type { GenerationRecord } from '../repositories/generations'
 import { bucketStarts, FigureTally, isFallback, type BucketWidth } from './stats.figures'
 import { STATS_MAX_RANGE_DAYS, STATS_RECORD_CAP, StatsQuerySchema, type STATS_GROUPS } from './stats.schemas'
@@ -100,6 +100,7 @@ export const getStats = defineRoute({
       }
     }
     const fromTime = Date.parse(from)
+    // An account's traffic: no cache on the way keeps it.
     return json({
       data: {
         from,
@@ -117,6 +118,6 @@ export const getStats = defineRoute({
             }),
         recent: recent.list().map(toRecentWire),
       },
-    })
+    }, 200, NO_STORE)
   },
 })

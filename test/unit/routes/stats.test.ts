@@ -24,7 +24,7 @@ const OTHER_MODEL = 'test/other'
 
 const stats = async (query = '', key = harness!.managementKey) => {
   const response = await harness!.call('GET', `/stats${query}`, { key })
-  return { status: response.status, body: await response.json() }
+  return { status: response.status, cacheControl: response.headers.get('cache-control'), body: await response.json() }
 }
 
 const generationOf = async (id: string) => (await (await harness!.call('GET', `/generation?id=${id}`)).json()).data
@@ -51,8 +51,9 @@ describe('GET /stats', () => {
     const failed = await harness.responses({ model: OTHER_MODEL, input: 'd' }, { key: second.key })
     expect(failed.status).toBe(400)
 
-    const { status, body } = await stats('?from=2026-03-01T00:00:00Z&to=2026-03-01T12:00:00Z&group_by=key')
+    const { status, body, cacheControl } = await stats('?from=2026-03-01T00:00:00Z&to=2026-03-01T12:00:00Z&group_by=key')
     expect(status).toBe(200)
+    expect(cacheControl).toBe('no-store')
     const { data } = body
     expect(data).toMatchObject({ from: '2026-03-01T00:00:00.000Z', to: '2026-03-01T12:00:00.000Z', bucket: 'hour', truncated: false, group_by: 'key' })
     const generations = await Promise.all(ids.map(generationOf))
