@@ -14,7 +14,7 @@ export const DEFAULT_DASHBOARD_PATH = '/dashboard'
  * Nothing but the page's own script and style runs or applies, the page talks to its own origin only, is framed by
  * nobody, and submits no form anywhere (docs/decisions.md, "The operator's dashboard").
  */
-export const DASHBOARD_CSP = [
+const DASHBOARD_CSP = [
   "default-src 'none'",
   `script-src ${DASHBOARD_SCRIPT_HASH}`,
   `style-src ${DASHBOARD_STYLE_HASH}`,

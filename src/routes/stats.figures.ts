@@ -10,7 +10,7 @@ export type BucketWidth = 'hour' | 'day'
 const BUCKET_MS: Record<BucketWidth, number> = { hour: 3_600_000, day: 86_400_000 }
 
 /** Where the bucket holding `time` starts: buckets are whole UTC hours or days. */
-export const bucketStart = (time: number, width: BucketWidth): number => Math.floor(time / BUCKET_MS[width]) * BUCKET_MS[width]
+const bucketStart = (time: number, width: BucketWidth): number => Math.floor(time / BUCKET_MS[width]) * BUCKET_MS[width]
 
 /** Every bucket start from the one holding `from` to the one holding the last instant before `to`. */
 export const bucketStarts = (from: number, to: number, width: BucketWidth): number[] => {
@@ -37,7 +37,7 @@ const percentiles = (samples: number[]) => {
 const round = (amount: number) => Math.round(amount * 1e12) / 1e12
 
 /** A request whose answer failed (upstream, gateway or guardrail); incomplete and cancelled answers are not errors. */
-export const isError = (record: GenerationRecord) => record.status === 'failed'
+const isError = (record: GenerationRecord) => record.status === 'failed'
 
 /** A request that needed more than one upstream attempt: its first endpoint failed and another was tried. */
 export const isFallback = (record: GenerationRecord) => record.routing.attempts > 1

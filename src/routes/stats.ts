@@ -17,7 +17,7 @@ const DAY_MS = 86_400_000
 const HOURLY_UP_TO_MS = 2 * DAY_MS
 
 /** How many of the newest generations the answer lists. */
-export const STATS_RECENT_COUNT = 20
+const STATS_RECENT_COUNT = 20
 
 type Group = (typeof STATS_GROUPS)[number]
 
