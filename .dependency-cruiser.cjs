@@ -6,7 +6,7 @@
 
 // Code that runs on every host (Node, Bun, Deno, workers): only web APIs, no Node built-ins.
 const PORTABLE =
-  '^src/(core|pipeline|routes|ledger|engine|writers|providers|services|repositories|interns|admin|gateway|testing)/|^src/transport/(contract|idle-watch)\\.ts$'
+  '^src/(core|pipeline|routes|ledger|engine|writers|providers|services|repositories|interns|admin|gateway|testing|dashboard)/|^src/transport/(contract|idle-watch)\\.ts$'
 
 module.exports = {
   forbidden: [
@@ -164,6 +164,20 @@ module.exports = {
       comment: 'The composition root loads the worker pool lazily (docs/architecture.md, known exceptions); nothing else knows it.',
       from: { path: '^src/', pathNot: '^src/(workers|gateway)/' },
       to: { path: '^src/workers/' },
+    },
+    {
+      name: 'the-dashboard-is-a-page',
+      severity: 'error',
+      comment: 'The operator\'s page (src/dashboard/) holds no state and no data: it knows the kernel only, and reads the API from the browser.',
+      from: { path: '^src/dashboard/' },
+      to: { path: '^src/', pathNot: '^src/(dashboard|core)/' },
+    },
+    {
+      name: 'only-the-root-serves-the-dashboard',
+      severity: 'error',
+      comment: 'The composition root serves the page; the runner only names its default path.',
+      from: { path: '^src/', pathNot: '^src/(dashboard|gateway|cli)/' },
+      to: { path: '^src/dashboard/' },
     },
     {
       name: 'only-the-cli-mounts-adapters',

@@ -161,6 +161,10 @@ export const RunnerSettingsSchema = v.strictObject({
   regionalHostnames: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   isRegionalDeployment: v.optional(v.boolean()),
   trustedHostHeader: v.optional(TrustedHostHeaderSchema),
+  /** Serve the operator's dashboard (see `createGateway`'s `dashboard`; docs/dashboard.md); default off. */
+  dashboard: v.optional(v.boolean()),
+  /** Where the dashboard is served (default `/dashboard`), outside `basePath`. */
+  dashboardPath: v.optional(v.pipe(v.string(), v.regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a path such as /dashboard, without a trailing slash'))),
   /** The embedded file store (`storage: "file"`) compacts its journal past this many bytes (see `openFileStorage`). */
   compactAfterBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
 })
@@ -172,6 +176,7 @@ export const RunnerConfigSchema = v.pipe(
     v.check((config) => config.ledger !== 'off' || config.ledgerRetentionDays === undefined, 'has no effect with ledger off (no records are kept)'),
     ['ledgerRetentionDays'],
   ),
+  v.forward(v.check((config) => config.dashboard === true || config.dashboardPath === undefined, 'has no effect unless dashboard is on (MODELGATE_DASHBOARD=1)'), ['dashboardPath']),
 )
 
 /** Settings the runner hands to `createGateway` as they are. */
@@ -211,7 +216,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'spendLeaseMs',
   'workers',
 ])
-const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent', 'enforceCredits'])
+const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent', 'enforceCredits', 'dashboard'])
 
 /** Settings from strings (the environment's, the flags'): numbers, booleans and comma-separated lists parsed. */
 export const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined]>): Partial<RunnerConfigInput> => {

@@ -19,6 +19,7 @@ import { logStartup } from './startup-report'
 import { isUrlSource, priceSourceOptions, watchPriceFile } from './prices'
 import { explainStoreFailure } from './storage'
 import { runnerLog } from './stderr-lines'
+import { DEFAULT_DASHBOARD_PATH } from '../dashboard/page'
 
 /**
  * Everything the runner checks and sets up in the store before it listens: stored BYOK credentials it could not
@@ -94,6 +95,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.auditLogRetentionDays ? { auditLog: { retentionDays: config.auditLogRetentionDays } } : {}),
       ...(config.spendLeaseMs ? { spend: { leaseMs: config.spendLeaseMs } } : {}),
       ...(config.readCache === 'off' ? { readCache: false } : {}),
+      ...(config.dashboard ? { dashboard: config.dashboardPath ? { path: config.dashboardPath } : true } : {}),
       ...(worker ? { worker: worker.id } : {}),
     })
   } catch (error) {
@@ -142,7 +144,8 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   const host = address.includes(':') ? `[${address}]` : address
   const origin = `http://${host}:${port}`
   const apiUrl = `${origin}${config.basePath}`
-  if (!worker || worker.isFirst) logStartup(logger, config, { url: apiUrl, providers, models, environment: process.env })
+  const dashboardUrl = config.dashboard ? `${origin}${config.dashboardPath ?? DEFAULT_DASHBOARD_PATH}` : undefined
+  if (!worker || worker.isFirst) logStartup(logger, config, { url: apiUrl, dashboardUrl, providers, models, environment: process.env })
   if (worker) worker.announce({ origin, apiUrl, ...(firstManagementKey ? { firstManagementKey } : {}) })
   else {
     // A plain line too, for people and for scripts waiting on start-up.

@@ -78,10 +78,11 @@ export const productionGaps = (config: RunnerConfig): string[] => {
 export const logStartup = (
   logger: Logger,
   config: RunnerConfig,
-  details: { url: string; providers: ProviderSettings; models: readonly ModelEntry[]; environment: Record<string, string | undefined> },
+  details: { url: string; dashboardUrl?: string | undefined; providers: ProviderSettings; models: readonly ModelEntry[]; environment: Record<string, string | undefined> },
 ) => {
   logger.info('modelgate listening', {
     url: details.url,
+    ...(details.dashboardUrl ? { dashboard: details.dashboardUrl } : {}),
     ...describeStore(config),
     providers: Object.keys(details.providers),
     ...(config.dev ? { mode: 'development' } : {}),

@@ -18,7 +18,8 @@ import type { AuditAction } from '../repositories/audit-log'
 import { actorOfKey, createAuditLog, DEFAULT_AUDIT_RETENTION_DAYS, DEFAULT_AUDIT_SWEEP_INTERVAL_MS } from '../services/audit-log'
 import { readIdempotencyKey, runIdempotent } from '../pipeline/idempotency'
 import { enforceRateLimit } from '../pipeline/rate-limit'
-import { createRouter } from '../core/router'
+import { createRouter, normalizeBasePath } from '../core/router'
+import { createDashboardPage, DEFAULT_DASHBOARD_PATH } from '../dashboard/page'
 import { createSecretBox, type SecretBox } from '../core/secrets'
 import { createInferenceService, type InferenceService } from '../engine/service'
 import { composeRunStages, type RunStage } from '../engine/run-stage'
@@ -198,6 +199,16 @@ const readCacheFor = (storage: StorageDriver, isOn: boolean | undefined): ReadCa
     ? { storage, revalidate: () => Promise.resolve() }
     : createReadCache(storage, { collections: RARELY_CHANGED_COLLECTIONS })
 
+/** The dashboard's page when it is on, at its path outside the API's base path (docs/dashboard.md). */
+const dashboardFor = (option: GatewayOptions['dashboard'], basePath: string) => {
+  if (option === undefined || option === false) return undefined
+  const path = (option === true ? undefined : option.path) ?? DEFAULT_DASHBOARD_PATH
+  if (basePath !== '' && (path === basePath || path.startsWith(`${basePath}/`))) {
+    throw new TypeError(`modelgate: options.dashboard.path: must be outside the API's base path ${basePath}`)
+  }
+  return createDashboardPage(path, basePath)
+}
+
 /**
  * Creates a gateway.
  * @example
@@ -226,6 +237,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     now,
   )
   const router = createRouter<AnyRoute>(config.basePath, routes)
+  const dashboard = dashboardFor(config.dashboard, normalizeBasePath(config.basePath))
   const secrets = createSecretBox(config.encryptionKeys ?? [])
   const documents = createDocumentReaders(config.plugins?.fileParser, logger)
   const inference = createService({
@@ -344,6 +356,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     try {
       const url = new URL(request.url)
       flavor = flavorForPath(router.relativePath(url.pathname))
+      const page = dashboard?.replyFor(request.method, url.pathname)
+      if (page) return setReplyHeader(page, REQUEST_ID_HEADER, requestId)
       const match = router.match(request.method, url.pathname)
       if (match.kind === 'not-found') throw new NotFoundError(`No route for ${request.method} ${url.pathname}`)
       if (match.kind === 'method-not-allowed') {

@@ -275,6 +275,16 @@ export const GatewayOptionsSchema = v.strictObject({
     v.pipe(v.string(), v.regex(/^(\/[A-Za-z0-9._~-]+)*\/?$/, 'must be a path such as /api/v1, or empty')),
     '/api/v1',
   ),
+  /**
+   * The operator's dashboard (docs/dashboard.md): a page that reads this gateway's API with a management key the
+   * operator types in. Off unless `true` or `{ path }`; served at `path` (default `/dashboard`), outside `basePath`.
+   */
+  dashboard: v.optional(
+    v.union(
+      [v.boolean(), v.strictObject({ path: v.optional(v.pipe(v.string(), v.regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a path such as /dashboard, without a trailing slash'))) })],
+      'must be true, false or { path }',
+    ),
+  ),
   /** Default request body limit in bytes (intern routes always use the spec's 1 MiB). */
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1024 * 1024 * 1024)), DEFAULT_BODY_LIMIT),
   /**

@@ -157,6 +157,19 @@ export const utcDay = (isoTime: string): string => isoTime.slice(0, 10)
 
 const dayIndex = (accountId: string, day: string) => `${accountId}|${day}`
 
+const DAY_MS = 86_400_000
+
+/** Every UTC day from `from`'s to the one of the last instant before `to`, oldest first. */
+const utcDaysBetween = (from: string, to: string): string[] => {
+  const days: string[] = []
+  const last = utcDay(new Date(Date.parse(to) - 1).toISOString())
+  for (let time = Date.parse(`${utcDay(from)}T00:00:00.000Z`); ; time += DAY_MS) {
+    const day = utcDay(new Date(time).toISOString())
+    if (day > last) return days
+    days.push(day)
+  }
+}
+
 const DAY_INDEX_CACHE_MAX = 1024
 // Every record of an account's day carries the same index value: one string shared by all of them, not one each,
 // since the memory and file stores keep every record for the whole retention.
@@ -187,6 +200,16 @@ const toInput = (record: GenerationRecord): RecordInput<GenerationRecord> => ({
 
 /** Records are read in pages, so one account's month never arrives as a single reply. */
 const PAGE_SIZE = 500
+
+/** Every record of an account, of one UTC day or of all, oldest first, read a page at a time. */
+async function* listRecords(storage: StorageDriver, accountId: string, day?: string): AsyncGenerator<GenerationRecord> {
+  const where: Record<string, string> = day === undefined ? { accountId } : { accountDay: dayIndex(accountId, day) }
+  for (let offset = 0; ; offset += PAGE_SIZE) {
+    const page = await storage.list<GenerationRecord>(GENERATIONS, { where, offset, limit: PAGE_SIZE })
+    for (const item of page.items) yield item.data
+    if (page.items.length < PAGE_SIZE || offset + PAGE_SIZE >= page.totalCount) return
+  }
+}
 
 export const createGenerationsRepository = (storage: StorageDriver) => ({
   /**
@@ -221,12 +244,20 @@ export const createGenerationsRepository = (storage: StorageDriver) => ({
   },
 
   /** Every record of an account, of one UTC day or of all, oldest first. */
-  async *list(accountId: string, day?: string): AsyncGenerator<GenerationRecord> {
-    const where: Record<string, string> = day === undefined ? { accountId } : { accountDay: dayIndex(accountId, day) }
-    for (let offset = 0; ; offset += PAGE_SIZE) {
-      const page = await storage.list<GenerationRecord>(GENERATIONS, { where, offset, limit: PAGE_SIZE })
-      for (const item of page.items) yield item.data
-      if (page.items.length < PAGE_SIZE || offset + PAGE_SIZE >= page.totalCount) return
+  list: (accountId: string, day?: string) => listRecords(storage, accountId, day),
+
+  /**
+   * Records of an account created in `[from, to)` (ISO 8601), read day by day from the newest day back, at most
+   * `cap` of them read from the store (records of the boundary days outside the range count too). `onCapped` is told
+   * when the cap cut the reading short, so a caller can say its figures are partial.
+   */
+  async *listBetween(accountId: string, from: string, to: string, cap: number, onCapped: () => void): AsyncGenerator<GenerationRecord> {
+    let read = 0
+    for (const day of utcDaysBetween(from, to).reverse()) {
+      for await (const record of listRecords(storage, accountId, day)) {
+        if (read++ >= cap) return onCapped()
+        if (record.createdAt >= from && record.createdAt < to) yield record
+      }
     }
   },
 

@@ -6,6 +6,7 @@ import { getCurrentKey } from './current-key'
 import { getCredits } from './credits'
 import { liveness, readiness } from './health'
 import { getActivity, getGeneration, getGenerationContent } from './generations'
+import { getStats } from './stats'
 import { createResponse } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
@@ -98,6 +99,7 @@ export const routes: readonly AnyRoute[] = [
   getGenerationContent,
   getActivity,
   listAuditLog,
+  getStats,
   listInternsRoute,
   createInternRoute,
   getInternRoute,

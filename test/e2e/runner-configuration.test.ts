@@ -50,6 +50,24 @@ describe('runner configuration', () => {
     expect(result.stderr).not.toContain('Expected never')
   })
 
+  it("serves the operator's dashboard only with MODELGATE_DASHBOARD=1, at MODELGATE_DASHBOARD_PATH when given", async () => {
+    const off = await startListening('node', [CLI, 'serve'], { env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0', MODELGATE_STORAGE: 'memory' } })
+    running.push(off)
+    expect((await fetch(`${off.url}/dashboard`)).status).toBe(404)
+    const on = await startListening('node', [CLI, 'serve'], {
+      env: { MODELGATE_DATA_DIR: dataDir, MODELGATE_PORT: '0', MODELGATE_STORAGE: 'memory', MODELGATE_DASHBOARD: '1', MODELGATE_DASHBOARD_PATH: '/ops', MODELGATE_LOG_LEVEL: 'info' },
+    })
+    running.push(on)
+    const page = await fetch(`${on.url}/ops`)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'none'; script-src 'sha256-/)
+    expect(await page.text()).toContain('<meta name="modelgate-api" content="/api/v1">')
+    await expect.poll(() => on.stderr()).toContain(`"dashboard":"${on.url}/ops"`)
+    const refused = await start({ MODELGATE_DASHBOARD_PATH: '/ops' })
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain('modelgate: invalid configuration: dashboardPath: has no effect unless dashboard is on (MODELGATE_DASHBOARD=1)')
+  })
+
   it('refuses to start when a model entry names an unknown provider', async () => {
     const configPath = join(dataDir, 'modelgate.json')
     const models = [{ slug: 'acme/large', name: 'Acme', endpoints: [{ provider: 'acme', model: 'large', contextLength: 8192, pricing: { prompt: 0, completion: 0 } }] }]

@@ -85,6 +85,19 @@ describe('runner configuration', () => {
     expect(resolveConfig(configFromEnvironment({ MODELGATE_LEDGER: 'on', MODELGATE_LEDGER_RETENTION_DAYS: '90' })).ledgerRetentionDays).toBe(90)
   })
 
+  it('turns the dashboard on from the environment, off by default, and refuses a path without it', () => {
+    expect(resolveConfig({}).dashboard).toBeUndefined()
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_DASHBOARD: '1' })).dashboard).toBe(true)
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_DASHBOARD: '0' })).dashboard).toBe(false)
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_DASHBOARD: 'true', MODELGATE_DASHBOARD_PATH: '/ops' })).dashboardPath).toBe('/ops')
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_DASHBOARD_PATH: '/ops' }))).toThrow(
+      'modelgate: invalid configuration: dashboardPath: has no effect unless dashboard is on (MODELGATE_DASHBOARD=1)',
+    )
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_DASHBOARD: '1', MODELGATE_DASHBOARD_PATH: 'ops/' }))).toThrow(
+      'modelgate: invalid configuration: dashboardPath: must be a path such as /dashboard, without a trailing slash',
+    )
+  })
+
   it('reads the number of workers from the environment and the flag: a whole number or auto', () => {
     expect(resolveConfig(configFromEnvironment({ MODELGATE_WORKERS: '4' })).workers).toBe(4)
     expect(resolveConfig(configFromEnvironment({ MODELGATE_WORKERS: 'auto' })).workers).toBe('auto')

@@ -145,6 +145,7 @@ describe('an unknown query parameter', () => {
     '/presets',
     '/models',
     '/activity',
+    '/stats',
     '/embeddings/models',
   ]
   it.each(listings)('GET %s?bogus=1: 400 naming it', async (path) => {
