@@ -33,7 +33,7 @@ import { ADAPTERS } from '../providers'
 import { assertKnownEndpointProviders } from '../engine/providers'
 import { DEFAULT_TEXT_MODEL, UnknownPriceTargetError } from '../engine/models'
 import { createPriceRefresher, type PriceReloadResult } from '../engine/price-refresh'
-import type { ReplyHandler, ReplyOptions } from '../core/types'
+import type { ErrorReplier, ReplyHandler, ReplyOptions } from '../core/types'
 import { NoBodySchema, NoQuerySchema, parseInput, searchParamsToObject } from '../core/validation'
 import { createRepositories, RARELY_CHANGED_COLLECTIONS, type Repositories } from '../repositories'
 import { routes } from '../routes'
@@ -45,7 +45,7 @@ import { internEnvironment } from '../interns/environment'
 import { startProvisioningSweep } from '../interns/sweep'
 import type { StorageDriver } from '../storage/contract'
 
-export interface Gateway extends ReplyHandler {
+export interface Gateway extends ReplyHandler, ErrorReplier {
   /** Programmatic administration: accounts, keys, workspaces. */
   admin: GatewayAdmin
   /** The storage driver in use. */
@@ -334,9 +334,18 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
 
   const flushSpend = () => runtime.inference.spend.book.flush()
 
+  // An error the host raised before the gateway could read the request, in the body the route at its path answers with.
+  const replyError = (request: Request, error: unknown): Reply => {
+    const url = new URL(request.url)
+    const match = router.match(request.method, url.pathname)
+    const flavor = (match.kind === 'found' ? match.route.errorFlavor : undefined) ?? flavorForPath(router.relativePath(url.pathname))
+    return errorReply(error, flavor, { [REQUEST_ID_HEADER]: resolveRequestId(request) })
+  }
+
   return {
     fetch: async (request) => toResponse(await reply(request)),
     reply,
+    replyError,
     admin: createAdmin(repositories, secrets, now),
     storage,
     endStreams: (message) => runtime.inference.streams.endAll(message),
