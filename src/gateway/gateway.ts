@@ -15,6 +15,7 @@ import { GatewayOptionsSchema, type GatewayOptions } from './options'
 import { REQUEST_ID_HEADER, resolveRequestId } from '../core/request-id'
 import type { AnyRoute, RouteAuth, RouteContext } from '../pipeline/route'
 import { readIdempotencyKey, runIdempotent } from '../pipeline/idempotency'
+import { errorFlavorForPath } from '../pipeline/error-flavor'
 import { enforceRateLimit } from '../pipeline/rate-limit'
 import { createRouter } from '../core/router'
 import { createSecretBox, type SecretBox } from '../core/secrets'
@@ -83,13 +84,6 @@ export interface Gateway extends ReplyHandler, ErrorReplier {
 }
 
 const NO_PRICE_SOURCE: PriceReloadResult = { ok: false, error: 'no priceSource is configured' }
-
-// Intern routes speak their own error body (spec Errors), even for 404 and 405; so does Anthropic's `/messages`.
-const flavorForPath = (relativePath: string | null): ErrorFlavor => {
-  if (relativePath === null) return 'standard'
-  if (/^\/interns(\/|$)/.test(relativePath)) return 'intern'
-  return /^\/messages\/?$/.test(relativePath) ? 'anthropic' : 'standard'
-}
 
 /** What every request of one gateway hands its route the same: built once. */
 type GatewayScope = Pick<RouteContext<unknown, unknown, unknown, RouteAuth>, 'repositories' | 'secrets' | 'logger' | 'now' | 'runtime'>
@@ -298,7 +292,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     let flavor: ErrorFlavor = 'standard'
     try {
       const url = new URL(request.url)
-      flavor = flavorForPath(router.relativePath(url.pathname))
+      flavor = errorFlavorForPath(router.relativePath(url.pathname))
       const match = router.match(request.method, url.pathname)
       if (match.kind === 'not-found') throw new NotFoundError(`No route for ${request.method} ${url.pathname}`)
       if (match.kind === 'method-not-allowed') {
@@ -338,7 +332,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const replyError = (request: Request, error: unknown): Reply => {
     const url = new URL(request.url)
     const match = router.match(request.method, url.pathname)
-    const flavor = (match.kind === 'found' ? match.route.errorFlavor : undefined) ?? flavorForPath(router.relativePath(url.pathname))
+    const flavor = (match.kind === 'found' ? match.route.errorFlavor : undefined) ?? errorFlavorForPath(router.relativePath(url.pathname))
     return errorReply(error, flavor, { [REQUEST_ID_HEADER]: resolveRequestId(request) })
   }
 
