@@ -84,8 +84,10 @@ const RunnerSettingsSchema = v.strictObject({
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   /** Master keys for BYOK secrets, primary first, comma-separated in the environment (never logged). */
   encryptionKeys: v.optional(v.array(v.string())),
-  /** Development mode: generates and keeps an encryption key in `dataDir` when none is configured. */
+  /** Development mode: generates and keeps an encryption key in `dataDir` when none is configured, and serves the demo models. */
   dev: v.optional(v.boolean(), false),
+  /** Serve the free demo models (`demo/chat`, `demo/tools`, `demo/reasoning`; see `createGateway`'s `demoModels`). Unset: on in development mode only. */
+  demoModels: v.optional(v.boolean()),
   /** Raw management key ensured at start (never logged). */
   managementKey: v.optional(v.string()),
   /**
@@ -221,6 +223,7 @@ export const ENVIRONMENT = {
   MODELGATE_ENCRYPTION_KEY: 'encryptionKeys',
   MODELGATE_ENCRYPTION_KEYS: 'encryptionKeys',
   MODELGATE_DEV: 'dev',
+  MODELGATE_DEMO_MODELS: 'demoModels',
   MODELGATE_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
   MODELGATE_WORKERS: 'workers',
   MODELGATE_WATCH_PARENT: 'watchParent',
@@ -242,7 +245,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'spendLeaseMs',
   'workers',
 ])
-const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent', 'enforceCredits'])
+const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'demoModels', 'watchParent', 'enforceCredits'])
 
 const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined]>): Partial<RunnerConfigInput> => {
   const config: Record<string, unknown> = {}

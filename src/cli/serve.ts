@@ -15,7 +15,7 @@ import { modelsFromEnvironment } from './environment-models'
 import { formatFirstManagementKey } from './first-run'
 import { watchHeap } from './heap-watch'
 import { shouldWatchParent, watchParent } from './parent-watch'
-import { logStartup } from './startup-report'
+import { isDemoOn, logStartup } from './startup-report'
 import { isUrlSource, priceSourceOptions, watchPriceFile } from './prices'
 import { explainStoreFailure } from './storage'
 import { runnerLog } from './stderr-lines'
@@ -94,6 +94,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.spendLeaseMs ? { spend: { leaseMs: config.spendLeaseMs } } : {}),
       ...(config.readCache === 'off' ? { readCache: false } : {}),
       ...(worker ? { worker: worker.id } : {}),
+      ...(isDemoOn(config) ? { demoModels: true } : {}),
     })
   } catch (error) {
     eventLoop.stop()

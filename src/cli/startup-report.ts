@@ -5,6 +5,7 @@
 
 import { resolve } from 'node:path'
 import type { Logger } from '../core/logger'
+import { DEMO_MODELS } from '../gateway/demo-models'
 import { mergeModels, type ModelEntry } from '../engine/models'
 import type { RunnerConfig } from './config'
 import { describeStorage, sqlitePathOf } from './storage'
@@ -72,6 +73,9 @@ export const productionGaps = (config: RunnerConfig): string[] => {
   return gaps
 }
 
+/** Whether the runner serves the demo models: as configured, else in development mode only. */
+export const isDemoOn = (config: RunnerConfig): boolean => config.demoModels ?? config.dev
+
 /** Logs the start-up summary and every warning. */
 export const logStartup = (
   logger: Logger,
@@ -83,6 +87,8 @@ export const logStartup = (
     ...describeStore(config),
     providers: Object.keys(details.providers),
     ...(config.dev ? { mode: 'development' } : {}),
+    // Free, scripted, keyless: a first request works before any provider is set up.
+    ...(isDemoOn(config) ? { demoModels: [...DEMO_MODELS] } : {}),
   })
   for (const warning of providerWarnings(details.providers, details.models)) logger.warn(warning)
   if (config.dev) for (const gap of productionGaps(config)) logger.warn(`not set up for production: ${gap}`)

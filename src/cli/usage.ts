@@ -33,7 +33,8 @@ Options:
   --config <file>               JSON config file (also MODELGATE_CONFIG); keys as the settings below
   --data-dir <dir>              data directory: the SQLite store, the --dev key (default .modelgate)
   --memory                      keep state in memory only (lost on exit)
-  --dev                         development mode: generate and keep an encryption key in the data dir
+  --dev                         development mode: generate and keep an encryption key in the data dir,
+                                and serve the free demo models (demo/chat, demo/tools, demo/reasoning)
   --port <n> --host <h> --base-path <p> --log-level <debug|info|warn|error>   (serve)
   --workers <n|auto>            serve with n worker processes on one port, auto: one per core (serve;
                                 default 1); more than one needs a store processes share: SQLite (the
@@ -71,6 +72,7 @@ const DESCRIPTIONS: Partial<Record<keyof typeof ENVIRONMENT, string>> = {
   MODELGATE_MANAGEMENT_KEY: 'a management key ensured at start (16 to 512 characters)',
   MODELGATE_ENCRYPTION_KEYS: 'master keys for BYOK secrets, comma-separated, primary first',
   MODELGATE_DEV: '1: development mode, as --dev',
+  MODELGATE_DEMO_MODELS: '1: serve the free demo models demo/chat, demo/tools, demo/reasoning (no provider key; default: on with --dev only; 0: off)',
   MODELGATE_SHUTDOWN_GRACE_SECONDS: 'time in-flight requests get on shutdown (default 10)',
   MODELGATE_WORKERS: 'worker processes on one port, or auto (one per core); default 1, as --workers',
   MODELGATE_WATCH_PARENT: '1: stop when the parent process exits (default: on under npm and npx)',

@@ -26,6 +26,7 @@ import { pluginsStage } from '../engine/plugins/stage'
 import { fusionStage } from '../engine/plugins/fusion/stage'
 import { guardrailOutputStage } from '../engine/guardrails/output-stage'
 import { createDocumentReaders } from './file-parser'
+import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
 import { createAccessLog, type AccessLog } from '../pipeline/access-log'
 import { createLedger, DEFAULT_LEDGER_SWEEP_INTERVAL_MS, DEFAULT_RETENTION_DAYS } from '../ledger/ledger'
@@ -179,7 +180,8 @@ const readCacheFor = (storage: StorageDriver, isOn: boolean | undefined): ReadCa
  * Bun.serve({ fetch: gateway.fetch })
  */
 export const createGateway = (options: GatewayOptions = {}): Gateway => {
-  const config = parseInput(GatewayOptionsSchema, options, 'options')
+  const parsed = parseInput(GatewayOptionsSchema, options, 'options')
+  const config = parsed.demoModels ? withDemoModels(parsed) : parsed
   const logger: Logger = config.logger === false ? silentLogger : (config.logger ?? createConsoleLogger())
   // The default store warns through the gateway's logger when it first drops old usage records.
   // A host's own driver goes behind the same front door as ours: the contract's argument checks, once.
