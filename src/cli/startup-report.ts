@@ -28,7 +28,7 @@ const sharedProviders = (providers: ProviderSettings): string[] =>
     .map(([id]) => id)
 
 /** Warnings about provider set-ups that cannot work: a configured provider that no model routes to. */
-export const providerWarnings = (providers: ProviderSettings, models: readonly ModelEntry[]): string[] => {
+export const providerWarnings = (providers: ProviderSettings, models: readonly ModelEntry[], hasDemoModels = false): string[] => {
   const routed = new Set(mergeModels(models).flatMap((model) => model.endpoints.map((endpoint) => endpoint.provider.split('/', 1)[0]!)))
   const warnings = Object.keys(providers)
     .filter((id) => !routed.has(id))
@@ -42,7 +42,7 @@ export const providerWarnings = (providers: ProviderSettings, models: readonly M
   if (sharedProviders(providers).length === 0) {
     warnings.push(
       'no provider has a shared API key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, MODELGATE_PROVIDER_<ID>_API_KEY, …): ' +
-        'only requests from workspaces with their own keys (BYOK) can be served',
+        `only ${hasDemoModels ? `the demo models (${DEMO_MODELS.join(', ')}) and ` : ''}requests from workspaces with their own keys (BYOK) can be served`,
     )
   }
   return warnings
@@ -90,7 +90,7 @@ export const logStartup = (
     // Free, scripted, keyless: a first request works before any provider is set up.
     ...(isDemoOn(config) ? { demoModels: [...DEMO_MODELS] } : {}),
   })
-  for (const warning of providerWarnings(details.providers, details.models)) logger.warn(warning)
+  for (const warning of providerWarnings(details.providers, details.models, isDemoOn(config))) logger.warn(warning)
   if (config.dev) for (const gap of productionGaps(config)) logger.warn(`not set up for production: ${gap}`)
   else if (!config.encryptionKeys?.length) {
     logger.warn('no encryption key configured: BYOK is disabled (POST /byok answers 403) until MODELGATE_ENCRYPTION_KEYS is set')
