@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import OpenAI from 'openai'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { startListening, type RunningProcess } from '../helpers/process'
 
 const CLI = resolve(__dirname, '../../dist/cli.js')
@@ -42,8 +42,12 @@ describe('demo models through the openai SDK against modelgate serve --dev', () 
 
   /** The first start's management key (printed once on stdout), turned into a regular key as the printout says. */
   const regularKeyOf = async (server: RunningProcess) => {
-    const managementKey = /mg-v1-[A-Za-z0-9_-]+/.exec(server.stdout())?.[0]
-    expect(managementKey).toBeDefined()
+    // Printed just after the listening line, which may reach the pipe on its own.
+    const managementKey = await vi.waitFor(() => {
+      const found = /mg-v1-[A-Za-z0-9_-]+/.exec(server.stdout())?.[0]
+      if (!found) throw new Error(`no management key printed yet:\n${server.stdout()}`)
+      return found
+    }, { timeout: 10_000, interval: 50 })
     const created = await fetch(`${server.url}/api/v1/keys`, {
       method: 'POST',
       headers: { authorization: `Bearer ${managementKey}`, 'content-type': 'application/json' },
