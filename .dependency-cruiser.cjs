@@ -194,9 +194,19 @@ module.exports = {
     {
       name: 'nothing-imports-the-testing-kit',
       severity: 'error',
-      comment: 'modelgate/testing is an entry point for users\' tests: the gateway never depends on it.',
-      from: { path: '^src/', pathNot: '^src/testing/' },
+      comment:
+        'modelgate/testing is an entry point for users\' tests: the gateway never depends on it, except that the composition root\'s ' +
+        'demo models (src/gateway/demo-models.ts) play their scripts on the kit\'s scripted provider (its script, adapter, wire format ' +
+        'and transport, which know only the provider contract, the transport contract and the kernel).',
+      from: { path: '^src/', pathNot: '^src/testing/|^src/gateway/demo-models\\.ts$' },
       to: { path: '^src/testing/' },
+    },
+    {
+      name: 'demo-models-use-only-the-scripted-provider',
+      severity: 'error',
+      comment: 'The demo models take the scripted provider from the testing kit, never the test gateway (which is built on the composition root).',
+      from: { path: '^src/gateway/demo-models\\.ts$' },
+      to: { path: '^src/testing/', pathNot: '^src/testing/(script|scripted-adapter|scripted-provider|scripted-transport|wire)\\.ts$' },
     },
     {
       name: 'the-scripted-adapter-is-an-ordinary-adapter',

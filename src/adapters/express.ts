@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FetchHandler } from '../core/types'
-import { handleNodeRequest, type NodeBridgeOptions } from './node-bridge'
+import { BodyAlreadyConsumedError, handleNodeRequest, writeBodyAlreadyConsumed, type NodeBridgeOptions } from './node-bridge'
 
 export { BodyAlreadyConsumedError, type NodeBridgeOptions } from './node-bridge'
 
@@ -19,9 +19,18 @@ export { BodyAlreadyConsumedError, type NodeBridgeOptions } from './node-bridge'
  * app.use(express.json())
  * ```
  */
-export const toExpressHandler =
-  (gateway: FetchHandler, options: NodeBridgeOptions = {}) =>
-  (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void => {
-    // A body that `express.json()` already read reaches Express's error handling as a BodyAlreadyConsumedError.
-    handleNodeRequest(gateway, req, res, options).catch(next)
+export const toExpressHandler = (gateway: FetchHandler, options: NodeBridgeOptions = {}) => {
+  let hasReportedConsumedBody = false
+  return (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void => {
+    handleNodeRequest(gateway, req, res, options).catch((error: unknown) => {
+      if (!(error instanceof BodyAlreadyConsumedError)) return next(error)
+      // A body that `express.json()` already read is a set-up mistake: the client gets the gateway's JSON error saying
+      // how to fix it (not Express's HTML page), and the log hears it once, not per request.
+      if (!hasReportedConsumedBody) {
+        hasReportedConsumedBody = true
+        console.error(error.message)
+      }
+      return writeBodyAlreadyConsumed(gateway, req, res, options, error)
+    })
   }
+}

@@ -7,8 +7,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ChunkProducer } from '../core/event-stream'
 import { replyFields, type EventsReply, type JsonReply, type Reply } from '../core/reply'
-import type { FetchHandler, ReplyHandler } from '../core/types'
-import { BodyAlreadyConsumedError, disconnectSignalOf, existingSignalOf, toRequest, type NodeBridgeOptions } from './node-request'
+import { errorReply } from '../core/errors'
+import type { ErrorReplier, FetchHandler, ReplyHandler } from '../core/types'
+import { BodyAlreadyConsumedError, disconnectSignalOf, existingSignalOf, requestUrlOf, toRequest, type NodeBridgeOptions } from './node-request'
 
 export { BodyAlreadyConsumedError, type NodeBridgeOptions } from './node-request'
 
@@ -305,4 +306,32 @@ export const handleNodeRequest = async (
   }
   // The bridge watches the socket itself; the request's signal only matters if the handler made one.
   await writeReply(reply, res, existingSignalOf(request))
+}
+
+const isErrorReplier = (handler: FetchHandler): handler is FetchHandler & ErrorReplier =>
+  typeof (handler as Partial<ErrorReplier>).replyError === 'function'
+
+/**
+ * Answers a request whose body a host middleware already read: a JSON error that says so and how to fix the set-up,
+ * in the error body of the route asked for (a gateway knows it; any other handler gets the standard body), rather than
+ * the host's own error page. Never rejects.
+ */
+export const writeBodyAlreadyConsumed = async (
+  handler: FetchHandler,
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: NodeBridgeOptions,
+  error: BodyAlreadyConsumedError,
+): Promise<void> => {
+  if (res.headersSent) {
+    if (!res.writableEnded) res.end()
+    return
+  }
+  let reply: Reply
+  try {
+    reply = isErrorReplier(handler) ? handler.replyError(new Request(requestUrlOf(req, options), { method: req.method ?? 'POST' }), error) : errorReply(error, 'standard')
+  } catch {
+    reply = errorReply(error, 'standard')
+  }
+  await writeReply(reply, res)
 }

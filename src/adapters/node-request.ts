@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import { concatBytes } from '../core/body'
 import { ClientGoneError, type ClientSignal } from '../core/client-signal'
+import { GatewayError } from '../core/errors'
 import { NodeHeaders } from './node-headers'
 
 /** Options shared by the Node-based host adapters (`toNodeListener`, `toExpressHandler`). */
@@ -24,14 +25,19 @@ export interface NodeBridgeOptions {
   shouldTrustProxy?: boolean
 }
 
-/** Thrown when a host middleware (such as `express.json()`) has already read the request body. */
-export class BodyAlreadyConsumedError extends Error {
+/**
+ * Thrown when a host middleware (such as `express.json()`) has already read the request body. A gateway error (500,
+ * not retryable): the host adapters answer it in the error body of the route asked for, so a client sees why.
+ */
+export class BodyAlreadyConsumedError extends GatewayError {
   override readonly name = 'BodyAlreadyConsumedError'
 
   constructor() {
     super(
+      500,
       'modelgate: the request body was already read by another middleware (such as express.json()); ' +
-        'mount modelgate before body parsers',
+        "mount modelgate before body parsers, or give them only your own routes (app.use('/app', express.json()))",
+      { reason: 'internal_error', retryable: false },
     )
   }
 }
@@ -85,6 +91,9 @@ const toPathAndQuery = (rawUrl: string | undefined): string => {
   }
   return '/'
 }
+
+/** The request's absolute URL, as its `Request` would carry it. */
+export const requestUrlOf = (req: IncomingMessage, options: NodeBridgeOptions): string => new URL(`${toOrigin(req, options)}${toPathAndQuery(req.url)}`).href
 
 const isBodyConsumed = (req: IncomingMessage): boolean => {
   const parsed = req as IncomingMessage & { body?: unknown; _body?: unknown }
@@ -411,6 +420,6 @@ export const toRequest = (req: IncomingMessage, res: ServerResponse, options: No
   const isBodyless = method === 'GET' || method === 'HEAD'
   if (!isBodyless && isBodyConsumed(req)) throw new BodyAlreadyConsumedError()
   // Parsed once here, so a URL the Request constructor would refuse fails now, as it would have.
-  const url = new URL(`${toOrigin(req, options)}${toPathAndQuery(req.url)}`).href
+  const url = requestUrlOf(req, options)
   return new NodeRequest(req, res, method, url, !isBodyless && hasBody(req)) as unknown as Request
 }

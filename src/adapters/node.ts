@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FetchHandler } from '../core/types'
-import { BodyAlreadyConsumedError, handleNodeRequest, type NodeBridgeOptions } from './node-bridge'
+import { BodyAlreadyConsumedError, handleNodeRequest, writeBodyAlreadyConsumed, type NodeBridgeOptions } from './node-bridge'
 
 export { BodyAlreadyConsumedError, type NodeBridgeOptions } from './node-bridge'
 
@@ -21,9 +21,13 @@ export const toNodeListener = (gateway: FetchHandler, options: NodeBridgeOptions
   return (req: IncomingMessage, res: ServerResponse): void => {
     handleNodeRequest(gateway, req, res, options).catch((error: unknown) => {
       // Only a body read by something else ends up here; it is a setup mistake, so say it once, not per request.
-      if (error instanceof BodyAlreadyConsumedError && !hasReportedConsumedBody) {
-        hasReportedConsumedBody = true
-        console.error(error.message)
+      if (error instanceof BodyAlreadyConsumedError) {
+        if (!hasReportedConsumedBody) {
+          hasReportedConsumedBody = true
+          console.error(error.message)
+        }
+        // The client learns why too, in the gateway's error body.
+        return writeBodyAlreadyConsumed(gateway, req, res, options, error)
       }
       if (!res.headersSent) res.statusCode = 500
       if (!res.writableEnded) res.end()

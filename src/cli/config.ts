@@ -86,8 +86,10 @@ export const RunnerSettingsSchema = v.strictObject({
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   /** Master keys for BYOK secrets, primary first, comma-separated in the environment (never logged). */
   encryptionKeys: v.optional(v.array(v.string())),
-  /** Development mode: generates and keeps an encryption key in `dataDir` when none is configured. */
+  /** Development mode: generates and keeps an encryption key in `dataDir` when none is configured, and serves the demo models. */
   dev: v.optional(v.boolean(), false),
+  /** Serve the free demo models (`demo/chat`, `demo/tools`, `demo/reasoning`; see `createGateway`'s `demoModels`). Unset: on in development mode only. */
+  demoModels: v.optional(v.boolean()),
   /** Raw management key ensured at start (never logged). */
   managementKey: v.optional(v.string()),
   /**
@@ -216,7 +218,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'spendLeaseMs',
   'workers',
 ])
-const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'watchParent', 'enforceCredits', 'dashboard'])
+const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'demoModels', 'watchParent', 'enforceCredits', 'dashboard'])
 
 /** Settings from strings (the environment's, the flags'): numbers, booleans and comma-separated lists parsed. */
 export const fromStrings = (entries: Array<[keyof RunnerConfigInput, string | undefined]>): Partial<RunnerConfigInput> => {

@@ -15,7 +15,7 @@ import { modelsFromEnvironment } from './environment-models'
 import { formatFirstManagementKey } from './first-run'
 import { watchHeap } from './heap-watch'
 import { shouldWatchParent, watchParent } from './parent-watch'
-import { logStartup } from './startup-report'
+import { isDemoOn, logStartup } from './startup-report'
 import { isUrlSource, priceSourceOptions, watchPriceFile } from './prices'
 import { explainStoreFailure } from './storage'
 import { runnerLog } from './stderr-lines'
@@ -97,6 +97,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.readCache === 'off' ? { readCache: false } : {}),
       ...(config.dashboard ? { dashboard: config.dashboardPath ? { path: config.dashboardPath } : true } : {}),
       ...(worker ? { worker: worker.id } : {}),
+      ...(isDemoOn(config) ? { demoModels: true } : {}),
     })
   } catch (error) {
     eventLoop.stop()

@@ -5,6 +5,7 @@
 
 import { resolve } from 'node:path'
 import type { Logger } from '../core/logger'
+import { DEMO_MODELS } from '../gateway/demo-models'
 import { mergeModels, type ModelEntry } from '../engine/models'
 import type { RunnerConfig } from './config'
 import { describeStorage, sqlitePathOf } from './storage'
@@ -29,7 +30,7 @@ const sharedProviders = (providers: ProviderSettings): string[] =>
     .map(([id]) => id)
 
 /** Warnings about provider set-ups that cannot work: a configured provider that no model routes to. */
-export const providerWarnings = (providers: ProviderSettings, models: readonly ModelEntry[]): string[] => {
+export const providerWarnings = (providers: ProviderSettings, models: readonly ModelEntry[], hasDemoModels = false): string[] => {
   const routed = new Set(mergeModels(models).flatMap((model) => model.endpoints.map((endpoint) => endpoint.provider.split('/', 1)[0]!)))
   const warnings = Object.keys(providers)
     .filter((id) => !routed.has(id))
@@ -43,7 +44,7 @@ export const providerWarnings = (providers: ProviderSettings, models: readonly M
   if (sharedProviders(providers).length === 0) {
     warnings.push(
       'no provider has a shared API key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, MODELGATE_PROVIDER_<ID>_API_KEY, …): ' +
-        'only requests from workspaces with their own keys (BYOK) can be served',
+        `only ${hasDemoModels ? `the demo models (${DEMO_MODELS.join(', ')}) and ` : ''}requests from workspaces with their own keys (BYOK) can be served`,
     )
   }
   return warnings
@@ -74,6 +75,9 @@ export const productionGaps = (config: RunnerConfig): string[] => {
   return gaps
 }
 
+/** Whether the runner serves the demo models: as configured, else in development mode only. */
+export const isDemoOn = (config: RunnerConfig): boolean => config.demoModels ?? config.dev
+
 /** Logs the start-up summary and every warning. */
 export const logStartup = (
   logger: Logger,
@@ -86,9 +90,11 @@ export const logStartup = (
     ...describeStore(config),
     providers: Object.keys(details.providers),
     ...(config.dev ? { mode: 'development' } : {}),
+    // Free, scripted, keyless: a first request works before any provider is set up.
+    ...(isDemoOn(config) ? { demoModels: [...DEMO_MODELS] } : {}),
   })
   for (const warning of unknownVariableWarnings(details.environment)) logger.warn(warning)
-  for (const warning of providerWarnings(details.providers, details.models)) logger.warn(warning)
+  for (const warning of providerWarnings(details.providers, details.models, isDemoOn(config))) logger.warn(warning)
   if (config.dev) for (const gap of productionGaps(config)) logger.warn(`not set up for production: ${gap}`)
   else if (!config.encryptionKeys?.length) {
     logger.warn('no encryption key configured: BYOK is disabled (POST /byok answers 403) until MODELGATE_ENCRYPTION_KEYS is set')

@@ -33,7 +33,8 @@ Options:
   --config <file>               JSON config file (also MODELGATE_CONFIG); keys as the settings below
   --data-dir <dir>              data directory: the SQLite store, the --dev key (default .modelgate)
   --memory                      keep state in memory only (lost on exit)
-  --dev                         development mode: generate and keep an encryption key in the data dir
+  --dev                         development mode: generate and keep an encryption key in the data dir,
+                                and serve the free demo models (demo/chat, demo/tools, demo/reasoning)
   --port <n> --host <h> --base-path <p> --log-level <debug|info|warn|error>   (serve)
   --workers <n|auto>            serve with n worker processes on one port, auto: one per core (serve;
                                 default 1); more than one needs a store processes share: SQLite (the

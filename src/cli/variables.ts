@@ -129,6 +129,7 @@ export const RUNNER_VARIABLES: readonly RunnerVariable[] = [
   { name: 'MODELGATE_PRICE_REFRESH_SECONDS', section: 'Prices', setting: 'priceRefreshSeconds', description: 'seconds between reloads of a URL price source (default 3600)' },
   { name: 'MODELGATE_DEV', section: 'Process', setting: 'dev', flag: '--dev', description: '1: development mode: generate and keep an encryption key in the data dir (npm start turns it on)' },
   { name: 'MODELGATE_LOG_LEVEL', section: 'Process', setting: 'logLevel', flag: '--log-level', description: 'debug, info (default), warn or error' },
+  { name: 'MODELGATE_DEMO_MODELS', section: 'Process', setting: 'demoModels', description: '1: serve the free demo models demo/chat, demo/tools, demo/reasoning (no provider key; default: on with --dev only; 0: off)' },
   { name: 'MODELGATE_DASHBOARD', section: 'Process', setting: 'dashboard', description: "1: serve the operator's dashboard, signed in with a management key (default off; docs/dashboard.md)" },
   { name: 'MODELGATE_DASHBOARD_PATH', section: 'Process', setting: 'dashboardPath', description: 'where the dashboard is served, outside the base path (default /dashboard)' },
   {

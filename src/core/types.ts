@@ -20,3 +20,11 @@ export interface ReplyOptions {
 export interface ReplyHandler extends FetchHandler {
   reply: (request: Request, options?: ReplyOptions) => Promise<Reply>
 }
+
+/**
+ * A handler that answers an error its host raised before the handler could read the request (a body a host
+ * middleware already consumed) in the error body of the route the request was for (the gateway's `replyError`).
+ */
+export interface ErrorReplier {
+  replyError: (request: Request, error: unknown) => Reply
+}

@@ -17,6 +17,7 @@ import type { AnyRoute, RouteAuditEvent, RouteAuth, RouteContext } from '../pipe
 import type { AuditAction } from '../repositories/audit-log'
 import { actorOfKey, createAuditLog, DEFAULT_AUDIT_RETENTION_DAYS, DEFAULT_AUDIT_SWEEP_INTERVAL_MS } from '../services/audit-log'
 import { readIdempotencyKey, runIdempotent } from '../pipeline/idempotency'
+import { errorFlavorForPath } from '../pipeline/error-flavor'
 import { enforceRateLimit } from '../pipeline/rate-limit'
 import { createRouter, normalizeBasePath } from '../core/router'
 import { createDashboardPage, DEFAULT_DASHBOARD_PATH } from '../dashboard/page'
@@ -28,6 +29,7 @@ import { pluginsStage } from '../engine/plugins/stage'
 import { fusionStage } from '../engine/plugins/fusion/stage'
 import { guardrailOutputStage } from '../engine/guardrails/output-stage'
 import { createDocumentReaders } from './file-parser'
+import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
 import { createAccessLog, type AccessLog } from '../pipeline/access-log'
 import { createLedger, DEFAULT_LEDGER_SWEEP_INTERVAL_MS, DEFAULT_RETENTION_DAYS } from '../ledger/ledger'
@@ -37,7 +39,7 @@ import { ADAPTERS } from '../providers'
 import { assertKnownEndpointProviders } from '../engine/providers'
 import { DEFAULT_TEXT_MODEL, UnknownPriceTargetError } from '../engine/models'
 import { createPriceRefresher, type PriceReloadResult } from '../engine/price-refresh'
-import type { ReplyHandler, ReplyOptions } from '../core/types'
+import type { ErrorReplier, ReplyHandler, ReplyOptions } from '../core/types'
 import { NoBodySchema, NoQuerySchema, parseInput, searchParamsToObject } from '../core/validation'
 import { createRepositories, RARELY_CHANGED_COLLECTIONS, type Repositories } from '../repositories'
 import { routes } from '../routes'
@@ -49,7 +51,7 @@ import { internEnvironment } from '../interns/environment'
 import { startProvisioningSweep } from '../interns/sweep'
 import { settlementMemoryOf, type StorageDriver } from '../storage/contract'
 
-export interface Gateway extends ReplyHandler {
+export interface Gateway extends ReplyHandler, ErrorReplier {
   /** Programmatic administration: accounts, keys, workspaces. */
   admin: GatewayAdmin
   /** The storage driver in use. */
@@ -87,13 +89,6 @@ export interface Gateway extends ReplyHandler {
 }
 
 const NO_PRICE_SOURCE: PriceReloadResult = { ok: false, error: 'no priceSource is configured' }
-
-// Intern routes speak their own error body (spec Errors), even for 404 and 405; so does Anthropic's `/messages`.
-const flavorForPath = (relativePath: string | null): ErrorFlavor => {
-  if (relativePath === null) return 'standard'
-  if (/^\/interns(\/|$)/.test(relativePath)) return 'intern'
-  return /^\/messages\/?$/.test(relativePath) ? 'anthropic' : 'standard'
-}
 
 /** What every request of one gateway hands its route the same: built once. */
 type GatewayScope = Pick<RouteContext<unknown, unknown, unknown, RouteAuth>, 'repositories' | 'secrets' | 'logger' | 'now' | 'runtime'>
@@ -216,7 +211,8 @@ const dashboardFor = (option: GatewayOptions['dashboard'], basePath: string) => 
  * Bun.serve({ fetch: gateway.fetch })
  */
 export const createGateway = (options: GatewayOptions = {}): Gateway => {
-  const config = parseInput(GatewayOptionsSchema, options, 'options')
+  const parsed = parseInput(GatewayOptionsSchema, options, 'options')
+  const config = parsed.demoModels ? withDemoModels(parsed) : parsed
   const logger: Logger = config.logger === false ? silentLogger : (config.logger ?? createConsoleLogger())
   // The default store warns through the gateway's logger when it first drops old usage records.
   // A host's own driver goes behind the same front door as ours: the contract's argument checks, once.
@@ -355,7 +351,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     let flavor: ErrorFlavor = 'standard'
     try {
       const url = new URL(request.url)
-      flavor = flavorForPath(router.relativePath(url.pathname))
+      flavor = errorFlavorForPath(router.relativePath(url.pathname))
       const page = dashboard?.replyFor(request.method, url.pathname)
       if (page) return setReplyHeader(page, REQUEST_ID_HEADER, requestId)
       const match = router.match(request.method, url.pathname)
@@ -393,9 +389,18 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
 
   const flushSpend = () => runtime.inference.spend.book.flush()
 
+  // An error the host raised before the gateway could read the request, in the body the route at its path answers with.
+  const replyError = (request: Request, error: unknown): Reply => {
+    const url = new URL(request.url)
+    const match = router.match(request.method, url.pathname)
+    const flavor = (match.kind === 'found' ? match.route.errorFlavor : undefined) ?? errorFlavorForPath(router.relativePath(url.pathname))
+    return errorReply(error, flavor, { [REQUEST_ID_HEADER]: resolveRequestId(request) })
+  }
+
   return {
     fetch: async (request) => toResponse(await reply(request)),
     reply,
+    replyError,
     admin: createAdmin(repositories, secrets, now, runtime.auditLog),
     storage,
     endStreams: (message) => runtime.inference.streams.endAll(message),

@@ -347,6 +347,12 @@ export const GatewayOptionsSchema = v.strictObject({
       }),
     ),
   ),
+  /**
+   * Serve the free demo models `demo/chat`, `demo/tools` and `demo/reasoning` (src/gateway/demo-models.ts): scripted
+   * answers at price 0 that need no provider key, for a first request and for trying clients. Off by default; the
+   * runner turns them on in development mode (`--dev`) or with `MODELGATE_DEMO_MODELS=1`.
+   */
+  demoModels: v.optional(v.boolean()),
   /** Models added to, or replacing by slug, the built-in catalog. */
   models: v.optional(v.array(v.custom<ModelEntry>((value) => typeof value === 'object' && value !== null && 'slug' in value && 'endpoints' in value, 'must be a model entry with slug and endpoints'))),
   /**

@@ -5,6 +5,7 @@ import { createKey, deleteKey, getKey, listKeys, updateKey } from './keys'
 import { getCurrentKey } from './current-key'
 import { getCredits } from './credits'
 import { liveness, readiness } from './health'
+import { apiIndex, openApiDocumentRoute } from './api'
 import { getActivity, getGeneration, getGenerationContent } from './generations'
 import { getStats } from './stats'
 import { createResponse } from './responses'
@@ -39,6 +40,8 @@ import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateW
 
 /** Every route the gateway serves, relative to its base path. */
 export const routes: readonly AnyRoute[] = [
+  apiIndex,
+  openApiDocumentRoute(() => routes),
   liveness,
   readiness,
   listKeys,

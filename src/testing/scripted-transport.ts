@@ -81,10 +81,13 @@ const answerBody = (body: AnswerPlan['body'], isStream: boolean, signal: AbortSi
   )
 }
 
+/** What the transport needs of a scripted provider: its script, played per call. */
+export type ScriptPlayer = Pick<ScriptedProvider, typeof SCRIPTED>
+
 const bearerOf = (headers: HeadersInit | undefined) => new Headers(headers).get('authorization')?.replace(/^Bearer /, '') ?? ''
 
 /** A fetch that answers scripted providers' requests by playing their scripts. */
-const scriptedFetch = (providers: Readonly<Record<string, ScriptedProvider>>) => async (input: RequestInfo | URL, init: RequestInit = {}) => {
+const scriptedFetch = (providers: Readonly<Record<string, ScriptPlayer>>) => async (input: RequestInfo | URL, init: RequestInit = {}) => {
   const id = new URL(String(input)).hostname
   const provider = providers[id]
   if (!provider) return jsonError(404, `modelgate/testing: no scripted provider "${id}"`)
@@ -122,7 +125,7 @@ const scriptedFetch = (providers: Readonly<Record<string, ScriptedProvider>>) =>
  * A transport that answers the given scripted providers in-process and sends every other request through
  * `fallback` (default: the runtime's fetch). `withScriptedProviders` installs it.
  */
-export const scriptedTransport = (providers: Readonly<Record<string, ScriptedProvider>>, fallback: UpstreamTransport = fetchTransport()): UpstreamTransport => {
+export const scriptedTransport = (providers: Readonly<Record<string, ScriptPlayer>>, fallback: UpstreamTransport = fetchTransport()): UpstreamTransport => {
   const inProcess = fetchTransport(scriptedFetch(providers))
   const transport: UpstreamTransport = (request, options) => (request.url.startsWith(SCRIPTED_URL_SCHEME) ? inProcess(request, options) : fallback(request, options))
   // Scripted requests never carry a caller's destination, so only the fallback's connect guard matters.

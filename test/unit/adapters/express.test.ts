@@ -1,10 +1,11 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import express, { type ErrorRequestHandler } from 'express'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { toExpressHandler } from '../../../src/adapters/express'
 import { BodyAlreadyConsumedError } from '../../../src/adapters/node-bridge'
 import type { FetchHandler } from '../../../src/core/types'
+import { createGateway } from '../../../src/gateway/gateway'
 
 /** A fake gateway that echoes what it received. */
 const createEchoHandler = () => {
@@ -87,7 +88,8 @@ describe('toExpressHandler', () => {
     expect(await response.json()).toEqual({ method: 'POST', path: '/api/v1/chat', body: '{"model":"m"}' })
   })
 
-  it('passes a body already read by express.json() to next(err) without calling the gateway', async () => {
+  it('answers a body already read by express.json() with a JSON error saying how to fix it, without calling the handler', async () => {
+    const errorLog = vi.spyOn(console, 'error').mockImplementation(() => {})
     const { handler, requests } = createEchoHandler()
     const errors: unknown[] = []
     const recordError: ErrorRequestHandler = (error, _req, _res, next) => {
@@ -100,21 +102,43 @@ describe('toExpressHandler', () => {
     app.use(recordError)
     const base = await listen(app)
 
-    const response = await fetch(`${base}/ai/api/v1/chat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{"model":"m"}',
-    })
+    const send = () => fetch(`${base}/ai/api/v1/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' })
+    const responses = [await send(), await send()]
 
-    // Express's default error handler answers.
-    expect(response.status).toBe(500)
-    expect(requests).toHaveLength(0)
-    expect(errors).toHaveLength(1)
-    expect(errors[0]).toBeInstanceOf(BodyAlreadyConsumedError)
-    expect((errors[0] as Error).message).toBe(
+    for (const response of responses) {
+      expect(response.status).toBe(500)
+      expect(response.headers.get('content-type')).toMatch(/^application\/json/)
+      expect(await response.json()).toEqual({ error: { code: 500, message: new BodyAlreadyConsumedError().message } })
+    }
+    expect(new BodyAlreadyConsumedError().message).toBe(
       'modelgate: the request body was already read by another middleware (such as express.json()); ' +
-        'mount modelgate before body parsers',
+        "mount modelgate before body parsers, or give them only your own routes (app.use('/app', express.json()))",
     )
+    expect(requests).toHaveLength(0)
+    // Answered by the adapter, not Express's HTML error page; the log hears it once.
+    expect(errors).toHaveLength(0)
+    expect(errorLog).toHaveBeenCalledTimes(1)
+    errorLog.mockRestore()
+  })
+
+  it.each([
+    ['/ai/api/v1/chat/completions', { error: { code: 500, message: new BodyAlreadyConsumedError().message } }],
+    ['/ai/api/v1/messages', { type: 'error', error: { type: 'api_error', message: new BodyAlreadyConsumedError().message } }],
+  ])('answers %s of a real gateway behind express.json() in that route\'s error body', async (path, body) => {
+    const errorLog = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const gateway = createGateway({ logger: false })
+    const app = express()
+    app.use(express.json())
+    app.use('/ai', toExpressHandler(gateway))
+    const base = await listen(app)
+
+    const response = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' })
+
+    expect(response.status).toBe(500)
+    expect(response.headers.get('x-request-id')).toBeTruthy()
+    expect(await response.json()).toEqual(body)
+    errorLog.mockRestore()
+    await gateway.close()
   })
 
   it('serves GET normally even with express.json() in front', async () => {

@@ -851,7 +851,7 @@ describe('a body that something else already read', () => {
       })
     }
 
-  it('answers 500 with no body, logs the message once and never calls the handler', async () => {
+  it('answers 500 with the error body saying how to fix it, logs the message once and never calls the handler', async () => {
     const errorLog = vi.spyOn(console, 'error').mockImplementation(() => {})
     const { handler, requests } = createFakeHandler(() => new Response('no'))
     const { port } = await listen(withBodyParser(toNodeListener(handler)))
@@ -861,7 +861,7 @@ describe('a body that something else already read', () => {
 
     for (const response of [first, second]) {
       expect(response.status).toBe(500)
-      expect(response.body.byteLength).toBe(0)
+      expect(JSON.parse(Buffer.from(response.body).toString('utf8'))).toEqual({ error: { code: 500, message: new BodyAlreadyConsumedError().message } })
     }
     expect(requests).toHaveLength(0)
     expect(errorLog).toHaveBeenCalledTimes(1)

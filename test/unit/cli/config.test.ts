@@ -38,6 +38,16 @@ describe('runner configuration', () => {
     expect(() => resolveConfig({ plugins: { fileParser: { ocr: {} } } } as never)).toThrow('modelgate: invalid configuration: plugins.fileParser.ocr: unknown setting')
   })
 
+  it('serves the demo models in development mode unless told otherwise, and outside it only with MODELGATE_DEMO_MODELS=1', async () => {
+    const { isDemoOn } = await import('../../../src/cli/startup-report')
+    const { usage } = await import('../../../src/cli/usage')
+    expect(isDemoOn(resolveConfig({}))).toBe(false)
+    expect(isDemoOn(resolveConfig(flagsToConfig({ dev: true })))).toBe(true)
+    expect(isDemoOn(resolveConfig(configFromEnvironment({ MODELGATE_DEMO_MODELS: '1' })))).toBe(true)
+    expect(isDemoOn(resolveConfig(configFromEnvironment({ MODELGATE_DEMO_MODELS: '0' }), flagsToConfig({ dev: true })))).toBe(false)
+    expect(usage()).toMatch(/MODELGATE_DEMO_MODELS +1: serve the free demo models demo\/chat, demo\/tools, demo\/reasoning/)
+  })
+
   it('reads the request body timeout and parent watching from the environment', () => {
     const config = resolveConfig(configFromEnvironment({ MODELGATE_REQUEST_BODY_TIMEOUT_MS: '120000', MODELGATE_WATCH_PARENT: '0' }))
     expect(config.requestBodyTimeoutMs).toBe(120_000)

@@ -18,6 +18,7 @@ describe('the start-up report', () => {
   it('warns about a provider no model uses, and about having no shared provider at all', () => {
     expect(providerWarnings({ openai: { apiKey: 'sk-x' } }, [])).toEqual([])
     expect(providerWarnings({}, [])).toEqual([expect.stringContaining('no provider has a shared API key')])
+    expect(providerWarnings({}, [], true)).toEqual([expect.stringContaining('only the demo models (demo/chat, demo/tools, demo/reasoning) and requests from workspaces')])
     const models = [{ slug: 'meta/llama', name: 'Llama', endpoints: [{ provider: 'my-vllm', model: 'l', contextLength: 1, pricing: { prompt: 0, completion: 0 } }] }]
     expect(providerWarnings({ 'my-vllm': { isKeyless: true }, 'other-box': { isKeyless: true } }, models)).toEqual([
       expect.stringContaining('provider "other-box" is configured but no model uses it: list its models with MODELGATE_PROVIDER_OTHER_BOX_MODELS='),
