@@ -204,9 +204,9 @@ describe('provisioning leases', () => {
   it('close() stops the sweeps', async () => {
     const timersBefore = vi.getTimerCount()
     const one = startGateway('one')
-    // The provisioning sweep, the usage ledger's and the audit log's retention sweeps, and the spend book's lease renewal
-    // and release of expired holds.
-    expect(vi.getTimerCount()).toBe(timersBefore + 5)
+    // The provisioning sweep, the usage ledger's and the audit log's retention sweeps, the spend book's lease renewal
+    // and release of expired holds, and the beat of the settlement recovery.
+    expect(vi.getTimerCount()).toBe(timersBefore + 6)
     await one.gateway.close()
     expect(vi.getTimerCount()).toBe(timersBefore)
   })
