@@ -19,9 +19,9 @@ import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBu
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from '../transport/contract'
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './request-deadline'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
-import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
-import { createRouterSettings, type RouterOptions, type RouterSettings } from './plugins/routers/settings'
-import { createPluginSettings, type PluginOptions, type PluginSettings } from './plugins/settings'
+import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from '../features/server-tools/settings'
+import { createRouterSettings, type RouterOptions, type RouterSettings } from '../features/plugins/routers/settings'
+import { createPluginSettings, type PluginOptions, type PluginSettings } from '../features/plugins/settings'
 
 export interface UpstreamOptions {
   connectTimeoutMs?: number
@@ -79,7 +79,7 @@ export interface InferenceService {
   readonly logger: Logger
   /** What the server tools the gateway runs may do and reach (web fetch limits, search engines). */
   readonly serverTools: ServerToolSettings
-  /** The router models' coding scores and sticky sessions (src/engine/plugins/routers/). */
+  /** The router models' coding scores and sticky sessions (src/features/plugins/routers/). */
   readonly routers: RouterSettings
   /** What plugins use: the moderation API, PDF limits and OCR backends. */
   readonly plugins: PluginSettings
