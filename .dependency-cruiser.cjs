@@ -89,6 +89,19 @@ module.exports = {
       },
     },
     {
+      name: 'the-engine-kernel-never-imports-a-feature',
+      severity: 'error',
+      comment:
+        'Features (src/features: plugins, server tools, guardrails) import the engine kernel and are registered at the composition ' +
+        'root (stages, settings); the kernel never names one. The request preparation and the turn loop still do, until their ' +
+        'plan phase is a stage contract too: those files are the known exceptions listed in docs/architecture.md.',
+      from: {
+        path: '^src/engine/',
+        pathNot: '^src/engine/(run|request|request\\.schemas|caller-scope|embeddings|fallback)\\.ts$',
+      },
+      to: { path: '^src/features/' },
+    },
+    {
       name: 'ledger-observes-answers',
       severity: 'error',
       comment:

@@ -3,7 +3,8 @@
 import type { ClientSignal } from '../core/client-signal'
 import type { GenerationAttempt } from '../repositories/generations'
 import type { RequestExtensionName, RequestExtensions } from '../providers/types'
-import type { PipelineStage, RequestPlugin } from '../features/plugins/contract'
+import type { RequestPlugin } from '../features/plugins/contract'
+import type { PipelineStage } from './pipeline-stage'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { RequestDeadline } from './request-deadline'
 import type { Attempt } from './routing'
@@ -12,8 +13,6 @@ import type { SubRuns } from '../features/server-tools/contract'
 import type { SpendTargets } from './spend-targets'
 import type { AppliedGuardrail } from '../features/guardrails/applicable'
 import type { GuardrailEvent } from '../features/guardrails/enforce'
-
-export type { PipelineStage }
 
 /**
  * One upstream attempt as it ended, as the usage ledger stores it (OpenRouter's `provider_responses`): its

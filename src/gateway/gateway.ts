@@ -21,6 +21,7 @@ import { createSecretBox, type SecretBox } from '../core/secrets'
 import { createInferenceService, type InferenceService } from '../engine/service'
 import { composeRunStages, type RunStage } from '../engine/run-stage'
 import { runTurns } from '../engine/run'
+import { createFeatureSettings } from '../features/settings'
 import { pluginsStage } from '../features/plugins/stage'
 import { fusionStage } from '../features/plugins/fusion/stage'
 import { guardrailOutputStage } from '../features/guardrails/output-stage'
@@ -210,8 +211,16 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const documents = createDocumentReaders(config.plugins?.fileParser, logger)
   const inference = createService({
       ...config,
-      plugins: { ...config.plugins, fileParser: { ...config.plugins?.fileParser, extractor: documents.extract } },
-      serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
+      features: (providers) =>
+        createFeatureSettings(
+          {
+            plugins: { ...config.plugins, fileParser: { ...config.plugins?.fileParser, extractor: documents.extract } },
+            serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
+            ...(config.routers ? { routers: config.routers } : {}),
+            ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
+          },
+          providers,
+        ),
       logger,
       secrets,
       adapters: ADAPTERS,

@@ -8,7 +8,7 @@ import type { InferenceRequest } from '../../engine/request'
 import type { RunStage } from '../../engine/run-stage'
 import type { WholeAnswer } from '../../engine/session-events'
 import { guardOutput, guardrailBlockError, withPaidUsage } from './enforce'
-import { withGuardrailRefusal } from './refusal'
+import { withGuardrailRefusal } from '../../engine/refusal'
 
 const guardAnswerOutput = async (request: InferenceRequest, answer: WholeAnswer): Promise<WholeAnswer> => {
   if (!request.guardrails) return answer

@@ -6,18 +6,10 @@
 
 import { NotFoundError, type GatewayError } from '../../core/errors'
 import type { ZdrFamily } from '../../repositories/guardrails'
+import type { EndpointPolicy } from '../../engine/endpoint-policy'
 import type { ModelEndpoint, ModelEntry } from '../../engine/models'
 import type { AppliedGuardrail } from './applicable'
-import { ruleRefusalEvent, withGuardrailRefusal } from './refusal'
-
-export interface EndpointPolicy {
-  allowsModel(model: ModelEntry): boolean
-  allowsEndpoint(model: ModelEntry, endpoint: ModelEndpoint): boolean
-  /** Whether only zero-data-retention endpoints (and BYOK keys declared ZDR) may serve `model`. */
-  requiresZdr(model: ModelEntry): boolean
-  /** The answer when the policy left no endpoint for `models`. */
-  refusal(models: readonly string[]): GatewayError
-}
+import { ruleRefusalEvent, withGuardrailRefusal } from '../../engine/refusal'
 
 const baseSlug = (slug: string) => slug.split('/', 1)[0]!
 

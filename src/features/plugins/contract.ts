@@ -5,27 +5,12 @@
  */
 
 import type { UpstreamCall } from '../../providers/contract'
+import type { PipelineStage } from '../../engine/pipeline-stage'
 import type { ResponsesRequestBody } from '../../engine/request.schemas'
 import type { Attempt } from '../../engine/routing'
 import type { InferenceService } from '../../engine/service'
 import type { SessionEvent, ResponseResult, StoppedUsage } from '../../engine/session-events'
 import type { SpendTargets } from '../../engine/spend-targets'
-
-/**
- * One stage of `service_metadata.pipeline` (spec: `type`, `name`, `summary`, `data`; guardrail stages add
- * `guardrail_id` and `guardrail_scope`). Wire names, since the metadata is sent as it is.
- */
-export interface PipelineStage {
-  /** What ran: `plugin`, `guardrail`, `router`. */
-  type: string
-  /** Which one: the plugin's id, the guardrail's name. */
-  name: string
-  /** One sentence for people. */
-  summary: string
-  guardrail_id?: string
-  guardrail_scope?: string
-  data?: Record<string, unknown>
-}
 
 /**
  * What plugins see of the request they run for (an `PluginRequest` is one): they may replace its body and

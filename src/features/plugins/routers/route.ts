@@ -8,7 +8,7 @@
 
 import { InvalidRequestError, NotFoundError } from '../../../core/errors'
 import type { ByokRecord } from '../../../repositories/byok-credentials'
-import type { PipelineStage } from '../../../engine/request'
+import type { PipelineStage } from '../../../engine/pipeline-stage'
 import type { ResponsesRequestBody } from '../../../engine/request.schemas'
 import type { InferenceService } from '../../../engine/service'
 import { rankForTask, DEFAULT_COST_TIER, ROUTED_MODELS_MAX } from './auto-ranking'
