@@ -5,7 +5,8 @@
 
 import { GatewayError, InternalError } from '../core/errors'
 import type { UpstreamCall } from '../providers/contract'
-import { isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
+import { redactSecrets } from '../providers/shared/errors'
+import { isUpstreamFailure } from '../core/upstream-failure'
 import type { ResponsesRequest } from '../providers/types'
 import { outcomeOf, outlierKeys } from './attempt-health'
 import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptBuilder, type AttemptRequest, type OpenedAttempt } from './attempts'
