@@ -97,7 +97,7 @@ module.exports = {
         'plan phase is a stage contract too: those files are the known exceptions listed in docs/architecture.md.',
       from: {
         path: '^src/engine/',
-        pathNot: '^src/engine/(run|request|request\\.schemas|caller-scope|embeddings|fallback)\\.ts$',
+        pathNot: '^src/engine/(run|request|request\\.schemas|caller-scope|embeddings)\\.ts$',
       },
       to: { path: '^src/features/' },
     },

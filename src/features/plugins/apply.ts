@@ -1,13 +1,12 @@
 /**
- * Where the engine runs a request's plugins (contract.ts): before its attempts, on each attempt's call, and on
- * the answer, whole or streamed. Each function is a no-op for a request without plugins.
+ * Where the engine runs a request's plugins (contract.ts): before its attempts and on the answer, whole or
+ * streamed (the fallback loop, src/engine/fallback.ts, runs their `forAttempt` on each attempt's call). Each
+ * function is a no-op for a request without plugins.
  */
 
-import type { UpstreamCall } from '../../providers/contract'
 import { ClientClosedError } from '../../engine/attempts'
 import type { InferenceRequest } from '../../engine/request'
 import { RequestDeadlineSignal, requestAbortSignal } from '../../engine/request-deadline'
-import type { Attempt } from '../../engine/routing'
 import type { ResponseResult, ResponseSession, StoppedUsage } from '../../engine/session-events'
 
 /** Runs every plugin's `beforeAttempts`, in the order listed. */
@@ -27,10 +26,6 @@ export const runBeforeAttempts = async (request: InferenceRequest): Promise<void
     release()
   }
 }
-
-/** The call `attempt` sends, as the request's plugins shape it for that endpoint. */
-export const callForAttempt = (call: UpstreamCall, attempt: Attempt, request: InferenceRequest): UpstreamCall =>
-  request.plugins.reduce((shaped, plugin) => (plugin.forAttempt ? plugin.forAttempt(shaped, attempt, request) : shaped), call)
 
 /** A whole answer's result after the request's plugins. */
 export const afterWhole = (result: ResponseResult, request: InferenceRequest): ResponseResult =>
