@@ -6,7 +6,7 @@
 
 // Code that runs on every host (Node, Bun, Deno, workers): only web APIs, no Node built-ins.
 const PORTABLE =
-  '^src/(core|pipeline|routes|ledger|engine|writers|providers|services|repositories|interns|admin|gateway|testing|dashboard)/|^src/transport/(contract|idle-watch)\\.ts$'
+  '^src/(core|pipeline|routes|ledger|engine|features|writers|providers|services|repositories|interns|admin|gateway|testing|dashboard)/|^src/transport/(contract|idle-watch)\\.ts$'
 
 module.exports = {
   forbidden: [
@@ -73,7 +73,7 @@ module.exports = {
       severity: 'error',
       comment: 'Domain rules over repositories (accounts, keys, BYOK): no engine, no HTTP.',
       from: { path: '^src/services/' },
-      to: { path: '^src/(engine|writers|interns|ledger|pipeline|routes|admin|gateway|cli|adapters|transport)/' },
+      to: { path: '^src/(engine|features|writers|interns|ledger|pipeline|routes|admin|gateway|cli|adapters|transport)/' },
     },
     {
       name: 'engine-knows-no-http-layer',
@@ -82,11 +82,24 @@ module.exports = {
         'The engine decides answers; routes, the pipeline and the composition root call it, never the reverse. ' +
         'It calls upstreams through the transport contract only. One documented exception (docs/architecture.md): destination.ts ' +
         'loads the system resolver lazily where no resolver was configured.',
-      from: { path: '^src/engine/' },
+      from: { path: '^src/(engine|features)/' },
       to: {
         path: '^src/(routes|pipeline|ledger|admin|gateway|cli|adapters|transport)/',
         pathNot: '^src/transport/(system-resolver|contract)\\.ts$',
       },
+    },
+    {
+      name: 'the-engine-kernel-never-imports-a-feature',
+      severity: 'error',
+      comment:
+        'Features (src/features: plugins, server tools, guardrails) import the engine kernel and are registered at the composition ' +
+        'root (stages, settings); the kernel never names one. The request preparation and the turn loop still do, until their ' +
+        'plan phase is a stage contract too: those files are the known exceptions listed in docs/architecture.md.',
+      from: {
+        path: '^src/engine/',
+        pathNot: '^src/engine/(run|request|request\\.schemas|caller-scope|embeddings)\\.ts$',
+      },
+      to: { path: '^src/features/' },
     },
     {
       name: 'ledger-observes-answers',
@@ -101,14 +114,14 @@ module.exports = {
       name: 'engine-knows-no-interns',
       severity: 'error',
       comment: 'Interns run turns through the engine; the intern settings are built beside the inference service, not in it.',
-      from: { path: '^src/engine/' },
+      from: { path: '^src/(engine|features)/' },
       to: { path: '^src/interns/' },
     },
     {
       name: 'engine-knows-no-wire-format',
       severity: 'error',
       comment: 'The engine yields typed events; writers turn them into a wire format (Responses JSON or SSE, later others), never the reverse.',
-      from: { path: '^src/engine/' },
+      from: { path: '^src/(engine|features)/' },
       to: { path: '^src/writers/' },
     },
     {
@@ -156,7 +169,7 @@ module.exports = {
       comment:
         'src/workers (Node-only worker threads) runs engine work off the main thread: the kernel, the PDF text reader and the HTML page reader, nothing with state.',
       from: { path: '^src/workers/' },
-      to: { path: '^src/', pathNot: '^src/(workers|core)/|^src/engine/plugins/pdf-text\\.ts$|^src/engine/server-tools/page-text\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(workers|core)/|^src/features/plugins/pdf-text\\.ts$|^src/features/server-tools/page-text\\.ts$' },
     },
     {
       name: 'only-the-root-starts-workers',

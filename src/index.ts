@@ -46,9 +46,9 @@ export type { ProviderConfig } from './engine/providers'
 export type { ModelEntry, ModelEndpoint, EndpointPricing, Modality, OutputModality } from './engine/models'
 export type { PriceOverride, PriceDocument } from './engine/prices.schemas'
 export type { PriceSourceOptions, PriceReloadResult } from './engine/price-refresh'
-export type { PdfOcrBackend } from './engine/plugins/settings'
+export type { PdfOcrBackend } from './features/plugins/settings'
 export { BUILT_IN_MODELS } from './engine/models'
-export type { ExecutableToolType, ToolExecutor, ToolExecutorCall, ToolExecutorContext, ToolExecutorResult, ToolExecutors } from './engine/server-tools/executor-types'
+export type { ExecutableToolType, ToolExecutor, ToolExecutorCall, ToolExecutorContext, ToolExecutorResult, ToolExecutors } from './features/server-tools/executor-types'
 export { BUILT_IN_PROVIDERS, type ProviderApi, type ProviderDescriptor } from './providers/catalog'
 export {
   fetchTransport,

@@ -5,7 +5,7 @@
  */
 
 import type { GatewayError } from '../core/errors'
-import { isUpstreamFailure, type ErrorType } from '../providers/shared/errors'
+import { isUpstreamFailure, type ErrorType } from '../core/upstream-failure'
 import type { AttemptOutcome } from './outlier-detection'
 import type { Attempt } from './routing'
 

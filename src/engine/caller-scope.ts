@@ -8,7 +8,7 @@ import type { Repositories } from '../repositories'
 import type { ByokRecord } from '../repositories/byok-credentials'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 import type { Caller } from '../services/caller'
-import { prefetchGuardrails, resolveGuardrails, type AppliedGuardrail } from './guardrails/applicable'
+import { prefetchGuardrails, resolveGuardrails, type AppliedGuardrail } from '../features/guardrails/applicable'
 
 export interface CallerScope {
   /** `null` when the key outlived its workspace (deleted meanwhile). */

@@ -5,12 +5,12 @@
 
 import { GatewayError, InternalError } from '../core/errors'
 import type { UpstreamCall } from '../providers/contract'
-import { isUpstreamFailure, redactSecrets } from '../providers/shared/errors'
+import { redactSecrets } from '../providers/shared/errors'
+import { isUpstreamFailure } from '../core/upstream-failure'
 import type { ResponsesRequest } from '../providers/types'
 import { outcomeOf, outlierKeys } from './attempt-health'
 import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptBuilder, type AttemptRequest, type OpenedAttempt } from './attempts'
 import type { AttemptOutcome } from './outlier-detection'
-import { callForAttempt } from './plugins/apply'
 import type { InferenceRequest } from './request'
 import { RequestDeadlineError } from './request-deadline'
 import { boundedRetryAfter } from './retry-after'
@@ -31,6 +31,10 @@ export const servedBy = (served: Served): ServedBy => ({
   attempt: served.attemptNumber,
   isByok: served.attempt.credential !== null,
 })
+
+/** The call `attempt` sends, as the request's plugins shape it for that endpoint (their `forAttempt`, in order). */
+const callForAttempt = (call: UpstreamCall, attempt: Attempt, request: InferenceRequest): UpstreamCall =>
+  request.plugins.reduce((shaped, plugin) => (plugin.forAttempt ? plugin.forAttempt(shaped, attempt, request) : shaped), call)
 
 const callFor = (request: InferenceRequest, attempt: Attempt, service: InferenceService, stream: boolean): UpstreamCall => ({
   request: request.body as unknown as ResponsesRequest,

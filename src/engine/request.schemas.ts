@@ -10,7 +10,7 @@ import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
 import { boundedJson, integer, ModelSlugSchema, passThroughObject, sparseLooseObject } from '../core/validation'
 
 export { ModelSlugSchema }
-import { PluginSchema } from './plugins/schemas'
+import { PluginSchema } from '../features/plugins/schemas'
 
 // spec Limits.
 export const METADATA_MAX_PAIRS = 16
@@ -224,7 +224,7 @@ export const ProviderPreferencesSchema = v.strictObject({
 })
 export type ProviderPreferences = v.InferOutput<typeof ProviderPreferencesSchema>
 
-// ---- plugins (spec + docs/decisions.md, "Plugins"): each run plugin's schema is in src/engine/plugins/ ----
+// ---- plugins (spec + docs/decisions.md, "Plugins"): each run plugin's schema is in src/features/plugins/ ----
 
 // ---- text (docs/decisions.md, POST /responses) ----
 

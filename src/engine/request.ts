@@ -3,17 +3,16 @@
 import type { ClientSignal } from '../core/client-signal'
 import type { GenerationAttempt } from '../repositories/generations'
 import type { RequestExtensionName, RequestExtensions } from '../providers/types'
-import type { PipelineStage, RequestPlugin } from './plugins/contract'
+import type { RequestPlugin } from '../features/plugins/contract'
+import type { PipelineStage } from './pipeline-stage'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { RequestDeadline } from './request-deadline'
 import type { Attempt } from './routing'
-import type { ServerToolPlan } from './server-tools/plan'
-import type { SubRuns } from './server-tools/contract'
+import type { ServerToolPlan } from '../features/server-tools/plan'
+import type { SubRuns } from '../features/server-tools/contract'
 import type { SpendTargets } from './spend-targets'
-import type { AppliedGuardrail } from './guardrails/applicable'
-import type { GuardrailEvent } from './guardrails/enforce'
-
-export type { PipelineStage }
+import type { AppliedGuardrail } from '../features/guardrails/applicable'
+import type { GuardrailEvent } from '../features/guardrails/enforce'
 
 /**
  * One upstream attempt as it ended, as the usage ledger stores it (OpenRouter's `provider_responses`): its
@@ -52,13 +51,13 @@ export interface InferenceRequest {
   guardrailEvents?: GuardrailEvent[]
   /** How the models were chosen when a router plugin chose them (`service_metadata.strategy`); its stage is in `pipeline`. */
   routing?: { strategy: 'auto' | 'pareto' | 'fusion' }
-  /** A fusion request's panel, one prepared request per analysis model, and its analyst's (src/engine/plugins/fusion/). */
+  /** A fusion request's panel, one prepared request per analysis model, and its analyst's (src/features/plugins/fusion/). */
   fusion?: { panel: InferenceRequest[]; analyst: InferenceRequest }
   /** Other models' runs for server tools that consult them (`service:fusion`). */
   subRuns?: SubRuns
   /** A batch of prompts, each within the context length (embeddings), rather than one prompt bounded by it. */
   isBatchPrompt?: boolean
-  /** The plugins this request runs, in order (src/engine/plugins/); empty when it has none. */
+  /** The plugins this request runs, in order (src/features/plugins/); empty when it has none. */
   plugins: readonly RequestPlugin[]
   /**
    * `service_metadata.pipeline`, in the order the stages ran: guardrails' input scans, the router, plugins,

@@ -11,7 +11,7 @@ import type { ByokRecord } from '../repositories/byok-credentials'
 import type { ModelCatalog, ModelEndpoint, ModelEntry } from './models'
 import type { ProviderRegistry, ResolvedProvider } from './providers'
 import type { ProviderPreferences } from './request.schemas'
-import type { EndpointPolicy } from './guardrails/routing-policy'
+import type { EndpointPolicy } from './endpoint-policy'
 
 export interface Attempt {
   model: ModelEntry

@@ -19,9 +19,6 @@ import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBu
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from '../transport/contract'
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './request-deadline'
 import { createUpstreamGuard, type UpstreamGuard, type UpstreamGuardOptions } from '../core/upstream-guard'
-import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
-import { createRouterSettings, type RouterOptions, type RouterSettings } from './plugins/routers/settings'
-import { createPluginSettings, type PluginOptions, type PluginSettings } from './plugins/settings'
 
 export interface UpstreamOptions {
   connectTimeoutMs?: number
@@ -46,7 +43,14 @@ export interface RetryPolicy {
   maxRetryAfterSeconds: number
 }
 
-export interface InferenceService {
+/**
+ * The features' own settings, one entry per feature (the server tools' reach, the routers' scores, the plugins'
+ * backends). The engine names none of them: each feature declares its entry by declaration merging
+ * (src/features/settings.ts), and the composition root builds them (`features` below).
+ */
+export interface FeatureSettings {}
+
+export interface InferenceService extends FeatureSettings {
   readonly providers: ProviderRegistry
   readonly models: ModelCatalog
   readonly transport: UpstreamTransport
@@ -77,12 +81,6 @@ export interface InferenceService {
   /** The gateway's clock, in ms since the epoch: every timestamp a response carries comes from it. */
   readonly now: () => number
   readonly logger: Logger
-  /** What the server tools the gateway runs may do and reach (web fetch limits, search engines). */
-  readonly serverTools: ServerToolSettings
-  /** The router models' coding scores and sticky sessions (src/engine/plugins/routers/). */
-  readonly routers: RouterSettings
-  /** What plugins use: the moderation API, PDF limits and OCR backends. */
-  readonly plugins: PluginSettings
 }
 
 const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
@@ -164,9 +162,8 @@ export interface InferenceServiceOptions {
   spendLeaseMs?: number
   now?: () => Date
   logger: Logger
-  serverTools?: ServerToolOptions
-  routers?: RouterOptions
-  plugins?: PluginOptions
+  /** The features' settings, built by the composition root once the providers are known (a plugin reads their adapters). */
+  features: (providers: ProviderRegistry) => FeatureSettings
 }
 
 export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
@@ -195,8 +192,6 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     },
     now,
     logger: options.logger,
-    serverTools: createServerToolSettings(options.serverTools, options.upstreamGuard),
-    routers: createRouterSettings(options.routers),
-    plugins: createPluginSettings(options.plugins, providers),
+    ...options.features(providers),
   })
 }

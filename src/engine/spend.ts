@@ -26,7 +26,7 @@ import {
   type SpendWindow,
 } from '../repositories/spend-counters'
 import type { BudgetInterval, WorkspaceRecord } from '../repositories/workspaces'
-import { ruleRefusalEvent, withGuardrailRefusal } from './guardrails/refusal'
+import { ruleRefusalEvent, withGuardrailRefusal } from './refusal'
 import type { BilledUsage } from './billing'
 import type { SessionObserver } from './observe'
 import type { SpendSettings, SpendTargets } from './spend-targets'

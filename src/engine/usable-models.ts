@@ -6,7 +6,7 @@
  */
 
 import type { ByokRecord } from '../repositories/byok-credentials'
-import type { EndpointPolicy } from './guardrails/routing-policy'
+import type { EndpointPolicy } from './endpoint-policy'
 import type { ModelEntry } from './models'
 import { planAttempts } from './routing'
 import type { InferenceService } from './service'

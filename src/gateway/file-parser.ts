@@ -7,9 +7,9 @@
  */
 
 import type { Logger } from '../core/logger'
-import { inProcessPdfExtractor, type PdfTextExtractor } from '../engine/plugins/pdf-text'
-import type { FileParserOptions } from '../engine/plugins/settings'
-import { inProcessPageText, type PageTextReader } from '../engine/server-tools/page-text'
+import { inProcessPdfExtractor, type PdfTextExtractor } from '../features/plugins/pdf-text'
+import type { FileParserOptions } from '../features/plugins/settings'
+import { inProcessPageText, type PageTextReader } from '../features/server-tools/page-text'
 import type { FileParserPool } from '../workers/file-parser-pool'
 
 export interface GatewayDocumentReaders {

@@ -25,9 +25,10 @@ import { createSecretBox, type SecretBox } from '../core/secrets'
 import { createInferenceService, type InferenceService } from '../engine/service'
 import { composeRunStages, type RunStage } from '../engine/run-stage'
 import { runTurns } from '../engine/run'
-import { pluginsStage } from '../engine/plugins/stage'
-import { fusionStage } from '../engine/plugins/fusion/stage'
-import { guardrailOutputStage } from '../engine/guardrails/output-stage'
+import { createFeatureSettings } from '../features/settings'
+import { pluginsStage } from '../features/plugins/stage'
+import { fusionStage } from '../features/plugins/fusion/stage'
+import { guardrailOutputStage } from '../features/guardrails/output-stage'
 import { createDocumentReaders } from './file-parser'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
@@ -238,8 +239,16 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const documents = createDocumentReaders(config.plugins?.fileParser, logger)
   const inference = createService({
       ...config,
-      plugins: { ...config.plugins, fileParser: { ...config.plugins?.fileParser, extractor: documents.extract } },
-      serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
+      features: (providers) =>
+        createFeatureSettings(
+          {
+            plugins: { ...config.plugins, fileParser: { ...config.plugins?.fileParser, extractor: documents.extract } },
+            serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
+            ...(config.routers ? { routers: config.routers } : {}),
+            ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
+          },
+          providers,
+        ),
       logger,
       secrets,
       adapters: ADAPTERS,

@@ -11,8 +11,8 @@ import type { JsonObject } from '../storage/contract'
 import { ClientClosedError } from '../engine/attempts'
 import type { BilledUsage } from '../engine/billing'
 import { observeSession, type SessionObserver } from '../engine/observe'
-import { paidUsageOf } from '../engine/guardrails/enforce'
-import { guardrailRefusalOf, type GuardrailRefusal } from '../engine/guardrails/refusal'
+import { paidUsageOf } from '../features/guardrails/enforce'
+import { guardrailRefusalOf, type GuardrailRefusal } from '../engine/refusal'
 import { endUserIdFor } from '../engine/end-user'
 import type { InferenceRequest } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
@@ -172,7 +172,7 @@ export const toGenerationRecord = (
     presetId: context.presetId ?? null,
     routing: {
       requested: request.requestedModel,
-      // A router or fusion chose the models (src/engine/plugins/); otherwise the requested model served, or a fallback.
+      // A router or fusion chose the models (src/features/plugins/); otherwise the requested model served, or a fallback.
       // A request refused before any attempt fell back to nothing: direct, as its service_metadata says.
       strategy:
         request.routing?.strategy ??

@@ -168,7 +168,7 @@ export interface ProviderAdapter {
   readonly maxInputMessages?: number
   /**
    * The public tokenizer the upstream counts prompts in, whichever of its models serves them (OpenAI's `o200k_base`).
-   * Context compression counts exactly with it; absent, it estimates with a margin (src/engine/plugins/token-count.ts).
+   * Context compression counts exactly with it; absent, it estimates with a margin (src/features/plugins/token-count.ts).
    */
   readonly promptTokenizer?: 'o200k_base'
   /**

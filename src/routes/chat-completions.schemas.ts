@@ -8,7 +8,7 @@
 import * as v from 'valibot'
 import { boundedJson, integer, sparseLooseObject } from '../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
-import { PluginSchema } from '../engine/plugins/schemas'
+import { PluginSchema } from '../features/plugins/schemas'
 import { TransformsSchema } from './transforms.translate'
 import {
   FunctionNameSchema,
@@ -222,7 +222,7 @@ export const ChatCompletionsRequestSchema = v.pipe(
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
     session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
-    // Checked as on /responses; the engine refuses by name a plugin it does not run (src/engine/plugins/registry.ts).
+    // Checked as on /responses; the engine refuses by name a plugin it does not run (src/features/plugins/registry.ts).
     plugins: v.optional(v.nullable(v.array(PluginSchema))),
     transforms: TransformsSchema,
     metadata: v.optional(v.nullable(MetadataSchema)),

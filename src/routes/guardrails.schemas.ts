@@ -1,7 +1,7 @@
 import * as v from 'valibot'
 import { SHA256_HEX_PATTERN, UUID_PATTERN } from '../core/patterns'
 import { integerQuery, ModelSlugSchema } from '../core/validation'
-import { compileContentPattern } from '../engine/guardrails/content-pattern'
+import { compileContentPattern } from '../features/guardrails/content-pattern'
 import { CONTENT_FILTER_BUILTIN_SLUGS } from '../repositories/guardrails'
 import { UserIdSchema } from './keys.schemas'
 

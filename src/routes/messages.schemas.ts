@@ -8,7 +8,7 @@
 import * as v from 'valibot'
 import { boundedJson, integer } from '../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
-import { PluginSchema } from '../engine/plugins/schemas'
+import { PluginSchema } from '../features/plugins/schemas'
 import { TransformsSchema } from './transforms.translate'
 import {
   FunctionNameSchema,
@@ -221,7 +221,7 @@ export const MessagesRequestSchema = v.pipe(
     // OpenRouter's additions, as on /chat/completions.
     session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
     provider: v.optional(v.nullable(ProviderPreferencesSchema)),
-    // Checked as on /responses; the engine refuses by name a plugin it does not run (src/engine/plugins/registry.ts).
+    // Checked as on /responses; the engine refuses by name a plugin it does not run (src/features/plugins/registry.ts).
     plugins: v.optional(v.nullable(v.array(PluginSchema))),
     transforms: TransformsSchema,
     // Image output as on /chat/completions: the answer's images come back as image blocks.

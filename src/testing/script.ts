@@ -3,7 +3,7 @@
  * kit's transport sends (./wire.ts) with the waits between them.
  */
 
-import { STATUS_FOR_ERROR_TYPE, type ErrorType } from '../providers/shared/errors'
+import { STATUS_FOR_ERROR_TYPE, type ErrorType } from '../core/upstream-failure'
 import { inputTokensDetails } from '../providers/types'
 import type { WireStep } from './wire'
 

@@ -6,7 +6,8 @@
 
 import type { ProviderAdapter, UpstreamErrorContext, UpstreamCall, UpstreamResult, UpstreamStreamEvent } from '../providers/contract'
 import { createOutputBuilder, type OutputBuilder } from '../providers/shared/output-builder'
-import { STATUS_FOR_ERROR_TYPE, UpstreamFailure, classifyUpstreamError, type ErrorType } from '../providers/shared/errors'
+import { classifyUpstreamError } from '../providers/shared/errors'
+import { STATUS_FOR_ERROR_TYPE, UpstreamFailure, type ErrorType } from '../core/upstream-failure'
 import { readSse } from '../providers/shared/sse'
 import type { ItemEvent } from '../providers/contract'
 import { parseRetryAfter } from '../providers/shared/retry-after'

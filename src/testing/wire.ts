@@ -4,7 +4,7 @@
  * bytes do: a JSON array for a whole answer, one server-sent event per step for a streamed one.
  */
 
-import type { ErrorType } from '../providers/shared/errors'
+import type { ErrorType } from '../core/upstream-failure'
 import type { Usage } from '../providers/types'
 
 /** One step of an answer as the adapter reads it: a single delta, never a list of chunks. */

@@ -12,8 +12,8 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { InternalError, ServiceUnavailableError } from '../core/errors'
-import type { PdfTextExtractor, PdfTextOutcome } from '../engine/plugins/pdf-text'
-import type { PageTextOutcome, PageTextReader } from '../engine/server-tools/page-text'
+import type { PdfTextExtractor, PdfTextOutcome } from '../features/plugins/pdf-text'
+import type { PageTextOutcome, PageTextReader } from '../features/server-tools/page-text'
 import type { WorkerJob, WorkerOutcome, WorkerReply, WorkerTask } from './file-parser-worker'
 
 export interface FileParserPoolOptions {

@@ -6,8 +6,8 @@
  */
 
 import { parentPort, threadId } from 'node:worker_threads'
-import { extractPdfText, type PdfTextLimits, type PdfTextOutcome } from '../engine/plugins/pdf-text'
-import { htmlToText, type PageTextOutcome } from '../engine/server-tools/page-text'
+import { extractPdfText, type PdfTextLimits, type PdfTextOutcome } from '../features/plugins/pdf-text'
+import { htmlToText, type PageTextOutcome } from '../features/server-tools/page-text'
 
 export type WorkerTask = { kind: 'pdf'; pdf: Uint8Array; limits: PdfTextLimits } | { kind: 'html'; html: string }
 export type WorkerJob = WorkerTask & { id: number }

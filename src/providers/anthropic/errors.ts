@@ -8,7 +8,8 @@
 
 import type { UpstreamErrorContext } from '../contract'
 import { readInBandError, readUpstreamError, type ErrorProfile } from '../shared/error-reader'
-import { classifyUpstreamError, type ErrorType, type UpstreamFailure } from '../shared/errors'
+import { classifyUpstreamError } from '../shared/errors'
+import { type ErrorType, type UpstreamFailure } from '../../core/upstream-failure'
 import { isRecord, type WireError } from './wire'
 
 /** Anthropic `error.type` → canonical type, for the types that say it all. */

@@ -6,7 +6,7 @@
 import type { FinishStatus, UpstreamCall, UpstreamResult } from '../contract'
 import type { OutputBuilder } from '../shared/output-builder'
 import { createOutputBuilder } from '../shared/output-builder'
-import { UpstreamFailure } from '../shared/errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 import type { ItemEvent, RelayedEvent } from '../events'
 import { inputTokensDetails, type Usage } from '../types'
 import { toInBandFailure } from './errors'

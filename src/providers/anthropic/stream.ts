@@ -7,7 +7,7 @@
 
 import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
 import { createOutputBuilder } from '../shared/output-builder'
-import { UpstreamFailure } from '../shared/errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 import { parseSseJson, readSse } from '../shared/sse'
 import { toInBandFailure } from './errors'
 import { feedBlock, toFinish, toUsage } from './result'

@@ -9,7 +9,7 @@
 import * as v from 'valibot'
 import { InvalidRequestError } from '../../core/errors'
 import type { EmbeddingsAdapter, EmbeddingsCall, UpstreamRequest, UpstreamTarget } from '../contract'
-import { UpstreamFailure } from '../shared/errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 
 const TASK_TYPES: Readonly<Record<string, string>> = {
   search_query: 'RETRIEVAL_QUERY',

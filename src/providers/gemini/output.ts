@@ -18,7 +18,7 @@
  *   then be told apart from the call's own, which is the one Gemini validates.
  */
 
-import { UpstreamFailure } from '../shared/errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 import type { OutputBuilder } from '../shared/output-builder'
 import type { ItemEvent } from '../events'
 import type { Usage } from '../types'

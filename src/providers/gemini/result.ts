@@ -1,6 +1,6 @@
 /** A whole `generateContent` body → an `UpstreamResult`, through the same part reader as streams. */
 
-import { UpstreamFailure } from '../shared/errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 import { createOutputBuilder } from '../shared/output-builder'
 import type { UpstreamCall, UpstreamResult } from '../contract'
 import { toInBandFailure } from './errors'

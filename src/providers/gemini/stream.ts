@@ -5,7 +5,7 @@
  * `[DONE]`: a body that ends without a finish reason was cut off.
  */
 
-import { UpstreamFailure } from '../shared/errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 import { createOutputBuilder } from '../shared/output-builder'
 import { parseSseJson, readSse } from '../shared/sse'
 import type { UpstreamCall, UpstreamStreamEvent } from '../contract'

@@ -28,7 +28,7 @@ import type { UpstreamCall, UpstreamTarget } from '../contract'
 import type { CallerDestination } from '../../core/upstream-guard'
 import { AZURE_DESTINATION, parseAzureCredentials } from '../azure/credentials'
 import { readLegacyEndpoint, type LegacyEndpoint } from '../azure/legacy-endpoint'
-import { UpstreamFailure } from '../shared/errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 
 /** The latest GA dated api-version (2024-10-21). For `reasoning_effort` use a newer preview or `v1`. */
 export const AZURE_API_VERSION = '2024-10-21'

@@ -7,7 +7,8 @@
 
 import type { UpstreamErrorContext } from '../contract'
 import { readInBandError, readUpstreamError, type ErrorProfile } from '../shared/error-reader'
-import { classifyUpstreamError, UpstreamFailure, type ErrorType } from '../shared/errors'
+import { classifyUpstreamError } from '../shared/errors'
+import { UpstreamFailure, type ErrorType } from '../../core/upstream-failure'
 import { retryAfterInMessage } from '../shared/retry-after'
 import type { ChatErrorWire } from './wire'
 

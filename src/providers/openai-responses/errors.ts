@@ -6,7 +6,8 @@
 
 import type { UpstreamErrorContext } from '../contract'
 import { readInBandError, readUpstreamError, type ErrorProfile } from '../shared/error-reader'
-import { classifyUpstreamError, type ErrorType, type UpstreamFailure } from '../shared/errors'
+import { classifyUpstreamError } from '../shared/errors'
+import { type ErrorType, type UpstreamFailure } from '../../core/upstream-failure'
 import { retryAfterInMessage } from '../shared/retry-after'
 import type { OpenAIError } from './wire'
 

@@ -5,7 +5,7 @@
  */
 
 import type { FinishStatus, UpstreamResult } from '../contract'
-import { UpstreamFailure } from '../shared/errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 import { inputTokensDetails, type OutputItem, type Usage } from '../types'
 import { toInBandFailure } from './errors'
 import { OPENAI_REASONING_FORMAT, type OpenAIItem, type OpenAIResponse, type OpenAIUsage } from './wire'

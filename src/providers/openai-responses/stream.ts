@@ -7,7 +7,7 @@
 
 import type { UpstreamCall } from '../contract'
 import { isItemEventType, type ItemEvent, type UpstreamStreamEvent } from '../events'
-import { UpstreamFailure } from '../shared/errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 import { parseSseJson } from '../shared/sse'
 import { readSseEvents } from '../shared/sse-events'
 import { readAsSent } from './as-sent'

@@ -7,7 +7,8 @@
  */
 
 import type { UpstreamErrorContext } from '../contract'
-import { redactSecrets, UpstreamFailure, type ErrorType } from './errors'
+import { UpstreamFailure, type ErrorType } from '../../core/upstream-failure'
+import { redactSecrets } from './errors'
 import { parseRetryAfter } from './retry-after'
 
 // Enough of an upstream message to act on; a provider may echo whole inputs back.

@@ -6,7 +6,7 @@
 
 import * as v from 'valibot'
 import type { EmbeddingsAdapter, EmbeddingsCall, UpstreamRequest, UpstreamTarget } from '../contract'
-import { UpstreamFailure } from './errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 
 // Loose: a new upstream field never breaks us.
 const EmbeddingsBodySchema = v.looseObject({

@@ -7,7 +7,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { formatByteSize } from '../../core/byte-size'
 import { Utf8StreamDecoder } from '../../core/utf8-stream'
-import { UpstreamFailure } from './errors'
+import { UpstreamFailure } from '../../core/upstream-failure'
 
 /** The default bound of one event, when the caller gives none (`upstream.maxEventBytes`). */
 export const DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024

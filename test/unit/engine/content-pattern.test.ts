@@ -1,8 +1,8 @@
 import { RE2JS } from 're2js'
 import { describe, expect, it } from 'vitest'
-import type { AppliedGuardrail } from '../../../src/engine/guardrails/applicable'
-import { contentFiltersOf, createContentScan, SCAN_SLICE_STEPS } from '../../../src/engine/guardrails/content-filters'
-import { compileContentPattern, findSpans, type ScanCounter, type Span } from '../../../src/engine/guardrails/content-pattern'
+import type { AppliedGuardrail } from '../../../src/features/guardrails/applicable'
+import { contentFiltersOf, createContentScan, SCAN_SLICE_STEPS } from '../../../src/features/guardrails/content-filters'
+import { compileContentPattern, findSpans, type ScanCounter, type Span } from '../../../src/features/guardrails/content-pattern'
 
 const compile = (pattern: string) => {
   const { regex, problem } = compileContentPattern(pattern)

@@ -1,7 +1,7 @@
 /** The builtin content detectors: what each finds (true positives) and what it must leave alone (true negatives). */
 
 import { describe, expect, it } from 'vitest'
-import { BUILTIN_DETECTORS, entropyOf, mergeSpans, passesLuhn } from '../../../src/engine/guardrails/builtin-detectors'
+import { BUILTIN_DETECTORS, entropyOf, mergeSpans, passesLuhn } from '../../../src/features/guardrails/builtin-detectors'
 import type { ContentFilterBuiltinSlug } from '../../../src/repositories/guardrails'
 
 const found = (slug: ContentFilterBuiltinSlug, text: string) => BUILTIN_DETECTORS[slug](text).map((span) => text.slice(span.start, span.end))

@@ -2,12 +2,12 @@
 
 import { describe, expect, it } from 'vitest'
 import { BUILT_IN_MODELS } from '../../../src/engine/models'
-import { rankForTask } from '../../../src/engine/plugins/routers/auto-ranking'
-import type { Candidate } from '../../../src/engine/plugins/routers/candidates'
-import { BUILT_IN_CODING_SCORES, codingScores } from '../../../src/engine/plugins/routers/coding-scores'
-import { createModelFilter, matchesPattern } from '../../../src/engine/plugins/routers/patterns'
-import { createStickyChoices } from '../../../src/engine/plugins/routers/sticky'
-import { classifyTask } from '../../../src/engine/plugins/routers/task'
+import { rankForTask } from '../../../src/features/plugins/routers/auto-ranking'
+import type { Candidate } from '../../../src/features/plugins/routers/candidates'
+import { BUILT_IN_CODING_SCORES, codingScores } from '../../../src/features/plugins/routers/coding-scores'
+import { createModelFilter, matchesPattern } from '../../../src/features/plugins/routers/patterns'
+import { createStickyChoices } from '../../../src/features/plugins/routers/sticky'
+import { classifyTask } from '../../../src/features/plugins/routers/task'
 import type { ResponsesRequestBody } from '../../../src/engine/request.schemas'
 
 const body = (fields: Record<string, unknown>) => ({ stream: false, store: false, service_tier: 'auto', ...fields }) as ResponsesRequestBody

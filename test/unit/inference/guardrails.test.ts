@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ModelEntry } from '../../../src/engine/models'
 import { memoryStorage } from '../../../src/storage/memory'
-import { SCAN_CHARACTERS_MAX } from '../../../src/engine/guardrails/content-filters'
+import { SCAN_CHARACTERS_MAX } from '../../../src/features/guardrails/content-filters'
 import type { JsonObject, StorageDriver } from '../../../src/storage/contract'
 import { createRecordingLogger } from '../../helpers/logger'
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type ScriptedReply, type TestGateway } from '../../../src/testing'

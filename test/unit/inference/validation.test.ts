@@ -6,8 +6,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { LogFields, Logger } from '../../../src/core/logger'
-import { PLUGIN_IDS } from '../../../src/engine/plugins/schemas'
-import { runPluginIds } from '../../../src/engine/plugins/registry'
+import { PLUGIN_IDS } from '../../../src/features/plugins/schemas'
+import { runPluginIds } from '../../../src/features/plugins/registry'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
 import { jsonFixture } from '../../helpers/upstream'
 

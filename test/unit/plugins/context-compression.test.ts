@@ -6,8 +6,8 @@
  */
 
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { middleOut } from '../../../src/engine/plugins/middle-out'
-import { COUNTED_CHARACTERS, PIECE_CHARACTERS, loadTokenCounter, piecesOf, type TokenCounter } from '../../../src/engine/plugins/token-count'
+import { middleOut } from '../../../src/features/plugins/middle-out'
+import { COUNTED_CHARACTERS, PIECE_CHARACTERS, loadTokenCounter, piecesOf, type TokenCounter } from '../../../src/features/plugins/token-count'
 import type { InputItem } from '../../../src/providers/types'
 import { createTestGateway, readEvents, scriptedProvider, type ScriptedProvider, type TestGateway } from '../../../src/testing'
 

@@ -6,7 +6,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest'
 import { createTestGateway, readEvents, scriptedProvider, type TestGateway } from '../../../src/testing'
-import { REPAIR_MAX_CHARACTERS } from '../../../src/engine/plugins/json-healing'
+import { REPAIR_MAX_CHARACTERS } from '../../../src/features/plugins/json-healing'
 
 let testGateway: TestGateway | undefined
 afterEach(async () => {

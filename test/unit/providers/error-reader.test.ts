@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { readInBandError, readUpstreamError, type ErrorProfile } from '../../../src/providers/shared/error-reader'
-import { classifyUpstreamError, UpstreamFailure } from '../../../src/providers/shared/errors'
+import { classifyUpstreamError } from '../../../src/providers/shared/errors'
+import { UpstreamFailure } from '../../../src/core/upstream-failure'
 import { parseRetryAfter, retryAfterInMessage } from '../../../src/providers/shared/retry-after'
 
 type TestError = { kind?: string; text?: string; waitSeconds?: number }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { UpstreamFailure } from '../../../src/providers/shared/errors'
+import { UpstreamFailure } from '../../../src/core/upstream-failure'
 import { readSse } from '../../../src/providers/shared/sse'
 import { chunked, collect } from '../../helpers/stream-events'
 

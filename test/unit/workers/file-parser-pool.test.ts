@@ -5,7 +5,7 @@
 
 import { threadId } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { PdfTextLimits } from '../../../src/engine/plugins/pdf-text'
+import type { PdfTextLimits } from '../../../src/features/plugins/pdf-text'
 import { createFileParserPool, FILE_PARSER_RETRY_AFTER_SECONDS, type FileParserPool } from '../../../src/workers/file-parser-pool'
 import { pdfBomb, textPdf } from '../../helpers/pdf'
 

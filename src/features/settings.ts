@@ -1,0 +1,35 @@
+/**
+ * The features' settings on the inference service: each feature's entry of the engine's `FeatureSettings`
+ * (src/engine/service.ts), declared here so the engine names no feature, and built once by the composition root.
+ */
+
+import type { UpstreamGuardOptions } from '../core/upstream-guard'
+import type { ProviderRegistry } from '../engine/providers'
+import { createPluginSettings, type PluginOptions, type PluginSettings } from './plugins/settings'
+import { createRouterSettings, type RouterOptions, type RouterSettings } from './plugins/routers/settings'
+import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
+
+declare module '../engine/service' {
+  interface FeatureSettings {
+    /** What the server tools the gateway runs may do and reach (web fetch limits, search engines). */
+    readonly serverTools: ServerToolSettings
+    /** The router models' coding scores and sticky sessions (src/features/plugins/routers/). */
+    readonly routers: RouterSettings
+    /** What plugins use: the moderation API, PDF limits and OCR backends. */
+    readonly plugins: PluginSettings
+  }
+}
+
+export interface FeatureOptions {
+  serverTools?: ServerToolOptions
+  routers?: RouterOptions
+  plugins?: PluginOptions
+  /** Where server tools may fetch from, as upstream calls may. */
+  upstreamGuard?: UpstreamGuardOptions
+}
+
+export const createFeatureSettings = (options: FeatureOptions, providers: ProviderRegistry) => ({
+  serverTools: createServerToolSettings(options.serverTools, options.upstreamGuard),
+  routers: createRouterSettings(options.routers),
+  plugins: createPluginSettings(options.plugins, providers),
+})
