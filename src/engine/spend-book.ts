@@ -12,6 +12,7 @@
 
 import { createGroupCommit } from '../core/group-commit'
 import type { Logger } from '../core/logger'
+import { causeOf, startPeriodicTask, unrefSleep, unrefTimer } from '../core/periodic'
 import type { SpendChange, SpendCounter, SpendRepository, SpendSettlement } from '../repositories/spend-counters'
 
 /** A hold lasts this long unless renewed (a third of it between renewals): a dead process's holds return within two leases. */
@@ -88,17 +89,6 @@ export interface SpendBook {
   close(): Promise<void>
 }
 
-const sleep = (ms: number) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    ;(timer as { unref?: () => void }).unref?.()
-  })
-
-const unrefTimer = (timer: unknown) => (timer as { unref?: () => void } | undefined)?.unref?.()
-
-/** The store's own reason, for the log: a 503's cause (refused, timed out) is what an operator needs. */
-const causeOf = (error: unknown) => (error instanceof Error && error.cause !== undefined ? { cause: error.cause } : {})
-
 /** A settlement as the log shows it: the counters without the key's full hash, and the amounts. */
 const describe = (settlement: SpendSettlement) => ({
   id: settlement.id,
@@ -111,7 +101,6 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
   const owner = `gw_${crypto.randomUUID()}`
   /** Holds of this process whose settlement has not landed yet: renewed until it does. */
   const live = new Set<string>()
-  let isClosing = false
   let isClosed = false
 
   /** Sends a batch until it lands, backing off between attempts; gives up only once the book has closed. */
@@ -132,7 +121,7 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
           return
         }
         logger.warn('spend settlement failed; retrying', { settlements: batch.length, attempt, retryInMs: delay, error, ...causeOf(error) })
-        await sleep(delay)
+        await unrefSleep(delay)
       }
     }
   }
@@ -155,8 +144,6 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
     waiting: SpendSettlement[]
     landed: Array<() => void>
     open(): Promise<void>
-    /** Resolves as the gate opens. */
-    whenOpen: Promise<void>
     /** Starts the bound on how long settlements wait, at the first that does. */
     arm(): void
     /** `Date.now()` when it was shut. */
@@ -178,15 +165,12 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
     const waiting: SpendSettlement[] = []
     const landed: Array<() => void> = []
     let opened: Promise<void> | undefined
-    let markOpen: () => void = () => {}
-    const whenOpen = new Promise<void>((resolve) => (markOpen = resolve))
     let timer: ReturnType<typeof setTimeout> | undefined
     const open = (): Promise<void> => {
       if (opened) return opened
       clearTimeout(timer)
       if (gates.get(requestId)?.open === open) gates.delete(requestId)
       const sent = waiting.splice(0).map(send)
-      markOpen()
       opened = Promise.all(sent).then(() => {
         for (const resolve of landed.splice(0)) resolve()
       })
@@ -200,7 +184,7 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
       }, GATE_MAX_MS)
       unrefTimer(timer)
     }
-    gates.set(requestId, { waiting, landed, open, whenOpen, arm, shutAt: Date.now() })
+    gates.set(requestId, { waiting, landed, open, arm, shutAt: Date.now() })
     return { take: () => [...waiting], open }
   }
 
@@ -222,30 +206,9 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
     return released
   }
 
-  /** Runs `task` now and then every `everyMs`, one run at a time, logging a failure and carrying on. */
-  const every = (everyMs: number, name: string, task: () => Promise<unknown>) => {
-    let running: Promise<void> | undefined
-    const run = () => {
-      if (running || isClosing) return
-      running = task()
-        .then(
-          () => {},
-          (error: unknown) => logger.warn(`${name} failed; trying again later`, { error, ...causeOf(error) }),
-        )
-        .finally(() => {
-          running = undefined
-        })
-    }
-    const timer = setInterval(run, everyMs)
-    unrefTimer(timer)
-    return {
-      run,
-      async stop() {
-        clearInterval(timer)
-        await running
-      },
-    }
-  }
+  /** Runs `task` every `everyMs`, one run at a time, logging a failure and carrying on. */
+  const every = (everyMs: number, name: string, task: () => Promise<unknown>) =>
+    startPeriodicTask(everyMs, task, (error) => logger.warn(`${name} failed; trying again later`, { error, ...causeOf(error) }))
 
   const forgetIdleGates = () => {
     const before = Date.now() - GATE_IDLE_MAX_MS
@@ -283,14 +246,15 @@ export const createSpendBook = (options: SpendBookOptions): SpendBook => {
 
     async flush() {
       // Settlements waiting for a record about to be written (their answer has ended) are part of what is queued.
-      await Promise.all([...gates.values()].filter((waiting) => waiting.waiting.length > 0).map((waiting) => waiting.whenOpen))
+      await Promise.all(
+        [...gates.values()].filter((shut) => shut.waiting.length > 0).map((shut) => new Promise<void>((resolve) => shut.landed.push(resolve))),
+      )
       await commit.drain()
     },
 
     releaseExpired,
 
     async close() {
-      isClosing = true
       // Records are written before the book closes: whatever still waits has no record coming.
       for (const waiting of [...gates.values()]) void waiting.open()
       await Promise.all([renewal.stop(), sweep.stop()])

@@ -7,6 +7,7 @@
 import { isGatewayError } from '../core/errors'
 import { createGroupCommit } from '../core/group-commit'
 import type { Logger } from '../core/logger'
+import { causeOf, startPeriodicTask, sweepOlderThan, unrefSleep } from '../core/periodic'
 import type { SettlementGate } from '../engine/spend-book'
 import type { GenerationContentRecord, GenerationRecord, GenerationsRepository } from '../repositories/generations'
 import type { SettlementRecovery } from './settlement-recovery'
@@ -21,9 +22,6 @@ const MAX_BATCH = 100
 const MAX_QUEUE = 10_000
 /** Writes under way at once: below it a record goes out at once, above it records wait and share the next. */
 const MAX_IN_FLIGHT = 4
-/** One sweep deletes at most this many pages; the next sweep carries on. */
-const SWEEP_PAGE_SIZE = 200
-const SWEEP_MAX_PAGES = 50
 /** Backoff between the background attempts of a write its requests were told failed: doubling from the first to the last. */
 const FIRST_RETRY_MS = 200
 const MAX_RETRY_MS = 5_000
@@ -63,14 +61,6 @@ export interface Ledger {
   close(): Promise<void>
 }
 
-const sleep = (ms: number) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    ;(timer as { unref?: () => void }).unref?.()
-  })
-
-/** The store's own reason, for the log: a 503's cause (refused, timed out) is what an operator needs. */
-const causeOf = (error: unknown) => (error instanceof Error && error.cause !== undefined ? { cause: error.cause } : {})
 
 /** A record as a log line names it: enough to find its request and correct the books by hand. */
 const describe = (record: GenerationRecord) => ({ id: record.id, requestId: record.requestId, keyHash: record.keyHash.slice(0, 8), cost: record.cost })
@@ -94,7 +84,7 @@ export const createLedger = (repository: GenerationsRepository, settings: Ledger
   const keepSending = (batch: GenerationRecord[]) => {
     const run = (async () => {
       for (let attempt = 3, delay = FIRST_RETRY_MS; ; attempt++, delay = Math.min(delay * 2, MAX_RETRY_MS)) {
-        await Promise.race([sleep(delay), closing])
+        await Promise.race([unrefSleep(delay), closing])
         if (isClosed) {
           logger.error('usage ledger records not written: the gateway closed before the store answered; their spend is counted', {
             records: batch.map(describe),
@@ -141,35 +131,8 @@ export const createLedger = (repository: GenerationsRepository, settings: Ledger
   })
   const retainedSince = () => new Date(now().getTime() - settings.retentionDays * DAY_MS).toISOString()
 
-  const sweep = async (): Promise<number> => {
-    const before = retainedSince()
-    let deleted = 0
-    for (let page = 0; page < SWEEP_MAX_PAGES; page++) {
-      const outcome = await repository.deleteOlderThan(before, SWEEP_PAGE_SIZE)
-      deleted += outcome.deleted
-      if (!outcome.hasMore) return deleted
-    }
-    logger.info('usage ledger sweep stopped at its bound; the next sweep continues', { deleted })
-    return deleted
-  }
-
-  let sweeping: Promise<void> | undefined
-  const timer =
-    settings.sweepIntervalMs === false
-      ? undefined
-      : setInterval(() => {
-          if (sweeping) return
-          sweeping = sweep()
-            .then(
-              () => {},
-              (error: unknown) => logger.warn('usage ledger sweep failed; retrying at the next', { error }),
-            )
-            .finally(() => {
-              sweeping = undefined
-            })
-        }, settings.sweepIntervalMs)
-  // A sweep must not hold a process open on its own (Node and Bun timers can be unref'd).
-  ;(timer as { unref?: () => void } | undefined)?.unref?.()
+  const sweep = () => sweepOlderThan(repository.deleteOlderThan, retainedSince(), logger, 'usage ledger')
+  const sweeping = startPeriodicTask(settings.sweepIntervalMs, sweep, (error) => logger.warn('usage ledger sweep failed; retrying at the next', { error }))
 
   return {
     retentionDays: settings.retentionDays,
@@ -191,11 +154,10 @@ export const createLedger = (repository: GenerationsRepository, settings: Ledger
     retainedSince,
     sweep,
     async close() {
-      clearInterval(timer)
-      await sweeping
+      await sweeping.stop()
       await commit.drain()
       if (retrying.size > 0) {
-        const grace = sleep(options.closeGraceMs ?? CLOSE_GRACE_MS)
+        const grace = unrefSleep(options.closeGraceMs ?? CLOSE_GRACE_MS)
         await Promise.race([Promise.all([...retrying]), grace])
       }
       isClosed = true

@@ -13,6 +13,7 @@
  */
 
 import type { Logger } from '../core/logger'
+import { causeOf, startPeriodicTask } from '../core/periodic'
 import type { SpendBook } from '../engine/spend-book'
 import type { GenerationsRepository, GenerationSpend } from '../repositories/generations'
 import { counterOfKey } from '../repositories/spend-counters'
@@ -70,7 +71,6 @@ export const createSettlementRecovery = (options: SettlementRecoveryOptions): Se
   const beatMs = options.beatMs ?? DEFAULT_SPEND_BEAT_MS
   /** Records of each period whose settlements have not all landed. */
   const pending = new Map<number, number>()
-  let isClosing = false
 
   const settledThrough = () => {
     let oldest = periodOf(now())
@@ -128,22 +128,15 @@ export const createSettlementRecovery = (options: SettlementRecoveryOptions): Se
     return sent
   }
 
-  let running: Promise<void> | undefined
-  const tick = () => {
-    if (running || isClosing) return
-    running = beat()
-      .then(recover)
-      .then(
-        () => {},
-        (error: unknown) => logger.warn('spend settlement recovery failed; trying again later', { error }),
-      )
-      .finally(() => {
-        running = undefined
-      })
-  }
-  const timer = setInterval(tick, beatMs)
-  ;(timer as { unref?: () => void }).unref?.()
-  tick()
+  const beating = startPeriodicTask(
+    beatMs,
+    async () => {
+      await beat()
+      await recover()
+    },
+    (error) => logger.warn('spend settlement recovery failed; trying again later', { error, ...causeOf(error) }),
+  )
+  beating.run()
 
   return {
     open() {
@@ -163,9 +156,7 @@ export const createSettlementRecovery = (options: SettlementRecoveryOptions): Se
     },
     recover,
     async close() {
-      isClosing = true
-      clearInterval(timer)
-      await running
+      await beating.stop()
       // What is still pending never landed (the store is down): left for another process to send again.
       if (pending.size === 0) await owners.remove(book.owner).catch((error: unknown) => logger.warn('spend owner record not removed', { error }))
       else await beat().catch(() => {})

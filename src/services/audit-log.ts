@@ -5,8 +5,8 @@
  */
 
 import { randomId } from '../core/crypto'
-import { isGatewayError } from '../core/errors'
 import type { Logger } from '../core/logger'
+import { causeOf, startPeriodicTask, sweepOlderThan } from '../core/periodic'
 import type { AuditAction, AuditActor, AuditEntryRecord, AuditLogRepository, AuditTargetType } from '../repositories/audit-log'
 import type { ApiKeyRecord } from '../repositories/api-keys'
 import type { JsonObject, JsonValue } from '../storage/contract'
@@ -15,8 +15,6 @@ export const DEFAULT_AUDIT_RETENTION_DAYS = 90
 export const DEFAULT_AUDIT_SWEEP_INTERVAL_MS = 10 * 60_000
 
 const DAY_MS = 86_400_000
-const SWEEP_PAGE_SIZE = 200
-const SWEEP_MAX_PAGES = 50
 /** How many hex characters of a key hash an entry may hold, wherever it appears. */
 const HASH_PREFIX_LENGTH = 8
 
@@ -115,8 +113,6 @@ export const toAuditWire = (entry: Omit<AuditEntryRecord, 'sortKey'>) => ({
   request_id: entry.requestId,
 })
 
-const causeOf = (error: unknown) => (isGatewayError(error) && error.cause !== undefined ? { cause: error.cause } : {})
-
 export const createAuditLog = (repository: AuditLogRepository, settings: AuditLogSettings, now: () => Date, logger: Logger): AuditLog => {
   const record = async (event: AuditEvent): Promise<void> => {
     const entry = {
@@ -141,43 +137,15 @@ export const createAuditLog = (repository: AuditLogRepository, settings: AuditLo
     }
   }
 
-  const sweep = async (): Promise<number> => {
-    const before = new Date(now().getTime() - settings.retentionDays * DAY_MS).toISOString()
-    let deleted = 0
-    for (let page = 0; page < SWEEP_MAX_PAGES; page++) {
-      const outcome = await repository.deleteOlderThan(before, SWEEP_PAGE_SIZE)
-      deleted += outcome.deleted
-      if (!outcome.hasMore) return deleted
-    }
-    logger.info('audit log sweep stopped at its bound; the next sweep continues', { deleted })
-    return deleted
-  }
-
-  let sweeping: Promise<void> | undefined
-  const timer =
-    settings.sweepIntervalMs === false
-      ? undefined
-      : setInterval(() => {
-          if (sweeping) return
-          sweeping = sweep()
-            .then(
-              () => {},
-              (error: unknown) => logger.warn('audit log sweep failed; retrying at the next', { error }),
-            )
-            .finally(() => {
-              sweeping = undefined
-            })
-        }, settings.sweepIntervalMs)
-  // A sweep must not hold a process open on its own (Node and Bun timers can be unref'd).
-  ;(timer as { unref?: () => void } | undefined)?.unref?.()
+  const sweep = () => sweepOlderThan(repository.deleteOlderThan, new Date(now().getTime() - settings.retentionDays * DAY_MS).toISOString(), logger, 'audit log')
+  const sweeping = startPeriodicTask(settings.sweepIntervalMs, sweep, (error) => logger.warn('audit log sweep failed; retrying at the next', { error }))
 
   return {
     retentionDays: settings.retentionDays,
     record,
     sweep,
     async close() {
-      clearInterval(timer)
-      await sweeping
+      await sweeping.stop()
     },
   }
 }

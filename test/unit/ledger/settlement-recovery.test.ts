@@ -124,11 +124,9 @@ describe('a process killed between its records and their settlements', () => {
     opened.push(survivor)
     const usage = async () => nanoOf((await readJson(await survivor.call('GET', `/keys/${created.data.hash}`))).data.usage)
     await expect.poll(usage, { timeout: 10_000, interval: 100 }).toBe(3 * ANSWER_NANO)
-    // Once: the survivor's later beats find nothing more to send.
-    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    // The victim's record goes once what it left was sent (the survivor's stays): nothing is left to send again.
+    await expect.poll(async () => (await store.list(SPEND_OWNERS)).items.length, { timeout: 10_000, interval: 100 }).toBe(1)
     expect(await usage()).toBe(3 * ANSWER_NANO)
-    // The victim's own record went with it; the survivor's stays.
-    expect((await store.list(SPEND_OWNERS)).items).toHaveLength(1)
   })
 })
 
