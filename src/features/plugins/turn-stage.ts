@@ -1,0 +1,25 @@
+/**
+ * The plugins' turn stage (src/engine/turn-stage.ts): a whole answer passes their `afterWhole`, a streamed one their
+ * `onStreamEvent` and `onStopped` (apply.ts), and each attempt's call their `forAttempt`, per endpoint, so a
+ * fallback with a larger context gets the whole prompt.
+ */
+
+import type { TurnStage } from '../../engine/turn-stage'
+import { afterWhole, observedByPlugins } from './apply'
+import { pluginsOf } from './request-plugins'
+
+export const pluginsTurnStage: TurnStage = {
+  name: 'plugins',
+  async answer(_service, request, next) {
+    const answer = await next(request)
+    return pluginsOf(request).length === 0 ? answer : { ...answer, result: afterWhole(answer.result, request) }
+  },
+  async open(_service, request, next) {
+    return observedByPlugins(await next(request), request)
+  },
+  shapeCall(call, attempt, request) {
+    let shaped = call
+    for (const plugin of pluginsOf(request)) if (plugin.forAttempt) shaped = plugin.forAttempt(shaped, attempt, request)
+    return shaped
+  },
+}
