@@ -10,12 +10,14 @@ import { pluginsOf } from './request-plugins'
 
 export const pluginsTurnStage: TurnStage = {
   name: 'plugins',
-  async answer(_service, request, next) {
-    const answer = await next(request)
-    return pluginsOf(request).length === 0 ? answer : { ...answer, result: afterWhole(answer.result, request) }
+  answer(_service, request, next) {
+    // A request without plugins gets its answer as the turns gave it, without a step of its own.
+    if (pluginsOf(request).length === 0) return next(request)
+    return next(request).then((answer) => ({ ...answer, result: afterWhole(answer.result, request) }))
   },
-  async open(_service, request, next) {
-    return observedByPlugins(await next(request), request)
+  open(_service, request, next) {
+    if (pluginsOf(request).length === 0) return next(request)
+    return next(request).then((session) => observedByPlugins(session, request))
   },
   shapeCall(call, attempt, request) {
     let shaped = call
