@@ -1,7 +1,7 @@
 /**
- * Where the engine runs a request's plugins (contract.ts): before its attempts and on the answer, whole or
- * streamed (the fallback loop, src/engine/fallback.ts, runs their `forAttempt` on each attempt's call). Each
- * function is a no-op for a request without plugins.
+ * How a request's plugins (contract.ts) run: before its attempts (the plugins' run stage, stage.ts) and on the
+ * answer, whole or streamed (their turn stage, turn-stage.ts, which runs their `forAttempt` on each attempt's call
+ * too). Each function is a no-op for a request without plugins.
  */
 
 import { ClientClosedError } from '../../engine/attempts'
