@@ -50,6 +50,12 @@ export interface RetryPolicy {
  */
 export interface FeatureSettings {}
 
+/**
+ * The features' stages, listed once by the composition root (src/engine/stages.ts): each kind of stage declares its
+ * entry by declaration merging (plan-stage.ts, turn-stage.ts), whose contracts read the service in turn.
+ */
+export interface EngineStages {}
+
 export interface InferenceService extends FeatureSettings {
   readonly providers: ProviderRegistry
   readonly models: ModelCatalog
@@ -81,6 +87,7 @@ export interface InferenceService extends FeatureSettings {
   /** The gateway's clock, in ms since the epoch: every timestamp a response carries comes from it. */
   readonly now: () => number
   readonly logger: Logger
+  readonly stages: EngineStages
 }
 
 const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
@@ -164,6 +171,8 @@ export interface InferenceServiceOptions {
   logger: Logger
   /** The features' settings, built by the composition root once the providers are known (a plugin reads their adapters). */
   features: (providers: ProviderRegistry) => FeatureSettings
+  /** The features' stages, in the order they run (src/engine/stages.ts). */
+  stages: EngineStages
 }
 
 export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
@@ -192,6 +201,7 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     },
     now,
     logger: options.logger,
+    stages: options.stages,
     ...options.features(providers),
   })
 }

@@ -29,6 +29,13 @@ import { createFeatureSettings } from '../features/settings'
 import { pluginsStage } from '../features/plugins/stage'
 import { fusionStage } from '../features/plugins/fusion/stage'
 import { guardrailOutputStage } from '../features/guardrails/output-stage'
+import { engineStages } from '../engine/stages'
+import { pluginsPlanStage } from '../features/plugins/plan-stage'
+import { pluginsTurnStage } from '../features/plugins/turn-stage'
+import { modelChoicePlanStage } from '../features/plugins/model-choice'
+import { guardrailsPlanStage } from '../features/guardrails/plan-stage'
+import { serverToolsPlanStage } from '../features/server-tools/plan-stage'
+import { serverToolsTurnStage } from '../features/server-tools/turn-stage'
 import { createDocumentReaders } from './file-parser'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
@@ -186,6 +193,17 @@ const createService = (options: Parameters<typeof createInferenceService>[0]) =>
  */
 const runStagesFor = (service: InferenceService): RunStage[] => [pluginsStage(service), guardrailOutputStage, fusionStage(service)]
 
+/**
+ * The features' stages while a request is prepared and while its turns are answered, in the order they run
+ * (src/engine/plan-stage.ts, turn-stage.ts): the plugins are checked before anything is read; the guardrails read
+ * with the caller's scope and scan the input; the routers and fusion choose the models; the server tools shape every
+ * planned request. A request's turns are the server-tool loop's when it has server tools, inside the plugins' hooks.
+ */
+const ENGINE_STAGES = engineStages({
+  plan: [pluginsPlanStage, guardrailsPlanStage, modelChoicePlanStage, serverToolsPlanStage],
+  turns: [pluginsTurnStage, serverToolsTurnStage],
+})
+
 /** Stores in this process's memory: their reads cost what a cache hit would. */
 const IN_PROCESS_STORES = new Set(['memory', 'file'])
 
@@ -249,6 +267,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
           },
           providers,
         ),
+      stages: ENGINE_STAGES,
       logger,
       secrets,
       adapters: ADAPTERS,

@@ -6,7 +6,8 @@
 
 import type * as v from 'valibot'
 import { InvalidRequestError, NotFoundError } from '../core/errors'
-import { ResponsesRequestSchema, type ResponsesRequestBody } from '../engine/request.schemas'
+import type { ResponsesRequestBody } from '../engine/request.schemas'
+import { ResponsesRequestSchema } from '../features/request-body'
 import type { RouteExtensions } from '../engine/request'
 import { defineRoute, json } from '../pipeline/route'
 import type { Caller } from '../pipeline/auth'

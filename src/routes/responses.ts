@@ -6,7 +6,8 @@
 
 import { defineRoute } from '../pipeline/route'
 import type { RouteExtensions } from '../engine/request'
-import { ResponsesRequestSchema, type ResponsesRequestBody } from '../engine/request.schemas'
+import type { ResponsesRequestBody } from '../engine/request.schemas'
+import { ResponsesRequestSchema } from '../features/request-body'
 import { RESPONSES_FORMAT } from '../writers/responses-reply'
 import { answerInference, INFERENCE_BODY_LIMIT } from './inference'
 
