@@ -78,7 +78,8 @@ export interface PlanStage {
   readonly name: string
   checkBody?(arrival: Arrival): void
   loadScope?: ScopeLoader
-  checkInput?(preparation: Preparation): Promise<void>
+  /** A stage with nothing to scan for this request returns nothing rather than a promise: no wait is added then. */
+  checkInput?(preparation: Preparation): Promise<void> | void
   chooseModels?(preparation: Preparation): string[] | undefined
   shapePlanned?(preparation: Preparation, draft: PlannedDraft): void
   finish?(preparation: Preparation, request: InferenceRequest): void

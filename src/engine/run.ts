@@ -63,7 +63,9 @@ export const prepareRequest = async (
   const startedAt = performance.now()
   // Runs from here: the plugins' work, every attempt, turn and run of the request share it.
   const deadline = createRequestDeadline(service.requestTimeoutMs)
-  const arrival: Arrival = {
+  // One object from arrival to preparation, its every field there from the start: what the stages keep on it is
+  // under their slots.
+  const prepared: { -readonly [K in keyof Preparation]: Preparation[K] } = {
     service,
     caller,
     requestId,
@@ -72,21 +74,28 @@ export const prepareRequest = async (
     received: body,
     extensions,
     startedAt,
+    scope: undefined!,
+    defaultModel: '',
+    body,
+    models: [],
+    pipeline: [],
+    plan: undefined!,
+    routeNested: undefined!,
   }
+  const arrival: Arrival = prepared
   for (const stage of stages.checkBody) stage.checkBody(arrival)
   const scope = await loadCallerScope(repositories, caller, stages.loadScope)
   const { workspace, credentials, policy, budgets } = scope
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
-  // The arrival grows into the preparation: one object, whatever the stages kept on it under their slots.
-  const prepared = arrival as { -readonly [K in keyof Preparation]: Preparation[K] }
-  prepared.scope = { ...scope, workspace }
+  prepared.scope = scope as Preparation['scope']
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   prepared.defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
-  prepared.body = body
-  prepared.pipeline = []
   // Content filters run before anything else reads the input: a block costs nothing, a redaction is all that goes on.
-  for (const stage of stages.checkInput) await stage.checkInput(prepared)
+  for (const stage of stages.checkInput) {
+    const scanning = stage.checkInput(prepared)
+    if (scanning) await scanning
+  }
   // Router models (`service/auto`, …) become the concrete models they chose; fusion adds a panel of analysis models
   // before the request's own model judges (docs/decisions.md, "Plugins: routers and fusion").
   let chosen: string[] | undefined

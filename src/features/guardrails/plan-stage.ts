@@ -4,14 +4,30 @@
  * content filters scan the input before anything else reads it: a block costs nothing, a redaction is all that goes on.
  */
 
-import type { PlanStage } from '../../engine/plan-stage'
+import type { PlanStage, Preparation } from '../../engine/plan-stage'
 import { withGuardrailRefusal } from '../../engine/refusal'
 import { requestedModels } from '../../engine/routing'
 import { refusedServiceMetadata } from '../../engine/service-metadata'
-import { guardrailBudgetsOf, prefetchGuardrails, resolveGuardrails } from './applicable'
+import { guardrailBudgetsOf, prefetchGuardrails, resolveGuardrails, type AppliedGuardrail } from './applicable'
 import { guardInput, guardrailBlockError } from './enforce'
 import { GUARDRAILS, guardrailEventsOf, setGuardrailEvents } from './request-guardrails'
 import { endpointPolicyOf } from './routing-policy'
+
+/** The content filters' scan of the input: a block refuses the request, a redaction is the body it runs. */
+const scanInput = async (preparation: Preparation, guardrails: readonly AppliedGuardrail[]): Promise<void> => {
+  const { service, body } = preparation
+  const guarded = await guardInput(guardrails, body)
+  if (!guarded) return
+  if (guarded.block) {
+    const requested = requestedModels(body.model, body.models, preparation.defaultModel)[0]!
+    const metadata = preparation.isMetadataRequested ? refusedServiceMetadata(service, requested, guarded.stages, preparation.startedAt) : undefined
+    // The usage ledger records the block with everything the scan found (the route writes it: nothing was prepared).
+    throw withGuardrailRefusal(guardrailBlockError(guarded.block, metadata), { events: guarded.events, requestedModel: requested })
+  }
+  preparation.body = guarded.content
+  preparation.pipeline.push(...guarded.stages)
+  setGuardrailEvents(preparation, [...guarded.events])
+}
 
 export const guardrailsPlanStage: PlanStage = {
   name: 'guardrails',
@@ -32,19 +48,10 @@ export const guardrailsPlanStage: PlanStage = {
     const budgets = guardrailBudgetsOf(guardrails)
     if (budgets.length > 0) scope.budgets = budgets
   },
-  async checkInput(preparation) {
-    const { service, body } = preparation
-    const guarded = await guardInput(GUARDRAILS.get(preparation.scope) ?? [], body)
-    if (!guarded) return
-    if (guarded.block) {
-      const requested = requestedModels(body.model, body.models, preparation.defaultModel)[0]!
-      const metadata = preparation.isMetadataRequested ? refusedServiceMetadata(service, requested, guarded.stages, preparation.startedAt) : undefined
-      // The usage ledger records the block with everything the scan found (the route writes it: nothing was prepared).
-      throw withGuardrailRefusal(guardrailBlockError(guarded.block, metadata), { events: guarded.events, requestedModel: requested })
-    }
-    preparation.body = guarded.content
-    preparation.pipeline.push(...guarded.stages)
-    setGuardrailEvents(preparation, [...guarded.events])
+  checkInput(preparation) {
+    const guardrails = GUARDRAILS.get(preparation.scope)
+    // No guardrail, no content filter: nothing to scan.
+    return guardrails && guardrails.length > 0 ? scanInput(preparation, guardrails) : undefined
   },
   finish(preparation, request) {
     const guardrails = GUARDRAILS.get(preparation.scope)
