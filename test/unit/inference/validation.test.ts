@@ -299,7 +299,8 @@ describe('sampling settings', () => {
   it.each(['presence_penalty', 'frequency_penalty'])('%s: -2 and 2 ok, -2.1 and 2.1 → 400', async (field) => {
     expect((await expectAccepted(request({ [field]: -2 })))[field]).toBe(-2)
     expect((await expectAccepted(request({ [field]: 2 })))[field]).toBe(2)
-    expect((await expectAccepted(request({ [field]: null })))[field]).toBeNull()
+    // Open Responses: the default in force is echoed, never null.
+    expect((await expectAccepted(request({ [field]: null })))[field]).toBe(0)
     await expectRejected(request({ [field]: -2.1 }), `body.${field}: must be at least -2`)
     await expectRejected(request({ [field]: 2.1 }), `body.${field}: must be at most 2`)
   })
@@ -402,7 +403,8 @@ describe('tools and tool_choice', () => {
 
   it('accepts a 128-character function name and echoes the tools', async () => {
     const tool = { ...WEATHER_TOOL, name: 'x'.repeat(128) }
-    expect((await expectAccepted(request({ tools: [tool] }))).tools).toEqual([tool])
+    // Open Responses: an echoed function tool carries `strict`, null when the caller left it out.
+    expect((await expectAccepted(request({ tools: [tool] }))).tools).toEqual([{ strict: null, ...tool }])
   })
 
   it('rejects a tool that is not an object with a type', async () => {
@@ -571,10 +573,12 @@ describe('echoed settings', () => {
       instructions: null,
       max_output_tokens: null,
       metadata: {},
-      temperature: null,
-      top_p: null,
-      presence_penalty: null,
-      frequency_penalty: null,
+      previous_response_id: null,
+      temperature: 1,
+      top_p: 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      top_logprobs: 0,
       tool_choice: 'auto',
       tools: [],
       reasoning: null,
