@@ -72,7 +72,7 @@ export const toResponseObject = (
     reasoning: request.reasoning ?? null,
     safety_identifier: request.safety_identifier ?? null,
     service_tier: normalizeServiceTier(request.service_tier),
-    store: false,
+    store: request.store ?? false,
     background: false,
     text: request.text ?? { format: { type: 'text' } },
     truncation: request.truncation ?? 'disabled',

@@ -262,16 +262,20 @@ describe('route (deprecated partition alias)', () => {
   })
 })
 
-describe('statelessness: previous_response_id, store, background', () => {
-  it('accepts previous_response_id null and rejects any value, pointing at input', async () => {
+describe('without a response store: previous_response_id, store, background', () => {
+  // docs/decisions.md, Stored responses: a gateway without the storedResponses option keeps nothing, and says so.
+  it('accepts previous_response_id null and refuses a response id, pointing at input', async () => {
     await expectAccepted(request({ previous_response_id: null }))
-    await expectRejected(request({ previous_response_id: 'resp_0123' }), 'body: previous_response_id is not supported: send the whole conversation in input')
-    await expectRejected(request({ previous_response_id: 0 }), 'body: previous_response_id is not supported: send the whole conversation in input')
+    await expectRejected(
+      request({ previous_response_id: 'resp_0123' }),
+      'body.previous_response_id: this gateway stores no responses (its storedResponses option is off); send the whole conversation in input',
+    )
+    await expectRejected(request({ previous_response_id: 0 }), 'body.previous_response_id: must be a response id (resp_…)')
   })
 
-  it('accepts store false and rejects store true', async () => {
+  it('accepts store false and refuses store true', async () => {
     expect((await expectAccepted(request({ store: false }))).store).toBe(false)
-    await expectRejected(request({ store: true }), 'body.store: must be false: responses are not stored')
+    await expectRejected(request({ store: true }), 'body.store: this gateway stores no responses (its storedResponses option is off)')
   })
 
   it('accepts background false or null and rejects background true', async () => {
