@@ -24,6 +24,7 @@ const modelOf = (fixtures: string) => `conformance/${fixtures}`
 const MODELS: ModelEntry[] = FAMILIES.map((family) => ({
   slug: modelOf(family.fixtures),
   name: family.fixtures,
+  inputModalities: ['text', 'image', 'file'],
   outputModalities: ['image', 'text'],
   endpoints: [{ provider: family.provider, model: `${family.fixtures}-model`, contextLength: 200_000, pricing: PRICING }],
 }))
@@ -47,7 +48,14 @@ const requestFor = (scenario: (typeof SCENARIOS)[number]) => ({
     { role: 'user', content: 'What is the weather in Paris?' },
     { type: 'function_call', call_id: 'call_earlier', name: 'get_weather', arguments: '{"location":"Lyon"}' },
     { type: 'function_call_output', call_id: 'call_earlier', output: '{"temperature":18}' },
-    { role: 'user', content: [{ type: 'input_text', text: 'And in Paris?' }] },
+    {
+      role: 'user',
+      content: [
+        { type: 'input_text', text: 'And in Paris? Here is a photo and the forecast.' },
+        { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'auto' },
+        { type: 'input_file', file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'forecast.pdf' },
+      ],
+    },
   ],
   tools: [{ type: 'function', name: 'get_weather', parameters: PARAMETERS }],
   reasoning: { effort: 'medium', summary: 'auto' },
@@ -89,5 +97,38 @@ describe('Open Responses conformance of /responses', () => {
       const names = SCENARIOS.filter((scenario) => scenario.fixtures === family.fixtures).map((scenario) => scenario.name)
       expect(names).toEqual(expect.arrayContaining(['text.json', 'text.sse', 'tool-call.json', 'tool-call.sse', 'reasoning.json', 'reasoning.sse', 'error-midstream.sse']))
     }
+  })
+})
+
+describe('Open Responses conformance of stored responses', () => {
+  let storing: ResponsesHarness
+  beforeAll(async () => {
+    storing = await createResponsesHarness({ openai: {} }, { models: MODELS.filter((model) => model.slug === modelOf('openai')), storedResponses: { sweepIntervalMs: false } })
+  })
+  afterAll(() => storing.close())
+
+  const get = (path: string) => storing.gateway.fetch(new Request(`http://gateway.test/api/v1${path}`, { headers: { authorization: `Bearer ${storing.key}` } }))
+
+  it('answers, continues with previous_response_id (whole and streamed) and reads back, every object to the schema', async () => {
+    storing.upstreams.openai!.setHandler((request) => (request.json?.stream ? sseFixture('openai', 'text.sse') : jsonFixture('openai', 'text.json')))
+    const scenario = SCENARIOS.find((one) => one.fixtures === 'openai' && one.name === 'tool-call.json')!
+    const first = await (await storing.post({ ...requestFor(scenario), stream: false })).json()
+    expectOpenResponsesObject(first)
+    expect(first).toMatchObject({ store: true, previous_response_id: null })
+
+    const second = await (await storing.post({ model: modelOf('openai'), input: 'And tomorrow?', previous_response_id: first.id })).json()
+    expectOpenResponsesObject(second)
+    expect(second.previous_response_id).toBe(first.id)
+
+    const streamed = await storing.post({ model: modelOf('openai'), input: 'And after?', previous_response_id: second.id, stream: true })
+    const events = (await readSseEvents(streamed)).events.map((event) => event.data).filter((data) => data !== '[DONE]')
+    expectOpenResponsesStream(events)
+    expect(events.every((event) => !event.response || event.response.previous_response_id === second.id)).toBe(true)
+
+    const read = await get(`/responses/${second.id}`)
+    expect(read.status).toBe(200)
+    const readBody = await read.json()
+    expectOpenResponsesObject(readBody)
+    expect(readBody).toEqual(second)
   })
 })
