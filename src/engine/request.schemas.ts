@@ -357,7 +357,7 @@ export const ResponsesRequestSchema = v.pipe(
     truncation: v.optional(v.nullable(v.picklist(['auto', 'disabled']))),
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
   }),
-  v.check((body) => body.background !== true, 'background mode is not supported: responses are not stored'),
+  v.check((body) => body.background !== true, 'background mode is not supported: this gateway runs no background responses; stream or wait for the answer'),
   v.check((body) => isImageConfigUsable(body), IMAGE_CONFIG_WITHOUT_IMAGES),
 )
 
