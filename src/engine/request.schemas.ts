@@ -287,9 +287,10 @@ export const responsesRequestSchema = <const P extends v.GenericSchema<unknown, 
     preset: v.optional(PresetSlugSchema),
     instructions: v.optional(v.nullable(v.string())),
     stream: v.optional(v.boolean(), false),
-    // spec: store is the constant false; `true` is rejected because nothing is stored.
-    store: v.optional(v.literal(false, 'must be false: responses are not stored'), false),
-    previous_response_id: v.optional(v.unknown()),
+    // docs/decisions.md, Stored responses: whether the answer is stored, and the stored response it continues. The
+    // route decides both (a gateway without a response store refuses them); left out, `store` is what the gateway does.
+    store: v.optional(v.nullable(v.boolean())),
+    previous_response_id: v.optional(v.nullable(v.pipe(v.string('must be a response id (resp_…)'), v.regex(/^resp_[A-Za-z0-9_-]{1,200}$/, 'must be a response id (resp_…)')))),
     background: v.optional(v.nullable(v.boolean())),
     cache_control: v.optional(v.strictObject({ type: v.literal('ephemeral'), ttl: v.optional(v.string()) })),
     debug: v.optional(v.strictObject({ echo_upstream_body: v.optional(v.boolean()) })),
@@ -364,12 +365,7 @@ export const responsesRequestSchema = <const P extends v.GenericSchema<unknown, 
     truncation: v.optional(v.nullable(v.picklist(['auto', 'disabled']))),
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
   }),
-  // spec: requests are stateless; a previous response cannot be referenced.
-  v.check(
-    (body) => body.previous_response_id === undefined || body.previous_response_id === null,
-    'previous_response_id is not supported: send the whole conversation in input',
-  ),
-  v.check((body) => body.background !== true, 'background mode is not supported: responses are not stored'),
+  v.check((body) => body.background !== true, 'background mode is not supported: this gateway runs no background responses; stream or wait for the answer'),
   v.check((body) => isImageConfigUsable(body), IMAGE_CONFIG_WITHOUT_IMAGES),
 )
 

@@ -58,6 +58,7 @@ import { createReadCache, type ReadCache } from '../storage/read-cache'
 import { internEnvironment } from '../interns/environment'
 import { startProvisioningSweep } from '../interns/sweep'
 import { settlementMemoryOf, type StorageDriver } from '../storage/contract'
+import { createStoredResponses, DEFAULT_STORED_RESPONSE_RETENTION_DAYS, DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS } from '../services/stored-responses'
 
 export interface Gateway extends ReplyHandler, ErrorReplier {
   /** Programmatic administration: accounts, keys, workspaces. */
@@ -308,6 +309,19 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             logger,
             { recovery: settlementRecovery },
           ),
+    storedResponses:
+      config.storedResponses === undefined || config.storedResponses.enabled === false
+        ? null
+        : createStoredResponses(
+            repositories.storedResponses,
+            secrets,
+            {
+              retentionDays: config.storedResponses.retentionDays ?? DEFAULT_STORED_RESPONSE_RETENTION_DAYS,
+              sweepIntervalMs: config.storedResponses.sweepIntervalMs ?? DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS,
+            },
+            now,
+            logger,
+          ),
     auditLog: createAuditLog(
       repositories.auditLog,
       {
@@ -445,6 +459,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       // Records of answers already sent are written before the store goes.
       await runtime.ledger?.close()
       await runtime.auditLog.close()
+      await runtime.storedResponses?.close()
       await runtime.inference.spend.book.close()
       await settlementRecovery?.close()
       await documents.close()
