@@ -29,6 +29,7 @@ import { createFeatureSettings } from '../features/settings'
 import { pluginsStage } from '../features/plugins/stage'
 import { fusionStage } from '../features/plugins/fusion/stage'
 import { guardrailOutputStage } from '../features/guardrails/output-stage'
+import { responseCacheSettings, responseCacheStage } from '../features/response-cache/stage'
 import { createDocumentReaders } from './file-parser'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
@@ -180,11 +181,17 @@ const createService = (options: Parameters<typeof createInferenceService>[0]) =>
 }
 
 /**
- * The features' stages around every request's run, outermost first (src/engine/run-stage.ts): the plugins hold and
+ * The features' stages around every request's run, outermost first (src/engine/run-stage.ts): the response cache
+ * answers a repeated request before anything else runs, and keeps what the others made of a new one; the plugins hold and
  * run what they do before the attempts; a whole answer's output passes the guardrails; fusion answers with its
  * panel instead of one run.
  */
-const runStagesFor = (service: InferenceService): RunStage[] => [pluginsStage(service), guardrailOutputStage, fusionStage(service)]
+const runStagesFor = (service: InferenceService, repositories: Repositories, options: GatewayOptions): RunStage[] => [
+  responseCacheStage(service, repositories.responseCache, responseCacheSettings(options.responseCache)),
+  pluginsStage(service),
+  guardrailOutputStage,
+  fusionStage(service),
+]
 
 /** Stores in this process's memory: their reads cost what a cache hit would. */
 const IN_PROCESS_STORES = new Set(['memory', 'file'])
@@ -274,7 +281,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         })
   const runtime: GatewayRuntime = {
     inference,
-    runRequest: composeRunStages(runStagesFor(inference), (request) => runTurns(inference, request)),
+    runRequest: composeRunStages(runStagesFor(inference, repositories, config), (request) => runTurns(inference, request)),
     interns: createInternSettings(config),
     ledger:
       config.ledger?.enabled === false

@@ -405,6 +405,19 @@ export const GatewayOptionsSchema = v.strictObject({
       'must be an event-loop monitor with read()',
     ),
   ),
+  /**
+   * The response cache (docs/decisions.md, Response cache), used by requests that ask for it: the largest answer kept
+   * (`maxEntryBytes`, default 1 MiB), what a workspace's entries may hold together (`maxWorkspaceBytes`, default
+   * 64 MiB; `maxWorkspaceEntries`, default 1 000), and what a hit is charged in USD (`hitCharge`, default 0).
+   */
+  responseCache: v.optional(
+    v.strictObject({
+      maxEntryBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      maxWorkspaceBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      maxWorkspaceEntries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      hitCharge: v.optional(v.pipe(v.number(), v.minValue(0))),
+    }),
+  ),
   /** Share of the list price charged on BYOK requests (default 0.05). */
   byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Reported as `service_metadata.region`. */

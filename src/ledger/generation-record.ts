@@ -61,7 +61,7 @@ export interface GenerationOutcome {
  * What a record reads of the request: a prepared one, or what is known of one a guardrail refused before it was
  * prepared (no attempts, nothing planned).
  */
-export type RecordedRequest = Pick<InferenceRequest, 'requestedModel' | 'attemptReports' | 'attempts' | 'endUserId' | 'routing' | 'guardrailEvents'> & {
+export type RecordedRequest = Pick<InferenceRequest, 'requestedModel' | 'attemptReports' | 'attempts' | 'endUserId' | 'routing' | 'guardrailEvents' | 'cache'> & {
   body: Partial<Pick<ResponsesRequestBody, 'stream' | 'user' | 'safety_identifier' | 'trace'>>
 }
 
@@ -181,6 +181,8 @@ export const toGenerationRecord = (
       endpointsPlanned: request.attempts.length,
       region: service.region,
     },
+    // Served from the response cache: the generation whose answer it was (docs/decisions.md, Response cache).
+    ...(request.cache?.outcome?.sourceId === undefined ? {} : { responseCacheSourceId: request.cache.outcome.sourceId }),
     ...(request.guardrailEvents && request.guardrailEvents.length > 0 ? { guardrails: request.guardrailEvents.map((event) => ({ ...event, patterns: [...event.patterns] })) } : {}),
   }
 }

@@ -9,6 +9,7 @@ import { createIdempotencyRepository } from './idempotency-keys'
 import { createGuardrailsRepository, GUARDRAIL_KEY_ASSIGNMENTS, GUARDRAIL_MEMBER_ASSIGNMENTS, GUARDRAILS } from './guardrails'
 import { createInternsRepository } from './interns'
 import { createPresetsRepository, PRESET_VERSIONS, PRESETS } from './presets'
+import { createResponseCacheRepository } from './response-cache'
 import { createSpendRepository } from './spend-counters'
 import { createSpendOwnersRepository } from './spend-owners'
 import { createWorkspacesRepository, WORKSPACES, type WorkspaceDefaults } from './workspaces'
@@ -45,6 +46,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   guardrails: createGuardrailsRepository(storage, now),
   presets: createPresetsRepository(storage, now),
   auditLog: createAuditLogRepository(storage),
+  responseCache: createResponseCacheRepository(storage),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

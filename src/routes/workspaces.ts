@@ -18,6 +18,7 @@ import {
   WorkspaceParamsSchema,
   type UpdateWorkspaceBody,
 } from './workspaces.schemas'
+import { cacheSettingFromWire, cacheSettingToWire } from './response-cache.schemas'
 
 /** Wire name of every writable workspace setting; the one table both directions use. */
 export const WORKSPACE_SETTING_WIRE_NAMES = {
@@ -34,6 +35,7 @@ export const WORKSPACE_SETTING_WIRE_NAMES = {
   isDataDiscountLoggingEnabled: 'is_data_discount_logging_enabled',
   isObservabilityBroadcastEnabled: 'is_observability_broadcast_enabled',
   isObservabilityIoLoggingEnabled: 'is_observability_io_logging_enabled',
+  cache: 'cache',
 } as const satisfies Record<keyof WorkspaceSettings, string>
 
 /** Validated wire fields → settings; omitted fields stay omitted (unchanged). */
@@ -43,6 +45,7 @@ export const fromWorkspaceWire = (body: UpdateWorkspaceBody): WorkspaceSettings 
     const value = (body as Record<string, unknown>)[wireName]
     if (value !== undefined) settings[setting] = value
   }
+  if (body.cache !== undefined) settings.cache = cacheSettingFromWire(body.cache)
   return settings as WorkspaceSettings
 }
 
@@ -66,6 +69,7 @@ export const toWorkspaceWire = (workspace: WorkspaceRecord) => ({
   is_data_discount_logging_enabled: workspace.isDataDiscountLoggingEnabled,
   is_observability_broadcast_enabled: workspace.isObservabilityBroadcastEnabled,
   is_observability_io_logging_enabled: workspace.isObservabilityIoLoggingEnabled,
+  cache: cacheSettingToWire(workspace.cache),
 })
 
 const slugTaken = (slug: string) => new ConflictError(`Workspace slug "${slug}" is already taken`)

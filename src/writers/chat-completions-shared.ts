@@ -56,7 +56,8 @@ export const finishReasonOf = (result: ResponseResult): ChatFinishReason => {
 
 /**
  * OpenRouter's usage object: OpenAI's token counts plus `cost`, `is_byok` and `cost_details`; `image_tokens`
- * (OpenRouter's name) when the provider counted the images' tokens apart.
+ * (OpenRouter's name) when the provider counted the images' tokens apart; `is_cache_hit` on an answer from the
+ * response cache (docs/decisions.md, Response cache).
  */
 export const toChatUsage = (usage: BilledUsage) => ({
   prompt_tokens: usage.input_tokens,
@@ -70,6 +71,7 @@ export const toChatUsage = (usage: BilledUsage) => ({
   },
   cost: usage.cost,
   is_byok: usage.is_byok,
+  ...(usage.is_cache_hit ? { is_cache_hit: true } : {}),
   cost_details: toChatCostDetails(usage.cost_details),
 })
 

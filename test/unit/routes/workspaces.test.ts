@@ -22,7 +22,7 @@ describe('GET /workspaces/{id}', () => {
         'id', 'name', 'slug', 'description', 'created_by', 'created_at', 'updated_at', 'default_guardrail_id',
         'default_image_model', 'default_text_model', 'default_provider_sort', 'disabled_server_tools',
         'io_logging_api_key_ids', 'io_logging_sampling_rate', 'include_byok_in_budgets',
-        'is_data_discount_logging_enabled', 'is_observability_broadcast_enabled', 'is_observability_io_logging_enabled',
+        'is_data_discount_logging_enabled', 'is_observability_broadcast_enabled', 'is_observability_io_logging_enabled', 'cache',
       ].sort(),
     )
     expect(workspace).toMatchObject({

@@ -1,0 +1,111 @@
+/**
+ * The response cache's stage around a request's run (run-stage.ts; docs/decisions.md, Response cache), outermost: a
+ * request that asks for the cache (its `x-modelgate-cache-ttl`, else its key's or its workspace's `cache`) and can be
+ * repeated is answered from a fresh entry of its workspace when there is one, whole or as a stream, with nothing
+ * reserved or sent upstream; otherwise it runs, and its completed answer is stored for the TTL. A request that asks
+ * for nothing costs one property read.
+ */
+
+import type { JsonObject } from '../../storage/contract'
+import { observeSession } from '../../engine/observe'
+import type { InferenceRequest, ResponseCacheState } from '../../engine/request'
+import type { RunOutcome, RunStage } from '../../engine/run-stage'
+import type { InferenceService } from '../../engine/service'
+import type { ResponseResult } from '../../engine/session-events'
+import { reserveFixedCharge } from '../../engine/spend'
+import type { ResponseCacheCaps, ResponseCacheRepository } from '../../repositories/response-cache'
+import { uncacheableReason } from './cacheable'
+import { responseCacheKey } from './key'
+import { hitUsage, replayedResult, sessionReplay, wholeReplay } from './replay'
+
+/** What the operator sets (`createGateway({ responseCache })`): the caps, and what a hit is charged in USD. */
+export interface ResponseCacheSettings extends ResponseCacheCaps {
+  hitCharge: number
+}
+
+const MIB = 1_048_576
+
+/** The operator's options with their defaults. */
+export const responseCacheSettings = (options: Partial<ResponseCacheSettings> | undefined): ResponseCacheSettings => ({
+  maxEntryBytes: options?.maxEntryBytes ?? MIB,
+  maxWorkspaceBytes: options?.maxWorkspaceBytes ?? 64 * MIB,
+  maxWorkspaceEntries: options?.maxWorkspaceEntries ?? 1_000,
+  hitCharge: options?.hitCharge ?? 0,
+})
+
+/** The TTL that governs the request, in seconds: the header's, else the key's `cache`, else the workspace's. */
+export const cacheTtlOf = (request: InferenceRequest): number | undefined =>
+  request.cache?.requestedTtlSeconds ?? request.spend.key.cache?.ttlSeconds ?? request.spend.workspace.cache?.ttlSeconds
+
+/** An answer worth serving again: completed, without a failure, with its usage. */
+const isStorable = (result: ResponseResult) => result.status === 'completed' && result.error === null && result.usage !== null
+
+/** What is stored of a result: not its service metadata, which describes the run that made it. */
+const storedForm = (result: ResponseResult): JsonObject => {
+  const { serviceMetadata: _metadata, ...rest } = result
+  return JSON.parse(JSON.stringify(rest)) as JsonObject
+}
+
+export const responseCacheStage = (service: InferenceService, entries: ResponseCacheRepository, settings: ResponseCacheSettings): RunStage => {
+  const fill = async (request: InferenceRequest, key: string, ttlSeconds: number, result: ResponseResult) => {
+    if (!isStorable(result)) return
+    try {
+      await entries.put(key, request.spend.workspace.id, storedForm(result), ttlSeconds * 1000, service.now(), settings)
+    } catch (error) {
+      // The answer stands whether or not it could be kept.
+      service.logger.warn('response cache: answer not stored', { requestId: request.requestId, error })
+    }
+  }
+
+  const lookup = async (request: InferenceRequest, key: string) => {
+    try {
+      return await entries.get(key, service.now())
+    } catch (error) {
+      // A store that cannot answer is a miss: the request runs as it would without the cache.
+      service.logger.warn('response cache: lookup failed', { requestId: request.requestId, error })
+      return null
+    }
+  }
+
+  const hit = async (request: InferenceRequest, state: ResponseCacheState, stored: ResponseResult, storedAt: number): Promise<RunOutcome> => {
+    const startedAt = performance.now()
+    const ageSeconds = Math.max(0, Math.floor((service.now() - storedAt) / 1000))
+    state.outcome = { status: 'hit', ageSeconds, sourceId: stored.id }
+    const usage = stored.usage ? hitUsage(stored.usage, settings.hitCharge) : null
+    const metadata = request.isMetadataRequested ? { response_cache: { status: 'hit', age_seconds: ageSeconds } } : undefined
+    const result = replayedResult(service, stored, usage, metadata)
+    // A hit pays no provider: only the gateway's own charge, when the operator set one, is held and settled.
+    const reservation = settings.hitCharge > 0 ? await reserveFixedCharge(service, request, settings.hitCharge) : undefined
+    const overheadMs = performance.now() - startedAt
+    if (!request.body.stream) {
+      reservation?.settle(usage)
+      return { isStream: false, answer: wholeReplay(request.body, result, overheadMs) }
+    }
+    const session = sessionReplay(service, request.requestId, request.body, result, overheadMs)
+    return { isStream: true, session: reservation ? observeSession(session, reservation.observer()) : session }
+  }
+
+  return {
+    name: 'response-cache',
+    async run(request, next) {
+      const ttlSeconds = cacheTtlOf(request)
+      if (ttlSeconds === undefined) return next(request)
+      const state = (request.cache ??= {})
+      if (ttlSeconds === 0 || uncacheableReason(request) !== null) {
+        state.outcome = { status: 'bypass' }
+        return next(request)
+      }
+      const key = await responseCacheKey(request)
+      const entry = await lookup(request, key)
+      if (entry) return hit(request, state, entry.answer as unknown as ResponseResult, entry.storedAt)
+      state.outcome = { status: 'miss' }
+      const outcome = await next(request)
+      if (!outcome.isStream) {
+        await fill(request, key, ttlSeconds, outcome.answer.result)
+        return outcome
+      }
+      // Stored as the stream finishes, before the client sees its end: the next request finds it.
+      return { isStream: true, session: observeSession(outcome.session, { beforeFinished: (result) => fill(request, key, ttlSeconds, result) }) }
+    },
+  }
+}
