@@ -29,7 +29,7 @@ import { createFeatureSettings } from '../features/settings'
 import { pluginsStage } from '../features/plugins/stage'
 import { fusionStage } from '../features/plugins/fusion/stage'
 import { guardrailOutputStage } from '../features/guardrails/output-stage'
-import { responseCacheSettings, responseCacheStage } from '../features/response-cache/stage'
+import { responseCacheStage } from '../features/response-cache/stage'
 import { createDocumentReaders } from './file-parser'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
@@ -186,8 +186,8 @@ const createService = (options: Parameters<typeof createInferenceService>[0]) =>
  * run what they do before the attempts; a whole answer's output passes the guardrails; fusion answers with its
  * panel instead of one run.
  */
-const runStagesFor = (service: InferenceService, repositories: Repositories, options: GatewayOptions): RunStage[] => [
-  responseCacheStage(service, repositories.responseCache, responseCacheSettings(options.responseCache)),
+const runStagesFor = (service: InferenceService, repositories: Repositories): RunStage[] => [
+  responseCacheStage(service, repositories.responseCache),
   pluginsStage(service),
   guardrailOutputStage,
   fusionStage(service),
@@ -253,6 +253,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
             ...(config.routers ? { routers: config.routers } : {}),
             ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
+            ...(config.responseCache ? { responseCache: config.responseCache } : {}),
           },
           providers,
         ),
@@ -281,7 +282,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         })
   const runtime: GatewayRuntime = {
     inference,
-    runRequest: composeRunStages(runStagesFor(inference, repositories, config), (request) => runTurns(inference, request)),
+    runRequest: composeRunStages(runStagesFor(inference, repositories), (request) => runTurns(inference, request)),
     interns: createInternSettings(config),
     ledger:
       config.ledger?.enabled === false

@@ -24,7 +24,7 @@ export const INFERENCE_BODY_LIMIT = 'inference'
 const METADATA_HEADERS = ['x-service-metadata', 'x-service-experimental-metadata']
 
 /** What the response cache did for the request (docs/routes.md, Response cache), on its reply; nothing when it was not asked. */
-const withCacheHeaders = (reply: Reply, request: InferenceRequest | undefined): Reply => {
+export const withCacheHeaders = (reply: Reply, request: InferenceRequest | undefined): Reply => {
   const outcome = request?.cache?.outcome
   if (!outcome) return reply
   const marked = setReplyHeader(reply, 'x-modelgate-cache', outcome.status)

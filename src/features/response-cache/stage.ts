@@ -13,25 +13,10 @@ import type { RunOutcome, RunStage } from '../../engine/run-stage'
 import type { InferenceService } from '../../engine/service'
 import type { ResponseResult } from '../../engine/session-events'
 import { reserveFixedCharge } from '../../engine/spend'
-import type { ResponseCacheCaps, ResponseCacheRepository } from '../../repositories/response-cache'
+import type { ResponseCacheRepository } from '../../repositories/response-cache'
 import { uncacheableReason } from './cacheable'
 import { responseCacheKey } from './key'
 import { hitUsage, replayedResult, sessionReplay, wholeReplay } from './replay'
-
-/** What the operator sets (`createGateway({ responseCache })`): the caps, and what a hit is charged in USD. */
-export interface ResponseCacheSettings extends ResponseCacheCaps {
-  hitCharge: number
-}
-
-const MIB = 1_048_576
-
-/** The operator's options with their defaults. */
-export const responseCacheSettings = (options: Partial<ResponseCacheSettings> | undefined): ResponseCacheSettings => ({
-  maxEntryBytes: options?.maxEntryBytes ?? MIB,
-  maxWorkspaceBytes: options?.maxWorkspaceBytes ?? 64 * MIB,
-  maxWorkspaceEntries: options?.maxWorkspaceEntries ?? 1_000,
-  hitCharge: options?.hitCharge ?? 0,
-})
 
 /** The TTL that governs the request, in seconds: the header's, else the key's `cache`, else the workspace's. */
 export const cacheTtlOf = (request: InferenceRequest): number | undefined =>
@@ -46,7 +31,8 @@ const storedForm = (result: ResponseResult): JsonObject => {
   return JSON.parse(JSON.stringify(rest)) as JsonObject
 }
 
-export const responseCacheStage = (service: InferenceService, entries: ResponseCacheRepository, settings: ResponseCacheSettings): RunStage => {
+export const responseCacheStage = (service: InferenceService, entries: ResponseCacheRepository): RunStage => {
+  const settings = service.responseCache
   const fill = async (request: InferenceRequest, key: string, ttlSeconds: number, result: ResponseResult) => {
     if (!isStorable(result)) return
     try {
