@@ -1,10 +1,11 @@
 /**
  * The response cache (docs/decisions.md, Response cache) through the clients people call it with: the official
  * `openai` SDK (`responses.create`, whole and streamed, `chat.completions` streamed) and `@openrouter/sdk`
- * (`chat.send` streamed, whose schemas judge every chunk), against a gateway on a real server whose upstream replays
+ * (`chat.send` streamed, whose schemas judge every chunk), and `@anthropic-ai/sdk` on `/messages`, against a gateway on a real server whose upstream replays
  * recorded fixtures on loopback and counts what reaches it.
  */
 
+import Anthropic from '@anthropic-ai/sdk'
 import { OpenRouter } from '@openrouter/sdk'
 import type { ChatStreamChunk } from '@openrouter/sdk/models'
 import OpenAI, { BadRequestError } from 'openai'
@@ -140,6 +141,24 @@ describe('the response cache through the openai SDK', () => {
     const failure = await client.responses.create({ model: family.model, input: 'hi' }, { headers: { 'x-modelgate-cache-ttl': 'soon' } }).catch((error: unknown) => error)
     expect(failure).toBeInstanceOf(BadRequestError)
     expect((failure as BadRequestError).message).toContain('x-modelgate-cache-ttl')
+  })
+})
+
+describe('the response cache through @anthropic-ai/sdk', () => {
+  it('answers a repeated /messages request from the cache, whole and streamed', async () => {
+    // The SDK appends `/v1/messages` to its base URL.
+    const client = new Anthropic({ baseURL: running.url.replace(/\/v1$/, ''), apiKey: running.key, maxRetries: 0, timeout: 30_000 })
+    const messages = [{ role: 'user' as const, content: question() }]
+    const first = await client.messages.create({ model: family.model, max_tokens: 256, messages }, CACHE)
+    const calls = upstreamCalls()
+    const { data: second, response } = await client.messages.create({ model: family.model, max_tokens: 256, messages }, CACHE).withResponse()
+    expect(response.headers.get('x-modelgate-cache')).toBe('hit')
+    expect(second.content).toEqual(first.content)
+    expect(second.id).not.toBe(first.id)
+    expect(second.usage).toMatchObject({ output_tokens: first.usage.output_tokens, is_cache_hit: true })
+    const streamed = await client.messages.stream({ model: family.model, max_tokens: 256, messages }, CACHE).finalMessage()
+    expect(streamed.content).toEqual(first.content)
+    expect(upstreamCalls()).toBe(calls)
   })
 })
 
