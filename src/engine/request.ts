@@ -64,14 +64,17 @@ export interface InferenceRequest {
    * guardrails' output scans.
    */
   pipeline: PipelineStage[]
-  /** The response cache's directive and what its stage did (src/features/response-cache/); absent when nothing asked for it. */
+  /**
+   * The response cache's directive and what its stage did (src/features/response-cache/): set by the HTTP routes when
+   * the request, its key or its workspace asks for the cache; absent otherwise (and on intern turns).
+   */
   cache?: ResponseCacheState
 }
 
 /** What the response cache was asked to do for a request, and what it did: the route reads it for its headers. */
 export interface ResponseCacheState {
-  /** `x-modelgate-cache-ttl`, in seconds (0 bypasses); absent: the key's, then the workspace's, default. */
-  requestedTtlSeconds?: number
+  /** How long a new answer is kept, in seconds (0 bypasses): `x-modelgate-cache-ttl`, else the key's, else the workspace's. */
+  ttlSeconds: number
   /** Set by the cache's stage when it looked at the request; a hit names the answer it served again (its generation id). */
   outcome?: { status: 'hit' | 'miss' | 'bypass'; ageSeconds?: number; sourceId?: string }
 }

@@ -15,6 +15,7 @@ import { EmbeddingModelsQuerySchema, EmbeddingsBodySchema } from './embeddings.s
 import { INFERENCE_BODY_LIMIT, withCacheHeaders } from './inference'
 import { cacheTtlHeader } from './response-cache.schemas'
 import { answerEmbeddingsCached } from '../features/response-cache/embeddings'
+import { cacheDirectiveFor } from '../features/response-cache/stage'
 import { basePathOf, CATALOG_CACHE_CONTROL, catalogAnswers } from './models.catalog'
 import type { ListModelsQuery } from './models.schemas'
 
@@ -35,7 +36,8 @@ export const createEmbeddings = defineRoute({
     const generation = { api: 'embeddings' as const, caller, requestId, sessionId, ...arrival }
     const embeddingsBody = body as EmbeddingsRequestBody
     const prepared = await prepareRecorded(runtime.ledger, service, generation, embeddingsBody, () => prepareEmbeddings(service, context, embeddingsBody))
-    if (requestedTtlSeconds !== undefined) prepared.request.cache = { requestedTtlSeconds }
+    const cache = cacheDirectiveFor(prepared.request, requestedTtlSeconds)
+    if (cache) prepared.request.cache = cache
     access?.requested(prepared.request.requestedModel)
     const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared.request)
     // The response cache answers a repeated request without the upstream (docs/decisions.md, Response cache).

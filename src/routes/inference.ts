@@ -14,6 +14,7 @@ import type { RouteContext } from '../pipeline/route'
 import type { GenerationApi } from '../repositories/generations'
 import { replyInFormat, type WireFormat } from '../writers/reply'
 import { cacheTtlHeader } from './response-cache.schemas'
+import { cacheDirectiveFor } from '../features/response-cache/stage'
 
 /**
  * Model requests (`/responses`, `/chat/completions`, `/messages`, `/embeddings`, presets' routes) take the gateway's
@@ -62,7 +63,8 @@ export const answerInference = async (
   const running = withPreset(route.repositories, route.caller, body).then(async ({ body: resolved, presetId }) => {
     const generation = { api, caller: route.caller, requestId: route.requestId, sessionId: context.sessionId, ...arrival, ...(presetId ? { presetId } : {}) }
     const planned = await prepareRecorded(runtime.ledger, service, generation, resolved, () => prepareRequest(service, context, resolved, extensions))
-    if (requestedTtlSeconds !== undefined) planned.cache = { requestedTtlSeconds }
+    const cache = cacheDirectiveFor(planned, requestedTtlSeconds)
+    if (cache) planned.cache = cache
     prepared = planned
     access?.requested(planned.requestedModel)
     const recorder = createGenerationRecorder(runtime.ledger, service, generation, planned)

@@ -12,7 +12,6 @@ import { reserveFixedCharge } from '../../engine/spend'
 import type { ResponseCacheRepository } from '../../repositories/response-cache'
 import { hashCacheKey } from './key'
 import { hitUsage, replayedResult } from './replay'
-import { cacheTtlOf } from './stage'
 
 interface StoredEmbeddings {
   result: ResponseResult
@@ -38,9 +37,9 @@ export const answerEmbeddingsCached = async (
   run: () => Promise<EmbeddingsAnswer>,
 ): Promise<EmbeddingsAnswer> => {
   const { request } = prepared
-  const ttlSeconds = cacheTtlOf(request)
-  if (ttlSeconds === undefined) return run()
-  const state = (request.cache ??= {})
+  const state = request.cache
+  if (!state) return run()
+  const { ttlSeconds } = state
   if (ttlSeconds === 0) {
     state.outcome = { status: 'bypass' }
     return run()

@@ -18,9 +18,14 @@ import { uncacheableReason } from './cacheable'
 import { responseCacheKey } from './key'
 import { hitUsage, replayedResult, sessionReplay, wholeReplay } from './replay'
 
-/** The TTL that governs the request, in seconds: the header's, else the key's `cache`, else the workspace's. */
-export const cacheTtlOf = (request: InferenceRequest): number | undefined =>
-  request.cache?.requestedTtlSeconds ?? request.spend.key.cache?.ttlSeconds ?? request.spend.workspace.cache?.ttlSeconds
+/**
+ * The cache's directive for a prepared request of an HTTP route: the TTL of its `x-modelgate-cache-ttl` header
+ * (`headerTtlSeconds`), else its key's `cache`, else its workspace's; `undefined` when none asks for the cache.
+ */
+export const cacheDirectiveFor = (request: InferenceRequest, headerTtlSeconds: number | undefined): ResponseCacheState | undefined => {
+  const ttlSeconds = headerTtlSeconds ?? request.spend.key.cache?.ttlSeconds ?? request.spend.workspace.cache?.ttlSeconds
+  return ttlSeconds === undefined ? undefined : { ttlSeconds }
+}
 
 /** An answer worth serving again: completed, without a failure, with its usage. */
 const isStorable = (result: ResponseResult) => result.status === 'completed' && result.error === null && result.usage !== null
@@ -73,10 +78,11 @@ export const responseCacheStage = (service: InferenceService, entries: ResponseC
 
   return {
     name: 'response-cache',
+    // Only the HTTP routes set a directive (`cacheDirectiveFor`): a request without one, an intern's turn among them, runs as it would without the cache.
     async run(request, next) {
-      const ttlSeconds = cacheTtlOf(request)
-      if (ttlSeconds === undefined) return next(request)
-      const state = (request.cache ??= {})
+      const state = request.cache
+      if (!state) return next(request)
+      const { ttlSeconds } = state
       if (ttlSeconds === 0 || uncacheableReason(request) !== null) {
         state.outcome = { status: 'bypass' }
         return next(request)
