@@ -232,6 +232,14 @@ export const InternProvisioningOptionsSchema = v.pipe(
 /** Said of a retention setting given beside `enabled: false`: with no records there is nothing to keep or sweep. */
 const LEDGER_OFF_CONFLICT = 'has no effect with enabled: false (the usage ledger keeps no records)'
 
+/** The response cache's bounds and what a hit is charged (docs/decisions.md, Response cache). */
+export const ResponseCacheOptionsSchema = v.strictObject({
+  maxEntryBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  maxWorkspaceBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  maxWorkspaceEntries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  hitCharge: v.optional(v.pipe(v.number(), v.minValue(0))),
+})
+
 /** The usage ledger: on or off, and its retention (docs/decisions.md, Usage ledger). */
 export const LedgerOptionsSchema = v.pipe(
   v.strictObject({
@@ -410,14 +418,7 @@ export const GatewayOptionsSchema = v.strictObject({
    * (`maxEntryBytes`, default 1 MiB), what a workspace's entries may hold together (`maxWorkspaceBytes`, default
    * 64 MiB; `maxWorkspaceEntries`, default 1 000), and what a hit is charged in USD (`hitCharge`, default 0).
    */
-  responseCache: v.optional(
-    v.strictObject({
-      maxEntryBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-      maxWorkspaceBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-      maxWorkspaceEntries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-      hitCharge: v.optional(v.pipe(v.number(), v.minValue(0))),
-    }),
-  ),
+  responseCache: v.optional(ResponseCacheOptionsSchema),
   /** Share of the list price charged on BYOK requests (default 0.05). */
   byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Reported as `service_metadata.region`. */
