@@ -65,6 +65,11 @@ describe('the response cache through the openai SDK', () => {
     expect(second.data.output[0]!.id).not.toBe(first.data.output[0]!.id)
     expect(second.data.usage).toMatchObject({ input_tokens: first.data.usage!.input_tokens, output_tokens: first.data.usage!.output_tokens, cost: 0, is_cache_hit: true })
     expect((first.data.usage as unknown as Record<string, unknown>).is_cache_hit).toBeUndefined()
+
+    // The service metadata a caller asks for says where the answer came from, not how a run it did not make went.
+    const described = await client.responses.create({ model: family.model, input }, { headers: { ...CACHE.headers, 'x-service-metadata': 'enabled' } })
+    expect((described as unknown as { service_metadata: unknown }).service_metadata).toEqual({ response_cache: { status: 'hit', age_seconds: 7 } })
+    expect(upstreamCalls()).toBe(calls)
   })
 
   it('serves a streamed request from a whole answer as a complete stream the SDK assembles', async () => {

@@ -55,8 +55,8 @@ const itemEvents = (item: OutputItem, index: number): ItemEvent[] => {
       if (part.type === 'output_text') {
         events.push(
           { type: 'response.content_part.added', ...position, part: { type: 'output_text', text: '', annotations: [] } },
-          { type: 'response.output_text.delta', ...position, delta: part.text, logprobs: [] },
-          { type: 'response.output_text.done', ...position, text: part.text, logprobs: [] },
+          { type: 'response.output_text.delta', ...position, delta: part.text, logprobs: part.logprobs ?? [] },
+          { type: 'response.output_text.done', ...position, text: part.text, logprobs: part.logprobs ?? [] },
           { type: 'response.content_part.done', ...position, part: { type: 'output_text', text: part.text, annotations: part.annotations } },
         )
       } else {
