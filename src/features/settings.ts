@@ -27,7 +27,7 @@ export interface FeatureOptions {
   serverTools?: ServerToolOptions
   routers?: RouterOptions
   plugins?: PluginOptions
-  responseCache?: Partial<ResponseCacheSettings>
+  responseCache?: Parameters<typeof createResponseCacheSettings>[0]
   /** Where server tools may fetch from, as upstream calls may. */
   upstreamGuard?: UpstreamGuardOptions
 }

@@ -238,6 +238,18 @@ export const ResponseCacheOptionsSchema = v.strictObject({
   maxWorkspaceBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   maxWorkspaceEntries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   hitCharge: v.optional(v.pipe(v.number(), v.minValue(0))),
+  /**
+   * The semantic cache, which workspaces opt in to (`cache.semantic`): a request is answered from a stored answer of the
+   * same shape whose prompt's embedding by `model` (an embedding model of the catalog) is at least `threshold` similar
+   * (cosine, default 0.95), among the workspace's `compareLast` most recent (default 100, at most 1 000).
+   */
+  semantic: v.optional(
+    v.strictObject({
+      model: ModelSlugSchema,
+      threshold: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
+      compareLast: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000))),
+    }),
+  ),
 })
 
 /** The usage ledger: on or off, and its retention (docs/decisions.md, Usage ledger). */

@@ -9,9 +9,24 @@ import { StorageConflictError } from '../core/errors'
 import type { JsonObject, StorageDriver } from '../storage/contract'
 
 export const RESPONSE_CACHE = 'response_cache'
+/** The semantic cache's prompt embeddings, one per entry, newest first per workspace and request shape. */
+export const RESPONSE_CACHE_VECTORS = 'response_cache_vectors'
 
-/** A workspace's or key's `cache` default: answers are kept this long unless a request says otherwise. */
-export type ResponseCacheSetting = { ttlSeconds: number }
+/**
+ * A workspace's or key's `cache` default: answers are kept this long unless a request says otherwise; a workspace's
+ * `semantic` also answers requests close in meaning to a stored one.
+ */
+export type ResponseCacheSetting = { ttlSeconds: number; semantic?: boolean }
+
+export type ResponseCacheVectorRecord = {
+  workspaceId: string
+  /** The hash of everything in the request but its prompt: only requests of the same shape are compared. */
+  shape: string
+  /** The exact entry whose prompt this is. */
+  entryId: string
+  vector: number[]
+  storedAt: number
+}
 
 export type ResponseCacheRecord = {
   workspaceId: string
@@ -34,6 +49,9 @@ export interface ResponseCacheCaps {
 
 // Oldest first, as listing is ascending by sort key: the workspace's eviction order.
 const storedOrder = (storedAt: number) => storedAt.toString().padStart(16, '0')
+// Newest first, for the vectors a lookup compares: the key counts down with time.
+const NEWEST_FIRST_BASE = 10 ** 15
+const newestFirst = (storedAt: number) => (NEWEST_FIRST_BASE - storedAt).toString().padStart(16, '0')
 
 /** Entries read per page when a workspace is swept or cleared. */
 const PAGE = 500
@@ -90,13 +108,32 @@ export const createResponseCacheRepository = (storage: StorageDriver) => {
       return true
     },
 
-    /** Removes every entry of the workspace; resolves with how many there were. */
+    /** The prompt embeddings of the workspace's `limit` most recent entries of `shape`, newest first. */
+    async recentVectors(workspaceId: string, shape: string, limit: number): Promise<ResponseCacheVectorRecord[]> {
+      return (await storage.list<ResponseCacheVectorRecord>(RESPONSE_CACHE_VECTORS, { where: { workspaceId, shape }, limit })).items.map((item) => item.data)
+    },
+
+    /** Keeps the prompt embedding of entry `entryId`; only the `keepLast` most recent of its workspace and shape stay. */
+    async putVector(record: ResponseCacheVectorRecord, keepLast: number): Promise<void> {
+      const { workspaceId, shape } = record
+      await storage.delete(RESPONSE_CACHE_VECTORS, record.entryId)
+      await storage.create(RESPONSE_CACHE_VECTORS, { id: record.entryId, data: record, isDataHandedOver: true, indexes: { workspaceId, shape }, sortKey: newestFirst(record.storedAt) })
+      const { items } = await storage.list<ResponseCacheVectorRecord>(RESPONSE_CACHE_VECTORS, { where: { workspaceId, shape }, offset: keepLast })
+      for (const stale of items) await storage.delete(RESPONSE_CACHE_VECTORS, stale.id).catch(() => undefined)
+    },
+
+    /** Removes every entry of the workspace, and their embeddings; resolves with how many entries there were. */
     async clear(workspaceId: string): Promise<number> {
       let removed = 0
       for (;;) {
         const { items } = await storage.list<ResponseCacheRecord>(RESPONSE_CACHE, { where: { workspaceId }, limit: PAGE })
-        if (items.length === 0) return removed
+        if (items.length === 0) break
         for (const entry of items) if (await storage.delete(RESPONSE_CACHE, entry.id)) removed++
+      }
+      for (;;) {
+        const { items } = await storage.list(RESPONSE_CACHE_VECTORS, { where: { workspaceId }, limit: PAGE })
+        if (items.length === 0) return removed
+        for (const vector of items) await storage.delete(RESPONSE_CACHE_VECTORS, vector.id)
       }
     },
   }

@@ -19,17 +19,28 @@ const TtlSecondsSchema = v.pipe(
   v.maxValue(CACHE_TTL_MAX_SECONDS, `must be at most ${CACHE_TTL_MAX_SECONDS}`),
 )
 
-/** A workspace's or key's `cache`: `{ ttl_seconds }` (0 keeps nothing), or null for off. */
+/** A key's `cache`: `{ ttl_seconds }` (0 keeps nothing), or null for off. */
 export const CacheSettingSchema = v.optional(v.nullable(v.strictObject({ ttl_seconds: TtlSecondsSchema })))
 
-type CacheSettingWire = v.InferOutput<typeof CacheSettingSchema>
+/** A workspace's `cache`: a key's, and `semantic` to answer requests close in meaning to a stored one too. */
+export const WorkspaceCacheSettingSchema = v.optional(v.nullable(v.strictObject({ ttl_seconds: TtlSecondsSchema, semantic: v.optional(v.boolean()) })))
+
+type CacheSettingWire = v.InferOutput<typeof WorkspaceCacheSettingSchema>
 
 /** The wire `cache` as stored; `undefined` stays unchanged. */
 export const cacheSettingFromWire = (wire: CacheSettingWire): ResponseCacheSetting | null | undefined =>
-  wire === undefined ? undefined : wire === null ? null : { ttlSeconds: wire.ttl_seconds }
+  wire === undefined ? undefined : wire === null ? null : { ttlSeconds: wire.ttl_seconds, ...(wire.semantic ? { semantic: true } : {}) }
 
-/** The stored `cache` on the wire: null when off (records made before it have none). */
-export const cacheSettingToWire = (setting: ResponseCacheSetting | null | undefined) => (setting ? { ttl_seconds: setting.ttlSeconds } : null)
+/** The stored `cache` on the wire: null when off (records made before it have none); `semantic` only where it is on. */
+export const cacheSettingToWire = (setting: ResponseCacheSetting | null | undefined) =>
+  setting ? { ttl_seconds: setting.ttlSeconds, ...(setting.semantic ? { semantic: true } : {}) } : null
+
+/** 400 for a workspace that asks for the semantic cache of a gateway that names no model for it. */
+export const assertSemanticAvailable = (wire: CacheSettingWire, hasSemanticModel: boolean) => {
+  if (wire?.semantic && !hasSemanticModel) {
+    throw new InvalidRequestError('body.cache.semantic: this gateway names no embedding model for the semantic cache (its responseCache.semantic option)')
+  }
+}
 
 const DIGITS = /^\d{1,8}$/
 

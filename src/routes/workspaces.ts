@@ -18,7 +18,7 @@ import {
   WorkspaceParamsSchema,
   type UpdateWorkspaceBody,
 } from './workspaces.schemas'
-import { cacheSettingFromWire, cacheSettingToWire } from './response-cache.schemas'
+import { assertSemanticAvailable, cacheSettingFromWire, cacheSettingToWire } from './response-cache.schemas'
 
 /** Wire name of every writable workspace setting; the one table both directions use. */
 export const WORKSPACE_SETTING_WIRE_NAMES = {
@@ -108,7 +108,8 @@ export const createWorkspace = defineRoute({
   audit: 'workspace.create',
   body: CreateWorkspaceBodySchema,
   isIdempotent: true,
-  async handle({ body, caller, repositories, audit }) {
+  async handle({ body, caller, repositories, audit, runtime }) {
+    assertSemanticAvailable(body.cache, runtime.inference.responseCache.semantic !== undefined)
     let workspace: WorkspaceRecord
     try {
       const settings = fromWorkspaceWire(body) as WorkspaceSettings & { name: string; slug: string }
@@ -129,7 +130,8 @@ export const updateWorkspace = defineRoute({
   audit: 'workspace.update',
   params: WorkspaceParamsSchema,
   body: UpdateWorkspaceRouteBodySchema,
-  async handle({ params, body, caller, repositories, audit }) {
+  async handle({ params, body, caller, repositories, audit, runtime }) {
+    assertSemanticAvailable(body.cache, runtime.inference.responseCache.semantic !== undefined)
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
     // Its own default guardrail (derived from its id) is always there to go back to, configured or not.
     const isOwnDefault = body.default_guardrail_id !== undefined && body.default_guardrail_id === (await derivedGuardrailId(workspace.id))

@@ -52,8 +52,18 @@ describe.each(STORES)('response cache entries on $name', ({ open, drop }) => {
     expect(await entries.get('c', 13)).not.toBeNull()
     expect(await entries.get('d', 13)).not.toBeNull()
 
+    // The semantic cache's vectors: newest first per workspace and shape, only the last ones kept, cleared with their workspace.
+    for (const [index, entryId] of ['c', 'd', 'e'].entries()) {
+      await entries.putVector({ workspaceId: 'ws-1', shape: 'shape-1', entryId, vector: [index, 1], storedAt: 20 + index }, 2)
+    }
+    await entries.putVector({ workspaceId: 'ws-1', shape: 'shape-2', entryId: 'f', vector: [9, 9], storedAt: 30 }, 2)
+    expect((await entries.recentVectors('ws-1', 'shape-1', 10)).map((record) => record.entryId)).toEqual(['e', 'd'])
+    expect((await entries.recentVectors('ws-1', 'shape-1', 1)).map((record) => record.vector)).toEqual([[2, 1]])
+
     expect(await entries.clear('ws-1')).toBe(2)
     expect(await entries.get('d', 13)).toBeNull()
+    expect(await entries.recentVectors('ws-1', 'shape-1', 10)).toEqual([])
+    expect(await entries.recentVectors('ws-1', 'shape-2', 10)).toEqual([])
     expect(await entries.get('other', 13)).not.toBeNull()
   })
 })

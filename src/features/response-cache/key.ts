@@ -50,6 +50,16 @@ const answerFormOf = (request: InferenceRequest) => {
   }
 }
 
+/**
+ * The shape of a prepared request for the semantic cache: its key's form without its prompt (`input`,
+ * `instructions`), so only requests that differ in what they ask, not in how they are to be answered, are compared.
+ */
+export const semanticShapeKey = (request: InferenceRequest): Promise<string> => {
+  const { body, ...rest } = answerFormOf(request)
+  const { input: _input, instructions: _instructions, ...shape } = body
+  return hashCacheKey('responses-shape', request.spend.workspace.id, { ...rest, body: shape })
+}
+
 /** The key of a prepared `/responses`, `/chat/completions` or `/messages` request, in its workspace. */
 export const responseCacheKey = (request: InferenceRequest): Promise<string> =>
   hashCacheKey('responses', request.spend.workspace.id, answerFormOf(request))

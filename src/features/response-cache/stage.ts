@@ -17,6 +17,21 @@ import type { ResponseCacheRepository } from '../../repositories/response-cache'
 import { uncacheableReason } from './cacheable'
 import { responseCacheKey } from './key'
 import { hitUsage, replayedResult, sessionReplay, wholeReplay } from './replay'
+import { lookUpSemantic, type SemanticLookup } from './semantic'
+import type { SemanticCacheSettings } from './settings'
+
+/** The semantic cache as `service_metadata.response_cache.semantic` shows it: its model and threshold, and a hit's similarity. */
+const semanticMetadata = (settings: SemanticCacheSettings, similarity?: number) => ({
+  model: settings.model,
+  threshold: settings.threshold,
+  ...(similarity === undefined ? {} : { similarity: Math.round(similarity * 1e6) / 1e6 }),
+})
+
+/** A result's service metadata (when the caller asked for it) with what the semantic cache did. */
+const withMissMetadata = (result: ResponseResult, semantic: SemanticCacheSettings | undefined): ResponseResult =>
+  !semantic || !result.serviceMetadata
+    ? result
+    : { ...result, serviceMetadata: { ...result.serviceMetadata, response_cache: { status: 'miss', semantic: semanticMetadata(semantic) } } }
 
 /**
  * The cache's directive for a prepared request of an HTTP route: the TTL of its `x-modelgate-cache-ttl` header
@@ -38,10 +53,15 @@ const storedForm = (result: ResponseResult): JsonObject => {
 
 export const responseCacheStage = (service: InferenceService, entries: ResponseCacheRepository): RunStage => {
   const settings = service.responseCache
-  const fill = async (request: InferenceRequest, key: string, ttlSeconds: number, result: ResponseResult) => {
+  const fill = async (request: InferenceRequest, key: string, ttlSeconds: number, result: ResponseResult, semantic: SemanticLookup | undefined) => {
     if (!isStorable(result)) return
     try {
-      await entries.put(key, request.spend.workspace.id, storedForm(result), ttlSeconds * 1000, service.now(), settings)
+      const now = service.now()
+      const isStored = await entries.put(key, request.spend.workspace.id, storedForm(result), ttlSeconds * 1000, now, settings)
+      if (isStored && semantic && settings.semantic) {
+        const { shape, vector } = semantic
+        await entries.putVector({ workspaceId: request.spend.workspace.id, shape, entryId: key, vector, storedAt: now }, settings.semantic.compareLast)
+      }
     } catch (error) {
       // The answer stands whether or not it could be kept.
       service.logger.warn('response cache: answer not stored', { requestId: request.requestId, error })
@@ -58,12 +78,30 @@ export const responseCacheStage = (service: InferenceService, entries: ResponseC
     }
   }
 
-  const hit = async (request: InferenceRequest, state: ResponseCacheState, stored: ResponseResult, storedAt: number): Promise<RunOutcome> => {
+  const semanticLookup = async (request: InferenceRequest, semantic: SemanticCacheSettings) => {
+    try {
+      return await lookUpSemantic(service, entries, request, semantic)
+    } catch (error) {
+      // An embedding model that cannot answer leaves the exact cache: the request runs.
+      service.logger.warn('response cache: semantic lookup failed', { requestId: request.requestId, error })
+      return undefined
+    }
+  }
+
+  const hit = async (
+    request: InferenceRequest,
+    state: ResponseCacheState,
+    stored: ResponseResult,
+    storedAt: number,
+    semantic?: { settings: SemanticCacheSettings; similarity: number },
+  ): Promise<RunOutcome> => {
     const startedAt = performance.now()
     const ageSeconds = Math.max(0, Math.floor((service.now() - storedAt) / 1000))
     state.outcome = { status: 'hit', ageSeconds, sourceId: stored.id }
     const usage = stored.usage ? hitUsage(stored.usage, settings.hitCharge) : null
-    const metadata = request.isMetadataRequested ? { response_cache: { status: 'hit', age_seconds: ageSeconds } } : undefined
+    const metadata = request.isMetadataRequested
+      ? { response_cache: { status: 'hit', age_seconds: ageSeconds, ...(semantic ? { semantic: semanticMetadata(semantic.settings, semantic.similarity) } : {}) } }
+      : undefined
     const result = replayedResult(service, stored, usage, metadata)
     // A hit pays no provider: only the gateway's own charge, when the operator set one, is held and settled.
     const reservation = settings.hitCharge > 0 ? await reserveFixedCharge(service, request, settings.hitCharge) : undefined
@@ -90,14 +128,27 @@ export const responseCacheStage = (service: InferenceService, entries: ResponseC
       const key = await responseCacheKey(request)
       const entry = await lookup(request, key)
       if (entry) return hit(request, state, entry.answer as unknown as ResponseResult, entry.storedAt)
+      // The semantic cache, where the operator names its model and the workspace opted in.
+      const semantic = request.spend.workspace.cache?.semantic === true ? settings.semantic : undefined
+      const found = semantic ? await semanticLookup(request, semantic) : undefined
+      if (semantic && found?.match) {
+        const { entry: near, similarity } = found.match
+        return hit(request, state, near.answer as unknown as ResponseResult, near.storedAt, { settings: semantic, similarity })
+      }
       state.outcome = { status: 'miss' }
       const outcome = await next(request)
       if (!outcome.isStream) {
-        await fill(request, key, ttlSeconds, outcome.answer.result)
-        return outcome
+        await fill(request, key, ttlSeconds, outcome.answer.result, found)
+        return semantic ? { isStream: false, answer: { ...outcome.answer, result: withMissMetadata(outcome.answer.result, semantic) } } : outcome
       }
       // Stored as the stream finishes, before the client sees its end: the next request finds it.
-      return { isStream: true, session: observeSession(outcome.session, { beforeFinished: (result) => fill(request, key, ttlSeconds, result) }) }
+      const observed = observeSession(outcome.session, {
+        onEvent(event) {
+          if (event.type === 'finished' && semantic && event.result.serviceMetadata) event.result.serviceMetadata = withMissMetadata(event.result, semantic).serviceMetadata!
+        },
+        beforeFinished: (result) => fill(request, key, ttlSeconds, result, found),
+      })
+      return { isStream: true, session: observed }
     },
   }
 }
