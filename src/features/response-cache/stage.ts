@@ -2,7 +2,8 @@
  * The response cache's stage around a request's run (run-stage.ts; docs/decisions.md, Response cache), outermost: a
  * request that asks for the cache (its `x-modelgate-cache-ttl`, else its key's or its workspace's `cache`) and can be
  * repeated is answered from a fresh entry of its workspace when there is one, whole or as a stream, with nothing
- * reserved or sent upstream; otherwise it runs, and its completed answer is stored for the TTL. A request that asks
+ * reserved or sent upstream (the semantic cache, src/features/response-cache/semantic.ts, looks further for a
+ * workspace that opted in); otherwise it runs, and its completed answer is stored for the TTL. A request that asks
  * for nothing costs one property read.
  */
 
@@ -116,7 +117,8 @@ export const responseCacheStage = (service: InferenceService, entries: ResponseC
 
   return {
     name: 'response-cache',
-    // Only the HTTP routes set a directive (`cacheDirectiveFor`): a request without one, an intern's turn among them, runs as it would without the cache.
+    // Only the HTTP routes set a directive (`cacheDirectiveFor`): a request without one, an intern's turn among them,
+    // runs as it would without the cache.
     async run(request, next) {
       const state = request.cache
       if (!state) return next(request)
