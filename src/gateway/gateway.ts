@@ -36,6 +36,7 @@ import { modelChoicePlanStage } from '../features/plugins/model-choice'
 import { guardrailsPlanStage } from '../features/guardrails/plan-stage'
 import { serverToolsPlanStage } from '../features/server-tools/plan-stage'
 import { serverToolsTurnStage } from '../features/server-tools/turn-stage'
+import { responseCacheStage } from '../features/response-cache/stage'
 import { createDocumentReaders } from './file-parser'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
@@ -188,11 +189,17 @@ const createService = (options: Parameters<typeof createInferenceService>[0]) =>
 }
 
 /**
- * The features' stages around every request's run, outermost first (src/engine/run-stage.ts): the plugins hold and
+ * The features' stages around every request's run, outermost first (src/engine/run-stage.ts): the response cache
+ * answers a repeated request before anything else runs, and keeps what the others made of a new one; the plugins hold and
  * run what they do before the attempts; a whole answer's output passes the guardrails; fusion answers with its
  * panel instead of one run.
  */
-const runStagesFor = (service: InferenceService): RunStage[] => [pluginsStage(service), guardrailOutputStage, fusionStage(service)]
+const runStagesFor = (service: InferenceService, repositories: Repositories): RunStage[] => [
+  responseCacheStage(service, repositories.responseCache),
+  pluginsStage(service),
+  guardrailOutputStage,
+  fusionStage(service),
+]
 
 /**
  * The features' stages while a request is prepared and while its turns are answered, in the order they run
@@ -265,6 +272,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
             ...(config.routers ? { routers: config.routers } : {}),
             ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
+            ...(config.responseCache ? { responseCache: config.responseCache } : {}),
           },
           providers,
         ),
@@ -294,7 +302,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         })
   const runtime: GatewayRuntime = {
     inference,
-    runRequest: composeRunStages(runStagesFor(inference), (request) => runTurns(inference, request)),
+    runRequest: composeRunStages(runStagesFor(inference, repositories), (request) => runTurns(inference, request)),
     interns: createInternSettings(config),
     ledger:
       config.ledger?.enabled === false
