@@ -8,21 +8,27 @@ import { describe, expect, it } from 'vitest'
 import type { InferenceRequest } from '../../../src/engine/request'
 import { uncacheableReason } from '../../../src/features/response-cache/cacheable'
 import { canonicalJson, responseCacheKey } from '../../../src/features/response-cache/key'
+import { setPlugins } from '../../../src/features/plugins/request-plugins'
+import type { RequestPlugin } from '../../../src/features/plugins/contract'
+import { SERVER_TOOLS } from '../../../src/features/server-tools/request-server-tools'
+import type { ServerToolPlan } from '../../../src/features/server-tools/plan'
 
 const attempt = (slug: string, provider: string) => ({ model: { slug }, endpoint: { provider }, provider: { id: provider }, credential: null })
 
 /** A prepared request with only what the key and the rule read. */
-const request = (change: { body?: Record<string, unknown>; workspace?: string; attempts?: unknown[]; rest?: Record<string, unknown> } = {}): InferenceRequest =>
-  ({
+const request = (change: { body?: Record<string, unknown>; workspace?: string; attempts?: unknown[]; rest?: Record<string, unknown>; slots?: (request: InferenceRequest) => void } = {}): InferenceRequest => {
+  const prepared = {
     body: { model: 'openai/gpt-4.1-mini', input: 'What is the capital of France?', temperature: 0.2, ...change.body },
     attempts: change.attempts ?? [attempt('openai/gpt-4.1-mini', 'openai')],
     requestedModel: 'openai/gpt-4.1-mini',
     spend: { workspace: { id: change.workspace ?? 'ws-1' }, key: {}, account: {} },
-    plugins: [],
     pipeline: [],
     attemptReports: [],
     ...change.rest,
-  }) as unknown as InferenceRequest
+  } as unknown as InferenceRequest
+  change.slots?.(prepared)
+  return prepared
+}
 
 const keyOf = (change?: Parameters<typeof request>[0]) => responseCacheKey(request(change))
 
@@ -80,10 +86,10 @@ describe('uncacheableReason', () => {
   it.each([
     ['background', { body: { background: true } }, 'background'],
     ['an echo of the upstream body', { body: { debug: { echo_upstream_body: true } } }, 'debug'],
-    ['server tools', { rest: { serverTools: { byItemType: new Map() } } }, 'server tools'],
+    ['server tools', { slots: (prepared: InferenceRequest) => SERVER_TOOLS.set(prepared, { byItemType: new Map() } as unknown as ServerToolPlan) }, 'server tools'],
     ['a tool the provider runs', { body: { tools: [{ type: 'web_search_preview' }] } }, 'provider-run tools'],
-    ['the web plugin', { rest: { plugins: [{ id: 'web' }] } }, 'web plugin'],
-    ['the web-fetch plugin', { rest: { plugins: [{ id: 'web-fetch' }] } }, 'web plugin'],
+    ['the web plugin', { slots: (prepared: InferenceRequest) => setPlugins(prepared, [{ id: 'web' } as RequestPlugin]) }, 'web plugin'],
+    ['the web-fetch plugin', { slots: (prepared: InferenceRequest) => setPlugins(prepared, [{ id: 'web-fetch' } as RequestPlugin]) }, 'web plugin'],
   ])('refuses %s', (_name, change, reason) => {
     expect(uncacheableReason(request(change))).toBe(reason)
   })
