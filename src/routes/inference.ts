@@ -12,7 +12,7 @@ import { createGenerationRecorder, prepareRecorded } from '../ledger/generation-
 import { withPreset } from './presets.config'
 import type { RouteContext } from '../pipeline/route'
 import type { GenerationApi } from '../repositories/generations'
-import { replyInFormat, type WireFormat } from '../writers/reply'
+import { replyInFormat, type WireFormat } from '../formats/shared/reply'
 
 /**
  * Model requests (`/responses`, `/chat/completions`, `/messages`, `/embeddings`, presets' routes) take the gateway's

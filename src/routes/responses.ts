@@ -1,6 +1,6 @@
 /**
  * `POST /responses` (spec): one complete JSON result, or a server-sent event stream. Routing,
- * fallbacks, BYOK and billing happen in src/engine; src/writers encodes the answer; this route wires
+ * fallbacks, BYOK and billing happen in src/engine; src/formats encodes the answer; this route wires
  * the request to them.
  */
 
@@ -8,7 +8,7 @@ import { defineRoute } from '../pipeline/route'
 import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
 import { ResponsesRequestSchema } from '../features/request-body'
-import { RESPONSES_FORMAT } from '../writers/responses-reply'
+import { RESPONSES_FORMAT } from '../formats/responses/reply'
 import { answerInference, INFERENCE_BODY_LIMIT } from './inference'
 
 /**
