@@ -6,7 +6,7 @@
 
 // Code that runs on every host (Node, Bun, Deno, workers): only web APIs, no Node built-ins.
 const PORTABLE =
-  '^src/(core|pipeline|routes|ledger|engine|features|writers|providers|services|repositories|interns|admin|gateway|testing|dashboard)/|^src/transport/(contract|idle-watch)\\.ts$'
+  '^src/(core|pipeline|routes|ledger|engine|features|formats|providers|services|repositories|interns|admin|gateway|testing|dashboard)/|^src/transport/(contract|idle-watch)\\.ts$'
 
 module.exports = {
   forbidden: [
@@ -43,7 +43,7 @@ module.exports = {
       comment:
         'A provider\'s facts are capabilities its adapter declares (src/providers/contract.ts): outside src/providers/, nothing imports a ' +
         'provider\'s own folder but the code all adapters share (src/providers/shared/) and Anthropic\'s wire names, which the ' +
-        'Anthropic Messages format the gateway serves inbound (routes/messages.*, writers/messages-*) speaks too.',
+        'Anthropic Messages format the gateway serves inbound (src/formats/messages/) speaks too.',
       from: { path: '^src/', pathNot: '^src/providers/' },
       to: { path: '^src/providers/[^/]+/', pathNot: '^src/providers/(shared/|anthropic/wire\\.ts$)' },
     },
@@ -73,7 +73,7 @@ module.exports = {
       severity: 'error',
       comment: 'Domain rules over repositories (accounts, keys, BYOK): no engine, no HTTP.',
       from: { path: '^src/services/' },
-      to: { path: '^src/(engine|features|writers|interns|ledger|pipeline|routes|admin|gateway|cli|adapters|transport)/' },
+      to: { path: '^src/(engine|features|formats|interns|ledger|pipeline|routes|admin|gateway|cli|adapters|transport)/' },
     },
     {
       name: 'engine-knows-no-http-layer',
@@ -105,7 +105,7 @@ module.exports = {
         'The usage ledger records what the engine answered: it knows the engine, services and repositories; the pipeline, routes ' +
         'and the composition root write through it, never the reverse.',
       from: { path: '^src/ledger/' },
-      to: { path: '^src/(routes|pipeline|admin|gateway|cli|adapters|transport|interns|writers)/' },
+      to: { path: '^src/(routes|pipeline|admin|gateway|cli|adapters|transport|interns|formats)/' },
     },
     {
       name: 'engine-knows-no-interns',
@@ -117,16 +117,20 @@ module.exports = {
     {
       name: 'engine-knows-no-wire-format',
       severity: 'error',
-      comment: 'The engine yields typed events; writers turn them into a wire format (Responses JSON or SSE, later others), never the reverse.',
+      comment:
+        'The engine yields typed events; each wire format (src/formats/) reads its requests into the engine\'s and writes the events ' +
+        'back out (JSON or SSE), never the reverse.',
       from: { path: '^src/(engine|features)/' },
-      to: { path: '^src/writers/' },
+      to: { path: '^src/formats/' },
     },
     {
-      name: 'writers-encode-events-only',
+      name: 'formats-translate-and-encode-only',
       severity: 'error',
-      comment: "Writers know the engine's events and results, the canonical types and the kernel: no routes, storage or upstream calls.",
-      from: { path: '^src/writers/' },
-      to: { path: '^src/', pathNot: '^src/(writers|engine|providers|core)/' },
+      comment:
+        "A wire format knows the engine's request, events and results, the canonical types, the kernel and the plugin schemas its " +
+        'request accepts: no routes, pipeline, storage or upstream calls.',
+      from: { path: '^src/formats/' },
+      to: { path: '^src/', pathNot: '^src/(formats|engine|providers|core)/|^src/features/plugins/schemas\\.ts$' },
     },
     {
       name: 'interns-use-the-engine-not-the-http-layer',

@@ -1,7 +1,7 @@
 /**
  * One `/responses` request from validated body to an answer: a whole result or a session of events.
  * Shared by the HTTP route and by anything inside the gateway that runs a model turn on a caller's
- * behalf (interns). Writers (src/writers/) turn the answer into a wire format.
+ * behalf (interns). Writers (src/formats/) turn the answer into a wire format.
  */
 
 import type { ClientSignal } from '../core/client-signal'

@@ -1,6 +1,6 @@
 /**
  * What running a response yields, independent of any wire format: a session of typed events for a
- * stream, or the final result for a whole answer. Writers (src/writers/) encode both.
+ * stream, or the final result for a whole answer. Writers (src/formats/) encode both.
  */
 
 import type { ItemEvent, RelayedEvent } from '../providers/events'

@@ -13,7 +13,7 @@ import { createGenerationRecorder, prepareRecorded } from '../ledger/generation-
 import { withPreset } from './presets.config'
 import type { RouteContext } from '../pipeline/route'
 import type { GenerationApi } from '../repositories/generations'
-import { replyInFormat, type WireFormat } from '../writers/reply'
+import { replyInFormat, type WireFormat } from '../formats/shared/reply'
 import { cacheTtlHeader } from './response-cache.schemas'
 import { cacheDirectiveFor } from '../features/response-cache/stage'
 import { RESPONSE_CACHE } from '../features/response-cache/request-state'

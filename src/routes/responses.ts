@@ -1,6 +1,6 @@
 /**
  * `POST /responses` (spec): one complete JSON result, or a server-sent event stream. Routing,
- * fallbacks, BYOK and billing happen in src/engine; src/writers encodes the answer; this route wires
+ * fallbacks, BYOK and billing happen in src/engine; src/formats encodes the answer; this route wires
  * the request to them. Stored responses (docs/decisions.md, Stored responses): the answer kept under the key's
  * workspace, continued with `previous_response_id`, read, listed and deleted by the routes below.
  */
@@ -13,8 +13,8 @@ import { ResponsesRequestSchema } from '../features/request-body'
 import type { StoredResponseContent } from '../repositories/stored-responses'
 import type { JsonObject, JsonValue } from '../storage/contract'
 import type { ResponseOwner, StoredResponses } from '../services/stored-responses'
-import { resultObject } from '../writers/responses-object'
-import { RESPONSES_FORMAT } from '../writers/responses-reply'
+import { resultObject } from '../formats/responses/object'
+import { RESPONSES_FORMAT } from '../formats/responses/reply'
 import { answerInference, INFERENCE_BODY_LIMIT, type AnswerKeeper } from './inference'
 import { GetResponseQuerySchema, ListInputItemsQuerySchema, ResponseParamsSchema } from './responses.schemas'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { responsesErrorCode } from '../../../src/writers/responses-error-code'
+import { responsesErrorCode } from '../../../src/formats/responses/error-code'
 
 describe('error.code of an in-band response.failed (docs/decisions.md, Errors and routing)', () => {
   it.each([

@@ -7,13 +7,13 @@
  * SDKs throw it).
  */
 
-import type { ChunkProducer } from '../core/event-stream'
-import { startEncoded } from './reply'
-import type { BilledUsage } from '../engine/billing'
-import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../engine/session-events'
-import { completedImages, type OutputFunctionCall, type OutputImage, type OutputReasoning } from '../providers/types'
-import { imageBlockOf, messageId, reasoningTextOf, redactedDataOf, stopReasonOf, stopSequenceOf, toMessagesError, toMessagesUsage } from './messages-shared'
-import { asGeneratedImage } from './server-tool-images'
+import type { ChunkProducer } from '../../core/event-stream'
+import { startEncoded } from '../shared/reply'
+import type { BilledUsage } from '../../engine/billing'
+import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../../engine/session-events'
+import { completedImages, type OutputFunctionCall, type OutputImage, type OutputReasoning } from '../../providers/types'
+import { imageBlockOf, messageId, reasoningTextOf, redactedDataOf, stopReasonOf, stopSequenceOf, toMessagesError, toMessagesUsage } from './shared'
+import { asGeneratedImage } from '../shared/server-tool-images'
 
 const PING = 'event: ping\ndata: {"type":"ping"}\n\n'
 

@@ -1,7 +1,7 @@
 /** A whole answer as a `chat.completion` object (OpenAI's Chat Completions, with OpenRouter's usage, reasoning and images). */
 
-import type { ResponseResult } from '../engine/session-events'
-import { completedImages, type OutputFunctionCall, type OutputMessage, type OutputReasoning } from '../providers/types'
+import type { ResponseResult } from '../../engine/session-events'
+import { completedImages, type OutputFunctionCall, type OutputMessage, type OutputReasoning } from '../../providers/types'
 import {
   chatCompletionId,
   finishReasonOf,
@@ -15,8 +15,8 @@ import {
   toChatUsage,
   type ChatWriterOptions,
   type ReasoningDetail,
-} from './chat-completions-shared'
-import { asGeneratedImage } from './server-tool-images'
+} from './shared'
+import { asGeneratedImage } from '../shared/server-tool-images'
 
 const reasoningTextOf = (item: OutputReasoning) => {
   const parts = item.content?.length ? item.content : item.summary

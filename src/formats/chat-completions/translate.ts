@@ -4,12 +4,12 @@
  * no translation was refused by the schema already.
  */
 
-import type { RouteExtensions } from '../engine/request'
-import type { ResponsesRequestBody } from '../engine/request.schemas'
-import { pluginsWithTransforms } from './transforms.translate'
-import type { RequestExtensions } from '../providers/types'
-import type { ChatCompletionsRequest } from './chat-completions.schemas'
-import { toInputItems } from './chat-completions.messages'
+import type { RouteExtensions } from '../../engine/request'
+import type { ResponsesRequestBody } from '../../engine/request.schemas'
+import { pluginsWithTransforms } from '../shared/transforms'
+import type { RequestExtensions } from '../../providers/types'
+import type { ChatCompletionsRequest } from './schemas'
+import { toInputItems } from './messages'
 
 type Reasoning = NonNullable<ResponsesRequestBody['reasoning']>
 

@@ -3,9 +3,9 @@
  * its cost, a failure, and reasoning blocks as OpenRouter's `reasoning_details`.
  */
 
-import type { BilledUsage } from '../engine/billing'
-import type { ResponseFailure, ResponseResult, ServedBy } from '../engine/session-events'
-import { imageMediaType, type OutputImage, type OutputReasoning } from '../providers/types'
+import type { BilledUsage } from '../../engine/billing'
+import type { ResponseFailure, ResponseResult, ServedBy } from '../../engine/session-events'
+import { imageMediaType, type OutputImage, type OutputReasoning } from '../../providers/types'
 
 export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'error'
 

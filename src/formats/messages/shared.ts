@@ -3,12 +3,12 @@
  * blocks a finished item stands for, and a failure as Anthropic's `error` object.
  */
 
-import { anthropicErrorType } from '../core/errors'
-import type { BilledUsage } from '../engine/billing'
-import type { ResponseFailure, ResponseResult } from '../engine/session-events'
-import { ANTHROPIC_REASONING_FORMAT } from '../providers/anthropic/wire'
-import { completedImages, imageMediaType, type OutputFunctionCall, type OutputImage, type OutputItem, type OutputMessage, type OutputReasoning } from '../providers/types'
-import { asGeneratedImage } from './server-tool-images'
+import { anthropicErrorType } from '../../core/errors'
+import type { BilledUsage } from '../../engine/billing'
+import type { ResponseFailure, ResponseResult } from '../../engine/session-events'
+import { ANTHROPIC_REASONING_FORMAT } from '../../providers/anthropic/wire'
+import { completedImages, imageMediaType, type OutputFunctionCall, type OutputImage, type OutputItem, type OutputMessage, type OutputReasoning } from '../../providers/types'
+import { asGeneratedImage } from '../shared/server-tool-images'
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal' | 'stop_sequence' | 'pause_turn'
 

@@ -1,11 +1,11 @@
 /** The HTTP answer of a Responses request: a whole answer as the Response object, a session as Responses events. */
 
-import { json, type Reply } from '../core/reply'
-import type { RunOutcome } from '../engine/run-stage'
-import type { ResponseSession, WholeAnswer } from '../engine/session-events'
-import { OVERHEAD_HEADER, replyInFormat, sseReply, type WireFormat } from './reply'
-import { resultObject } from './responses-object'
-import { toResponsesSse } from './responses-sse'
+import { json, type Reply } from '../../core/reply'
+import type { RunOutcome } from '../../engine/run-stage'
+import type { ResponseSession, WholeAnswer } from '../../engine/session-events'
+import { OVERHEAD_HEADER, replyInFormat, sseReply, type WireFormat } from '../shared/reply'
+import { resultObject } from './object'
+import { toResponsesSse } from './sse'
 
 
 export const replyWhole = (answer: WholeAnswer): Reply =>

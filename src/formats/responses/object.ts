@@ -1,9 +1,9 @@
 /** The engine's results as Responses objects (spec: Response result), through the one envelope. */
 
-import type { ResponsesRequestBody } from '../engine/request.schemas'
-import type { ResponseResult } from '../engine/session-events'
+import type { ResponsesRequestBody } from '../../engine/request.schemas'
+import type { ResponseResult } from '../../engine/session-events'
 import { toResponseObject } from './envelope'
-import { responsesErrorCode } from './responses-error-code'
+import { responsesErrorCode } from './error-code'
 
 /** The response as `response.created` and `response.in_progress` show it. */
 export const inProgressObject = (request: ResponsesRequestBody, started: { id: string; createdAt: number; model: string }) =>

@@ -1,15 +1,15 @@
 /**
  * `POST /messages` body: Anthropic's Messages request with OpenRouter's additions (docs/decisions.md,
  * POST /messages). Every declared field is translated into the engine's request
- * (src/routes/messages.translate.ts) or refused here with a 400 naming it; unknown top-level fields are
+ * (src/formats/messages/translate.ts) or refused here with a 400 naming it; unknown top-level fields are
  * ignored, as on `/responses` and `/chat/completions`.
  */
 
 import * as v from 'valibot'
-import { boundedJson, integer } from '../core/validation'
-import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
-import { PluginSchema } from '../features/plugins/schemas'
-import { TransformsSchema } from './transforms.translate'
+import { boundedJson, integer } from '../../core/validation'
+import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from '../shared/server-tool.schemas'
+import { PluginSchema } from '../../features/plugins/schemas'
+import { TransformsSchema } from '../shared/transforms'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -24,8 +24,8 @@ import {
   SESSION_ID_MAX,
   USER_MAX,
   nullableNumber,
-} from '../engine/request.schemas'
-import { MESSAGES_MAX, TOOLS_MAX } from './chat-completions.schemas'
+} from '../../engine/request.schemas'
+import { MESSAGES_MAX, TOOLS_MAX } from '../chat-completions/schemas'
 
 /** Anthropic's floor for a thinking budget. */
 export const THINKING_BUDGET_MIN = 1024
@@ -209,7 +209,7 @@ export const MessagesRequestSchema = v.pipe(
     temperature: nullableNumber(0, 1),
     top_p: nullableNumber(0, 1),
     top_k: v.optional(v.nullable(integer(0))),
-    // Carried beside the engine's request (messages.translate.ts toExtensions); routing picks endpoints that send them.
+    // Carried beside the engine's request (translate.ts toExtensions); routing picks endpoints that send them.
     stop_sequences: v.optional(v.nullable(v.array(nonEmpty))),
     stream: v.optional(v.nullable(v.boolean())),
     metadata: v.optional(

@@ -5,7 +5,7 @@
  */
 
 import * as v from 'valibot'
-import type { ResponsesRequestBody } from '../engine/request.schemas'
+import type { ResponsesRequestBody } from '../../engine/request.schemas'
 
 export const TransformsSchema = v.optional(v.nullable(v.array(v.literal('middle-out', 'must be "middle-out", the only transform'))))
 

@@ -3,9 +3,9 @@
  * `parallel_tool_calls`, `tools`, `temperature`… even on `response.created` (gaps §2).
  */
 
-import type { BilledUsage } from '../engine/billing'
-import { MAX_TOOL_CALLS_MAX, type ResponsesRequestBody } from '../engine/request.schemas'
-import type { OutputItem } from '../providers/types'
+import type { BilledUsage } from '../../engine/billing'
+import { MAX_TOOL_CALLS_MAX, type ResponsesRequestBody } from '../../engine/request.schemas'
+import type { OutputItem } from '../../providers/types'
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed'
 

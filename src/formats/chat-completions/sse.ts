@@ -7,11 +7,11 @@
  * and `finish_reason: "error"`. Quiet stretches get the same `: PROCESSING` comments as Responses streams.
  */
 
-import type { ChunkProducer } from '../core/event-stream'
-import { startEncoded } from './reply'
-import type { BilledUsage } from '../engine/billing'
-import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../engine/session-events'
-import { completedImages, type OutputFunctionCall, type OutputImage, type OutputReasoning } from '../providers/types'
+import type { ChunkProducer } from '../../core/event-stream'
+import { startEncoded } from '../shared/reply'
+import type { BilledUsage } from '../../engine/billing'
+import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../../engine/session-events'
+import { completedImages, type OutputFunctionCall, type OutputImage, type OutputReasoning } from '../../providers/types'
 import {
   chatCompletionId,
   finishReasonOf,
@@ -26,8 +26,8 @@ import {
   toChatUsage,
   type ChatWriterOptions,
   type ReasoningDetail,
-} from './chat-completions-shared'
-import { asGeneratedImage } from './server-tool-images'
+} from './shared'
+import { asGeneratedImage } from '../shared/server-tool-images'
 
 const KEEP_ALIVE = ': PROCESSING\n\n'
 const DONE = 'data: [DONE]\n\n'

@@ -1,10 +1,10 @@
 /** The HTTP answer of a Messages request: a whole answer as a `message`, a session as Anthropic's events. */
 
-import { errorReply, GatewayError } from '../core/errors'
-import { json } from '../core/reply'
-import { toMessage } from './messages-json'
-import { toMessagesSse } from './messages-sse'
-import { OVERHEAD_HEADER, sseReply, type WireFormat } from './reply'
+import { errorReply, GatewayError } from '../../core/errors'
+import { json } from '../../core/reply'
+import { toMessage } from './json'
+import { toMessagesSse } from './sse'
+import { OVERHEAD_HEADER, sseReply, type WireFormat } from '../shared/reply'
 
 export const MESSAGES_FORMAT: WireFormat = {
   whole: (answer) => {

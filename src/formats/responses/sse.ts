@@ -6,9 +6,9 @@
  * are, and a web stream encodes them.
  */
 
-import type { ChunkProducer } from '../core/event-stream'
-import type { ResponseSession, SessionEvent } from '../engine/session-events'
-import { inProgressObject, resultObject } from './responses-object'
+import type { ChunkProducer } from '../../core/event-stream'
+import type { ResponseSession, SessionEvent } from '../../engine/session-events'
+import { inProgressObject, resultObject } from './object'
 
 const KEEP_ALIVE = ': PROCESSING\n\n'
 const DONE = 'data: [DONE]\n\n'

@@ -1,15 +1,15 @@
 /**
  * `POST /chat/completions` body: OpenAI's Chat Completions request with OpenRouter's additions
  * (docs/decisions.md, POST /chat/completions). Every declared field is translated into the engine's
- * request (src/routes/chat-completions.translate.ts) or refused here with a 400 naming it; unknown
+ * request (src/formats/chat-completions/translate.ts) or refused here with a 400 naming it; unknown
  * top-level fields are ignored, as on `/responses`.
  */
 
 import * as v from 'valibot'
-import { boundedJson, integer, sparseLooseObject } from '../core/validation'
-import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
-import { PluginSchema } from '../features/plugins/schemas'
-import { TransformsSchema } from './transforms.translate'
+import { boundedJson, integer, sparseLooseObject } from '../../core/validation'
+import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from '../shared/server-tool.schemas'
+import { PluginSchema } from '../../features/plugins/schemas'
+import { TransformsSchema } from '../shared/transforms'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
@@ -26,7 +26,7 @@ import {
   SESSION_ID_MAX,
   USER_MAX,
   nullableNumber,
-} from '../engine/request.schemas'
+} from '../../engine/request.schemas'
 
 export const MESSAGES_MAX = 10_000
 export const TOOLS_MAX = 256
@@ -209,7 +209,7 @@ export const ChatCompletionsRequestSchema = v.pipe(
     max_completion_tokens: v.optional(v.nullable(integer(1))),
     // spec: one choice per request; other counts cannot be honoured by every provider.
     n: v.optional(v.nullable(v.literal(1, 'must be 1: one choice per request'))),
-    // Carried beside the engine's request (chat-completions.translate.ts toExtensions); routing picks endpoints that send them.
+    // Carried beside the engine's request (translate.ts toExtensions); routing picks endpoints that send them.
     logprobs: v.optional(v.nullable(v.boolean())),
     top_logprobs: v.optional(v.nullable(integer(0, TOP_LOGPROBS_MAX))),
     stop: v.optional(v.nullable(StopSchema)),

@@ -4,13 +4,13 @@
  * translation was refused by the schema already.
  */
 
-import { InvalidRequestError } from '../core/errors'
-import type { RouteExtensions } from '../engine/request'
-import { isServerToolEntry, type ServerToolEntry } from './server-tool.schemas'
-import type { ResponsesRequestBody } from '../engine/request.schemas'
-import { pluginsWithTransforms } from './transforms.translate'
-import type { MessagesRequest } from './messages.schemas'
-import { toInputItems } from './messages.content'
+import { InvalidRequestError } from '../../core/errors'
+import type { RouteExtensions } from '../../engine/request'
+import { isServerToolEntry, type ServerToolEntry } from '../shared/server-tool.schemas'
+import type { ResponsesRequestBody } from '../../engine/request.schemas'
+import { pluginsWithTransforms } from '../shared/transforms'
+import type { MessagesRequest } from './schemas'
+import { toInputItems } from './content'
 
 type InputItem = Exclude<ResponsesRequestBody['input'], string>[number]
 type Reasoning = NonNullable<ResponsesRequestBody['reasoning']>

@@ -5,9 +5,9 @@
  * reasoning items the Anthropic adapter turns back into the very same blocks.
  */
 
-import type { ResponsesRequestBody } from '../engine/request.schemas'
-import { ANTHROPIC_REASONING_FORMAT } from '../providers/anthropic/wire'
-import type { AssistantBlock, DocumentBlock, ImageBlock, MessageParam, TextBlock, UserBlock } from './messages.schemas'
+import type { ResponsesRequestBody } from '../../engine/request.schemas'
+import { ANTHROPIC_REASONING_FORMAT } from '../../providers/anthropic/wire'
+import type { AssistantBlock, DocumentBlock, ImageBlock, MessageParam, TextBlock, UserBlock } from './schemas'
 
 type InputItem = Exclude<ResponsesRequestBody['input'], string>[number]
 type Part = Record<string, unknown> & { type: string }

@@ -1,7 +1,7 @@
 /** A whole answer as Anthropic's `message` object. */
 
-import type { ResponseResult } from '../engine/session-events'
-import { blocksOf, messageId, stopReasonOf, stopSequenceOf, toMessagesUsage } from './messages-shared'
+import type { ResponseResult } from '../../engine/session-events'
+import { blocksOf, messageId, stopReasonOf, stopSequenceOf, toMessagesUsage } from './shared'
 
 export const toMessage = (result: ResponseResult) => ({
   id: messageId(result.id),

@@ -3,11 +3,11 @@
  * `Reply` (src/core/reply.ts). Each format supplies its two encoders.
  */
 
-import type { ChunkProducer, ChunkSink } from '../core/event-stream'
-import { eventsReply, responseReply, type Reply } from '../core/reply'
-import { ClientClosedError } from '../engine/attempts'
-import type { RunOutcome } from '../engine/run-stage'
-import type { ResponseSession, SessionEvent, WholeAnswer } from '../engine/session-events'
+import type { ChunkProducer, ChunkSink } from '../../core/event-stream'
+import { eventsReply, responseReply, type Reply } from '../../core/reply'
+import { ClientClosedError } from '../../engine/attempts'
+import type { RunOutcome } from '../../engine/run-stage'
+import type { ResponseSession, SessionEvent, WholeAnswer } from '../../engine/session-events'
 
 /** The gateway's own time spent on a request, upstream waits excluded. */
 export const OVERHEAD_HEADER = 'x-modelgate-overhead-ms'

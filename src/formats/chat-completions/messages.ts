@@ -5,8 +5,8 @@
  * `function_call` per tool call; a `tool` message becomes a `function_call_output`.
  */
 
-import type { ResponsesRequestBody } from '../engine/request.schemas'
-import { IMAGE_DATA_URL, type ChatMessage, type ChatUserPart } from './chat-completions.schemas'
+import type { ResponsesRequestBody } from '../../engine/request.schemas'
+import { IMAGE_DATA_URL, type ChatMessage, type ChatUserPart } from './schemas'
 
 type InputItem = Exclude<ResponsesRequestBody['input'], string>[number]
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>

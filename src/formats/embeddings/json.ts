@@ -1,7 +1,7 @@
 /** The embeddings answer in OpenAI's shape, with OpenRouter's usage fields (cost, BYOK, cost details). */
 
-import type { EmbeddingsAnswer } from '../engine/embeddings'
-import { toChatCostDetails } from './chat-completions-shared'
+import type { EmbeddingsAnswer } from '../../engine/embeddings'
+import { toChatCostDetails } from '../chat-completions/shared'
 
 /** OpenAI's `base64`: the vector's float32 values, little-endian, base64-encoded. */
 export const toBase64Vector = (vector: readonly number[]): string => {

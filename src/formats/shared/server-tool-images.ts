@@ -3,7 +3,7 @@
  * shows generated images: Chat Completions `images`, a Messages `image` block. Its other fields have no place there.
  */
 
-import type { OutputImage, OutputItem } from '../providers/types'
+import type { OutputImage, OutputItem } from '../../providers/types'
 
 /** The item as a generated image when it is a finished `service:image_generation` one; any other item as it is. */
 export const asGeneratedImage = (item: OutputItem): OutputItem => {

@@ -4,8 +4,8 @@
  */
 
 import * as v from 'valibot'
-import { boundedJson } from '../core/validation'
-import { withServerToolName } from '../engine/request.schemas'
+import { boundedJson } from '../../core/validation'
+import { withServerToolName } from '../../engine/request.schemas'
 
 /** Whether a tool object names a gateway server tool (`service:…`, or OpenRouter's name for it, `openrouter:…`). */
 export const isServerToolEntry = (tool: unknown): boolean => {
