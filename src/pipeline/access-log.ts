@@ -1,12 +1,14 @@
 /**
- * The access log: one `logger.info('access', {...})` line per model request (`POST /responses`, an
- * intern chat turn), written once the answer is settled: a whole answer when it is built, a stream from
- * its session's end, a failure before any answer from the error. docs/decisions.md ("Access log") lists
- * the fields. Never the key itself: only the first 8 hex digits of its hash.
+ * A request's report: what the request was and how it ended, emitted as the telemetry's `requestEnded` once the answer
+ * is settled: a whole answer when it is built, a stream from its session's end, a failure before any answer from the
+ * error. The access log is one observer of it: one `logger.info('access', {...})` line per model request
+ * (`POST /responses`, an intern chat turn); docs/decisions.md ("Access log") lists the fields. Never the key itself:
+ * only the first 8 hex digits of its hash.
  */
 
 import { isGatewayError } from '../core/errors'
 import type { Logger } from '../core/logger'
+import type { RequestEnded, TelemetryObserver } from '../core/telemetry'
 import type { SessionObserver } from '../engine/observe'
 import type { ResponseResult, WholeAnswer } from '../engine/session-events'
 import type { Caller } from './auth'
@@ -48,7 +50,18 @@ const resultFields = (result: ResponseResult): Fields => ({
   errorType: result.error?.errorType,
 })
 
-export const createAccessLog = (logger: Logger, request: { requestId: string; method: string; path: string }): AccessLog => {
+/** What a request is, known when its route matched. */
+export interface RequestIdentity {
+  requestId: string
+  method: string
+  path: string
+  /** The route's pattern, `unmatched` for none. */
+  route: string
+  isModelRequest: boolean
+}
+
+/** Reports the request to `emit` once, when it has ended. */
+export const createAccessLog = (emit: (event: RequestEnded) => void, request: RequestIdentity): AccessLog => {
   const startedAt = performance.now()
   const fields: Fields = { requestId: request.requestId, method: request.method, path: request.path }
   let isLogged = false
@@ -57,8 +70,9 @@ export const createAccessLog = (logger: Logger, request: { requestId: string; me
     if (isLogged) return
     isLogged = true
     // Object.assign rather than a literal that starts with a spread: on Node 20 that takes V8's slow path (about
-    // 4 µs per line). Same keys, same order.
-    logger.info('access', Object.assign({}, fields, { status }, more, { latencyMs: Math.round(performance.now() - startedAt) }))
+    // 4 µs per line). Same keys, same order; the route last, out of the log line.
+    const event = Object.assign({}, fields, { status }, more, { latencyMs: Math.round(performance.now() - startedAt) }, { route: request.route, isModelRequest: request.isModelRequest })
+    emit(event as unknown as RequestEnded)
   }
   return {
     identify(caller) {
@@ -95,3 +109,12 @@ export const createAccessLog = (logger: Logger, request: { requestId: string; me
     },
   }
 }
+
+/** The access log: one info line per model request, from its `requestEnded` event. */
+export const accessLogObserver = (logger: Logger): TelemetryObserver => ({
+  requestEnded(event) {
+    if (!event.isModelRequest) return
+    const { route: _route, isModelRequest: _isModelRequest, ...line } = event
+    logger.info('access', line)
+  },
+})
