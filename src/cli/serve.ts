@@ -20,6 +20,8 @@ import { isUrlSource, priceSourceOptions, watchPriceFile } from './prices'
 import { explainStoreFailure } from './storage'
 import { runnerLog } from './stderr-lines'
 import { DEFAULT_DASHBOARD_PATH } from '../dashboard/page'
+import { createPrometheusMetrics } from '../metrics/prometheus'
+import { listenMetrics, metricsOptions, metricsPathOf, type MetricsServer } from './metrics'
 
 /**
  * Everything the runner checks and sets up in the store before it listens: stored BYOK credentials it could not
@@ -69,6 +71,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   const transport = undiciTransport()
   // Every tenant shares this process's event loop: its delay goes to /health/ready, and a stall to the log.
   const eventLoop = createEventLoopMonitor({ logger })
+  const metrics = config.metrics === 'off' ? undefined : createPrometheusMetrics(worker ? { defaultLabels: { worker: String(worker.id) } } : {})
   let gateway: Gateway
   try {
     encryptionKeys = await resolveEncryptionKeys(config, logger)
@@ -98,8 +101,10 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.dashboard ? { dashboard: config.dashboardPath ? { path: config.dashboardPath } : true } : {}),
       ...(worker ? { worker: worker.id } : {}),
       ...(isDemoOn(config) ? { demoModels: true } : {}),
+      ...(metrics ? { metrics: metricsOptions(metrics, config) } : {}),
     })
   } catch (error) {
+    metrics?.close()
     eventLoop.stop()
     await storage.close()
     await transport.close()
@@ -128,6 +133,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
 
   const { server, drain } = createDrainingServer(toNodeListener(gateway))
   server.keepAliveTimeout = 65_000
+  let metricsServer: MetricsServer | undefined
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
@@ -136,8 +142,10 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
         resolve()
       })
     })
+    if (metrics && config.metricsPort !== undefined) metricsServer = await listenMetrics(gateway, config)
   } catch (error) {
     // A port in use.
+    server.close()
     await closeAll()
     throw error
   }
@@ -146,7 +154,8 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   const origin = `http://${host}:${port}`
   const apiUrl = `${origin}${config.basePath}`
   const dashboardUrl = config.dashboard ? `${origin}${config.dashboardPath ?? DEFAULT_DASHBOARD_PATH}` : undefined
-  if (!worker || worker.isFirst) logStartup(logger, config, { url: apiUrl, dashboardUrl, providers, models, environment: process.env })
+  const metricsUrl = metricsServer ? `http://${host}:${metricsServer.port}${metricsServer.path}` : metrics ? `${origin}${metricsPathOf(config)}` : undefined
+  if (!worker || worker.isFirst) logStartup(logger, config, { url: apiUrl, dashboardUrl, metricsUrl, providers, models, environment: process.env })
   if (worker) worker.announce({ origin, apiUrl, ...(firstManagementKey ? { firstManagementKey } : {}) })
   else {
     // A plain line too, for people and for scripts waiting on start-up.
@@ -197,6 +206,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   })
   stopWatchingPrices()
   stopWatchingHeap()
+  await metricsServer?.close()
   eventLoop.stop()
   process.off('SIGHUP', reloadPrices)
   await gateway.close()

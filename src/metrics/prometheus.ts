@@ -22,6 +22,8 @@ export interface PrometheusMetricsOptions {
 export interface PrometheusMetrics extends MetricsExporter {
   /** The registry the metrics live in, for a host that adds its own. */
   readonly registry: Registry
+  /** Stops sampling the event loop's delay. */
+  close(): void
 }
 
 // Seconds: from a cache hit to a long reasoning answer.
