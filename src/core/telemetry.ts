@@ -9,6 +9,19 @@
  * the hot path builds no event at all.
  */
 
+/** An inbound request arrived and its route matched (or did not: `unmatched`). */
+export interface RequestStarted {
+  requestId: string
+  method: string
+  path: string
+  /** The route's pattern (`POST /responses`), or `unmatched` for a 404 or 405: never a raw path. */
+  route: string
+  /** A route that runs a model: the access log writes a line for it. */
+  isModelRequest: boolean
+  /** The request's headers, for a trace continued from the caller's `traceparent`. */
+  headers?: Headers
+}
+
 /** An inbound request answered (any route; `isModelRequest` for the routes that run models). */
 export interface RequestEnded {
   requestId: string
@@ -40,10 +53,30 @@ export interface RequestEnded {
   /** For a stream, from the request's arrival to its first content event. */
   timeToFirstTokenMs?: number
   latencyMs: number
+  /** The request's start event, the same object an observer of `requestStarted` saw. */
+  started: RequestStarted
 }
 
 /** How an upstream attempt ended. */
 export type AttemptEndOutcome = 'answered' | 'failed' | 'client_closed'
+
+/** An upstream attempt is about to be sent. */
+export interface AttemptStarted {
+  requestId: string
+  /** 1-based, among the attempts the request sent. */
+  attemptNumber: number
+  provider: string
+  model: string
+  /** The provider's own model id. */
+  endpoint: string
+  isByok: boolean
+}
+
+/** The attempt's upstream request is built and about to go: an observer may add headers (a trace's `traceparent`). */
+export interface UpstreamSending {
+  attempt: AttemptStarted
+  headers: Record<string, string>
+}
 
 export interface AttemptEnded {
   requestId: string
@@ -60,6 +93,8 @@ export interface AttemptEnded {
   /** From sending the attempt to the upstream's response headers, when they came. */
   timeToFirstByteMs?: number
   durationMs: number
+  /** The attempt's start event, when `attemptStarted` is observed. */
+  started?: AttemptStarted
 }
 
 /** The fallback loop moves on to another attempt after one failed. */
@@ -117,7 +152,10 @@ export interface StreamsChanged {
 
 /** Every event, by the name an observer handles it under. */
 export interface TelemetryEvents {
+  requestStarted: RequestStarted
   requestEnded: RequestEnded
+  attemptStarted: AttemptStarted
+  upstreamSending: UpstreamSending
   attemptEnded: AttemptEnded
   fallbackTaken: FallbackTaken
   outlierEjected: OutlierEjected
@@ -129,7 +167,10 @@ export interface TelemetryEvents {
 }
 
 const EVENT_NAMES = [
+  'requestStarted',
   'requestEnded',
+  'attemptStarted',
+  'upstreamSending',
   'attemptEnded',
   'fallbackTaken',
   'outlierEjected',

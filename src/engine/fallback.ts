@@ -7,7 +7,7 @@ import { GatewayError, InternalError } from '../core/errors'
 import type { UpstreamCall } from '../providers/contract'
 import { redactSecrets } from '../providers/shared/errors'
 import { isUpstreamFailure } from '../core/upstream-failure'
-import type { AttemptEndOutcome, FallbackTaken } from '../core/telemetry'
+import type { AttemptEndOutcome, AttemptStarted, FallbackTaken } from '../core/telemetry'
 import type { ResponsesRequest } from '../providers/types'
 import { outcomeOf, outlierKeys } from './attempt-health'
 import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptBuilder, type AttemptRequest, type OpenedAttempt } from './attempts'
@@ -165,6 +165,17 @@ export const firstServedAttempt = async <T>(
     let outcome: AttemptOutcome = 'unknown'
     const attemptStarted = performance.now()
     let firstByteAt: number | undefined
+    const started: AttemptStarted | undefined = telemetry.attemptStarted
+      ? {
+          requestId: request.requestId,
+          attemptNumber: attemptsMade,
+          provider: attempt.provider.descriptor.id,
+          model: attempt.model.slug,
+          endpoint: attempt.endpoint.model,
+          isByok: attempt.credential !== null,
+        }
+      : undefined
+    if (started) telemetry.attemptStarted!(started)
     const report = (status: number | null, ended: AttemptEndOutcome, failure?: GatewayError) => {
       const latencyMs = Math.round(performance.now() - attemptStarted)
       request.attemptReports.push({
@@ -186,10 +197,12 @@ export const firstServedAttempt = async <T>(
         ...(failure ? { errorType: errorTypeOf(failure) } : {}),
         ...(firstByteAt === undefined ? {} : { timeToFirstByteMs: Math.round(firstByteAt - attemptStarted) }),
         durationMs: latencyMs,
+        ...(started ? { started } : {}),
       })
     }
     try {
-      opened = await openAttempt(attempt, call, service, attemptRequest, build)
+      const sending = started && telemetry.upstreamSending
+      opened = await openAttempt(attempt, call, service, attemptRequest, build, sending ? (headers) => sending({ attempt: started, headers }) : undefined)
       if (telemetry.attemptEnded) firstByteAt = performance.now()
       const value = await use(opened, call, attempt, attemptStarted)
       outcome = 'answered'

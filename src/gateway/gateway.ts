@@ -36,6 +36,7 @@ import { accessLogObserver, createAccessLog, type AccessLog } from '../pipeline/
 import { createTelemetry, isObserved, type Telemetry, type TelemetryObserver } from '../core/telemetry'
 import { observedDriver } from '../storage/observed'
 import { createMetricsEndpoint } from './metrics'
+import { createTraceObserver } from './tracing'
 import { createLedger, DEFAULT_LEDGER_SWEEP_INTERVAL_MS, DEFAULT_RETENTION_DAYS } from '../ledger/ledger'
 import { createSettlementRecovery, DEFAULT_SPEND_BEAT_MS } from '../ledger/settlement-recovery'
 import type { GatewayRuntime } from '../pipeline/runtime'
@@ -214,7 +215,8 @@ const timedStage = (stage: RunStage, report: NonNullable<Telemetry['stageEnded']
 
 /** The telemetry's observers: the access log where its lines are kept, the metrics exporter, the host's own. */
 const observersOf = (config: GatewayOptions, logger: Logger, isAccessLogKept: boolean) => {
-  const others: TelemetryObserver[] = [...(config.metrics ? [config.metrics.exporter.observer] : []), ...(config.observers ?? [])]
+  const tracing = config.tracing === true ? [createTraceObserver()] : config.tracing ? [createTraceObserver(config.tracing.tracerProvider)] : []
+  const others: TelemetryObserver[] = [...(config.metrics ? [config.metrics.exporter.observer] : []), ...tracing, ...(config.observers ?? [])]
   return { all: isAccessLogKept ? [accessLogObserver(logger), ...others] : others, others }
 }
 
@@ -411,7 +413,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       if (metrics.isAt(url.pathname)) return setReplyHeader(responseReply(await metrics.reply(request)), REQUEST_ID_HEADER, requestId)
       const match = router.match(request.method, url.pathname)
       if (match.kind !== 'found' && isEveryRequestReported) {
-        access = createAccessLog(telemetry.requestEnded!, { requestId, method: request.method, path: url.pathname, route: 'unmatched', isModelRequest: false })
+        access = createAccessLog(telemetry, { requestId, method: request.method, path: url.pathname, route: 'unmatched', isModelRequest: false, headers: request.headers })
       }
       if (match.kind === 'not-found') throw new NotFoundError(`No route for ${request.method} ${url.pathname}`)
       if (match.kind === 'method-not-allowed') {
@@ -424,7 +426,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       const isModelRequest = match.route.isAccessLogged === true
       if (isModelRequest ? telemetry.requestEnded : isEveryRequestReported) {
         const route = `${match.route.method} ${match.route.path}`
-        access = createAccessLog(telemetry.requestEnded!, { requestId, method: request.method, path: url.pathname, route, isModelRequest })
+        access = createAccessLog(telemetry, { requestId, method: request.method, path: url.pathname, route, isModelRequest, headers: request.headers })
       }
       // The event-loop monitor names the routes that ran during a stall.
       const untrack = config.eventLoop?.track?.(`${match.route.method} ${match.route.path}`)

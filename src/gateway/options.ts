@@ -15,6 +15,7 @@ import type { PdfOcrBackend } from '../features/plugins/settings'
 import type { PdfTextExtractor } from '../features/plugins/pdf-text'
 import type { EventLoopMonitor } from '../core/event-loop'
 import type { MetricsExporter, TelemetryObserver } from '../core/telemetry'
+import type { TracerProvider } from '@opentelemetry/api'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
 import { PROVIDER_APIS } from '../providers/catalog'
@@ -292,6 +293,22 @@ export const GatewayOptionsSchema = v.strictObject({
    * is built.
    */
   observers: v.optional(v.array(v.custom<TelemetryObserver>((value) => typeof value === 'object' && value !== null, 'must be an object of event handlers'))),
+  /**
+   * Traces (docs/operations.md): `true` turns the telemetry into OpenTelemetry spans through `@opentelemetry/api`, sent
+   * to the SDK the host registered (nothing is recorded without one), or to `{ tracerProvider }`. Off by default, and
+   * then no span and no event is made.
+   */
+  tracing: v.optional(
+    v.union(
+      [
+        v.boolean(),
+        v.strictObject({
+          tracerProvider: v.custom<TracerProvider>((value) => typeof (value as TracerProvider | null)?.getTracer === 'function', 'must be an OpenTelemetry TracerProvider'),
+        }),
+      ],
+      'must be true, false or { tracerProvider }',
+    ),
+  ),
   /**
    * Metrics (docs/operations.md): `exporter` observes the telemetry (`createPrometheusMetrics()` from `modelgate/metrics`)
    * and is served at `path` (default `/metrics`, outside `basePath`; `false` to serve it only through `gateway.metrics`),
