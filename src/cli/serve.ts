@@ -22,6 +22,7 @@ import { runnerLog } from './stderr-lines'
 import { DEFAULT_DASHBOARD_PATH } from '../dashboard/page'
 import { createPrometheusMetrics } from '../metrics/prometheus'
 import { listenMetrics, metricsOptions, metricsPathOf, type MetricsServer } from './metrics'
+import { isTraceExportConfigured, startTraceExport, type TraceExport } from './tracing'
 
 /**
  * Everything the runner checks and sets up in the store before it listens: stored BYOK credentials it could not
@@ -70,10 +71,13 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   const models = [...((config.models ?? []) as unknown as ModelEntry[]), ...modelsFromEnvironment(process.env)]
   const transport = undiciTransport()
   // Every tenant shares this process's event loop: its delay goes to /health/ready, and a stall to the log.
+  let traces: TraceExport | undefined
   const eventLoop = createEventLoopMonitor({ logger })
   const metrics = config.metrics === 'off' ? undefined : createPrometheusMetrics(worker ? { defaultLabels: { worker: String(worker.id) } } : {})
   let gateway: Gateway
   try {
+    // A protocol the runner does not ship, or another exporter named, refuses the start.
+    if (isTraceExportConfigured(process.env)) traces = await startTraceExport(process.env)
     encryptionKeys = await resolveEncryptionKeys(config, logger)
     gateway = createGateway({
       storage,
@@ -102,9 +106,11 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(worker ? { worker: worker.id } : {}),
       ...(isDemoOn(config) ? { demoModels: true } : {}),
       ...(metrics ? { metrics: metricsOptions(metrics, config) } : {}),
+      ...(traces ? { tracing: true } : {}),
     })
   } catch (error) {
     metrics?.close()
+    await traces?.shutdown()
     eventLoop.stop()
     await storage.close()
     await transport.close()
@@ -116,6 +122,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
     eventLoop.stop()
     await gateway.close()
     await transport.close()
+    await traces?.shutdown()
   }
   let firstManagementKey: string | undefined
   try {
@@ -211,6 +218,8 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   process.off('SIGHUP', reloadPrices)
   await gateway.close()
   await transport.close()
+  // The spans of the last requests are sent before the process ends.
+  await traces?.shutdown()
   logger.info('stopped')
   // A worker keeps ignoring the signal's repeat until it exits: one arriving late must not kill it.
   if (!worker) {
