@@ -37,6 +37,8 @@ export interface RequestEnded {
   workspaceId?: string
   /** The model the request asked for, once the request was prepared. */
   model?: string
+  /** The response's id (`GET /generation?id=`), once there is one. */
+  responseId?: string
   servedModel?: string
   provider?: string
   /** How many upstream attempts were sent. */
@@ -53,6 +55,11 @@ export interface RequestEnded {
   /** For a stream, from the request's arrival to its first content event. */
   timeToFirstTokenMs?: number
   latencyMs: number
+  /**
+   * What the request sent (`instructions` and `input`) and what it answered (the output items, Responses-shaped), only
+   * for a workspace with `is_observability_broadcast_enabled`; never written to the access log.
+   */
+  content?: { input: unknown; output: unknown }
   /** The request's start event, the same object an observer of `requestStarted` saw. */
   started: RequestStarted
 }

@@ -26,6 +26,14 @@ const defined = (attributes: Record<string, string | number | boolean | string[]
   return kept
 }
 
+/** Content attributes are cut at this many characters: a trace backend is no archive of conversations. */
+const MAX_CONTENT_CHARACTERS = 32 * 1024
+
+const contentText = (value: unknown) => {
+  const text = JSON.stringify(value) ?? ''
+  return text.length > MAX_CONTENT_CHARACTERS ? `${text.slice(0, MAX_CONTENT_CHARACTERS)}…` : text
+}
+
 const requestAttributes = (event: RequestEnded): Attributes =>
   defined({
     'http.response.status_code': event.status,
@@ -34,6 +42,7 @@ const requestAttributes = (event: RequestEnded): Attributes =>
           'gen_ai.operation.name': operationOf(event.route),
           'gen_ai.request.model': event.model,
           'gen_ai.response.model': event.servedModel,
+          'gen_ai.response.id': event.responseId,
           'gen_ai.provider.name': event.provider,
           'gen_ai.usage.input_tokens': event.inputTokens,
           'gen_ai.usage.output_tokens': event.outputTokens,
@@ -48,6 +57,9 @@ const requestAttributes = (event: RequestEnded): Attributes =>
     'modelgate.time_to_first_token_ms': event.timeToFirstTokenMs,
     'modelgate.guardrail_id': event.guardrailId,
     'error.type': event.errorType,
+    // Only for a workspace with is_observability_broadcast_enabled (docs/operations.md, "Traces"): Responses-shaped JSON.
+    'modelgate.request.content': event.content ? contentText(event.content.input) : undefined,
+    'modelgate.response.content': event.content ? contentText(event.content.output) : undefined,
   })
 
 /** A span for work that has just ended and took `durationMs`: its start is set back by that much. */

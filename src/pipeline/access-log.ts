@@ -18,8 +18,11 @@ const KEY_HASH_PREFIX_LENGTH = 8
 export interface AccessLog {
   /** The caller, once authenticated. */
   identify(caller: Caller): void
-  /** The model the request asked for. */
-  requested(model: string): void
+  /**
+   * The model the request asked for; `input` is the conversation it sent, given only where its workspace broadcasts
+   * content to observers (`is_observability_broadcast_enabled`).
+   */
+  requested(model: string, input?: unknown): void
   /** A whole answer, logged at once. */
   whole(answer: WholeAnswer): void
   /** An observer that logs a stream when its session ends. */
@@ -39,6 +42,7 @@ const errorTypeOf = (error: unknown): string => {
 }
 
 const resultFields = (result: ResponseResult): Fields => ({
+  responseId: result.id,
   servedModel: result.servedBy?.model,
   provider: result.servedBy?.provider,
   attempts: result.servedBy?.attempt,
@@ -58,9 +62,12 @@ export const createAccessLog = (telemetry: Telemetry, request: RequestStarted): 
   const fields: Fields = { requestId: request.requestId, method: request.method, path: request.path }
   let isLogged = false
   let isStreaming = false
-  const write = (status: number, more: Fields) => {
+  // Set only for a workspace that broadcasts content: what the request sent, to go with what it answered.
+  let broadcastInput: unknown
+  const write = (status: number, more: Fields, result?: ResponseResult) => {
     if (isLogged) return
     isLogged = true
+    if (broadcastInput !== undefined) more.content = { input: broadcastInput, output: result?.output ?? [] }
     // Object.assign rather than a literal that starts with a spread: on Node 20 that takes V8's slow path (about
     // 4 µs per line). Same keys, same order; the route last, out of the log line.
     const event = Object.assign({}, fields, { status }, more, { latencyMs: Math.round(performance.now() - startedAt) }, { route: request.route, isModelRequest: request.isModelRequest, started: request })
@@ -71,10 +78,11 @@ export const createAccessLog = (telemetry: Telemetry, request: RequestStarted): 
       fields.keyHash = caller.key.hash.slice(0, KEY_HASH_PREFIX_LENGTH)
       fields.workspaceId = caller.key.workspaceId
     },
-    requested(model) {
+    requested(model, input) {
       fields.model = model
+      broadcastInput = input
     },
-    whole: (answer) => write(200, resultFields(answer.result)),
+    whole: (answer) => write(200, resultFields(answer.result), answer.result),
     observer() {
       isStreaming = true
       let firstTokenMs: number | undefined
@@ -84,7 +92,7 @@ export const createAccessLog = (telemetry: Telemetry, request: RequestStarted): 
         },
         onEnd(end) {
           const timing = { timeToFirstTokenMs: firstTokenMs }
-          if (end.how === 'finished') write(200, Object.assign(resultFields(end.result), timing))
+          if (end.how === 'finished') write(200, Object.assign(resultFields(end.result), timing), end.result)
           else if (end.how === 'stopped') write(200, { finish: 'client_closed', ...timing })
           else write(200, { finish: 'broken', errorType: 'internal_error', ...timing })
         },
@@ -106,7 +114,8 @@ export const createAccessLog = (telemetry: Telemetry, request: RequestStarted): 
 export const accessLogObserver = (logger: Logger): TelemetryObserver => ({
   requestEnded(event) {
     if (!event.isModelRequest) return
-    const { route: _route, isModelRequest: _isModelRequest, started: _started, ...line } = event
+    // Never what was said: content goes only to observers of a workspace that broadcasts it.
+    const { route: _route, isModelRequest: _isModelRequest, started: _started, content: _content, ...line } = event
     logger.info('access', line)
   },
 })

@@ -51,7 +51,8 @@ export const answerInference = (
   const running = withPreset(route.repositories, route.caller, body).then(async ({ body: resolved, presetId }) => {
     const generation = { api, caller: route.caller, requestId: route.requestId, sessionId: context.sessionId, ...arrival, ...(presetId ? { presetId } : {}) }
     const prepared = await prepareRecorded(runtime.ledger, service, generation, resolved, () => prepareRequest(service, context, resolved, extensions))
-    access?.requested(prepared.requestedModel)
+    // A workspace that broadcasts to observability hands observers (traces) the conversation too (docs/operations.md).
+    access?.requested(prepared.requestedModel, prepared.spend.workspace.isObservabilityBroadcastEnabled ? { instructions: resolved.instructions, input: resolved.input } : undefined)
     const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared)
     return recorder.run(runtime.runRequest(prepared))
   })

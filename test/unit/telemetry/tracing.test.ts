@@ -97,6 +97,32 @@ describe('traces', () => {
     expect(JSON.stringify(spans.map((span) => span.attributes))).not.toContain(harness.key)
   })
 
+  it('puts what was said into the request span only for a workspace that broadcasts to observability', async () => {
+    harness = await createResponsesHarness({ alpha: { api: 'openai-chat' } }, { models: [{ ...MODELS[0]!, endpoints: [MODELS[0]!.endpoints[0]!] }], tracing: { tracerProvider } })
+    harness.upstreams.alpha!.setHandler(() => jsonFixture('openai-chat', 'text.json'))
+    const secretWords = 'the launch code is tangerine'
+    expect((await harness.post({ model: 'test/model', input: secretWords })).status).toBe(200)
+    const [quiet] = byName(exporter.getFinishedSpans(), 'POST /responses')
+    expect(quiet!.attributes['modelgate.request.content']).toBeUndefined()
+    expect(JSON.stringify(quiet!.attributes)).not.toContain('tangerine')
+    exporter.reset()
+
+    const patched = await harness.gateway.fetch(
+      new Request('http://gateway.test/api/v1/workspaces/default', {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${harness.managementKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ is_observability_broadcast_enabled: true }),
+      }),
+    )
+    expect(patched.status).toBe(200)
+    const answered = await harness.post({ model: 'test/model', instructions: 'Be brief', input: secretWords })
+    const body = await answered.json()
+    const [broadcast] = byName(exporter.getFinishedSpans(), 'POST /responses')
+    expect(JSON.parse(String(broadcast!.attributes['modelgate.request.content']))).toEqual({ instructions: 'Be brief', input: secretWords })
+    expect(JSON.parse(String(broadcast!.attributes['modelgate.response.content']))).toEqual(body.output)
+    expect(broadcast!.attributes['gen_ai.response.id']).toBe(body.id)
+  })
+
   it('starts a new trace without a traceparent, and makes no span when tracing is off', async () => {
     harness = await createResponsesHarness({ alpha: { api: 'openai-chat' } }, { models: [{ ...MODELS[0]!, endpoints: [MODELS[0]!.endpoints[0]!] }], tracing: { tracerProvider } })
     harness.upstreams.alpha!.setHandler(() => jsonFixture('openai-chat', 'text.json'))
