@@ -33,10 +33,11 @@ import { createDocumentReaders } from './file-parser'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
 import { accessLogObserver, createAccessLog, type AccessLog } from '../pipeline/access-log'
-import { createTelemetry, isObserved, type Telemetry, type TelemetryObserver } from '../core/telemetry'
+import { createTelemetry, isObserved, type RequestStarted, type Telemetry, type TelemetryObserver } from '../core/telemetry'
 import { observedDriver } from '../storage/observed'
 import { createMetricsEndpoint } from './metrics'
-import { createTraceObserver } from './tracing'
+import { createTraceObserver, type TraceObserver } from './tracing'
+import { context } from '@opentelemetry/api'
 import { createLedger, DEFAULT_LEDGER_SWEEP_INTERVAL_MS, DEFAULT_RETENTION_DAYS } from '../ledger/ledger'
 import { createSettlementRecovery, DEFAULT_SPEND_BEAT_MS } from '../ledger/settlement-recovery'
 import type { GatewayRuntime } from '../pipeline/runtime'
@@ -214,9 +215,8 @@ const timedStage = (stage: RunStage, report: NonNullable<Telemetry['stageEnded']
 })
 
 /** The telemetry's observers: the access log where its lines are kept, the metrics exporter, the host's own. */
-const observersOf = (config: GatewayOptions, logger: Logger, isAccessLogKept: boolean) => {
-  const tracing = config.tracing === true ? [createTraceObserver()] : config.tracing ? [createTraceObserver(config.tracing.tracerProvider)] : []
-  const others: TelemetryObserver[] = [...(config.metrics ? [config.metrics.exporter.observer] : []), ...tracing, ...(config.observers ?? [])]
+const observersOf = (config: GatewayOptions, logger: Logger, isAccessLogKept: boolean, tracer: TraceObserver | undefined) => {
+  const others: TelemetryObserver[] = [...(config.metrics ? [config.metrics.exporter.observer] : []), ...(tracer ? [tracer] : []), ...(config.observers ?? [])]
   return { all: isAccessLogKept ? [accessLogObserver(logger), ...others] : others, others }
 }
 
@@ -254,7 +254,8 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const storage = config.storage ? checkedDriver(config.storage) : memoryStorage({ logger })
   // Access lines are written at info: a logger that drops them costs no line and no session observer.
   const isAccessLogKept = isLogLevelEnabled(logger, 'info')
-  const observers = observersOf(config, logger, isAccessLogKept)
+  const tracer = config.tracing === true ? createTraceObserver() : config.tracing ? createTraceObserver(config.tracing.tracerProvider) : undefined
+  const observers = observersOf(config, logger, isAccessLogKept, tracer)
   const telemetry = createTelemetry(observers.all, (error, event) => logger.warn('a telemetry observer failed', { event, error }))
   // Requests that run no model are reported only to observers beside the access log, which writes no line for them.
   const isEveryRequestReported = isObserved(observers.others, 'requestEnded')
@@ -404,6 +405,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     const clientSignalOf = () => options?.signal ?? request.signal
     const requestId = resolveRequestId(request)
     let access: AccessLog | undefined
+    let started: RequestStarted | undefined
     let flavor: ErrorFlavor = 'standard'
     try {
       const url = new URL(request.url)
@@ -426,12 +428,15 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       const isModelRequest = match.route.isAccessLogged === true
       if (isModelRequest ? telemetry.requestEnded : isEveryRequestReported) {
         const route = `${match.route.method} ${match.route.path}`
-        access = createAccessLog(telemetry, { requestId, method: request.method, path: url.pathname, route, isModelRequest, headers: request.headers })
+        started = { requestId, method: request.method, path: url.pathname, route, isModelRequest, headers: request.headers }
+        access = createAccessLog(telemetry, started)
       }
       // The event-loop monitor names the routes that ran during a stall.
       const untrack = config.eventLoop?.track?.(`${match.route.method} ${match.route.path}`)
       try {
-        const answer = await serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
+        const serving = () => serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
+        // Traced, the request's work runs in its span's context: the store calls it makes become its children.
+        const answer = await (tracer && started ? context.with(tracer.contextOf(started), serving) : serving())
         access?.responded(replyStatus(answer))
         return setReplyHeader(answer, REQUEST_ID_HEADER, requestId)
       } finally {

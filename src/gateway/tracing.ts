@@ -7,7 +7,20 @@
  * `modelgate.*`; never a key, only its hash prefix.
  */
 
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type TextMapGetter, type Tracer, type TracerProvider } from '@opentelemetry/api'
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type TextMapGetter,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api'
 import type { AttemptStarted, RequestEnded, RequestStarted, TelemetryObserver } from '../core/telemetry'
 
 const TRACER_NAME = 'modelgate'
@@ -70,8 +83,13 @@ const endedSpan = (tracer: Tracer, name: string, parent: Span | undefined, durat
   span.end(now)
 }
 
+export type TraceObserver = TelemetryObserver & {
+  /** The context a request's work runs in (its span's), so the store calls it makes are its children. */
+  contextOf(started: RequestStarted): Context
+}
+
 /** The trace observer; spans go to `provider`, or to the globally registered one (a no-op until an SDK registers). */
-export const createTraceObserver = (provider?: TracerProvider): TelemetryObserver => {
+export const createTraceObserver = (provider?: TracerProvider): TraceObserver => {
   // Read at each span, so an SDK the host registers after createGateway is still used.
   const tracer = () => (provider ?? trace.getTracerProvider()).getTracer(TRACER_NAME)
   const requests = new WeakMap<RequestStarted, Span>()
@@ -80,7 +98,13 @@ export const createTraceObserver = (provider?: TracerProvider): TelemetryObserve
   const attempts = new WeakMap<AttemptStarted, Span>()
   // Why the request fell back, for its next attempt's span.
   const fallbackReasons = new Map<string, string>()
+  // Request spans still open: a store call in a context whose request has ended (a batched write) gets no span.
+  const open = new WeakSet<Span>()
   return {
+    contextOf(started) {
+      const span = requests.get(started)
+      return span ? trace.setSpan(context.active(), span) : context.active()
+    },
     requestStarted(event) {
       const parent = event.headers ? propagation.extract(ROOT_CONTEXT, event.headers, HEADERS) : ROOT_CONTEXT
       const span = tracer().startSpan(
@@ -92,12 +116,14 @@ export const createTraceObserver = (provider?: TracerProvider): TelemetryObserve
         parent,
       )
       requests.set(event, span)
+      open.add(span)
       byRequestId.set(event.requestId, span)
     },
     requestEnded(event) {
       const span = requests.get(event.started)
       if (!span) return
       requests.delete(event.started)
+      open.delete(span)
       if (byRequestId.get(event.requestId) === span) byRequestId.delete(event.requestId)
       fallbackReasons.delete(event.requestId)
       span.setAttributes(requestAttributes(event))
@@ -150,6 +176,12 @@ export const createTraceObserver = (provider?: TracerProvider): TelemetryObserve
     },
     stageEnded(event) {
       endedSpan(tracer(), `stage ${event.stage}`, byRequestId.get(event.requestId), event.durationMs, { 'modelgate.stage': event.stage }, event.isError)
+    },
+    storeCalled(event) {
+      // Only where the host's SDK propagates context (Node's async context): the store knows no request.
+      const parent = trace.getSpan(context.active())
+      if (!parent || !open.has(parent)) return
+      endedSpan(tracer(), `store ${event.operation}`, parent, event.durationMs, { 'db.operation.name': event.operation }, event.isError)
     },
     serverToolCalled(event) {
       endedSpan(
