@@ -92,13 +92,10 @@ module.exports = {
       name: 'the-engine-kernel-never-imports-a-feature',
       severity: 'error',
       comment:
-        'Features (src/features: plugins, server tools, guardrails) import the engine kernel and are registered at the composition ' +
-        'root (stages, settings); the kernel never names one. The request preparation and the turn loop still do, until their ' +
-        'plan phase is a stage contract too: those files are the known exceptions listed in docs/architecture.md.',
-      from: {
-        path: '^src/engine/',
-        pathNot: '^src/engine/(run|request|request\\.schemas|caller-scope|embeddings)\\.ts$',
-      },
+        'Features (src/features: plugins, routers and fusion, server tools, guardrails) import the engine kernel and are registered at ' +
+        'the composition root (plan, turn and run stages, settings); they keep their state on a request under slots of their own. ' +
+        'The kernel never names one, not even for a type.',
+      from: { path: '^src/engine/' },
       to: { path: '^src/features/' },
     },
     {

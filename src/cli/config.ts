@@ -70,6 +70,10 @@ export const RunnerSettingsSchema = v.strictObject({
   ledger: v.optional(v.picklist(['on', 'off'])),
   /** Days the usage ledger keeps each generation record (see `createGateway`'s `ledger`; default 30). */
   ledgerRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
+  /** `on` stores `/responses` answers (see `createGateway`'s `storedResponses`); default `off`. */
+  storedResponses: v.optional(v.picklist(['on', 'off'])),
+  /** Days a stored response is kept (see `createGateway`'s `storedResponses`; default 30). */
+  storedResponseRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
   /** Days the audit log keeps each entry (see `createGateway`'s `auditLog`; default 90). */
   auditLogRetentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
@@ -187,6 +191,10 @@ export const RunnerConfigSchema = v.pipe(
     v.check((config) => config.ledger !== 'off' || config.ledgerRetentionDays === undefined, 'has no effect with ledger off (no records are kept)'),
     ['ledgerRetentionDays'],
   ),
+  v.forward(
+    v.check((config) => config.storedResponses === 'on' || config.storedResponseRetentionDays === undefined, 'has no effect unless stored responses are on (MODELGATE_STORED_RESPONSES=on)'),
+    ['storedResponseRetentionDays'],
+  ),
   v.forward(v.check((config) => config.dashboard === true || config.dashboardPath === undefined, 'has no effect unless dashboard is on (MODELGATE_DASHBOARD=1)'), ['dashboardPath']),
   v.forward(v.check((config) => config.metrics !== 'off' || config.metricsPath === undefined, 'has no effect with metrics off'), ['metricsPath']),
   v.forward(v.check((config) => config.metrics !== 'off' || config.metricsPort === undefined, 'has no effect with metrics off'), ['metricsPort']),
@@ -227,6 +235,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'priceRefreshSeconds',
   'ledgerRetentionDays',
   'auditLogRetentionDays',
+  'storedResponseRetentionDays',
   'spendLeaseMs',
   'workers',
   'metricsPort',

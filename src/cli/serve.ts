@@ -100,6 +100,9 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.ledger === 'off' ? { ledger: { enabled: false } } : {}),
       ...(config.ledgerRetentionDays ? { ledger: { retentionDays: config.ledgerRetentionDays } } : {}),
       ...(config.auditLogRetentionDays ? { auditLog: { retentionDays: config.auditLogRetentionDays } } : {}),
+      ...(config.storedResponses === 'on'
+        ? { storedResponses: config.storedResponseRetentionDays ? { retentionDays: config.storedResponseRetentionDays } : {} }
+        : {}),
       ...(config.spendLeaseMs ? { spend: { leaseMs: config.spendLeaseMs } } : {}),
       ...(config.readCache === 'off' ? { readCache: false } : {}),
       ...(config.dashboard ? { dashboard: config.dashboardPath ? { path: config.dashboardPath } : true } : {}),

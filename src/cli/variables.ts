@@ -47,6 +47,13 @@ export const RUNNER_VARIABLES: readonly RunnerVariable[] = [
   { name: 'MODELGATE_READ_CACHE', section: 'Storage', setting: 'readCache', description: 'off: read keys, accounts, workspaces and the like from the store on every request (default on)' },
   { name: 'MODELGATE_LEDGER', section: 'Storage', setting: 'ledger', description: 'off: keep no usage records (GET /generation 404, GET /activity empty; limits and credits still count)' },
   { name: 'MODELGATE_LEDGER_RETENTION_DAYS', section: 'Storage', setting: 'ledgerRetentionDays', description: 'days usage records are kept (default 30)' },
+  {
+    name: 'MODELGATE_STORED_RESPONSES',
+    section: 'Storage',
+    setting: 'storedResponses',
+    description: 'on: store /responses answers (store, previous_response_id, GET /responses/{id}); default off',
+  },
+  { name: 'MODELGATE_STORED_RESPONSE_RETENTION_DAYS', section: 'Storage', setting: 'storedResponseRetentionDays', description: 'days stored responses are kept (default 30)' },
   { name: 'MODELGATE_AUDIT_LOG_RETENTION_DAYS', section: 'Storage', setting: 'auditLogRetentionDays', description: 'days audit log entries (administrative changes) are kept (default 90)' },
   { name: 'MODELGATE_RATE_LIMIT_REQUESTS', section: 'Requests and limits', setting: 'rateLimitRequests', description: 'requests per key per window (default: no limit)' },
   { name: 'MODELGATE_RATE_LIMIT_WINDOW_SECONDS', section: 'Requests and limits', setting: 'rateLimitWindowSeconds', description: 'rate-limit window in seconds (default 60)' },

@@ -1,33 +1,36 @@
 /**
- * What a caller's requests are planned from: the key's workspace, the workspace's BYOK keys and the guardrails that
- * govern the key (docs/decisions.md, Guardrails). All keyed by the caller, so a networked store answers the reads
- * in one round trip; only a guardrail assigned elsewhere than the workspace default costs a second.
+ * What a caller's requests are planned from: the key's workspace and the workspace's BYOK keys, read here, and what
+ * the features read beside them (the guardrails governing the key, docs/decisions.md, Guardrails), through their plan
+ * stages' `loadScope` (plan-stage.ts). All keyed by the caller, so a networked store answers the reads in one round
+ * trip; a feature's read that needs the workspace (a guardrail assigned elsewhere than its default) costs a second.
  */
 
 import type { Repositories } from '../repositories'
 import type { ByokRecord } from '../repositories/byok-credentials'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 import type { Caller } from '../services/caller'
-import { prefetchGuardrails, resolveGuardrails, type AppliedGuardrail } from '../features/guardrails/applicable'
+import type { EndpointPolicy } from './endpoint-policy'
+import type { GuardrailBudget } from './spend-targets'
 
 export interface CallerScope {
   /** `null` when the key outlived its workspace (deleted meanwhile). */
   workspace: WorkspaceRecord | null
   credentials: ByokRecord[]
-  guardrails: AppliedGuardrail[]
+  /** Endpoints the caller's features allow (the guardrails' routing rules); absent: every endpoint. */
+  policy?: EndpointPolicy
+  /** Budgets held against the caller's spend beside its key's own limits (the guardrails'); absent when none. */
+  budgets?: GuardrailBudget[]
 }
 
-export const loadCallerScope = async (repositories: Pick<Repositories, 'workspaces' | 'byok' | 'guardrails'>, caller: Caller): Promise<CallerScope> => {
-  const [workspace, byok, prefetched] = await Promise.all([
-    repositories.workspaces.get(caller.key.workspaceId),
-    repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0),
-    prefetchGuardrails(repositories.guardrails, {
-      accountId: caller.account.id,
-      keyHash: caller.key.hash,
-      userId: caller.key.creatorUserId,
-      workspaceId: caller.key.workspaceId,
-    }),
-  ])
-  const guardrails = workspace ? await resolveGuardrails(repositories.guardrails, caller.account.id, workspace, prefetched) : []
-  return { workspace, credentials: byok.credentials, guardrails }
+/** A feature's reads beside the caller's scope: it records what it found on `scope` (its own slot, `policy`, `budgets`). */
+export type ScopeLoader = (scope: CallerScope, repositories: Repositories, caller: Caller, workspace: Promise<WorkspaceRecord | null>) => Promise<void>
+
+export const loadCallerScope = async (repositories: Repositories, caller: Caller, loaders: readonly ScopeLoader[]): Promise<CallerScope> => {
+  const workspace = repositories.workspaces.get(caller.key.workspaceId)
+  const byok = repositories.byok.list({ workspaceId: caller.key.workspaceId }, 0)
+  const scope: CallerScope = { workspace: null, credentials: [] }
+  const [record, credentials] = await Promise.all([workspace, byok, ...loaders.map((load) => load(scope, repositories, caller, workspace))])
+  scope.workspace = record
+  scope.credentials = credentials.credentials
+  return scope
 }

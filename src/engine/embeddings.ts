@@ -16,8 +16,6 @@ import type { InferenceRequest } from './request'
 import type { ProviderPreferences, ResponsesRequestBody } from './request.schemas'
 import { newResponseId, nowSeconds } from './response-identity'
 import { loadCallerScope } from './caller-scope'
-import { guardrailBudgetsOf } from '../features/guardrails/applicable'
-import { endpointPolicyOf } from '../features/guardrails/routing-policy'
 import { planAttempts } from './routing'
 import { WORKSPACE_GONE, type RunContext } from './run'
 import type { InferenceService } from './service'
@@ -65,10 +63,10 @@ const isTokenInput = (input: EmbeddingsRequestBody['input']) => input.length > 0
 /** Plans an embeddings request for the caller's workspace; 400 for a model that is not an embedding model. */
 export const prepareEmbeddings = async (service: InferenceService, context: RunContext, body: EmbeddingsRequestBody): Promise<PreparedEmbeddings> => {
   const { caller, repositories, requestId } = context
-  const { workspace, credentials, guardrails } = await loadCallerScope(repositories, caller)
+  // The features' scope holds embeddings to what it holds any request to: the guardrails' models, providers and
+  // budgets (docs/decisions.md, Guardrails).
+  const { workspace, credentials, policy, budgets } = await loadCallerScope(repositories, caller, service.stages.plan.loadScope)
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
-  // Guardrails hold embeddings to their models, providers and budgets as any request (docs/decisions.md, Guardrails).
-  const guardrailBudgets = guardrailBudgetsOf(guardrails)
   // Parameters only some endpoints take: never dropped silently, so an endpoint must list each one used.
   const mustHonour = [
     ...(body.dimensions === undefined ? [] : [{ name: 'dimensions', field: 'body.dimensions' }]),
@@ -84,7 +82,7 @@ export const prepareEmbeddings = async (service: InferenceService, context: RunC
     credentials,
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,
-    policy: endpointPolicyOf(guardrails),
+    policy,
   })
   const endUserId = await endUserIdFor(service.endUserSecret, caller.account.id, body.user)
   // The fields the spend estimate and the ledger read; nothing here is sent upstream.
@@ -106,10 +104,9 @@ export const prepareEmbeddings = async (service: InferenceService, context: RunC
       signal: context.signal,
       deadline: createRequestDeadline(service.requestTimeoutMs),
       isMetadataRequested: false,
-      spend: { key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
+      spend: { key: caller.key, workspace, account: caller.account, ...(budgets ? { guardrailBudgets: budgets } : {}) },
       attemptReports: [],
       isBatchPrompt: true,
-      plugins: [],
       pipeline: [],
     },
     call: {

@@ -33,9 +33,12 @@ export const servedBy = (served: Served): ServedBy => ({
   isByok: served.attempt.credential !== null,
 })
 
-/** The call `attempt` sends, as the request's plugins shape it for that endpoint (their `forAttempt`, in order). */
-const callForAttempt = (call: UpstreamCall, attempt: Attempt, request: InferenceRequest): UpstreamCall =>
-  request.plugins.reduce((shaped, plugin) => (plugin.forAttempt ? plugin.forAttempt(shaped, attempt, request) : shaped), call)
+/** The call `attempt` sends, as the features' turn stages shape it for that endpoint, in their order (turn-stage.ts). */
+const callForAttempt = (call: UpstreamCall, attempt: Attempt, request: InferenceRequest, service: InferenceService): UpstreamCall => {
+  let shaped = call
+  for (const shape of service.stages.turns.shapeCall) shaped = shape(shaped, attempt, request)
+  return shaped
+}
 
 const callFor = (request: InferenceRequest, attempt: Attempt, service: InferenceService, stream: boolean): UpstreamCall => ({
   request: request.body as unknown as ResponsesRequest,
@@ -45,7 +48,6 @@ const callFor = (request: InferenceRequest, attempt: Attempt, service: Inference
   maxEventBytes: service.limits.maxEventBytes,
   ...(request.extensions ? { extensions: request.extensions } : {}),
   hasExplicitPromptCache: attempt.endpoint.supportedParameters?.includes('prompt_cache_options') === true,
-  ...(request.serverTools?.nativeWebSearch ? { nativeWebSearch: request.serverTools.nativeWebSearch.search } : {}),
 })
 
 /** The gateway's own failure (the request's deadline, a key it cannot open) with `service_metadata` when it was asked for. */
@@ -160,7 +162,7 @@ export const firstServedAttempt = async <T>(
     attemptsMade++
     deadline.countAttempt()
     outliers.admit(keys)
-    const call = callForAttempt(callFor(request, attempt, service, stream), attempt, request)
+    const call = callForAttempt(callFor(request, attempt, service, stream), attempt, request, service)
     let opened: OpenedAttempt | undefined
     let outcome: AttemptOutcome = 'unknown'
     const attemptStarted = performance.now()

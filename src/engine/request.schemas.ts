@@ -10,7 +10,6 @@ import { MODEL_SLUG_MAX, MODEL_SLUG_PATTERN } from '../core/patterns'
 import { boundedJson, integer, ModelSlugSchema, passThroughObject, sparseLooseObject } from '../core/validation'
 
 export { ModelSlugSchema }
-import { PluginSchema } from '../features/plugins/schemas'
 
 // spec Limits.
 export const METADATA_MAX_PAIRS = 16
@@ -226,6 +225,14 @@ export type ProviderPreferences = v.InferOutput<typeof ProviderPreferencesSchema
 
 // ---- plugins (spec + docs/decisions.md, "Plugins"): each run plugin's schema is in src/features/plugins/ ----
 
+/**
+ * A `plugins` entry as the engine reads it: an id, on or off. What each plugin's settings hold is its feature's to
+ * check (src/features/plugins/schemas.ts); the body the gateway accepts is composed with that schema above the engine
+ * (src/features/request-body.ts), so the engine names no plugin.
+ */
+const PluginEntrySchema = v.looseObject({ id: v.string(), enabled: v.optional(v.boolean()) })
+type PluginEntry = v.InferOutput<typeof PluginEntrySchema>
+
 // ---- text (docs/decisions.md, POST /responses) ----
 
 export const SchemaNameSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -'))
@@ -268,7 +275,8 @@ export const isImageConfigUsable = (body: { image_config?: unknown; modalities?:
 
 export const IMAGE_CONFIG_WITHOUT_IMAGES = 'image_config applies only to a request whose modalities include "image"'
 
-export const ResponsesRequestSchema = v.pipe(
+/** The `POST /responses` body, its `plugins` entries checked by `plugin` (the features' schema of them). */
+export const responsesRequestSchema = <const P extends v.GenericSchema<unknown, PluginEntry>>(plugin: P) => v.pipe(
   sparseLooseObject({
     // By the value's kind, so an item's own error is not swallowed by a string-or-array union.
     input: v.lazy((input) =>
@@ -279,9 +287,10 @@ export const ResponsesRequestSchema = v.pipe(
     preset: v.optional(PresetSlugSchema),
     instructions: v.optional(v.nullable(v.string())),
     stream: v.optional(v.boolean(), false),
-    // spec: store is the constant false; `true` is rejected because nothing is stored.
-    store: v.optional(v.literal(false, 'must be false: responses are not stored'), false),
-    previous_response_id: v.optional(v.unknown()),
+    // docs/decisions.md, Stored responses: whether the answer is stored, and the stored response it continues. The
+    // route decides both (a gateway without a response store refuses them); left out, `store` is what the gateway does.
+    store: v.optional(v.nullable(v.boolean())),
+    previous_response_id: v.optional(v.nullable(v.pipe(v.string('must be a response id (resp_…)'), v.regex(/^resp_[A-Za-z0-9_-]{1,200}$/, 'must be a response id (resp_…)')))),
     background: v.optional(v.nullable(v.boolean())),
     cache_control: v.optional(v.strictObject({ type: v.literal('ephemeral'), ttl: v.optional(v.string()) })),
     debug: v.optional(v.strictObject({ echo_upstream_body: v.optional(v.boolean()) })),
@@ -314,7 +323,7 @@ export const ResponsesRequestSchema = v.pipe(
     metadata: v.optional(v.nullable(MetadataSchema)),
     modalities: v.optional(ModalitiesSchema),
     parallel_tool_calls: v.optional(v.nullable(v.boolean())),
-    plugins: v.optional(v.array(PluginSchema)),
+    plugins: v.optional(v.array(plugin)),
     prompt: v.optional(v.strictObject({ id: v.string(), variables: v.optional(boundedJson(v.record(v.string(), v.unknown()))), version: v.optional(v.nullable(v.string())) })),
     prompt_cache_key: v.optional(v.nullable(v.string())),
     prompt_cache_options: v.optional(v.strictObject({ mode: v.optional(v.literal('explicit')), ttl: v.optional(v.string()) })),
@@ -356,13 +365,9 @@ export const ResponsesRequestSchema = v.pipe(
     truncation: v.optional(v.nullable(v.picklist(['auto', 'disabled']))),
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
   }),
-  // spec: requests are stateless; a previous response cannot be referenced.
-  v.check(
-    (body) => body.previous_response_id === undefined || body.previous_response_id === null,
-    'previous_response_id is not supported: send the whole conversation in input',
-  ),
-  v.check((body) => body.background !== true, 'background mode is not supported: responses are not stored'),
+  v.check((body) => body.background !== true, 'background mode is not supported: this gateway runs no background responses; stream or wait for the answer'),
   v.check((body) => isImageConfigUsable(body), IMAGE_CONFIG_WITHOUT_IMAGES),
 )
 
-export type ResponsesRequestBody = v.InferOutput<typeof ResponsesRequestSchema>
+/** The body as the engine reads it: a plugin's own settings are its feature's to read. */
+export type ResponsesRequestBody = v.InferOutput<ReturnType<typeof responsesRequestSchema<typeof PluginEntrySchema>>>

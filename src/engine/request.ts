@@ -3,16 +3,11 @@
 import type { ClientSignal } from '../core/client-signal'
 import type { GenerationAttempt } from '../repositories/generations'
 import type { RequestExtensionName, RequestExtensions } from '../providers/types'
-import type { RequestPlugin } from '../features/plugins/contract'
 import type { PipelineStage } from './pipeline-stage'
 import type { ResponsesRequestBody } from './request.schemas'
 import type { RequestDeadline } from './request-deadline'
 import type { Attempt } from './routing'
-import type { ServerToolPlan } from '../features/server-tools/plan'
-import type { SubRuns } from '../features/server-tools/contract'
 import type { SpendTargets } from './spend-targets'
-import type { AppliedGuardrail } from '../features/guardrails/applicable'
-import type { GuardrailEvent } from '../features/guardrails/enforce'
 
 /**
  * One upstream attempt as it ended, as the usage ledger stores it (OpenRouter's `provider_responses`): its
@@ -20,6 +15,10 @@ import type { GuardrailEvent } from '../features/guardrails/enforce'
  */
 export type AttemptReport = GenerationAttempt
 
+/**
+ * A feature's state on the request (its server-tool plan, its plugins, the guardrails governing it) is not a field
+ * here: each feature keeps it under a slot of its own (request-slot.ts).
+ */
 export interface InferenceRequest {
   body: ResponsesRequestBody
   attempts: Attempt[]
@@ -43,22 +42,10 @@ export interface InferenceRequest {
   extensions?: RequestExtensions
   /** Filled by the fallback loop as attempts end, in the order they were sent. */
   attemptReports: AttemptReport[]
-  /** The server tools the gateway runs for this request; absent when it has none (one turn, as always). */
-  serverTools?: ServerToolPlan
-  /** The guardrails governing the request (docs/decisions.md, Guardrails); absent when none does. */
-  guardrails?: AppliedGuardrail[]
-  /** What their content filters found (redacted, flagged), for the usage ledger. */
-  guardrailEvents?: GuardrailEvent[]
-  /** How the models were chosen when a router plugin chose them (`service_metadata.strategy`); its stage is in `pipeline`. */
+  /** How the models were chosen when a stage chose them (a router, fusion: `service_metadata.strategy`); its stage is in `pipeline`. */
   routing?: { strategy: 'auto' | 'pareto' | 'fusion' }
-  /** A fusion request's panel, one prepared request per analysis model, and its analyst's (src/features/plugins/fusion/). */
-  fusion?: { panel: InferenceRequest[]; analyst: InferenceRequest }
-  /** Other models' runs for server tools that consult them (`service:fusion`). */
-  subRuns?: SubRuns
   /** A batch of prompts, each within the context length (embeddings), rather than one prompt bounded by it. */
   isBatchPrompt?: boolean
-  /** The plugins this request runs, in order (src/features/plugins/); empty when it has none. */
-  plugins: readonly RequestPlugin[]
   /**
    * `service_metadata.pipeline`, in the order the stages ran: guardrails' input scans, the router, plugins,
    * guardrails' output scans.

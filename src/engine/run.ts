@@ -5,12 +5,14 @@
  */
 
 import type { ClientSignal } from '../core/client-signal'
-import { AuthenticationError, InvalidRequestError, isGatewayError } from '../core/errors'
+import { AuthenticationError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
+import { loadCallerScope } from './caller-scope'
 import { endUserIdFor } from './end-user'
 import type { ResponsesRequestBody } from './request.schemas'
 import { observeSession } from './observe'
+import type { Arrival, PlannedDraft, Preparation } from './plan-stage'
 import type { InferenceRequest, RouteExtensions } from './request'
 import { createRequestDeadline } from './request-deadline'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
@@ -20,25 +22,7 @@ import type { RunOutcome } from './run-stage'
 import type { ReservedRun } from './reserved-run'
 import { reserveSpend } from './spend'
 import { openSession } from './stream-session'
-import { routeWithPlugins } from '../features/plugins/routers/route'
-import { FUSION_SLUG, planFusion } from '../features/plugins/fusion/plan'
-import { FUSION_ITEM_TYPE } from '../features/plugins/fusion/item'
-import { analystBody, takesStructuredOutput } from '../features/plugins/fusion/analysis'
-import { routableModels } from '../features/plugins/routers/candidates'
 import { answerWhole } from './whole'
-import { providerToolsRunHere } from '../features/server-tools/executor'
-import type { Nesting } from '../features/server-tools/nesting'
-import { planServerTools } from '../features/server-tools/plan'
-import { openServerToolSession } from '../features/server-tools/session-loop'
-import { answerWithServerTools } from '../features/server-tools/whole-loop'
-import { loadCallerScope } from './caller-scope'
-import { guardrailBudgetsOf } from '../features/guardrails/applicable'
-import { guardInput, guardrailBlockError } from '../features/guardrails/enforce'
-import { withGuardrailRefusal } from './refusal'
-import { endpointPolicyOf } from '../features/guardrails/routing-policy'
-import { refusedServiceMetadata } from './service-metadata'
-import { afterWhole, observedByPlugins } from '../features/plugins/apply'
-import { planPlugins, withImplicitPlugins } from '../features/plugins/registry'
 
 /** 401 for a regular key whose workspace no longer exists (docs/decisions.md, workspace deletion). */
 export const WORKSPACE_GONE = "The API key's workspace was deleted; create a new key"
@@ -63,19 +47,10 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
 }
 
-/** A panel member's plan; its tools are the plugin's, so a bad one is named where the caller wrote it. */
-const planPanelMember = (plan: () => InferenceRequest, pluginIndex: number | null): InferenceRequest => {
-  try {
-    return plan()
-  } catch (error) {
-    if (pluginIndex === null || !isGatewayError(error) || error.status !== 400 || !error.message.startsWith('body.tools.')) throw error
-    throw new InvalidRequestError(error.message.replace('body.tools.', `body.plugins.${pluginIndex}.tools.`))
-  }
-}
-
 /**
- * Plans the attempts of a request (routing, BYOK keys) from the caller's workspace. `extensions` are the settings
- * a route's own wire format adds to the body (Chat Completions `stop`, …).
+ * Plans the attempts of a request (routing, BYOK keys) from the caller's workspace, with the features' plan stages
+ * at their points (plan-stage.ts). `extensions` are the settings a route's own wire format adds to the body
+ * (Chat Completions `stop`, …).
  */
 export const prepareRequest = async (
   service: InferenceService,
@@ -84,73 +59,66 @@ export const prepareRequest = async (
   extensions?: RouteExtensions,
 ): Promise<InferenceRequest> => {
   const { caller, repositories, requestId } = context
+  const stages = service.stages.plan
   const startedAt = performance.now()
   // Runs from here: the plugins' work, every attempt, turn and run of the request share it.
   const deadline = createRequestDeadline(service.requestTimeoutMs)
-  const plugins = planPlugins(service, body)
-  const { workspace, credentials, guardrails } = await loadCallerScope(repositories, caller)
+  // One object from arrival to preparation, its every field there from the start: what the stages keep on it is
+  // under their slots.
+  const prepared: { -readonly [K in keyof Preparation]: Preparation[K] } = {
+    service,
+    caller,
+    requestId,
+    sessionId: context.sessionId,
+    isMetadataRequested: context.isMetadataRequested,
+    received: body,
+    extensions,
+    startedAt,
+    scope: undefined!,
+    defaultModel: '',
+    body,
+    models: [],
+    pipeline: [],
+    plan: undefined!,
+    routeNested: undefined!,
+  }
+  const arrival: Arrival = prepared
+  for (const stage of stages.checkBody) stage.checkBody(arrival)
+  const scope = await loadCallerScope(repositories, caller, stages.loadScope)
+  const { workspace, credentials, policy, budgets } = scope
   // A key created while its workspace was being deleted outlives it; it must not run on the defaults.
   if (!workspace) throw new AuthenticationError(WORKSPACE_GONE)
+  prepared.scope = scope as Preparation['scope']
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
-  const defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
+  prepared.defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
   // Content filters run before anything else reads the input: a block costs nothing, a redaction is all that goes on.
-  const guarded = await guardInput(guardrails, body)
-  if (guarded?.block) {
-    const requested = requestedModels(body.model, body.models, defaultModel)[0]!
-    const blocked = guardrailBlockError(guarded.block, context.isMetadataRequested ? refusedServiceMetadata(service, requested, guarded.stages, startedAt) : undefined)
-    // The usage ledger records the block with everything the scan found (the route writes it: nothing was prepared).
-    throw withGuardrailRefusal(blocked, { events: guarded.events, requestedModel: requested })
+  for (const stage of stages.checkInput) {
+    const scanning = stage.checkInput(prepared)
+    if (scanning) await scanning
   }
-  const guardedBody = guarded ? guarded.content : body
   // Router models (`service/auto`, …) become the concrete models they chose; fusion adds a panel of analysis models
   // before the request's own model judges (docs/decisions.md, "Plugins: routers and fusion").
-  const fusion = planFusion(service, guardedBody, credentials)
-  const routed = routeWithPlugins(service, guardedBody, { workspaceId: caller.key.workspaceId, sessionId: context.sessionId, credentials: credentials })
-  const models = fusion?.judge
-    ? [...new Set([fusion.judge, ...(guardedBody.models ?? []).filter((slug) => slug !== FUSION_SLUG)])]
-    : routed
-      ? routed.models
-      : requestedModels(guardedBody.model, guardedBody.models, defaultModel)
+  let chosen: string[] | undefined
+  for (const stage of stages.chooseModels) chosen ??= stage.chooseModels(prepared)
+  const chosenBody = prepared.body
+  const models = chosen ?? requestedModels(chosenBody.model, chosenBody.models, prepared.defaultModel)
+  prepared.models = models
   const endUserId = await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user)
-  const policy = endpointPolicyOf(guardrails)
-  const guardrailBudgets = guardrailBudgetsOf(guardrails)
-  const planned = (planBody: ResponsesRequestBody, planModels: string[]): InferenceRequest => {
-    const gatewayRunTools = providerToolsRunHere(service, planBody.tools, planModels)
-    // Nested model calls (advisor, subagent) route as the caller's request does: their keys, their preferences.
-    const nesting: Nesting = {
-      depth: 0,
-      defaultModel: planModels[0]!,
-      defaultImageModel: workspace.defaultImageModel,
-      gatewayRunTools,
-      disabled: workspace.disabledServerTools,
-      route: (model, nestedBody) =>
-        planAttempts(service.models, service.providers, {
-          models: [model],
-          preferences: withRouteAlias(planBody),
-          parametersUsed: parametersUsed(nestedBody),
-          modalities: nestedBody.modalities,
-          credentials: credentials,
-          callerKeyHash: caller.key.hash,
-          callerUserId: caller.key.creatorUserId,
-          policy,
-        }),
-    }
-    const serverTools = planServerTools(service, planBody, workspace.disabledServerTools, nesting)
-    // Provider tools the gateway runs itself need no endpoint that takes them.
-    const honoured = gatewayRunTools.size > 0 ? { ...planBody, tools: planBody.tools?.filter((tool) => !gatewayRunTools.has(tool.type)) } : planBody
-    return {
+  prepared.routeNested = (planBody, model, nestedBody) =>
+    planAttempts(service.models, service.providers, {
+      models: [model],
+      preferences: withRouteAlias(planBody),
+      parametersUsed: parametersUsed(nestedBody),
+      modalities: nestedBody.modalities,
+      credentials,
+      callerKeyHash: caller.key.hash,
+      callerUserId: caller.key.creatorUserId,
+      policy,
+    })
+  prepared.plan = (planBody, planModels) => {
+    const request: InferenceRequest = {
       body: planBody,
-      attempts: planAttempts(service.models, service.providers, {
-        models: planModels,
-        preferences: withRouteAlias(planBody),
-        parametersUsed: parametersUsed(planBody, extensions?.values),
-        modalities: planBody.modalities,
-        mustHonour: [...mustHonour(honoured, extensions?.values, extensions?.fieldNames), ...(serverTools?.nativeWebSearch?.requirements ?? [])],
-        credentials: credentials,
-        callerKeyHash: caller.key.hash,
-        callerUserId: caller.key.creatorUserId,
-        policy,
-      }),
+      attempts: [],
       requestedModel: planModels[0]!,
       endUserId,
       requestId,
@@ -158,56 +126,47 @@ export const prepareRequest = async (
       deadline,
       isMetadataRequested: context.isMetadataRequested,
       // Every run of the request (a fusion panel's too) counts against the guardrails' budgets.
-      spend: { key: caller.key, workspace, account: caller.account, ...(guardrailBudgets.length > 0 ? { guardrailBudgets } : {}) },
+      spend: { key: caller.key, workspace, account: caller.account, ...(budgets ? { guardrailBudgets: budgets } : {}) },
       ...(extensions ? { extensions: extensions.values } : {}),
       attemptReports: [],
-      ...(serverTools ? { serverTools } : {}),
-      // The request's plugins are its own: a fusion panel's and a server tool's runs feed its answer.
-      plugins: [],
       pipeline: [],
     }
+    const draft: PlannedDraft = { request, models: planModels, honoured: planBody, requirements: [] }
+    for (const stage of stages.shapePlanned) stage.shapePlanned(prepared, draft)
+    request.attempts = planAttempts(service.models, service.providers, {
+      models: planModels,
+      preferences: withRouteAlias(planBody),
+      parametersUsed: parametersUsed(planBody, extensions?.values),
+      modalities: planBody.modalities,
+      mustHonour: [...mustHonour(draft.honoured, extensions?.values, extensions?.fieldNames), ...draft.requirements],
+      credentials,
+      callerKeyHash: caller.key.hash,
+      callerUserId: caller.key.creatorUserId,
+      policy,
+    })
+    return request
   }
-  const request = planned(guardedBody, models)
-  request.plugins = withImplicitPlugins(service, guardedBody, plugins, request.attempts)
-  if (guardrails.length > 0) request.guardrails = guardrails
+  const request = prepared.plan(chosenBody, models)
   // Stages in the order they ran: the guardrails' input scans, then the router's choice (plugins' follow).
-  request.pipeline.push(...(guarded?.stages ?? []), ...(routed ? [routed.stage] : []))
-  if (guarded) request.guardrailEvents = [...guarded.events]
-  if (request.serverTools?.byItemType.has(FUSION_ITEM_TYPE)) {
-    // `service:fusion` consults other models from inside the loop: their runs are planned as this request's are, and
-    // opened without a reservation of their own, since the tool reports their cost with the response's.
-    const reachable = new Set(routableModels(service, credentials).map((candidate) => candidate.slug))
-    request.subRuns = {
-      body: guardedBody,
-      model: request.attempts[0]!.model.slug,
-      takesStructuredOutput: (model) => takesStructuredOutput(planned(analystBody(guardedBody, model, false), [model]).attempts),
-      isReachable: (model) => reachable.has(model),
-      open: async (subBody, model) => openTurns(service, { ...planned(subBody, [model]), isMetadataRequested: false }),
-    }
-  }
+  request.pipeline.push(...prepared.pipeline)
   service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: request.attempts.length, sessionId: context.sessionId })
-  if (routed) request.requestedModel = routed.requested
-  if (fusion) {
-    if (fusion.judge) request.requestedModel = FUSION_SLUG
-    const panel = fusion.analysisModels.map((model) => ({ ...planPanelMember(() => planned(fusion.panelBody(model), [model]), fusion.pluginIndex), isMetadataRequested: false }))
-    // The analyst is the plugin's model, or the judge with its fallbacks; asked for structured output where every endpoint takes it.
-    const analystModels = fusion.analyst ? [fusion.analyst] : models
-    const analyst = planned(analystBody(guardedBody, analystModels[0]!, false), analystModels)
-    if (takesStructuredOutput(analyst.attempts)) analyst.body = analystBody(guardedBody, analystModels[0]!, true)
-    return { ...request, routing: { strategy: 'fusion' }, fusion: { panel, analyst: { ...analyst, isMetadataRequested: false } } }
-  }
-  return routed ? { ...request, routing: { strategy: routed.strategy } } : request
+  for (const stage of stages.finish) stage.finish(prepared, request)
+  return request
 }
 
-/** A whole answer: one turn, or the server-tool loop's turns. */
-const answerTurns = async (service: InferenceService, request: InferenceRequest): Promise<WholeAnswer> => {
-  const answer = await (request.serverTools ? answerWithServerTools(service, request, request.serverTools) : answerWhole(service, request))
-  return request.plugins.length === 0 ? answer : { ...answer, result: afterWhole(answer.result, request) }
+/** A whole answer: the engine's one turn, inside the features' turn stages (turn-stage.ts). */
+const answerTurns = (service: InferenceService, request: InferenceRequest, index = 0): Promise<WholeAnswer> => {
+  const stages = service.stages.turns.answer
+  if (index === stages.length) return answerWhole(service, request)
+  return stages[index]!.answer(service, request, (next) => answerTurns(service, next, index + 1))
 }
 
-/** A streamed answer: one turn's session, or the server-tool loop's over its turns. */
-const openTurns = async (service: InferenceService, request: InferenceRequest): Promise<ResponseSession> =>
-  observedByPlugins(await (request.serverTools ? openServerToolSession(service, request, request.serverTools) : openSession(service, request)), request)
+/** A streamed answer: the engine's one turn's session, inside the features' turn stages (turn-stage.ts). */
+export const openTurns = (service: InferenceService, request: InferenceRequest, index = 0): Promise<ResponseSession> => {
+  const stages = service.stages.turns.open
+  if (index === stages.length) return openSession(service, request)
+  return stages[index]!.open(service, request, (next) => openTurns(service, next, index + 1))
+}
 
 /** Reserves a request's spend (402 when a limit would be passed, before any upstream call). */
 export const reserveRun = async (service: InferenceService, request: InferenceRequest): Promise<ReservedRun> => {

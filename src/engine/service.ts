@@ -51,6 +51,12 @@ export interface RetryPolicy {
  */
 export interface FeatureSettings {}
 
+/**
+ * The features' stages, listed once by the composition root (src/engine/stages.ts): each kind of stage declares its
+ * entry by declaration merging (plan-stage.ts, turn-stage.ts), whose contracts read the service in turn.
+ */
+export interface EngineStages {}
+
 export interface InferenceService extends FeatureSettings {
   readonly providers: ProviderRegistry
   readonly models: ModelCatalog
@@ -82,6 +88,7 @@ export interface InferenceService extends FeatureSettings {
   /** The gateway's clock, in ms since the epoch: every timestamp a response carries comes from it. */
   readonly now: () => number
   readonly logger: Logger
+  readonly stages: EngineStages
   /** Where the engine reports what it decided (src/core/telemetry.ts); emit with `telemetry.name?.(…)`. */
   readonly telemetry: Telemetry
 }
@@ -176,6 +183,8 @@ export interface InferenceServiceOptions {
   telemetry?: Telemetry
   /** The features' settings, built by the composition root once the providers are known (a plugin reads their adapters). */
   features: (providers: ProviderRegistry) => FeatureSettings
+  /** The features' stages, in the order they run (src/engine/stages.ts). */
+  stages: EngineStages
 }
 
 export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
@@ -205,6 +214,7 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     },
     now,
     logger: options.logger,
+    stages: options.stages,
     telemetry,
     ...options.features(providers),
   })

@@ -396,11 +396,10 @@ export const reserveSpend = (service: InferenceService, request: InferenceReques
 
 /**
  * Reserves what the request's plugins may spend before its attempts (the web plugin's search: its engine's price per
- * search), before they run, so a limit the request would pass with them is a 402 before anything is spent; `null`
- * when no plugin has a price. The request's own reservation, made after the plugins, lands on top of this one.
+ * search), `priceNano` in all, before they run, so a limit the request would pass with them is a 402 before anything
+ * is spent; `null` when they have no price. The request's own reservation, made after the plugins, lands on top of this one.
  */
-export const reservePluginSpend = async (service: InferenceService, request: InferenceRequest): Promise<SpendReservation | null> => {
-  const priceNano = request.plugins.reduce((sum, plugin) => sum + Math.ceil((plugin.price ?? 0) * 1e9), 0)
+export const reservePluginSpend = async (service: InferenceService, request: InferenceRequest, priceNano: number): Promise<SpendReservation | null> => {
   if (priceNano === 0) return null
   return reserveAmounts(service, request, () => ({ usage: priceNano, all: priceNano }), PLUGIN_ADVICE)
 }

@@ -29,6 +29,13 @@ import { createFeatureSettings } from '../features/settings'
 import { pluginsStage } from '../features/plugins/stage'
 import { fusionStage } from '../features/plugins/fusion/stage'
 import { guardrailOutputStage } from '../features/guardrails/output-stage'
+import { engineStages } from '../engine/stages'
+import { pluginsPlanStage } from '../features/plugins/plan-stage'
+import { pluginsTurnStage } from '../features/plugins/turn-stage'
+import { modelChoicePlanStage } from '../features/plugins/model-choice'
+import { guardrailsPlanStage } from '../features/guardrails/plan-stage'
+import { serverToolsPlanStage } from '../features/server-tools/plan-stage'
+import { serverToolsTurnStage } from '../features/server-tools/turn-stage'
 import { createDocumentReaders } from './file-parser'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
@@ -56,6 +63,7 @@ import { createReadCache, type ReadCache } from '../storage/read-cache'
 import { internEnvironment } from '../interns/environment'
 import { startProvisioningSweep } from '../interns/sweep'
 import { settlementMemoryOf, type StorageDriver } from '../storage/contract'
+import { createStoredResponses, DEFAULT_STORED_RESPONSE_RETENTION_DAYS, DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS } from '../services/stored-responses'
 
 export interface Gateway extends ReplyHandler, ErrorReplier {
   /** Programmatic administration: accounts, keys, workspaces. */
@@ -220,6 +228,17 @@ const observersOf = (config: GatewayOptions, logger: Logger, isAccessLogKept: bo
   return { all: isAccessLogKept ? [accessLogObserver(logger), ...others] : others, others }
 }
 
+/**
+ * The features' stages while a request is prepared and while its turns are answered, in the order they run
+ * (src/engine/plan-stage.ts, turn-stage.ts): the plugins are checked before anything is read; the guardrails read
+ * with the caller's scope and scan the input; the routers and fusion choose the models; the server tools shape every
+ * planned request. A request's turns are the server-tool loop's when it has server tools, inside the plugins' hooks.
+ */
+const ENGINE_STAGES = engineStages({
+  plan: [pluginsPlanStage, guardrailsPlanStage, modelChoicePlanStage, serverToolsPlanStage],
+  turns: [pluginsTurnStage, serverToolsTurnStage],
+})
+
 /** Stores in this process's memory: their reads cost what a cache hit would. */
 const IN_PROCESS_STORES = new Set(['memory', 'file'])
 
@@ -288,6 +307,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
           },
           providers,
         ),
+      stages: ENGINE_STAGES,
       logger,
       telemetry,
       secrets,
@@ -331,6 +351,19 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             now,
             logger,
             { recovery: settlementRecovery },
+          ),
+    storedResponses:
+      config.storedResponses === undefined || config.storedResponses.enabled === false
+        ? null
+        : createStoredResponses(
+            repositories.storedResponses,
+            secrets,
+            {
+              retentionDays: config.storedResponses.retentionDays ?? DEFAULT_STORED_RESPONSE_RETENTION_DAYS,
+              sweepIntervalMs: config.storedResponses.sweepIntervalMs ?? DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS,
+            },
+            now,
+            logger,
           ),
     auditLog: createAuditLog(
       repositories.auditLog,
@@ -487,6 +520,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       // Records of answers already sent are written before the store goes.
       await runtime.ledger?.close()
       await runtime.auditLog.close()
+      await runtime.storedResponses?.close()
       await runtime.inference.spend.book.close()
       await settlementRecovery?.close()
       await documents.close()

@@ -259,6 +259,15 @@ export const AuditLogOptionsSchema = v.strictObject({
   sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(1000))])),
 })
 
+export const StoredResponsesOptionsSchema = v.strictObject({
+  /** Whether `/responses` answers may be stored (`store`, `previous_response_id`, `GET /responses/{id}`); default true. */
+  enabled: v.optional(v.boolean()),
+  /** Days a stored response is kept (default 30). */
+  retentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
+  /** How often this process deletes expired responses (ms, default 10 minutes); `false` when another process sweeps. */
+  sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(1000))])),
+})
+
 /** A header name, lower-cased. */
 export const TrustedHostHeaderSchema = v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a header name'), v.toLowerCase())
 
@@ -493,6 +502,13 @@ export const GatewayOptionsSchema = v.strictObject({
    * `sweepIntervalMs` (default 10 minutes; `false` for none). Always on.
    */
   auditLog: v.optional(AuditLogOptionsSchema),
+  /**
+   * Stored responses (docs/decisions.md, Stored responses): absent or `enabled: false`, nothing is stored and `store:
+   * true` or `previous_response_id` is a 400; set, a `/responses` answer is stored unless the request says `store: false`
+   * or its workspace turned storing off, kept `retentionDays` (default 30) and swept every `sweepIntervalMs` (default
+   * 10 minutes; `false` for none).
+   */
+  storedResponses: v.optional(StoredResponsesOptionsSchema),
   /**
    * Which worker process of a cluster this gateway serves in (`cluster.worker.id`, a process manager's instance
    * number): `GET /health` and `GET /health/ready` report it as `worker`, so a probe can tell apart the processes

@@ -12,6 +12,7 @@ import { ClientClosedError } from '../engine/attempts'
 import type { BilledUsage } from '../engine/billing'
 import { observeSession, type SessionObserver } from '../engine/observe'
 import { paidUsageOf } from '../features/guardrails/enforce'
+import { guardrailEventsOf, setGuardrailEvents } from '../features/guardrails/request-guardrails'
 import { guardrailRefusalOf, type GuardrailRefusal } from '../engine/refusal'
 import { endUserIdFor } from '../engine/end-user'
 import type { InferenceRequest } from '../engine/request'
@@ -61,7 +62,7 @@ export interface GenerationOutcome {
  * What a record reads of the request: a prepared one, or what is known of one a guardrail refused before it was
  * prepared (no attempts, nothing planned).
  */
-export type RecordedRequest = Pick<InferenceRequest, 'requestedModel' | 'attemptReports' | 'attempts' | 'endUserId' | 'routing' | 'guardrailEvents'> & {
+export type RecordedRequest = Pick<InferenceRequest, 'requestedModel' | 'attemptReports' | 'attempts' | 'endUserId' | 'routing'> & {
   body: Partial<Pick<ResponsesRequestBody, 'stream' | 'user' | 'safety_identifier' | 'trace'>>
 }
 
@@ -113,6 +114,12 @@ const errorTypeOf = (error: unknown): string => {
 }
 
 const round = (amount: number) => Math.round(amount * 1e12) / 1e12
+
+/** What the guardrails' content filters found for the request, as the record keeps it (a copy). */
+const guardrailsOf = (request: RecordedRequest) => {
+  const events = guardrailEventsOf(request)
+  return events && events.length > 0 ? { guardrails: events.map((event) => ({ ...event, patterns: [...event.patterns] })) } : {}
+}
 
 /**
  * The record of one generation: everything the ledger keeps, from the request, its attempts and how it ended.
@@ -181,7 +188,7 @@ export const toGenerationRecord = (
       endpointsPlanned: request.attempts.length,
       region: service.region,
     },
-    ...(request.guardrailEvents && request.guardrailEvents.length > 0 ? { guardrails: request.guardrailEvents.map((event) => ({ ...event, patterns: [...event.patterns] })) } : {}),
+    ...guardrailsOf(request),
   }
 }
 
@@ -228,8 +235,12 @@ const failureOutcome = (error: unknown, request: RecordedRequest, startedAt: num
 }
 
 /** The request as the record of a guardrail's refusal reads it: what the request found, then what refused it. */
-const withRefusalEvents = (request: RecordedRequest, refusal: GuardrailRefusal | undefined): RecordedRequest =>
-  !refusal || refusal.events.length === 0 ? request : { ...request, guardrailEvents: [...(request.guardrailEvents ?? []), ...refusal.events] }
+const withRefusalEvents = (request: RecordedRequest, refusal: GuardrailRefusal | undefined): RecordedRequest => {
+  if (!refusal || refusal.events.length === 0) return request
+  const refused = { ...request }
+  setGuardrailEvents(refused, [...(guardrailEventsOf(request) ?? []), ...refusal.events])
+  return refused
+}
 
 /** The refusal's error with its record's id in `error.metadata.generation_id` (spec Errors), so `GET /generation` finds it. */
 const withGenerationId = (error: unknown, id: string): unknown => (isGatewayError(error) ? withMetadata(error, { generation_id: id }) : error)
@@ -373,8 +384,8 @@ export const recordRefusal = async (
     attemptReports: [],
     attempts: [],
     endUserId,
-    guardrailEvents: refusal.events,
   }
+  setGuardrailEvents(request, refusal.events)
   const outcome = failureOutcome(error, request, context.startedAt)
   try {
     await ledger.write(toGenerationRecord(service, context, request, outcome, { session: await sessionOf(service, context) }))

@@ -8,6 +8,7 @@ import type { InternSettings } from '../interns/settings'
 import type { Ledger } from '../ledger/ledger'
 import type { AuditLog } from '../services/audit-log'
 import type { RateLimitOptions } from './rate-limit'
+import type { StoredResponses } from '../services/stored-responses'
 
 export interface GatewayRuntime {
   inference: InferenceService
@@ -18,6 +19,8 @@ export interface GatewayRuntime {
   ledger: Ledger | null
   /** The audit log of administrative changes (docs/decisions.md, Audit log); routes write to it through `context.audit`. */
   auditLog: AuditLog
+  /** Stored responses (docs/decisions.md, Stored responses); null when the gateway stores none. */
+  storedResponses: StoredResponses | null
   /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
   trustedHostHeader: string | undefined
   /** The per-key request limit, when one is configured (reported by `GET /key`). */

@@ -10,6 +10,7 @@ import { createGuardrailsRepository, GUARDRAIL_KEY_ASSIGNMENTS, GUARDRAIL_MEMBER
 import { createInternsRepository } from './interns'
 import { createPresetsRepository, PRESET_VERSIONS, PRESETS } from './presets'
 import { createSpendRepository } from './spend-counters'
+import { createStoredResponsesRepository } from './stored-responses'
 import { createSpendOwnersRepository } from './spend-owners'
 import { createWorkspacesRepository, WORKSPACES, type WorkspaceDefaults } from './workspaces'
 
@@ -45,6 +46,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   guardrails: createGuardrailsRepository(storage, now),
   presets: createPresetsRepository(storage, now),
   auditLog: createAuditLogRepository(storage),
+  storedResponses: createStoredResponsesRepository(storage),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

@@ -43,6 +43,11 @@ export type WorkspaceRecord = {
   isDataDiscountLoggingEnabled: boolean
   isObservabilityBroadcastEnabled: boolean
   isObservabilityIoLoggingEnabled: boolean
+  /**
+   * Whether `/responses` answers are stored (docs/decisions.md, Stored responses) where the gateway stores them.
+   * Absent on workspaces stored before the setting existed, which store.
+   */
+  isResponseStorageEnabled?: boolean
   /** Spend budgets, enforced on every request of the workspace's keys. */
   budgets: WorkspaceBudget[]
   /** Listing order: creation order. */
@@ -129,6 +134,7 @@ export const createWorkspacesRepository = (storage: StorageDriver, defaults: Wor
         isDataDiscountLoggingEnabled: false,
         isObservabilityBroadcastEnabled: false,
         isObservabilityIoLoggingEnabled: false,
+        isResponseStorageEnabled: true,
         budgets: [],
         ...toStored(settings),
         name: settings.name,

@@ -83,12 +83,14 @@ const ZDR_FIELDS: Record<ZdrFamily, keyof UpdateGuardrailBody> = {
  * replace semantics). The deprecated `enforce_zdr` fills the families the body does not name.
  */
 export const applyGuardrailBody = <T extends GuardrailRules & { name: string; description: string | null }>(current: T, body: UpdateGuardrailBody): T => {
-  const hasLimit = body.limit_usd !== undefined
-  const hasInterval = body.reset_interval !== undefined
-  // OpenRouter: `limit_usd` and `reset_interval` are sent together or not at all.
-  if (hasLimit !== hasInterval) throw new InvalidRequestError(`body.${hasLimit ? 'reset_interval' : 'limit_usd'}: is required with ${hasLimit ? 'limit_usd' : 'reset_interval'}`)
-  if (hasLimit && (body.limit_usd === null) !== (body.reset_interval === null)) {
-    throw new InvalidRequestError('body.reset_interval: must be null exactly when limit_usd is (a budget needs both, clearing it clears both)')
+  const limitNano = body.limit_usd === undefined ? current.limitNano : body.limit_usd === null ? null : toNano(body.limit_usd)
+  // A budget is a limit and its period. One of them alone changes it and keeps the stored other (OpenRouter's SDK sends
+  // `limit_usd` alone); clearing the limit clears the period. What cannot be completed from the stored budget is refused.
+  const resetInterval = body.reset_interval !== undefined ? body.reset_interval : body.limit_usd === null ? null : current.resetInterval
+  if ((limitNano === null) !== (resetInterval === null)) {
+    const isNullMismatch = body.limit_usd === null || body.reset_interval === null
+    if (isNullMismatch) throw new InvalidRequestError('body.reset_interval: must be null exactly when limit_usd is (a budget needs both, clearing it clears both)')
+    throw new InvalidRequestError(limitNano === null ? 'body.limit_usd: is required with reset_interval' : 'body.reset_interval: is required with limit_usd')
   }
   const enforceZdr = { ...current.enforceZdr }
   for (const family of ZDR_FAMILIES) {
@@ -108,8 +110,8 @@ export const applyGuardrailBody = <T extends GuardrailRules & { name: string; de
     enforceZdr,
     enableFreeModelTraining: pick(body.enable_free_model_training, current.enableFreeModelTraining),
     enablePaidModelTraining: pick(body.enable_paid_model_training, current.enablePaidModelTraining),
-    limitNano: hasLimit ? (body.limit_usd === null ? null : toNano(body.limit_usd!)) : current.limitNano,
-    resetInterval: pick(body.reset_interval, current.resetInterval),
+    limitNano,
+    resetInterval,
     includeByokInBudgets: pick(body.include_byok_in_budgets, current.includeByokInBudgets),
     contentFilters:
       body.content_filters === undefined

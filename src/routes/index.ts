@@ -8,7 +8,7 @@ import { liveness, readiness } from './health'
 import { apiIndex, openApiDocumentRoute } from './api'
 import { getActivity, getGeneration, getGenerationContent } from './generations'
 import { getStats } from './stats'
-import { createResponse } from './responses'
+import { createResponse, deleteResponse, getResponse, listResponseInputItems } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
 import { createEmbeddings, listEmbeddingModels } from './embeddings'
@@ -79,6 +79,9 @@ export const routes: readonly AnyRoute[] = [
   updateByok,
   deleteByok,
   createResponse,
+  getResponse,
+  deleteResponse,
+  listResponseInputItems,
   createChatCompletion,
   createMessage,
   createEmbeddings,

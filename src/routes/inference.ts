@@ -7,6 +7,7 @@ import type { Reply } from '../core/reply'
 import { observeSession } from '../engine/observe'
 import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
+import type { ResponseResult } from '../engine/session-events'
 import { prepareRequest } from '../engine/run'
 import { createGenerationRecorder, prepareRecorded } from '../ledger/generation-record'
 import { withPreset } from './presets.config'
@@ -25,8 +26,14 @@ const METADATA_HEADERS = ['x-service-metadata', 'x-service-experimental-metadata
 type InferenceRouteContext = Pick<RouteContext<unknown, unknown, unknown>, 'request' | 'requestId' | 'caller' | 'repositories' | 'runtime' | 'access' | 'clientSignal' | 'now'>
 
 /**
+ * Keeps an answer before its caller sees it end (a stored response): awaited before a whole answer is sent, and before
+ * a stream's last event.
+ */
+export type AnswerKeeper = (request: ResponsesRequestBody, result: ResponseResult) => Promise<void>
+
+/**
  * Runs `body` (with the settings `extensions` adds to it) for the route's caller and answers in `format`;
- * `api` names the route in its usage record.
+ * `api` names the route in its usage record; `keep`, when given, keeps the answer before it is complete for the caller.
  */
 export const answerInference = (
   route: InferenceRouteContext,
@@ -34,6 +41,7 @@ export const answerInference = (
   format: WireFormat,
   api: GenerationApi,
   extensions?: RouteExtensions,
+  keep?: AnswerKeeper,
 ): Promise<Reply> => {
   const { request, access, runtime } = route
   const service = runtime.inference
@@ -58,10 +66,16 @@ export const answerInference = (
   })
   return replyInFormat(
     format,
-    running.then((outcome) => {
-      if (!outcome.isStream) access?.whole(outcome.answer)
+    running.then(async (outcome) => {
+      if (!outcome.isStream) {
+        if (keep) await keep(outcome.answer.request, outcome.answer.result)
+        access?.whole(outcome.answer)
+      }
       return outcome
     }),
-    (session) => (access ? observeSession(session, access.observer()) : session),
+    (session) => {
+      const kept = keep ? observeSession(session, { beforeFinished: (result) => keep(session.request, result) }) : session
+      return access ? observeSession(kept, access.observer()) : kept
+    },
   )
 }

@@ -31,7 +31,7 @@ import {
   internEnvironment,
   type InternEnvironment,
 } from '../interns/service'
-import { ResponsesRequestSchema } from '../engine/request.schemas'
+import { ResponsesRequestSchema } from '../features/request-body'
 import { observeSession } from '../engine/observe'
 import { WORKSPACE_GONE, prepareRequest, type RunContext } from '../engine/run'
 import { internChatObserver } from '../interns/chat-session'

@@ -9,7 +9,6 @@ import { cachedJsonReply } from '../core/cached-json'
 import { NotFoundError } from '../core/errors'
 import { json, jsonTextReply } from '../core/reply'
 import { loadCallerScope } from '../engine/caller-scope'
-import { endpointPolicyOf } from '../features/guardrails/routing-policy'
 import { usableModels } from '../engine/usable-models'
 import { defineRoute } from '../pipeline/route'
 import { basePathOf, CATALOG_CACHE_CONTROL, catalogAnswers } from './models.catalog'
@@ -90,12 +89,12 @@ export const listUserModels = defineRoute({
   async handle({ request, query, caller, repositories, runtime }) {
     const basePath = basePathOf(request, USER_MODELS_PATH)
     // The key's guardrails narrow what it may run, as they narrow its requests' routing.
-    const { credentials, guardrails } = await loadCallerScope(repositories, caller)
+    const { credentials, policy } = await loadCallerScope(repositories, caller, runtime.inference.stages.plan.loadScope)
     const isUsable = usableModels(runtime.inference, {
       credentials,
       callerKeyHash: caller.key.hash,
       callerUserId: caller.key.creatorUserId,
-      policy: endpointPolicyOf(guardrails),
+      ...(policy ? { policy } : {}),
     })
     const answer = await catalogAnswers(runtime.inference).list(query as ListModelsQuery, basePath, isUsable)
     // Per caller and as changeable as their BYOK keys: never cached by anyone.

@@ -51,7 +51,7 @@ export interface PresetContent {
  * and a model the catalog does not have.
  */
 export const toPresetContent = (
-  body: ResponsesRequestBody,
+  body: Omit<ResponsesRequestBody, 'input'>,
   systemPrompt: string | null,
   options: { models: ModelCatalog; extensions?: RouteExtensions | undefined; fieldNames?: Readonly<Record<string, string>> },
 ): PresetContent => {

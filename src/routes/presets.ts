@@ -4,9 +4,11 @@
  * calling key. Requests use them with `preset` or `@preset/<slug>` (presets.config.ts; docs/decisions.md, Presets).
  */
 
-import type * as v from 'valibot'
+import * as v from 'valibot'
 import { InvalidRequestError, NotFoundError } from '../core/errors'
-import { ResponsesRequestSchema, type ResponsesRequestBody } from '../engine/request.schemas'
+import { sparseLooseObject } from '../core/validation'
+import type { ResponsesRequestBody } from '../engine/request.schemas'
+import { ResponsesRequestSchema } from '../features/request-body'
 import type { RouteExtensions } from '../engine/request'
 import { defineRoute, json } from '../pipeline/route'
 import type { Caller } from '../pipeline/auth'
@@ -64,14 +66,28 @@ const textOf = (content: unknown): string =>
  * ignore other top-level fields (docs/decisions.md, `POST /chat/completions`); a save must not, or it would answer
  * as if it kept them.
  */
+/**
+ * A Responses body as a preset save takes it: a preset holds settings, not a conversation, so `input` (which a
+ * request needs) may be left out; every other field and rule is the request's.
+ */
+const [responsesObject, ...responsesChecks] = ResponsesRequestSchema.pipe
+// The request's checks read no `input` and change nothing, so they hold for this body too; typed as no-ops.
+const PresetResponsesSchema = v.pipe(
+  sparseLooseObject({ ...responsesObject.entries, input: v.optional(responsesObject.entries.input) }),
+  ...(responsesChecks as unknown as []),
+)
+
+/** The settings a save reads: a request body, its conversation aside. */
+type PresetBody = Omit<ResponsesRequestBody, 'input'>
+
 const declaredFields = (schema: v.GenericSchema): ReadonlySet<string> => {
   const object = 'pipe' in schema ? (schema.pipe as readonly v.GenericSchema[])[0] : schema
   return new Set(Object.keys((object as unknown as { entries: v.ObjectEntries }).entries))
 }
 
-type SaveInput = { body: ResponsesRequestBody; systemPrompt: string | null; extensions?: RouteExtensions | undefined; fieldNames?: Record<string, string> }
+type SaveInput = { body: PresetBody; systemPrompt: string | null; extensions?: RouteExtensions | undefined; fieldNames?: Record<string, string> }
 
-const saveRoute = <S extends typeof ResponsesRequestSchema | typeof ChatCompletionsRequestSchema | typeof MessagesRequestSchema>(
+const saveRoute = <S extends typeof PresetResponsesSchema | typeof ChatCompletionsRequestSchema | typeof MessagesRequestSchema>(
   path: string,
   schema: S,
   toSave: (body: v.InferOutput<S>) => SaveInput,
@@ -107,7 +123,7 @@ const saveRoute = <S extends typeof ResponsesRequestSchema | typeof ChatCompleti
 }
 
 /** From a Responses body: `instructions` is the system prompt. */
-export const createPresetFromResponses = saveRoute('/presets/:slug/responses', ResponsesRequestSchema, (body) => ({
+export const createPresetFromResponses = saveRoute('/presets/:slug/responses', PresetResponsesSchema, (body) => ({
   body,
   systemPrompt: typeof body.instructions === 'string' ? body.instructions : null,
 }))

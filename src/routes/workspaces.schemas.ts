@@ -63,6 +63,8 @@ const settingsEntries = {
   is_data_discount_logging_enabled: v.optional(v.boolean()),
   is_observability_broadcast_enabled: v.optional(v.boolean()),
   is_observability_io_logging_enabled: v.optional(v.boolean()),
+  // docs/decisions.md, Stored responses: false keeps this workspace's `/responses` answers out of the response store.
+  is_response_storage_enabled: v.optional(v.boolean()),
 }
 
 export const CreateWorkspaceBodySchema = v.strictObject({ name: NameSchema, slug: WorkspaceSlugSchema, ...settingsEntries })

@@ -18,6 +18,7 @@ import {
   WorkspaceParamsSchema,
   type UpdateWorkspaceBody,
 } from './workspaces.schemas'
+import { isResponseStorageOn } from '../services/stored-responses'
 
 /** Wire name of every writable workspace setting; the one table both directions use. */
 export const WORKSPACE_SETTING_WIRE_NAMES = {
@@ -34,6 +35,7 @@ export const WORKSPACE_SETTING_WIRE_NAMES = {
   isDataDiscountLoggingEnabled: 'is_data_discount_logging_enabled',
   isObservabilityBroadcastEnabled: 'is_observability_broadcast_enabled',
   isObservabilityIoLoggingEnabled: 'is_observability_io_logging_enabled',
+  isResponseStorageEnabled: 'is_response_storage_enabled',
 } as const satisfies Record<keyof WorkspaceSettings, string>
 
 /** Validated wire fields → settings; omitted fields stay omitted (unchanged). */
@@ -66,6 +68,7 @@ export const toWorkspaceWire = (workspace: WorkspaceRecord) => ({
   is_data_discount_logging_enabled: workspace.isDataDiscountLoggingEnabled,
   is_observability_broadcast_enabled: workspace.isObservabilityBroadcastEnabled,
   is_observability_io_logging_enabled: workspace.isObservabilityIoLoggingEnabled,
+  is_response_storage_enabled: isResponseStorageOn(workspace),
 })
 
 const slugTaken = (slug: string) => new ConflictError(`Workspace slug "${slug}" is already taken`)

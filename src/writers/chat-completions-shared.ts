@@ -56,9 +56,18 @@ export const finishReasonOf = (result: ResponseResult): ChatFinishReason => {
 
 /**
  * OpenRouter's usage object: OpenAI's token counts plus `cost`, `is_byok` and `cost_details`; `image_tokens`
- * (OpenRouter's name) when the provider counted the images' tokens apart.
+ * (OpenRouter's name) when the provider counted the images' tokens apart; `server_tool_use_details` after server tools.
  */
-export const toChatUsage = (usage: BilledUsage) => ({
+export const toChatUsage = (usage: BilledUsage) => {
+  // A server-tool run's usage carries its tool counts (docs/decisions.md, Server tools): OpenRouter reports them on every run.
+  const serverToolUse = (usage as { server_tool_use_details?: unknown }).server_tool_use_details
+  return {
+    ...chatUsageFields(usage),
+    ...(serverToolUse === undefined ? {} : { server_tool_use_details: serverToolUse }),
+  }
+}
+
+const chatUsageFields = (usage: BilledUsage) => ({
   prompt_tokens: usage.input_tokens,
   completion_tokens: usage.output_tokens,
   total_tokens: usage.total_tokens,

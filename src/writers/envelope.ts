@@ -23,6 +23,16 @@ export interface ResponseState {
 // spec service_tier: `fast` is an alias of `priority`.
 const normalizeServiceTier = (tier: string | null | undefined) => (tier === 'fast' ? 'priority' : (tier ?? 'auto'))
 
+type RequestTool = NonNullable<ResponsesRequestBody['tools']>[number]
+
+const hasStrict = (tool: RequestTool) => tool.type !== 'function' || 'strict' in tool
+
+/** Function tools as the spec echoes them: with `strict`, null when the caller left it out. Copied only when one lacks it. */
+const echoedTools = (tools: ResponsesRequestBody['tools']): RequestTool[] => {
+  if (tools === undefined) return []
+  return tools.every(hasStrict) ? tools : tools.map((tool) => (hasStrict(tool) ? tool : { ...tool, strict: null }))
+}
+
 export const toResponseObject = (
   base: { id: string; createdAt: number; model: string; request: ResponsesRequestBody },
   state: ResponseState,
@@ -31,6 +41,7 @@ export const toResponseObject = (
   return {
     id: base.id,
     object: 'response' as const,
+    previous_response_id: request.previous_response_id ?? null,
     created_at: base.createdAt,
     completed_at: state.completedAt,
     status: state.status,
@@ -47,20 +58,21 @@ export const toResponseObject = (
     model: base.model,
     output: state.output,
     parallel_tool_calls: request.parallel_tool_calls ?? true,
-    temperature: request.temperature ?? null,
-    top_p: request.top_p ?? null,
-    presence_penalty: request.presence_penalty ?? null,
-    frequency_penalty: request.frequency_penalty ?? null,
-    top_logprobs: request.top_logprobs ?? null,
+    // The value used, or the default in force (docs/decisions.md, Open Responses): the schema wants numbers.
+    temperature: request.temperature ?? 1,
+    top_p: request.top_p ?? 1,
+    presence_penalty: request.presence_penalty ?? 0,
+    frequency_penalty: request.frequency_penalty ?? 0,
+    top_logprobs: request.top_logprobs ?? 0,
     tool_choice: request.tool_choice ?? 'auto',
-    tools: request.tools ?? [],
+    tools: echoedTools(request.tools),
     prompt: request.prompt ?? null,
     prompt_cache_key: request.prompt_cache_key ?? null,
     prompt_cache_options: request.prompt_cache_options ?? null,
     reasoning: request.reasoning ?? null,
     safety_identifier: request.safety_identifier ?? null,
     service_tier: normalizeServiceTier(request.service_tier),
-    store: false,
+    store: request.store ?? false,
     background: false,
     text: request.text ?? { format: { type: 'text' } },
     truncation: request.truncation ?? 'disabled',

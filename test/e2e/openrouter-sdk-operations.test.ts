@@ -264,10 +264,13 @@ describe('presets', () => {
       messagesRequest: { model: FAMILIES.anthropic.model, maxTokens: 256, system: 'Be kind.', messages: [{ role: 'user', content: QUESTION }] },
     })
     expect(fromMessages.data.designatedVersion).toMatchObject({ version: 1, config: { model: FAMILIES.anthropic.model, max_output_tokens: 256 }, systemPrompt: 'Be kind.' })
+    // A preset holds settings: saved from a Responses body without input.
+    const settingsOnly = await regular.presets.createPresetsResponses({ slug: 'ops-settings', responsesRequest: { model: MODEL, temperature: 0.2 } })
+    expect(settingsOnly.data.designatedVersion).toMatchObject({ version: 1, config: { model: MODEL, temperature: 0.2 }, systemPrompt: null })
 
     expect((await regular.presets.get({ slug: 'ops-brief' })).data.designatedVersion?.version).toBe(2)
     const listed = await collect(await regular.presets.list())
-    expect(listed.flatMap((page) => page.result.data.map((preset) => preset.slug))).toEqual(['ops-claude', 'ops-brief'])
+    expect(listed.flatMap((page) => page.result.data.map((preset) => preset.slug))).toEqual(['ops-settings', 'ops-claude', 'ops-brief'])
     const versions = await collect(await regular.presets.listVersions({ slug: 'ops-brief' }))
     expect(versions.flatMap((page) => page.result.data.map((version) => version?.version))).toEqual([1, 2])
     expect((await regular.presets.getVersion({ slug: 'ops-brief', version: '1' })).data?.systemPrompt).toBe('Answer in one sentence.')
@@ -294,6 +297,9 @@ describe('guardrails', () => {
       limitUsd: 5,
       resetInterval: 'monthly',
     })
+    // A new limit alone keeps the stored period; clearing it clears the budget.
+    expect((await management.guardrails.update({ id, updateGuardrailRequest: { limitUsd: 8 } })).data).toMatchObject({ limitUsd: 8, resetInterval: 'monthly' })
+    expect((await management.guardrails.update({ id, updateGuardrailRequest: { limitUsd: null } })).data).toMatchObject({ limitUsd: null, resetInterval: null })
     const { data: keyData } = await management.apiKeys.create({ requestBody: { name: 'Guarded' } })
     expect((await management.guardrails.bulkAssignKeys({ id, bulkAssignKeysRequest: { keyHashes: [keyData.hash] } })).assignedCount).toBe(1)
     expect(items(await collect(await management.guardrails.listGuardrailKeyAssignments({ id }))).map((assignment) => assignment.keyHash)).toEqual([keyData.hash])

@@ -7,6 +7,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import Anthropic from '@anthropic-ai/sdk'
+import { OpenRouter } from '@openrouter/sdk'
 import OpenAI from 'openai'
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -119,6 +120,27 @@ describe('service:datetime through the openai SDK on /chat/completions', () => {
     expect(text).toBe('It is 10:04 in Paris.')
     expect(finishReasons).toEqual(['stop'])
     expect(usage).toMatchObject({ prompt_tokens: 100, completion_tokens: 12 })
+  })
+})
+
+describe('service:datetime through @openrouter/sdk on /chat/completions', () => {
+  const openRouterFor = (client: OpenAI) => new OpenRouter({ serverURL: client.baseURL, apiKey: testGateway!.regularKey, retryConfig: { strategy: 'none' }, timeoutMs: 30_000 })
+  // The SDK sends OpenRouter's name of the tool, which the gateway takes as `service:datetime`.
+  const chatRequest = { model: MODEL, messages: [{ role: 'user' as const, content: 'What time is it in Paris?' }], tools: [{ type: 'openrouter:datetime' as const }] }
+
+  it('chat.send, JSON: the usage carries server_tool_use_details, as on every server-tool run', async () => {
+    const result = await openRouterFor(await start()).chat.send({ chatRequest: { ...chatRequest, stream: false } })
+    if (Symbol.asyncIterator in result) throw new Error('expected a completion, got a stream')
+    expect(result.choices[0]!.message.content).toBe('It is 10:04 in Paris.')
+    expect(result.usage).toMatchObject({ promptTokens: 100, completionTokens: 12, serverToolUseDetails: { toolCallsRequested: 1, toolCallsExecuted: 1, webSearchRequests: 0 } })
+  })
+
+  it('chat.send, streamed: the usage chunk carries server_tool_use_details too', async () => {
+    const result = await openRouterFor(await start()).chat.send({ chatRequest: { ...chatRequest, stream: true, streamOptions: { includeUsage: true } } })
+    if (!(Symbol.asyncIterator in result)) throw new Error('expected a stream, got a completion')
+    let usage: unknown
+    for await (const chunk of result) if (chunk.usage) usage = chunk.usage
+    expect(usage).toMatchObject({ serverToolUseDetails: { toolCallsRequested: 1, toolCallsExecuted: 1 } })
   })
 })
 

@@ -172,6 +172,8 @@ describe('service:datetime through @openrouter/sdk', () => {
     expect(result.output[0]).toMatchObject({ isUnknown: true, raw: { type: 'service:datetime', status: 'completed', timezone: 'Europe/Paris' } })
     expect(result.output[1]).toMatchObject({ type: 'message', content: [{ type: 'output_text', text: 'It is 10:04 in Paris.' }] })
     expect(result.usage).toMatchObject({ inputTokens: 100, outputTokens: 12 })
+    // Every server-tool run reports its tool calls in usage (docs/decisions.md, Server tools).
+    expect(result.usage?.serverToolUseDetails).toEqual({ toolCallsRequested: 1, toolCallsExecuted: 1, webSearchRequests: 0 })
   })
 
   it('responses.send with stream: true: every event passes its schema, the answer streams after the tool item', async () => {

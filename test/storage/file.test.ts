@@ -10,6 +10,7 @@ import { IN_PROCESS_SETTLEMENT_MEMORY_MS } from '../../src/storage/memory-engine
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
 import { describeAuditLog } from './audit-log'
+import { describeStoredResponses } from './stored-responses'
 import { describePresets } from './presets'
 
 const directories: string[] = []
@@ -68,6 +69,7 @@ describeGenerationLedger('file', async () => openFileStorage({ directory: await 
 
 describePresets('file', async () => openFileStorage({ directory: await makeDirectory() }))
 describeAuditLog('file', async () => openFileStorage({ directory: await makeDirectory() }))
+describeStoredResponses('file', async () => openFileStorage({ directory: await makeDirectory() }))
 
 describeStorageContract('file, compacting every 3 writes', async () =>
   openFileStorage({ directory: await makeDirectory(), compactAfter: 3, fsync: false }),

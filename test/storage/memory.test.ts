@@ -5,6 +5,7 @@ import { createRecordingLogger } from '../helpers/logger'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
 import { describeAuditLog } from './audit-log'
+import { describeStoredResponses } from './stored-responses'
 import { describePresets } from './presets'
 
 describeStorageContract('memory', () => memoryStorage())
@@ -13,6 +14,7 @@ describeGenerationLedger('memory', () => memoryStorage())
 
 describePresets('memory', () => memoryStorage())
 describeAuditLog('memory', () => memoryStorage())
+describeStoredResponses('memory', () => memoryStorage())
 
 let fakeTime = 1_700_000_000_000
 describeStorageContract('memory with a fake clock', () => memoryStorage({ now: () => fakeTime }), {

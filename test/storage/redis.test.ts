@@ -9,6 +9,7 @@ import { redisStorage, type RedisStorageOptions } from '../../src/storage/redis'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
 import { describeAuditLog } from './audit-log'
+import { describeStoredResponses } from './stored-responses'
 import { describePresets } from './presets'
 
 const REDIS_URL = 'redis://127.0.0.1:6379/0'
@@ -228,6 +229,7 @@ describeGenerationLedger('redis', () => redisStorage({ url: REDIS_URL, prefix })
 
 describePresets('redis', () => redisStorage({ url: REDIS_URL, prefix }))
 describeAuditLog('redis', () => redisStorage({ url: REDIS_URL, prefix }))
+describeStoredResponses('redis', () => redisStorage({ url: REDIS_URL, prefix }))
 
 describe('redisStorage', () => {
   describe('options', () => {

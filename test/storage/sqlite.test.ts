@@ -23,6 +23,7 @@ import { backupSqliteStorage, openSqliteStorage, sqliteStorage, type SqliteStora
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger, generationRecord } from './generations'
 import { describeAuditLog } from './audit-log'
+import { describeStoredResponses } from './stored-responses'
 import { describePresets } from './presets'
 
 const WORKER = fileURLToPath(new URL('./fixtures/sqlite-worker.ts', import.meta.url))
@@ -102,6 +103,7 @@ describeStorageContract('sqlite', () => openSqliteStorage({ path: sharedPath() }
 describeGenerationLedger('sqlite', () => openSqliteStorage({ path: sharedPath() }))
 describePresets('sqlite', () => openSqliteStorage({ path: sharedPath() }))
 describeAuditLog('sqlite', () => openSqliteStorage({ path: sharedPath() }))
+describeStoredResponses('sqlite', () => openSqliteStorage({ path: sharedPath() }))
 
 describe('sqlite driver', () => {
   it('is named sqlite and checks its options when built', async () => {

@@ -9,13 +9,15 @@ import type { RunStage } from '../../engine/run-stage'
 import type { WholeAnswer } from '../../engine/session-events'
 import { guardOutput, guardrailBlockError, withPaidUsage } from './enforce'
 import { withGuardrailRefusal } from '../../engine/refusal'
+import { GUARDRAILS, guardrailEventsOf, setGuardrailEvents } from './request-guardrails'
 
 const guardAnswerOutput = async (request: InferenceRequest, answer: WholeAnswer): Promise<WholeAnswer> => {
-  if (!request.guardrails) return answer
-  const guarded = await guardOutput(request.guardrails, answer.result.output)
+  const guardrails = GUARDRAILS.get(request)
+  if (!guardrails) return answer
+  const guarded = await guardOutput(guardrails, answer.result.output)
   if (!guarded) return answer
   request.pipeline = [...(request.pipeline ?? []), ...guarded.stages]
-  request.guardrailEvents = [...(request.guardrailEvents ?? []), ...guarded.events]
+  setGuardrailEvents(request, [...(guardrailEventsOf(request) ?? []), ...guarded.events])
   const metadata = answer.result.serviceMetadata
   const serviceMetadata = metadata ? { ...metadata, pipeline: [...((metadata.pipeline as unknown[] | undefined) ?? []), ...guarded.stages] } : undefined
   // The request holds the scan's events already: the refusal adds none.

@@ -1,17 +1,18 @@
 /**
- * Where the engine runs a request's plugins (contract.ts): before its attempts and on the answer, whole or
- * streamed (the fallback loop, src/engine/fallback.ts, runs their `forAttempt` on each attempt's call). Each
- * function is a no-op for a request without plugins.
+ * How a request's plugins (contract.ts) run: before its attempts (the plugins' run stage, stage.ts) and on the
+ * answer, whole or streamed (their turn stage, turn-stage.ts, which runs their `forAttempt` on each attempt's call
+ * too). Each function is a no-op for a request without plugins.
  */
 
 import { ClientClosedError } from '../../engine/attempts'
 import type { InferenceRequest } from '../../engine/request'
 import { RequestDeadlineSignal, requestAbortSignal } from '../../engine/request-deadline'
 import type { ResponseResult, ResponseSession, StoppedUsage } from '../../engine/session-events'
+import { pluginsOf } from './request-plugins'
 
 /** Runs every plugin's `beforeAttempts`, in the order listed. */
 export const runBeforeAttempts = async (request: InferenceRequest): Promise<void> => {
-  const hooks = request.plugins.filter((plugin) => plugin.beforeAttempts)
+  const hooks = pluginsOf(request).filter((plugin) => plugin.beforeAttempts)
   if (hooks.length === 0) return
   const { signal, release } = requestAbortSignal(request.signal, request.deadline)
   try {
@@ -29,12 +30,12 @@ export const runBeforeAttempts = async (request: InferenceRequest): Promise<void
 
 /** A whole answer's result after the request's plugins. */
 export const afterWhole = (result: ResponseResult, request: InferenceRequest): ResponseResult =>
-  request.plugins.reduce((current, plugin) => (plugin.afterWhole ? plugin.afterWhole(current, request) : current), result)
+  pluginsOf(request).reduce((current, plugin) => (plugin.afterWhole ? plugin.afterWhole(current, request) : current), result)
 
 /** A streamed answer whose events pass the request's plugins first; the same session when none watches streams. */
 export const observedByPlugins = (session: ResponseSession, request: InferenceRequest): ResponseSession => {
-  const watchers = request.plugins.filter((plugin) => plugin.onStreamEvent)
-  const spenders = request.plugins.filter((plugin) => plugin.onStopped)
+  const watchers = pluginsOf(request).filter((plugin) => plugin.onStreamEvent)
+  const spenders = pluginsOf(request).filter((plugin) => plugin.onStopped)
   if (watchers.length === 0 && spenders.length === 0) return session
   // What the plugins spent on a stopped answer (a search already run) is added to what its turn used.
   const withSpenders = (used: StoppedUsage) => spenders.reduce((current, plugin) => plugin.onStopped!(current), used)

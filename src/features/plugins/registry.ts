@@ -44,7 +44,7 @@ const IMPLICIT: Partial<Record<PluginId, { settings: PluginSettings; isNeeded(at
   },
 }
 
-/** Plugins that choose the models rather than act on a request: run while it is planned (src/engine/run.ts). */
+/** Plugins that choose the models rather than act on a request: run while it is planned (model-choice.ts). */
 const MODEL_CHOOSERS: ReadonlySet<string> = new Set([...ROUTER_PLUGIN_IDS, 'fusion'])
 
 /** The plugin ids this gateway runs. */

@@ -14,6 +14,7 @@ import type { InferenceService } from '../../engine/service'
 import { serviceMetadata } from '../../engine/service-metadata'
 import { reservePluginSpend } from '../../engine/spend'
 import { runBeforeAttempts } from './apply'
+import { pluginsOf } from './request-plugins'
 
 /**
  * The plugins' work before the attempts. A plugin's refusal (moderation's 403) carries the metadata pipeline when
@@ -35,12 +36,13 @@ const runPluginsBeforeAttempts = async (service: InferenceService, request: Infe
 }
 
 /** USD the request's plugins spent before its attempts. */
-const pluginsSpent = (request: InferenceRequest) => request.plugins.reduce((sum, plugin) => sum + (plugin.spent?.() ?? 0), 0)
+const pluginsSpent = (request: InferenceRequest) => pluginsOf(request).reduce((sum, plugin) => sum + (plugin.spent?.() ?? 0), 0)
 
 export const pluginsStage = (service: InferenceService): RunStage => ({
   name: 'plugins',
   async run(request, next) {
-    const held = await reservePluginSpend(service, request)
+    const priceNano = pluginsOf(request).reduce((sum, plugin) => sum + Math.ceil((plugin.price ?? 0) * 1e9), 0)
+    const held = await reservePluginSpend(service, request, priceNano)
     let outcome: RunOutcome
     try {
       await runPluginsBeforeAttempts(service, request)

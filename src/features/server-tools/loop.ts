@@ -16,6 +16,7 @@ import { createStepSpend, type StepSpend } from '../../engine/spend'
 import { ServerToolFailure, ServerToolRefusal, type CitableSource, type ServerTool, type ServerToolCall, type ServerToolOutcome } from './contract'
 import type { NestedRunner } from './nesting'
 import type { ServerToolPlan } from './plan'
+import { SUB_RUNS } from './request-server-tools'
 import { finishReasonsOf, firingCondition } from './stop'
 import { sumLoopUsage, type LoopUsage } from './usage'
 
@@ -78,6 +79,12 @@ const failedItems = (tool: ServerTool, call: Pick<ServerToolCall, 'callId' | 'it
   if (!tool.followingItem) return [item]
   // Both items name the model's call, so the pair reads back as one call and its result.
   return [{ ...item, call_id: call.callId }, tool.followingItem.failed(call.itemId, call.callId, message)]
+}
+
+/** The runs of other models the request's tools may open (`service:fusion`), when it has them. */
+const subRunsOf = (request: InferenceRequest) => {
+  const subRuns = SUB_RUNS.get(request)
+  return subRuns ? { subRuns } : {}
 }
 
 const limitMessage = (max: number) => `Not run: this response reached its limit of ${max} server-tool call${max === 1 ? '' : 's'}. Answer with what you have.`
@@ -249,7 +256,7 @@ export class ServerToolLoop {
         nested: this.#nested,
         holdSpend: (price) => this.steps.beforeCall(price),
         transcript: this.#transcript(),
-        ...(this.#request.subRuns ? { subRuns: this.#request.subRuns } : {}),
+        ...subRunsOf(this.#request),
       })
     } catch (error) {
       if (signal.aborted) throw error

@@ -13,6 +13,7 @@ import type { WholeAnswer } from '../../engine/session-events'
 import { answerWhole } from '../../engine/whole'
 import { deeper, type NestedRunner } from './nesting'
 import { planServerTools, type ServerToolPlan } from './plan'
+import { SERVER_TOOLS } from './request-server-tools'
 
 /** The server-tool loop, given by its caller: it is the module that uses this one. */
 export type LoopAnswer = (service: InferenceService, request: InferenceRequest, plan: ServerToolPlan) => Promise<WholeAnswer>
@@ -34,10 +35,9 @@ export const createNestedRunner =
       isMetadataRequested: false,
       spend: parent.spend,
       attemptReports: [],
-      ...(serverTools ? { serverTools } : {}),
-      plugins: [],
       pipeline: [],
     }
+    if (serverTools) SERVER_TOOLS.set(request, serverTools)
     const hold = await reserveSpend(service, request)
     try {
       const answer = serverTools ? await answerLoop(service, request, serverTools) : await answerWhole(service, request)

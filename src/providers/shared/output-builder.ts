@@ -175,7 +175,8 @@ export const createOutputBuilder = (): OutputBuilder => {
     const current = open.partIndex >= 0 ? open.item.content[open.partIndex] : undefined
     if (current?.type === kind) return { open, events }
     events.push(...closeMessagePart(open))
-    const part = kind === 'output_text' ? { type: 'output_text' as const, text: '', annotations: [] } : { type: 'refusal' as const, refusal: '' }
+    // `logprobs` is always there (Open Responses requires it on output text): empty unless the upstream sent some.
+    const part = kind === 'output_text' ? { type: 'output_text' as const, text: '', annotations: [], logprobs: [] } : { type: 'refusal' as const, refusal: '' }
     open.item.content.push(part)
     open.partIndex = open.item.content.length - 1
     events.push({

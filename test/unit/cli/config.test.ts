@@ -85,6 +85,17 @@ describe('runner configuration', () => {
     )
   })
 
+  it('turns stored responses on from the environment, with their retention only then', () => {
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_STORED_RESPONSES: 'on', MODELGATE_STORED_RESPONSE_RETENTION_DAYS: '7' }))).toMatchObject({
+      storedResponses: 'on',
+      storedResponseRetentionDays: 7,
+    })
+    expect(resolveConfig({}).storedResponses).toBeUndefined()
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_STORED_RESPONSE_RETENTION_DAYS: '7' }))).toThrow(
+      'modelgate: invalid configuration: storedResponseRetentionDays: has no effect unless stored responses are on (MODELGATE_STORED_RESPONSES=on)',
+    )
+  })
+
   it('turns the usage ledger off from the environment, and refuses a retention beside it', () => {
     expect(resolveConfig(configFromEnvironment({ MODELGATE_LEDGER: 'off' })).ledger).toBe('off')
     expect(resolveConfig({}).ledger).toBeUndefined()

@@ -1,7 +1,7 @@
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
 import { parseInput, sparseLooseObject } from '../../../src/core/validation'
-import { ResponsesRequestSchema } from '../../../src/engine/request.schemas'
+import { ResponsesRequestSchema } from '../../../src/features/request-body'
 import { ChatCompletionsRequestSchema } from '../../../src/routes/chat-completions.schemas'
 
 const entriesOf = (schema: typeof ResponsesRequestSchema | typeof ChatCompletionsRequestSchema) => schema.pipe[0].entries

@@ -21,6 +21,7 @@ import { createRequestDeadline } from '../../../src/engine/request-deadline'
 import { planAttempts } from '../../../src/engine/routing'
 import { createInferenceService } from '../../../src/engine/service'
 import { createFeatureSettings } from '../../../src/features/settings'
+import { engineStages } from '../../../src/engine/stages'
 import type { SessionEvent } from '../../../src/engine/session-events'
 import { openSession } from '../../../src/engine/stream-session'
 import { ADAPTERS } from '../../../src/providers'
@@ -166,6 +167,7 @@ describe('the end of a stream the gateway shut down, as its session reports it',
       logger: silentLogger,
       spendRepository: createSpendRepository(memoryStorage()),
       features: (providers) => createFeatureSettings({}, providers),
+      stages: engineStages({}),
     })
     const attempts = planAttempts(service.models, service.providers, { models: [TEST_MODEL], preferences: null, parametersUsed: [], credentials: [], callerKeyHash: 'key', callerUserId: 'user' })
     // Only what a session reads: no spend is reserved or settled here.

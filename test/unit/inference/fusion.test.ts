@@ -109,7 +109,7 @@ describe('the fusion plugin, whole', () => {
         ],
         analysis: ANALYSIS,
       },
-      expect.objectContaining({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'The fused answer.', annotations: [] }] }),
+      expect.objectContaining({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'The fused answer.', annotations: [], logprobs: [] }] }),
     ])
     // Each call is its own run: the panel's, then the analyst's, then the judge's.
     expect(lab.calls.map((call) => call.model).sort()).toEqual(['lab/alpha', 'lab/beta', 'lab/judge', 'lab/judge'])

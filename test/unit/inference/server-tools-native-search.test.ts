@@ -63,7 +63,7 @@ describe('native web search on Anthropic', () => {
       },
     ])
     expect(body.output).toEqual([
-      { id: expect.stringMatching(/^msg_/), type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: "I'll look that up.", annotations: [] }] },
+      { id: expect.stringMatching(/^msg_/), type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: "I'll look that up.", annotations: [], logprobs: [] }] },
       {
         id: expect.stringMatching(/^ws_/),
         type: 'web_search_call',
@@ -90,6 +90,7 @@ describe('native web search on Anthropic', () => {
               { type: 'url_citation', url: 'https://tides.example.org/brest', title: 'Brest tide times and tables', start_index: 10, end_index: CITED_END },
               { type: 'url_citation', url: 'https://sailing.example.net/guides/brittany-tides', title: "A sailor's guide to Brittany tides", start_index: 10, end_index: CITED_END },
             ],
+            logprobs: [],
           },
         ],
       },
@@ -211,7 +212,7 @@ describe("Claude's paused search turn (stop_reason: pause_turn)", () => {
     const body = await (await harness!.post(request)).json()
     expect(body.status).toBe('incomplete')
     expect(body.incomplete_details).toEqual({ reason: 'pause_turn' })
-    expect(strip(body.output)).toEqual([{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: "I'll look that up.", annotations: [] }] }, ...SEARCHES])
+    expect(strip(body.output)).toEqual([{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: "I'll look that up.", annotations: [], logprobs: [] }] }, ...SEARCHES])
     expect(body.usage.server_tool_use_details.web_search_requests).toBe(2)
     expect(body.usage.cost).toBeCloseTo(0.02, 12)
     // One upstream call: the gateway does not continue the paused turn.
@@ -337,6 +338,7 @@ describe('native web search on Gemini', () => {
               { type: 'url_citation', url: SAILING, title: 'sailing.example.net', start_index: second, end_index: TEXT.length },
               { type: 'url_citation', url: TIDES, title: 'tides.example.org', start_index: second, end_index: TEXT.length },
             ],
+            logprobs: [],
           },
         ],
       },

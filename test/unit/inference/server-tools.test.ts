@@ -58,7 +58,7 @@ describe('service:datetime through the loop', () => {
     expect(body.status).toBe('completed')
     expect(body.output).toEqual([
       { type: 'service:datetime', id: expect.stringMatching(/^dt_/), status: 'completed', datetime: '2025-03-01T10:04:05+01:00', timezone: 'Europe/Paris' },
-      { type: 'message', id: expect.any(String), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'It is 10:04 in Paris.', annotations: [] }] },
+      { type: 'message', id: expect.any(String), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'It is 10:04 in Paris.', annotations: [], logprobs: [] }] },
     ])
     expect(model.calls).toHaveLength(2)
     // The model sees the server tool as a function tool, every turn.

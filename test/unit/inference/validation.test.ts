@@ -262,22 +262,26 @@ describe('route (deprecated partition alias)', () => {
   })
 })
 
-describe('statelessness: previous_response_id, store, background', () => {
-  it('accepts previous_response_id null and rejects any value, pointing at input', async () => {
+describe('without a response store: previous_response_id, store, background', () => {
+  // docs/decisions.md, Stored responses: a gateway without the storedResponses option keeps nothing, and says so.
+  it('accepts previous_response_id null and refuses a response id, pointing at input', async () => {
     await expectAccepted(request({ previous_response_id: null }))
-    await expectRejected(request({ previous_response_id: 'resp_0123' }), 'body: previous_response_id is not supported: send the whole conversation in input')
-    await expectRejected(request({ previous_response_id: 0 }), 'body: previous_response_id is not supported: send the whole conversation in input')
+    await expectRejected(
+      request({ previous_response_id: 'resp_0123' }),
+      'body.previous_response_id: this gateway stores no responses (its storedResponses option is off); send the whole conversation in input',
+    )
+    await expectRejected(request({ previous_response_id: 0 }), 'body.previous_response_id: must be a response id (resp_…)')
   })
 
-  it('accepts store false and rejects store true', async () => {
+  it('accepts store false and refuses store true', async () => {
     expect((await expectAccepted(request({ store: false }))).store).toBe(false)
-    await expectRejected(request({ store: true }), 'body.store: must be false: responses are not stored')
+    await expectRejected(request({ store: true }), 'body.store: this gateway stores no responses (its storedResponses option is off)')
   })
 
   it('accepts background false or null and rejects background true', async () => {
     await expectAccepted(request({ background: false }))
     await expectAccepted(request({ background: null }))
-    await expectRejected(request({ background: true }), 'body: background mode is not supported: responses are not stored')
+    await expectRejected(request({ background: true }), 'body: background mode is not supported: this gateway runs no background responses; stream or wait for the answer')
   })
 })
 
@@ -299,7 +303,8 @@ describe('sampling settings', () => {
   it.each(['presence_penalty', 'frequency_penalty'])('%s: -2 and 2 ok, -2.1 and 2.1 → 400', async (field) => {
     expect((await expectAccepted(request({ [field]: -2 })))[field]).toBe(-2)
     expect((await expectAccepted(request({ [field]: 2 })))[field]).toBe(2)
-    expect((await expectAccepted(request({ [field]: null })))[field]).toBeNull()
+    // Open Responses: the default in force is echoed, never null.
+    expect((await expectAccepted(request({ [field]: null })))[field]).toBe(0)
     await expectRejected(request({ [field]: -2.1 }), `body.${field}: must be at least -2`)
     await expectRejected(request({ [field]: 2.1 }), `body.${field}: must be at most 2`)
   })
@@ -402,7 +407,8 @@ describe('tools and tool_choice', () => {
 
   it('accepts a 128-character function name and echoes the tools', async () => {
     const tool = { ...WEATHER_TOOL, name: 'x'.repeat(128) }
-    expect((await expectAccepted(request({ tools: [tool] }))).tools).toEqual([tool])
+    // Open Responses: an echoed function tool carries `strict`, null when the caller left it out.
+    expect((await expectAccepted(request({ tools: [tool] }))).tools).toEqual([{ strict: null, ...tool }])
   })
 
   it('rejects a tool that is not an object with a type', async () => {
@@ -571,10 +577,12 @@ describe('echoed settings', () => {
       instructions: null,
       max_output_tokens: null,
       metadata: {},
-      temperature: null,
-      top_p: null,
-      presence_penalty: null,
-      frequency_penalty: null,
+      previous_response_id: null,
+      temperature: 1,
+      top_p: 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      top_logprobs: 0,
       tool_choice: 'auto',
       tools: [],
       reasoning: null,

@@ -496,7 +496,7 @@ describe('anthropic readResult', () => {
           {
             type: 'output_text',
             text: 'The capital of France is **Paris**. It sits on the Seine — home to the Eiffel Tower 🗼, the Louvre and about 2.1 million people.',
-            annotations: [],
+            annotations: [], logprobs: [],
           },
         ],
       },
@@ -531,7 +531,7 @@ describe('anthropic readResult', () => {
         content: [{ type: 'reasoning_text', text: body.content[0].thinking }],
         signature: body.content[0].signature,
       },
-      { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: body.content[1].text, annotations: [] }] },
+      { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: body.content[1].text, annotations: [], logprobs: [] }] },
     ])
   })
 
@@ -616,7 +616,7 @@ describe('anthropic readStream', () => {
         expect.objectContaining({
           type: 'message',
           status: 'incomplete',
-          content: [{ type: 'output_text', text: 'Once upon a time, in a village at the edge of a vast forest, there lived a clockmaker named', annotations: [] }],
+          content: [{ type: 'output_text', text: 'Once upon a time, in a village at the edge of a vast forest, there lived a clockmaker named', annotations: [], logprobs: [] }],
         }),
       ])
       expect(events.slice(-2)).toEqual([

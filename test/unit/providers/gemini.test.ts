@@ -334,7 +334,7 @@ describe('gemini image output', () => {
   it('reads an inlineData image as a completed image_generation_call after the text, with the image tokens apart', () => {
     const read = result('image.json')
     expect(withoutIds(read.output)).toEqual([
-      { id: 'string', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Here is a small orange sunset tile for you.', annotations: [] }] },
+      { id: 'string', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Here is a small orange sunset tile for you.', annotations: [], logprobs: [] }] },
       { id: 'string', type: 'image_generation_call', status: 'completed', result: image(), output_format: 'png' },
     ])
     expect(read.output[1]!.id).toMatch(/^ig_[0-9a-f]{32}$/)
@@ -410,7 +410,7 @@ describe('gemini readResult', () => {
           {
             type: 'output_text',
             text: 'The capital of France is Paris, nicknamed the « Ville Lumière ». It sits on the Seine and has been the seat of French government for most of the last thousand years.',
-            annotations: [],
+            annotations: [], logprobs: [],
           },
         ],
       },
@@ -471,7 +471,7 @@ describe('gemini readResult', () => {
         type: 'message',
         role: 'assistant',
         status: 'completed',
-        content: [{ type: 'output_text', text: 'There are **3** r\'s in "strawberry": st**r**awbe**rr**y.', annotations: [] }],
+        content: [{ type: 'output_text', text: 'There are **3** r\'s in "strawberry": st**r**awbe**rr**y.', annotations: [], logprobs: [] }],
       },
       { id: 'string', type: 'reasoning', summary: [], format: 'google-gemini-v1', signature, status: 'completed' },
     ])

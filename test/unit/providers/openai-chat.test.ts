@@ -346,7 +346,7 @@ describe('openAIChatAdapter.readResult', () => {
         type: 'message',
         role: 'assistant',
         status: 'completed',
-        content: [{ type: 'output_text', text: 'Bonjour ! 👋 Hello! How can I help you today?', annotations: [] }],
+        content: [{ type: 'output_text', text: 'Bonjour ! 👋 Hello! How can I help you today?', annotations: [], logprobs: [] }],
       },
     ])
     expect(result.output[0]!.id).toMatch(/^msg_/)
@@ -383,7 +383,7 @@ describe('openAIChatAdapter.readResult', () => {
         summary: [],
         content: [{ type: 'reasoning_text', text: 'The user asks for 17 × 23. 17 × 20 = 340, and 17 × 3 = 51. 340 + 51 = 391.' }],
       },
-      { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: '17 × 23 = **391**', annotations: [] }] },
+      { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: '17 × 23 = **391**', annotations: [], logprobs: [] }] },
     ])
     expect(result.usage).toEqual({
       input_tokens: 16,

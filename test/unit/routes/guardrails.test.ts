@@ -140,6 +140,16 @@ describe('GET, PATCH, DELETE /guardrails/{id}', () => {
     expect((await send('GET', `/guardrails/${created.id}`)).body).toEqual(body)
   })
 
+  it('updates one half of a budget and keeps the stored other; refuses a half the stored budget cannot complete', async () => {
+    const budgeted = await create({ name: 'budget', limit_usd: 1, reset_interval: 'daily' })
+    expect((await send('PATCH', `/guardrails/${budgeted.id}`, { limit_usd: 3 })).body.data).toMatchObject({ limit_usd: 3, reset_interval: 'daily' })
+    expect((await send('PATCH', `/guardrails/${budgeted.id}`, { reset_interval: 'weekly' })).body.data).toMatchObject({ limit_usd: 3, reset_interval: 'weekly' })
+    expect(await send('PATCH', `/guardrails/${budgeted.id}`, { reset_interval: null })).toEqual(refused(400, 'body.reset_interval: must be null exactly when limit_usd is (a budget needs both, clearing it clears both)'))
+    expect((await send('PATCH', `/guardrails/${budgeted.id}`, { limit_usd: null })).body.data).toMatchObject({ limit_usd: null, reset_interval: null })
+    expect(await send('PATCH', `/guardrails/${budgeted.id}`, { limit_usd: 2 })).toEqual(refused(400, 'body.reset_interval: is required with limit_usd'))
+    expect(await send('PATCH', `/guardrails/${budgeted.id}`, { reset_interval: 'daily' })).toEqual(refused(400, 'body.limit_usd: is required with reset_interval'))
+  })
+
   it('answers 404 for an unknown or another account\'s guardrail and a 400 for an id that is no UUID', async () => {
     expect(await send('GET', '/guardrails/00000000-0000-4000-8000-000000000000')).toEqual(refused(404, 'Guardrail not found'))
     expect(await send('PATCH', '/guardrails/00000000-0000-4000-8000-000000000000', { name: 'y' })).toEqual(refused(404, 'Guardrail not found'))

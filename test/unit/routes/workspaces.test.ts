@@ -23,6 +23,8 @@ describe('GET /workspaces/{id}', () => {
         'default_image_model', 'default_text_model', 'default_provider_sort', 'disabled_server_tools',
         'io_logging_api_key_ids', 'io_logging_sampling_rate', 'include_byok_in_budgets',
         'is_data_discount_logging_enabled', 'is_observability_broadcast_enabled', 'is_observability_io_logging_enabled',
+        // The gateway's own (docs/decisions.md, Stored responses).
+        'is_response_storage_enabled',
       ].sort(),
     )
     expect(workspace).toMatchObject({
@@ -38,6 +40,7 @@ describe('GET /workspaces/{id}', () => {
       is_data_discount_logging_enabled: false,
       is_observability_broadcast_enabled: false,
       is_observability_io_logging_enabled: false,
+      is_response_storage_enabled: true,
     })
     expect(workspace.id).toMatch(UUID)
     expect(workspace.default_guardrail_id).toMatch(UUID)

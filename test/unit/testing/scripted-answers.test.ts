@@ -34,7 +34,7 @@ describe('a scripted answer', () => {
   it('sends text in the chunks given, one message whole or streamed', async () => {
     const { whole, events, streamed } = await both([{ type: 'text', text: ['Hel', 'lo'] }, { type: 'text', text: ', world' }])
     expect(whole.output).toEqual([
-      { id: expect.stringMatching(/^msg_/), type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello, world', annotations: [] }] },
+      { id: expect.stringMatching(/^msg_/), type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello, world', annotations: [], logprobs: [] }] },
     ])
     expect(events.filter((event) => event.type === 'response.output_text.delta').map((event) => event.delta)).toEqual(['Hel', 'lo', ', world'])
     expect(withoutIds(streamed.output)).toEqual(withoutIds(whole.output))
@@ -43,7 +43,7 @@ describe('a scripted answer', () => {
 
   it('takes a string as a whole text answer', async () => {
     const { whole } = await both('Just this')
-    expect(whole.output[0].content).toEqual([{ type: 'output_text', text: 'Just this', annotations: [] }])
+    expect(whole.output[0].content).toEqual([{ type: 'output_text', text: 'Just this', annotations: [], logprobs: [] }])
   })
 
   it('calls functions with their arguments chunked, call ids given or made', async () => {

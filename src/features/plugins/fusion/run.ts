@@ -23,9 +23,8 @@ import { readAnalysis, withPanelAnswers, type AnalysisOutcome } from './analysis
 import { isPanelRun, openPanelRun, type PanelOutcome, type PanelRun } from './panel'
 import type { ReservedRun, ReserveRun } from '../../../engine/reserved-run'
 import { sumFusionUsage } from './usage'
+import type { PreparedFusion } from './request-fusion'
 
-/** A fusion request's panel: one prepared request per analysis model. */
-export type PreparedFusion = NonNullable<InferenceRequest['fusion']>
 
 const NO_HOOKS = { onText: () => {}, onReasoning: () => {} }
 

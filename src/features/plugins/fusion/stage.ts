@@ -7,12 +7,13 @@ import { reserveRun } from '../../../engine/run'
 import type { InferenceRequest } from '../../../engine/request'
 import type { RunStage } from '../../../engine/run-stage'
 import type { InferenceService } from '../../../engine/service'
+import { FUSION } from './request-fusion'
 import { answerFusion, openFusionSession } from './run'
 
 export const fusionStage = (service: InferenceService): RunStage => ({
   name: 'fusion',
   async run(request, next) {
-    const { fusion } = request
+    const fusion = FUSION.get(request)
     if (!fusion) return next(request)
     const reserve = (run: InferenceRequest) => reserveRun(service, run)
     return request.body.stream
