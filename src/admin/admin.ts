@@ -21,6 +21,8 @@ import { keyTargetId, OPERATOR, type AuditEvent, type AuditLog } from '../servic
 import { deleteWorkspaceBudget, setWorkspaceBudget } from '../services/workspace-budgets'
 import { CreateWorkspaceBodySchema, UpdateWorkspaceBodySchema } from '../routes/workspaces.schemas'
 import { WORKSPACE_SETTING_WIRE_NAMES, fromWorkspaceWire } from '../routes/workspaces'
+import { cacheSettingToWire } from '../routes/response-cache.schemas'
+import type { ResponseCacheSetting } from '../repositories/response-cache'
 import type { WorkspaceSettings } from '../repositories/workspaces'
 import {
   AccountFlagsInputSchema,
@@ -49,7 +51,8 @@ const toWireNames = (input: object): Record<string, unknown> => {
   for (const [name, value] of Object.entries(input)) {
     const wireName = (WORKSPACE_SETTING_WIRE_NAMES as Record<string, string>)[name]
     if (!wireName) throw new InvalidRequestError(`input.${name}: unknown workspace setting`)
-    wire[wireName] = value
+    // The response cache's setting is the one whose value has wire names of its own (`ttl_seconds`).
+    wire[wireName] = name === 'cache' && value !== undefined ? cacheSettingToWire(value as ResponseCacheSetting | null) : value
   }
   return wire
 }

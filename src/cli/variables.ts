@@ -237,6 +237,7 @@ export const CONFIG_FILE_ONLY: Readonly<Partial<Record<Setting, string>>> = {
   retry: "as `createGateway`'s `retry`",
   outlierDetection: "as `createGateway`'s `outlierDetection`",
   routers: "as `createGateway`'s `routers`",
+  responseCache: "as `createGateway`'s `responseCache`: the response cache's bounds and its `hitCharge` per hit in USD (default 0)",
   internHistory: "as `createGateway`'s `internHistory`",
   internProvisioning: "as `createGateway`'s `internProvisioning`",
   regionalHostnames: "as `createGateway`'s `regionalHostnames`",

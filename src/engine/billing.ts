@@ -13,6 +13,8 @@ import type { Attempt } from './routing'
 export interface BilledUsage extends Usage {
   cost: number
   is_byok: boolean
+  /** Present on an answer served from the response cache (docs/decisions.md, Response cache): no provider was paid. */
+  is_cache_hit?: true
   cost_details: {
     upstream_inference_cost: number | null
     upstream_inference_input_cost: number

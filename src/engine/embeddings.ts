@@ -132,6 +132,38 @@ export const runEmbeddings = async (service: InferenceService, prepared: Prepare
   }
 }
 
+/**
+ * Embeds texts for the gateway's own use (the response cache's semantic lookup): `model` on the operator's shared keys,
+ * through the attempts and fallbacks `POST /embeddings` uses, within `request`'s deadline and signal. Nothing is
+ * reserved, charged or recorded for the caller, who asked for no embedding (docs/decisions.md, Response cache).
+ */
+export const embedForGateway = async (service: InferenceService, request: InferenceRequest, model: string, input: string[]): Promise<number[][]> => {
+  const attempts = planAttempts(service.models, service.providers, {
+    models: [model],
+    preferences: undefined,
+    parametersUsed: [],
+    purpose: 'embeddings',
+    credentials: [],
+    callerKeyHash: request.spend.key.hash,
+    callerUserId: request.spend.key.creatorUserId,
+  })
+  const embedding: InferenceRequest = {
+    body: { model, input, max_output_tokens: 0, stream: false } as unknown as ResponsesRequestBody,
+    attempts,
+    requestedModel: model,
+    endUserId: request.endUserId,
+    requestId: request.requestId,
+    signal: request.signal,
+    deadline: request.deadline,
+    isMetadataRequested: false,
+    spend: request.spend,
+    attemptReports: [],
+    isBatchPrompt: true,
+    pipeline: [],
+  }
+  return (await answerEmbeddings(service, { request: embedding, call: { input } })).embeddings
+}
+
 /** One exchange for a batch the serving adapter takes whole: the fallback loop's answer, or the client's error. */
 const embedBatch = async (service: InferenceService, request: InferenceRequest, call: PreparedEmbeddings['call']) => {
   const outcome = await firstServedAttempt(

@@ -147,6 +147,8 @@ const MODEL_ADVICE = 'lower max_output_tokens or'
 const PLUGIN_ADVICE = "that is the request's plugins' price before any model answers; leave the plugin out or"
 /** A priced server call (a search) likewise: its price is the same whatever it finds. */
 const CALL_ADVICE = 'that is the price of the call the model made; leave its tool out or'
+/** A gateway's own fixed charge (a response cache hit's) is the same whatever the request asks. */
+const FIXED_CHARGE_ADVICE = "that is the gateway's own charge for the answer;"
 
 
 const heldCounters = (tracked: TrackedCounters, scope: SpendScope, window: SpendWindow, isByokCounted: boolean): Pick<Limit, 'index' | 'byokIndex' | 'counts'> => ({
@@ -402,6 +404,15 @@ export const reserveSpend = (service: InferenceService, request: InferenceReques
 export const reservePluginSpend = async (service: InferenceService, request: InferenceRequest, priceNano: number): Promise<SpendReservation | null> => {
   if (priceNano === 0) return null
   return reserveAmounts(service, request, () => ({ usage: priceNano, all: priceNano }), PLUGIN_ADVICE)
+}
+
+/**
+ * Reserves a fixed charge of the gateway's own (a response cache hit, which no provider answers) on the request's
+ * limited counters, or throws 402; settled with the answer's usage, as a model's answer is.
+ */
+export const reserveFixedCharge = (service: InferenceService, request: InferenceRequest, cost: number): Promise<SpendReservation> => {
+  const nano = Math.ceil(cost * 1e9)
+  return reserveAmounts(service, request, () => ({ usage: nano, all: nano }), FIXED_CHARGE_ADVICE)
 }
 
 /** How long a refusal waits for its hold to be released, so the next request sees the counter as it was. */

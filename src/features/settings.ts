@@ -8,6 +8,7 @@ import type { ProviderRegistry } from '../engine/providers'
 import { createPluginSettings, type PluginOptions, type PluginSettings } from './plugins/settings'
 import { createRouterSettings, type RouterOptions, type RouterSettings } from './plugins/routers/settings'
 import { createServerToolSettings, type ServerToolOptions, type ServerToolSettings } from './server-tools/settings'
+import { createResponseCacheSettings, type ResponseCacheSettings } from './response-cache/settings'
 
 declare module '../engine/service' {
   interface FeatureSettings {
@@ -17,6 +18,8 @@ declare module '../engine/service' {
     readonly routers: RouterSettings
     /** What plugins use: the moderation API, PDF limits and OCR backends. */
     readonly plugins: PluginSettings
+    /** The response cache's caps and what a hit is charged (src/features/response-cache/). */
+    readonly responseCache: ResponseCacheSettings
   }
 }
 
@@ -24,6 +27,7 @@ export interface FeatureOptions {
   serverTools?: ServerToolOptions
   routers?: RouterOptions
   plugins?: PluginOptions
+  responseCache?: Parameters<typeof createResponseCacheSettings>[0]
   /** Where server tools may fetch from, as upstream calls may. */
   upstreamGuard?: UpstreamGuardOptions
 }
@@ -32,4 +36,5 @@ export const createFeatureSettings = (options: FeatureOptions, providers: Provid
   serverTools: createServerToolSettings(options.serverTools, options.upstreamGuard),
   routers: createRouterSettings(options.routers),
   plugins: createPluginSettings(options.plugins, providers),
+  responseCache: createResponseCacheSettings(options.responseCache),
 })

@@ -36,6 +36,7 @@ import { modelChoicePlanStage } from '../features/plugins/model-choice'
 import { guardrailsPlanStage } from '../features/guardrails/plan-stage'
 import { serverToolsPlanStage } from '../features/server-tools/plan-stage'
 import { serverToolsTurnStage } from '../features/server-tools/turn-stage'
+import { responseCacheStage } from '../features/response-cache/stage'
 import { createDocumentReaders } from './file-parser'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
@@ -200,11 +201,17 @@ const createService = (options: Parameters<typeof createInferenceService>[0]) =>
 }
 
 /**
- * The features' stages around every request's run, outermost first (src/engine/run-stage.ts): the plugins hold and
+ * The features' stages around every request's run, outermost first (src/engine/run-stage.ts): the response cache
+ * answers a repeated request before anything else runs, and keeps what the others made of a new one; the plugins hold and
  * run what they do before the attempts; a whole answer's output passes the guardrails; fusion answers with its
  * panel instead of one run.
  */
-const runStagesFor = (service: InferenceService): RunStage[] => [pluginsStage(service), guardrailOutputStage, fusionStage(service)]
+const runStagesFor = (service: InferenceService, repositories: Repositories): RunStage[] => [
+  responseCacheStage(service, repositories.responseCache),
+  pluginsStage(service),
+  guardrailOutputStage,
+  fusionStage(service),
+]
 
 /** Each stage's time (the stages inside it included) reported as `stageEnded`. */
 const timedStage = (stage: RunStage, report: NonNullable<Telemetry['stageEnded']>): RunStage => ({
@@ -304,6 +311,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
             ...(config.routers ? { routers: config.routers } : {}),
             ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
+            ...(config.responseCache ? { responseCache: config.responseCache } : {}),
           },
           providers,
         ),
@@ -335,7 +343,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const runtime: GatewayRuntime = {
     inference,
     runRequest: composeRunStages(
-      telemetry.stageEnded ? runStagesFor(inference).map((stage) => timedStage(stage, telemetry.stageEnded!)) : runStagesFor(inference),
+      telemetry.stageEnded ? runStagesFor(inference, repositories).map((stage) => timedStage(stage, telemetry.stageEnded!)) : runStagesFor(inference, repositories),
       (request) => runTurns(inference, request),
     ),
     interns: createInternSettings(config),

@@ -234,6 +234,26 @@ export const InternProvisioningOptionsSchema = v.pipe(
 /** Said of a retention setting given beside `enabled: false`: with no records there is nothing to keep or sweep. */
 const LEDGER_OFF_CONFLICT = 'has no effect with enabled: false (the usage ledger keeps no records)'
 
+/** The response cache's bounds and what a hit is charged (docs/decisions.md, Response cache). */
+export const ResponseCacheOptionsSchema = v.strictObject({
+  maxEntryBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  maxWorkspaceBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  maxWorkspaceEntries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  hitCharge: v.optional(v.pipe(v.number(), v.minValue(0))),
+  /**
+   * The semantic cache, which workspaces opt in to (`cache.semantic`): a request is answered from a stored answer of the
+   * same shape whose prompt's embedding by `model` (an embedding model of the catalog) is at least `threshold` similar
+   * (cosine, default 0.95), among the workspace's `compareLast` most recent (default 100, at most 1 000).
+   */
+  semantic: v.optional(
+    v.strictObject({
+      model: ModelSlugSchema,
+      threshold: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
+      compareLast: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000))),
+    }),
+  ),
+})
+
 /** The usage ledger: on or off, and its retention (docs/decisions.md, Usage ledger). */
 export const LedgerOptionsSchema = v.pipe(
   v.strictObject({
@@ -453,6 +473,12 @@ export const GatewayOptionsSchema = v.strictObject({
       'must be an event-loop monitor with read()',
     ),
   ),
+  /**
+   * The response cache (docs/decisions.md, Response cache), used by requests that ask for it: the largest answer kept
+   * (`maxEntryBytes`, default 1 MiB), what a workspace's entries may hold together (`maxWorkspaceBytes`, default
+   * 64 MiB; `maxWorkspaceEntries`, default 1 000), and what a hit is charged in USD (`hitCharge`, default 0).
+   */
+  responseCache: v.optional(ResponseCacheOptionsSchema),
   /** Share of the list price charged on BYOK requests (default 0.05). */
   byokFeeRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
   /** Reported as `service_metadata.region`. */

@@ -13,6 +13,7 @@ import type { BilledUsage } from '../engine/billing'
 import { observeSession, type SessionObserver } from '../engine/observe'
 import { paidUsageOf } from '../features/guardrails/enforce'
 import { guardrailEventsOf, setGuardrailEvents } from '../features/guardrails/request-guardrails'
+import { RESPONSE_CACHE } from '../features/response-cache/request-state'
 import { guardrailRefusalOf, type GuardrailRefusal } from '../engine/refusal'
 import { endUserIdFor } from '../engine/end-user'
 import type { InferenceRequest } from '../engine/request'
@@ -116,6 +117,11 @@ const errorTypeOf = (error: unknown): string => {
 const round = (amount: number) => Math.round(amount * 1e12) / 1e12
 
 /** What the guardrails' content filters found for the request, as the record keeps it (a copy). */
+const cacheSourceOf = (request: RecordedRequest) => {
+  const sourceId = RESPONSE_CACHE.get(request)?.outcome?.sourceId
+  return sourceId === undefined ? {} : { responseCacheSourceId: sourceId }
+}
+
 const guardrailsOf = (request: RecordedRequest) => {
   const events = guardrailEventsOf(request)
   return events && events.length > 0 ? { guardrails: events.map((event) => ({ ...event, patterns: [...event.patterns] })) } : {}
@@ -188,6 +194,8 @@ export const toGenerationRecord = (
       endpointsPlanned: request.attempts.length,
       region: service.region,
     },
+    // Served from the response cache: the generation whose answer it was (docs/decisions.md, Response cache).
+    ...cacheSourceOf(request),
     ...guardrailsOf(request),
   }
 }

@@ -5,6 +5,7 @@
 
 import { randomHex, sha256Hex } from '../core/crypto'
 import type { RecordInput, StorageDriver } from '../storage/contract'
+import type { ResponseCacheSetting } from './response-cache'
 import { creationSortKey } from './sort-key'
 import { updateRecord, withoutUndefined } from './mutate'
 
@@ -39,6 +40,8 @@ export type ApiKeyRecord = {
   creatorUserId: string
   createdAt: string
   updatedAt: string | null
+  /** The response cache's default for the key's requests, before its workspace's (docs/decisions.md, Response cache). */
+  cache?: ResponseCacheSetting | null
   /** Listing order: creation order. */
   sortKey: string
 } & ApiKeyLimits
@@ -76,7 +79,7 @@ export const createApiKeysRepository = (storage: StorageDriver, now: () => Date)
    */
   async create(
     rawKey: string,
-    fields: Pick<ApiKeyRecord, 'accountId' | 'workspaceId' | 'kind' | 'name' | 'creatorUserId'> & Partial<ApiKeyLimits>,
+    fields: Pick<ApiKeyRecord, 'accountId' | 'workspaceId' | 'kind' | 'name' | 'creatorUserId'> & Partial<ApiKeyLimits> & Pick<ApiKeyRecord, 'cache'>,
     claim?: string,
   ) {
     const createdAt = now().toISOString()
@@ -100,7 +103,7 @@ export const createApiKeysRepository = (storage: StorageDriver, now: () => Date)
 
   async update(
     hash: string,
-    change: Partial<Pick<ApiKeyRecord, 'name' | 'disabled' | 'limitNano' | 'limitReset' | 'includeByokInLimit'>>,
+    change: Partial<Pick<ApiKeyRecord, 'name' | 'disabled' | 'limitNano' | 'limitReset' | 'includeByokInLimit' | 'cache'>>,
   ): Promise<ApiKeyRecord | null> {
     const record = await updateRecord<ApiKeyRecord>(storage, API_KEYS, hash, (current) =>
       toInput({ ...withLimits(current.data), ...withoutUndefined(change), updatedAt: now().toISOString() }),

@@ -28,6 +28,7 @@ export const AUDIT_ACTIONS = [
   'workspace.delete',
   'workspace_budget.set',
   'workspace_budget.delete',
+  'workspace.clear_response_cache',
   'guardrail.create',
   'guardrail.update',
   'guardrail.delete',

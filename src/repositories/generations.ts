@@ -148,6 +148,8 @@ export type GenerationRecord = {
   routing: GenerationRouting
   /** What the governing guardrails redacted, flagged or refused; absent when they found nothing. */
   guardrails?: GenerationGuardrailEvent[]
+  /** Set when the response cache answered: the id of the generation whose answer was served again. */
+  responseCacheSourceId?: string
   /** The settlements that charged it; absent when none did (nothing charged, or no limit's book kept). */
   spend?: GenerationSpend
 }

@@ -9,6 +9,7 @@ import { createIdempotencyRepository } from './idempotency-keys'
 import { createGuardrailsRepository, GUARDRAIL_KEY_ASSIGNMENTS, GUARDRAIL_MEMBER_ASSIGNMENTS, GUARDRAILS } from './guardrails'
 import { createInternsRepository } from './interns'
 import { createPresetsRepository, PRESET_VERSIONS, PRESETS } from './presets'
+import { createResponseCacheRepository } from './response-cache'
 import { createSpendRepository } from './spend-counters'
 import { createStoredResponsesRepository } from './stored-responses'
 import { createSpendOwnersRepository } from './spend-owners'
@@ -47,6 +48,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   presets: createPresetsRepository(storage, now),
   auditLog: createAuditLogRepository(storage),
   storedResponses: createStoredResponsesRepository(storage),
+  responseCache: createResponseCacheRepository(storage),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

@@ -3,6 +3,7 @@
 import { deriveId, randomId } from '../core/crypto'
 import type { RecordInput, StorageDriver } from '../storage/contract'
 import type { AccountRecord } from './accounts'
+import type { ResponseCacheSetting } from './response-cache'
 import { creationSortKey } from './sort-key'
 import { updateRecord, withoutUndefined } from './mutate'
 
@@ -48,6 +49,8 @@ export type WorkspaceRecord = {
    * Absent on workspaces stored before the setting existed, which store.
    */
   isResponseStorageEnabled?: boolean
+  /** The response cache's default for the workspace's requests (docs/decisions.md, Response cache); absent or null: off. */
+  cache?: ResponseCacheSetting | null
   /** Spend budgets, enforced on every request of the workspace's keys. */
   budgets: WorkspaceBudget[]
   /** Listing order: creation order. */

@@ -12,7 +12,11 @@ import { defineRoute } from '../pipeline/route'
 import { chatCompletionId } from '../writers/chat-completions-shared'
 import { toEmbeddingsWire } from '../writers/embeddings-json'
 import { EmbeddingModelsQuerySchema, EmbeddingsBodySchema } from './embeddings.schemas'
-import { INFERENCE_BODY_LIMIT } from './inference'
+import { INFERENCE_BODY_LIMIT, withCacheHeaders } from './inference'
+import { cacheTtlHeader } from './response-cache.schemas'
+import { answerEmbeddingsCached } from '../features/response-cache/embeddings'
+import { cacheDirectiveFor } from '../features/response-cache/stage'
+import { RESPONSE_CACHE } from '../features/response-cache/request-state'
 import { basePathOf, CATALOG_CACHE_CONTROL, catalogAnswers } from './models.catalog'
 import type { ListModelsQuery } from './models.schemas'
 
@@ -28,18 +32,22 @@ export const createEmbeddings = defineRoute({
     // spec session_id: the body wins over the header.
     const sessionId = body.session_id ?? request.headers.get('x-session-id') ?? undefined
     const arrival = { arrivedAt: now(), startedAt: performance.now() }
+    const requestedTtlSeconds = cacheTtlHeader(request.headers)
     const context = { caller, repositories, requestId, signal: clientSignal, isMetadataRequested: false, ...(sessionId === undefined ? {} : { sessionId }) }
     const generation = { api: 'embeddings' as const, caller, requestId, sessionId, ...arrival }
     const embeddingsBody = body as EmbeddingsRequestBody
     const prepared = await prepareRecorded(runtime.ledger, service, generation, embeddingsBody, () => prepareEmbeddings(service, context, embeddingsBody))
+    const cache = cacheDirectiveFor(prepared.request, requestedTtlSeconds)
+    if (cache) RESPONSE_CACHE.set(prepared.request, cache)
     access?.requested(prepared.request.requestedModel)
     const recorder = createGenerationRecorder(runtime.ledger, service, generation, prepared.request)
-    const running = runEmbeddings(service, prepared)
+    // The response cache answers a repeated request without the upstream (docs/decisions.md, Response cache).
+    const running = answerEmbeddingsCached(service, repositories.responseCache, prepared, embeddingsBody, () => runEmbeddings(service, prepared))
     // The ledger writes the generation (or the failure) before the answer leaves.
     await recorder.run(running.then((answer) => ({ isStream: false as const, answer: answer.answer })))
     const answer: EmbeddingsAnswer = await running
     access?.whole(answer.answer)
-    return json(toEmbeddingsWire(chatCompletionId(answer.answer.result.id), answer, body.encoding_format))
+    return withCacheHeaders(json(toEmbeddingsWire(chatCompletionId(answer.answer.result.id), answer, body.encoding_format)), prepared.request)
   },
 })
 

@@ -75,7 +75,7 @@ export const toGenerationWire = (record: GenerationRecord, wireId: string, provi
     status: attempt.status,
   })),
   request_id: record.requestId,
-  response_cache_source_id: null,
+  response_cache_source_id: record.responseCacheSourceId ?? null,
   router: null,
   service_tier: null,
   session_id: record.session,
@@ -166,6 +166,8 @@ interface ActivityRow {
   reasoning_tokens: number
   usage: number
   byok_usage_inference: number
+  /** Of `requests`, those the response cache answered (docs/decisions.md, Response cache). */
+  cache_hits: number
 }
 
 const round = (amount: number) => Math.round(amount * 1e12) / 1e12
@@ -220,10 +222,12 @@ export const getActivity = defineRoute({
           reasoning_tokens: 0,
           usage: 0,
           byok_usage_inference: 0,
+          cache_hits: 0,
         }
         rows.set(key, row)
       }
       row.requests++
+      if (record.responseCacheSourceId !== undefined) row.cache_hits++
       row.prompt_tokens += record.tokens.input
       row.completion_tokens += record.tokens.output
       row.reasoning_tokens += record.tokens.reasoning

@@ -37,6 +37,7 @@ import { createGuardrail, deleteGuardrail, getGuardrail, listGuardrails, updateG
 import { keyAssignments, memberAssignments } from './guardrail-assignments'
 import { deleteWorkspaceBudgetRoute, getWorkspaceBudget, listWorkspaceBudgets, setWorkspaceBudgetRoute } from './workspace-budgets'
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, updateWorkspace } from './workspaces'
+import { clearWorkspaceResponseCache } from './response-cache'
 
 /** Every route the gateway serves, relative to its base path. */
 export const routes: readonly AnyRoute[] = [
@@ -73,6 +74,7 @@ export const routes: readonly AnyRoute[] = [
   getWorkspaceBudget,
   setWorkspaceBudgetRoute,
   deleteWorkspaceBudgetRoute,
+  clearWorkspaceResponseCache,
   listByok,
   createByok,
   getByok,

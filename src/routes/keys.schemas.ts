@@ -1,6 +1,7 @@
 import * as v from 'valibot'
 import { SHA256_HEX_PATTERN, UUID_PATTERN } from '../core/patterns'
 import { booleanQuery, integerQuery } from '../core/validation'
+import { CacheSettingSchema } from './response-cache.schemas'
 
 export const KEY_NAME_MAX = 255
 export const KEYS_PAGE_MAX = 100
@@ -86,6 +87,8 @@ export const CreateKeyBodySchema = v.strictObject({
   limit_reset: v.optional(LimitResetSchema),
   include_byok_in_limit: v.optional(v.boolean()),
   expires_at: v.optional(ExpiresAtSchema),
+  // The response cache's default for the key's requests, before its workspace's (docs/decisions.md, Response cache).
+  cache: CacheSettingSchema,
 })
 
 export const UpdateKeyBodySchema = v.strictObject({
@@ -94,4 +97,5 @@ export const UpdateKeyBodySchema = v.strictObject({
   limit: v.optional(KeyLimitSchema),
   limit_reset: v.optional(LimitResetSchema),
   include_byok_in_limit: v.optional(v.boolean()),
+  cache: CacheSettingSchema,
 })

@@ -12,6 +12,7 @@ import { assertNotLastManagementKey, issueApiKey } from '../services/api-keys'
 import { keyTargetId } from '../services/audit-log'
 import { CreateKeyBodySchema, KeyParamsSchema, ListKeysQuerySchema, UpdateKeyBodySchema } from './keys.schemas'
 import { toApiKeyWire } from './keys.wire'
+import { cacheSettingFromWire } from './response-cache.schemas'
 
 /** The key as `/keys` answers show it, with what it spent in the periods holding `at`. */
 const keyWire = async (repositories: Repositories, key: ApiKeyRecord, at: Date) => toApiKeyWire(key, await repositories.spend.keySpend(key.hash, at))
@@ -54,6 +55,7 @@ export const createKey = defineRoute({
       limitReset: body.limit_reset ?? null,
       includeByokInLimit: body.include_byok_in_limit ?? false,
       expiresAt: body.expires_at ?? null,
+      cache: cacheSettingFromWire(body.cache),
     })
     await audit({
       target: { type: 'key', id: keyTargetId(record.hash) },
@@ -91,6 +93,7 @@ export const updateKey = defineRoute({
       limitNano: body.limit === undefined ? undefined : body.limit === null ? null : toNano(body.limit),
       limitReset: body.limit_reset,
       includeByokInLimit: body.include_byok_in_limit,
+      cache: cacheSettingFromWire(body.cache),
     })
     if (!updated) throw new NotFoundError('API key not found')
     await audit({ target: { type: 'key', id: keyTargetId(key.hash) }, workspaceId: key.workspaceId, changes: body })

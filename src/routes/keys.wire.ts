@@ -5,6 +5,7 @@
 
 import { fromNano } from '../core/money'
 import type { ApiKeyRecord } from '../repositories/api-keys'
+import { cacheSettingToWire } from './response-cache.schemas'
 import type { KeySpend, SpendWindow } from '../repositories/spend-counters'
 
 /** Spend and limit fields, shared by the key object and `GET /key`. */
@@ -42,6 +43,7 @@ export const toApiKeyWire = (key: ApiKeyRecord, spend: KeySpend) => ({
   external_user: null,
   ...toKeySpendWire(key, spend),
   expires_at: key.expiresAt,
+  cache: cacheSettingToWire(key.cache),
   created_at: key.createdAt,
   updated_at: key.updatedAt,
 })

@@ -2,6 +2,7 @@ import * as v from 'valibot'
 import { UUID_PATTERN } from '../core/patterns'
 import { booleanQuery, integerQuery, ModelSlugSchema } from '../core/validation'
 import { WORKSPACE_SLUG_PATTERN } from '../repositories/workspaces'
+import { WorkspaceCacheSettingSchema } from './response-cache.schemas'
 
 export const WORKSPACES_PAGE_MAX = 100
 export const WORKSPACE_NAME_MAX = 255
@@ -65,6 +66,8 @@ const settingsEntries = {
   is_observability_io_logging_enabled: v.optional(v.boolean()),
   // docs/decisions.md, Stored responses: false keeps this workspace's `/responses` answers out of the response store.
   is_response_storage_enabled: v.optional(v.boolean()),
+  // The response cache's default for the workspace's requests (docs/decisions.md, Response cache); null: off.
+  cache: WorkspaceCacheSettingSchema,
 }
 
 export const CreateWorkspaceBodySchema = v.strictObject({ name: NameSchema, slug: WorkspaceSlugSchema, ...settingsEntries })

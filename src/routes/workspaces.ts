@@ -19,6 +19,7 @@ import {
   type UpdateWorkspaceBody,
 } from './workspaces.schemas'
 import { isResponseStorageOn } from '../services/stored-responses'
+import { assertSemanticAvailable, cacheSettingFromWire, cacheSettingToWire } from './response-cache.schemas'
 
 /** Wire name of every writable workspace setting; the one table both directions use. */
 export const WORKSPACE_SETTING_WIRE_NAMES = {
@@ -36,6 +37,7 @@ export const WORKSPACE_SETTING_WIRE_NAMES = {
   isObservabilityBroadcastEnabled: 'is_observability_broadcast_enabled',
   isObservabilityIoLoggingEnabled: 'is_observability_io_logging_enabled',
   isResponseStorageEnabled: 'is_response_storage_enabled',
+  cache: 'cache',
 } as const satisfies Record<keyof WorkspaceSettings, string>
 
 /** Validated wire fields → settings; omitted fields stay omitted (unchanged). */
@@ -45,6 +47,7 @@ export const fromWorkspaceWire = (body: UpdateWorkspaceBody): WorkspaceSettings 
     const value = (body as Record<string, unknown>)[wireName]
     if (value !== undefined) settings[setting] = value
   }
+  if (body.cache !== undefined) settings.cache = cacheSettingFromWire(body.cache)
   return settings as WorkspaceSettings
 }
 
@@ -69,6 +72,7 @@ export const toWorkspaceWire = (workspace: WorkspaceRecord) => ({
   is_observability_broadcast_enabled: workspace.isObservabilityBroadcastEnabled,
   is_observability_io_logging_enabled: workspace.isObservabilityIoLoggingEnabled,
   is_response_storage_enabled: isResponseStorageOn(workspace),
+  cache: cacheSettingToWire(workspace.cache),
 })
 
 const slugTaken = (slug: string) => new ConflictError(`Workspace slug "${slug}" is already taken`)
@@ -107,7 +111,8 @@ export const createWorkspace = defineRoute({
   audit: 'workspace.create',
   body: CreateWorkspaceBodySchema,
   isIdempotent: true,
-  async handle({ body, caller, repositories, audit }) {
+  async handle({ body, caller, repositories, audit, runtime }) {
+    assertSemanticAvailable(body.cache, runtime.inference.responseCache.semantic !== undefined)
     let workspace: WorkspaceRecord
     try {
       const settings = fromWorkspaceWire(body) as WorkspaceSettings & { name: string; slug: string }
@@ -128,7 +133,8 @@ export const updateWorkspace = defineRoute({
   audit: 'workspace.update',
   params: WorkspaceParamsSchema,
   body: UpdateWorkspaceRouteBodySchema,
-  async handle({ params, body, caller, repositories, audit }) {
+  async handle({ params, body, caller, repositories, audit, runtime }) {
+    assertSemanticAvailable(body.cache, runtime.inference.responseCache.semantic !== undefined)
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
     // Its own default guardrail (derived from its id) is always there to go back to, configured or not.
     const isOwnDefault = body.default_guardrail_id !== undefined && body.default_guardrail_id === (await derivedGuardrailId(workspace.id))

@@ -5,6 +5,7 @@ import { sha256Hex } from '../core/crypto'
 import type { AccountRecord } from '../repositories/accounts'
 import { generateRawKey, type ApiKeyKind, type ApiKeyLimits, type ApiKeyRecord } from '../repositories/api-keys'
 import type { Repositories } from '../repositories'
+import type { ResponseCacheSetting } from '../repositories/response-cache'
 import { isUniqueConflict } from '../repositories/mutate'
 import { resolveWorkspace } from './accounts'
 
@@ -15,6 +16,8 @@ export interface IssueKeyInput extends Partial<ApiKeyLimits> {
   workspaceId?: string
   /** The user the key acts for; the account's owner when omitted. */
   creatorUserId?: string
+  /** The response cache's default for the key's requests (docs/decisions.md, Response cache); off when omitted. */
+  cache?: ResponseCacheSetting | null
 }
 
 /** Creates a key and returns the raw secret once; only its hash is stored. */
@@ -31,6 +34,7 @@ export const issueApiKey = async (repositories: Repositories, account: AccountRe
     limitReset: input.limitReset,
     includeByokInLimit: input.includeByokInLimit,
     expiresAt: input.expiresAt,
+    cache: input.cache ?? undefined,
   })
   return { rawKey, record }
 }

@@ -74,5 +74,7 @@ export const removeWorkspace = async (repositories: Repositories, account: Accou
     if (page.guardrails.length === 0) break
     for (const guardrail of page.guardrails) await repositories.guardrails.delete(guardrail.id)
   }
+  // Its cached answers are its callers' content: they go with it as well.
+  await repositories.responseCache.clear(workspace.id)
   return deleted
 }

@@ -56,7 +56,8 @@ export const finishReasonOf = (result: ResponseResult): ChatFinishReason => {
 
 /**
  * OpenRouter's usage object: OpenAI's token counts plus `cost`, `is_byok` and `cost_details`; `image_tokens`
- * (OpenRouter's name) when the provider counted the images' tokens apart; `server_tool_use_details` after server tools.
+ * (OpenRouter's name) when the provider counted the images' tokens apart; `server_tool_use_details` after server tools;
+ * `is_cache_hit` on an answer from the response cache (docs/decisions.md, Response cache).
  */
 export const toChatUsage = (usage: BilledUsage) => {
   // A server-tool run's usage carries its tool counts (docs/decisions.md, Server tools): OpenRouter reports them on every run.
@@ -79,6 +80,7 @@ const chatUsageFields = (usage: BilledUsage) => ({
   },
   cost: usage.cost,
   is_byok: usage.is_byok,
+  ...(usage.is_cache_hit ? { is_cache_hit: true } : {}),
   cost_details: toChatCostDetails(usage.cost_details),
 })
 

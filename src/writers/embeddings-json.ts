@@ -26,6 +26,7 @@ export const toEmbeddingsWire = (id: string, answer: EmbeddingsAnswer, encodingF
       total_tokens: usage.total_tokens,
       cost: usage.cost,
       is_byok: usage.is_byok,
+      ...(usage.is_cache_hit ? { is_cache_hit: true } : {}),
       cost_details: toChatCostDetails(usage.cost_details),
     },
   }

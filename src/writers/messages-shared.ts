@@ -38,8 +38,8 @@ export const stopSequenceOf = (result: Pick<ResponseResult, 'status' | 'incomple
 
 /**
  * Anthropic's usage: its `input_tokens` leaves cache reads and cache writes out, where the engine's
- * `input_tokens` holds the whole prompt. OpenRouter's `cost` rides along; Anthropic's SDKs keep fields
- * they do not know.
+ * `input_tokens` holds the whole prompt. OpenRouter's `cost` rides along, and `is_cache_hit` on an answer from the
+ * response cache; Anthropic's SDKs keep fields they do not know.
  */
 export const toMessagesUsage = (usage: BilledUsage | null | undefined) => {
   const cached = usage?.input_tokens_details.cached_tokens ?? 0
@@ -50,6 +50,7 @@ export const toMessagesUsage = (usage: BilledUsage | null | undefined) => {
     cache_read_input_tokens: cached,
     cache_creation_input_tokens: written,
     ...(usage ? { cost: usage.cost } : {}),
+    ...(usage?.is_cache_hit ? { is_cache_hit: true } : {}),
   }
 }
 

@@ -117,3 +117,14 @@ describe('configured models', () => {
   })
 })
 
+
+describe('gateway.admin workspaces and the response cache', () => {
+  it('takes a workspace`s cache setting in its record form, and clears it with null', async () => {
+    const gateway = createGateway({ storage: memoryStorage(), logger: silentLogger })
+    const workspace = await gateway.admin.createWorkspace(undefined, { name: 'Cached', slug: 'cached', cache: { ttlSeconds: 120 } })
+    expect(workspace.cache).toEqual({ ttlSeconds: 120 })
+    const cleared = await gateway.admin.updateWorkspace(undefined, workspace.id, { cache: null })
+    expect(cleared.cache).toBeNull()
+    await gateway.close()
+  })
+})

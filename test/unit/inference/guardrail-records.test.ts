@@ -119,7 +119,7 @@ describe('an input block in the usage ledger', () => {
     expect((await t.responses({ model: TEST_MODEL, input: 'to a@example.com' })).status).toBe(403)
     expect((await t.responses({ model: TEST_MODEL, input: 'hello' })).status).toBe(200)
     const { data } = await (await t.call('GET', '/activity')).json()
-    const row = { date: expect.any(String), model: TEST_MODEL, model_permaslug: TEST_MODEL, byok_usage_inference: 0 }
+    const row = { date: expect.any(String), model: TEST_MODEL, model_permaslug: TEST_MODEL, byok_usage_inference: 0, cache_hits: 0 }
     expect(data).toEqual([
       { ...row, endpoint_id: '', provider_name: '', requests: 1, prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, usage: 0 },
       { ...row, endpoint_id: 'alpha:test-model', provider_name: expect.any(String), requests: 1, prompt_tokens: 5, completion_tokens: 2, reasoning_tokens: 0, usage: expect.any(Number) },

@@ -20,6 +20,7 @@ const AUDITED: Record<string, string> = {
   'DELETE /workspaces/:id': 'workspace.delete',
   'PUT /workspaces/:id/budgets/:interval': 'workspace_budget.set',
   'DELETE /workspaces/:id/budgets/:interval': 'workspace_budget.delete',
+  'DELETE /workspaces/:id/response-cache': 'workspace.clear_response_cache',
   'POST /guardrails': 'guardrail.create',
   'PATCH /guardrails/:id': 'guardrail.update',
   'DELETE /guardrails/:id': 'guardrail.delete',

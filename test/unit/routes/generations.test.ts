@@ -210,7 +210,7 @@ describe('GET /activity', () => {
 
     const all = await activity()
     expect(all.status).toBe(200)
-    const row = { model: TEST_MODEL, model_permaslug: TEST_MODEL, endpoint_id: 'alpha:test-model', provider_name: 'Alpha AI', byok_usage_inference: 0 }
+    const row = { model: TEST_MODEL, model_permaslug: TEST_MODEL, endpoint_id: 'alpha:test-model', provider_name: 'Alpha AI', byok_usage_inference: 0, cache_hits: 0 }
     expect((await all.json()).data).toEqual([
       { ...row, date: '2025-03-02', requests: 1, prompt_tokens: 12, completion_tokens: 7, reasoning_tokens: 2, usage: third.usage.cost },
       { ...row, date: '2025-03-01', requests: 2, prompt_tokens: 24, completion_tokens: 14, reasoning_tokens: 4, usage: first.usage.cost + second.usage.cost },

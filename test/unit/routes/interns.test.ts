@@ -850,10 +850,14 @@ describe('access to intern routes', () => {
     const refused = await t.call('POST', `/interns/${intern.id}/chat`, { key: t.managementKey, json: { input: 'hi' } })
     expect(refused.status).toBe(403)
     expect(await readJson(refused)).toEqual({ error: { code: 403, message: 'Management keys cannot be used for inference; use a regular API key' } })
-    // The rule lives in the route table: exactly the routes that run a model take inference keys.
+    // The rule lives in the route table: exactly the routes that run a model, and those that read what one stored, take
+    // inference keys.
     const inference = routeTable.filter((route) => route.auth === 'inference').map((route) => `${route.method} ${route.path}`)
     expect(inference).toEqual([
       'POST /responses',
+      'GET /responses/:id',
+      'DELETE /responses/:id',
+      'GET /responses/:id/input_items',
       'POST /chat/completions',
       'POST /messages',
       'POST /embeddings',

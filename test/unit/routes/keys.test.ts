@@ -25,6 +25,7 @@ const KEY_FIELDS = [
   'byok_usage_weekly',
   'byok_usage_monthly',
   'expires_at',
+  'cache',
   'created_at',
   'updated_at',
 ].sort()

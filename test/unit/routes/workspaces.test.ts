@@ -23,8 +23,8 @@ describe('GET /workspaces/{id}', () => {
         'default_image_model', 'default_text_model', 'default_provider_sort', 'disabled_server_tools',
         'io_logging_api_key_ids', 'io_logging_sampling_rate', 'include_byok_in_budgets',
         'is_data_discount_logging_enabled', 'is_observability_broadcast_enabled', 'is_observability_io_logging_enabled',
-        // The gateway's own (docs/decisions.md, Stored responses).
-        'is_response_storage_enabled',
+        // The gateway's own (docs/decisions.md, Stored responses; Response cache).
+        'is_response_storage_enabled', 'cache',
       ].sort(),
     )
     expect(workspace).toMatchObject({
