@@ -194,6 +194,21 @@ module.exports = {
       to: { path: '^src/dashboard/' },
     },
     {
+      name: 'metrics-observe-the-telemetry',
+      severity: 'error',
+      comment:
+        'The Prometheus exporter (src/metrics/, Node-only: prom-client and node:perf_hooks) observes the kernel\'s telemetry events and ' +
+        'knows nothing else; only the runner imports it (hosts import modelgate/metrics), so the portable library never loads prom-client.',
+      from: { path: '^src/metrics/' },
+      to: { path: '^src/', pathNot: '^src/(metrics|core)/' },
+    },
+    {
+      name: 'only-the-cli-loads-the-exporters',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(metrics|cli)/' },
+      to: { path: '^src/metrics/|node_modules/prom-client/' },
+    },
+    {
       name: 'only-the-cli-mounts-adapters',
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/(adapters|cli)/' },

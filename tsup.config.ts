@@ -18,6 +18,7 @@ export const entry = {
   'storage/sqlite': 'src/storage/sqlite.ts',
   'storage/redis': 'src/storage/redis.ts',
   'storage/unstorage': 'src/storage/unstorage.ts',
+  metrics: 'src/metrics/prometheus.ts',
   testing: 'src/testing/index.ts',
   // Beside the chunks in dist/, where src/workers/file-parser-pool.ts looks for it.
   'file-parser-worker': 'src/workers/file-parser-worker.ts',

@@ -60,3 +60,18 @@ export {
 export type { CallerDestination, HostResolver, ResolvedAddress } from './core/upstream-guard'
 export type { CredentialCheck, CredentialFormat, ProviderAdapter, UpstreamCall, UpstreamTarget, UpstreamRequest, UpstreamResult, UpstreamStreamEvent } from './providers/contract'
 export type { InternRuntime, InternView, ProvisioningStep, ChatContext } from './interns/runtime'
+export type {
+  AttemptEnded,
+  AttemptEndOutcome,
+  FallbackTaken,
+  MetricsExporter,
+  OutlierEjected,
+  RequestEnded,
+  ServerToolCalled,
+  SpendRefused,
+  StageEnded,
+  StoreCalled,
+  StreamsChanged,
+  TelemetryEvents,
+  TelemetryObserver,
+} from './core/telemetry'

@@ -173,6 +173,15 @@ export const RunnerSettingsSchema = v.strictObject({
   dashboard: v.optional(v.boolean()),
   /** Where the dashboard is served (default `/dashboard`), outside `basePath`. */
   dashboardPath: v.optional(v.pipe(v.string(), v.regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a path such as /dashboard, without a trailing slash'))),
+  /**
+   * Prometheus metrics (docs/operations.md): `on` (default) serves them at `metricsPath` to management keys, `public` to
+   * anyone, `off` counts nothing.
+   */
+  metrics: v.optional(v.picklist(['on', 'off', 'public'])),
+  /** Where the metrics are served (default `/metrics`), outside `basePath`. */
+  metricsPath: v.optional(v.pipe(v.string(), v.regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a path such as /metrics, without a trailing slash'))),
+  /** Serve the metrics on this port of `host` instead, without a key (firewall it as the operator's own). */
+  metricsPort: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535))),
   /** The embedded file store (`storage: "file"`) compacts its journal past this many bytes (see `openFileStorage`). */
   compactAfterBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024))),
 })
@@ -189,6 +198,9 @@ export const RunnerConfigSchema = v.pipe(
     ['storedResponseRetentionDays'],
   ),
   v.forward(v.check((config) => config.dashboard === true || config.dashboardPath === undefined, 'has no effect unless dashboard is on (MODELGATE_DASHBOARD=1)'), ['dashboardPath']),
+  v.forward(v.check((config) => config.metrics !== 'off' || config.metricsPath === undefined, 'has no effect with metrics off'), ['metricsPath']),
+  v.forward(v.check((config) => config.metrics !== 'off' || config.metricsPort === undefined, 'has no effect with metrics off'), ['metricsPort']),
+  v.forward(v.check((config) => config.metrics !== 'public' || config.metricsPort === undefined, 'is public already: the metrics port asks for no key'), ['metricsPort']),
 )
 
 /** Settings the runner hands to `createGateway` as they are. */
@@ -229,6 +241,7 @@ const NUMERIC = new Set<keyof RunnerConfigInput>([
   'storedResponseRetentionDays',
   'spendLeaseMs',
   'workers',
+  'metricsPort',
 ])
 const BOOLEAN = new Set<keyof RunnerConfigInput>(['dev', 'demoModels', 'watchParent', 'enforceCredits', 'dashboard'])
 

@@ -20,6 +20,9 @@ import { isUrlSource, priceSourceOptions, watchPriceFile } from './prices'
 import { explainStoreFailure } from './storage'
 import { runnerLog } from './stderr-lines'
 import { DEFAULT_DASHBOARD_PATH } from '../dashboard/page'
+import { createPrometheusMetrics } from '../metrics/prometheus'
+import { listenMetrics, metricsOptions, metricsPathOf, type MetricsServer } from './metrics'
+import { isTraceExportConfigured, startTraceExport, type TraceExport } from './tracing'
 
 /**
  * Everything the runner checks and sets up in the store before it listens: stored BYOK credentials it could not
@@ -68,9 +71,13 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   const models = [...((config.models ?? []) as unknown as ModelEntry[]), ...modelsFromEnvironment(process.env)]
   const transport = undiciTransport()
   // Every tenant shares this process's event loop: its delay goes to /health/ready, and a stall to the log.
+  let traces: TraceExport | undefined
   const eventLoop = createEventLoopMonitor({ logger })
+  const metrics = config.metrics === 'off' ? undefined : createPrometheusMetrics(worker ? { defaultLabels: { worker: String(worker.id) } } : {})
   let gateway: Gateway
   try {
+    // A protocol the runner does not ship, or another exporter named, refuses the start.
+    if (isTraceExportConfigured(process.env)) traces = await startTraceExport(process.env)
     encryptionKeys = await resolveEncryptionKeys(config, logger)
     gateway = createGateway({
       storage,
@@ -101,8 +108,12 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
       ...(config.dashboard ? { dashboard: config.dashboardPath ? { path: config.dashboardPath } : true } : {}),
       ...(worker ? { worker: worker.id } : {}),
       ...(isDemoOn(config) ? { demoModels: true } : {}),
+      ...(metrics ? { metrics: metricsOptions(metrics, config) } : {}),
+      ...(traces ? { tracing: true } : {}),
     })
   } catch (error) {
+    metrics?.close()
+    await traces?.shutdown()
     eventLoop.stop()
     await storage.close()
     await transport.close()
@@ -114,6 +125,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
     eventLoop.stop()
     await gateway.close()
     await transport.close()
+    await traces?.shutdown()
   }
   let firstManagementKey: string | undefined
   try {
@@ -131,6 +143,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
 
   const { server, drain } = createDrainingServer(toNodeListener(gateway))
   server.keepAliveTimeout = 65_000
+  let metricsServer: MetricsServer | undefined
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
@@ -139,8 +152,10 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
         resolve()
       })
     })
+    if (metrics && config.metricsPort !== undefined) metricsServer = await listenMetrics(gateway, config)
   } catch (error) {
     // A port in use.
+    server.close()
     await closeAll()
     throw error
   }
@@ -149,7 +164,8 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   const origin = `http://${host}:${port}`
   const apiUrl = `${origin}${config.basePath}`
   const dashboardUrl = config.dashboard ? `${origin}${config.dashboardPath ?? DEFAULT_DASHBOARD_PATH}` : undefined
-  if (!worker || worker.isFirst) logStartup(logger, config, { url: apiUrl, dashboardUrl, providers, models, environment: process.env })
+  const metricsUrl = metricsServer ? `http://${host}:${metricsServer.port}${metricsServer.path}` : metrics ? `${origin}${metricsPathOf(config)}` : undefined
+  if (!worker || worker.isFirst) logStartup(logger, config, { url: apiUrl, dashboardUrl, metricsUrl, providers, models, environment: process.env })
   if (worker) worker.announce({ origin, apiUrl, ...(firstManagementKey ? { firstManagementKey } : {}) })
   else {
     // A plain line too, for people and for scripts waiting on start-up.
@@ -200,10 +216,13 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   })
   stopWatchingPrices()
   stopWatchingHeap()
+  await metricsServer?.close()
   eventLoop.stop()
   process.off('SIGHUP', reloadPrices)
   await gateway.close()
   await transport.close()
+  // The spans of the last requests are sent before the process ends.
+  await traces?.shutdown()
   logger.info('stopped')
   // A worker keeps ignoring the signal's repeat until it exits: one arriving late must not kill it.
   if (!worker) {

@@ -82,11 +82,12 @@ export const isDemoOn = (config: RunnerConfig): boolean => config.demoModels ?? 
 export const logStartup = (
   logger: Logger,
   config: RunnerConfig,
-  details: { url: string; dashboardUrl?: string | undefined; providers: ProviderSettings; models: readonly ModelEntry[]; environment: Record<string, string | undefined> },
+  details: { url: string; dashboardUrl?: string | undefined; metricsUrl?: string | undefined; providers: ProviderSettings; models: readonly ModelEntry[]; environment: Record<string, string | undefined> },
 ) => {
   logger.info('modelgate listening', {
     url: details.url,
     ...(details.dashboardUrl ? { dashboard: details.dashboardUrl } : {}),
+    ...(details.metricsUrl ? { metrics: details.metricsUrl } : {}),
     ...describeStore(config),
     providers: Object.keys(details.providers),
     ...(config.dev ? { mode: 'development' } : {}),

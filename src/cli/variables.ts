@@ -140,6 +140,19 @@ export const RUNNER_VARIABLES: readonly RunnerVariable[] = [
   { name: 'MODELGATE_DASHBOARD', section: 'Process', setting: 'dashboard', description: "1: serve the operator's dashboard, signed in with a management key (default off; docs/dashboard.md)" },
   { name: 'MODELGATE_DASHBOARD_PATH', section: 'Process', setting: 'dashboardPath', description: 'where the dashboard is served, outside the base path (default /dashboard)' },
   {
+    name: 'MODELGATE_METRICS',
+    section: 'Process',
+    setting: 'metrics',
+    description: 'Prometheus metrics (docs/operations.md): on (default: GET /metrics with a management key), public (no key), off',
+  },
+  { name: 'MODELGATE_METRICS_PATH', section: 'Process', setting: 'metricsPath', description: 'where the metrics are served, outside the base path (default /metrics)' },
+  {
+    name: 'MODELGATE_METRICS_PORT',
+    section: 'Process',
+    setting: 'metricsPort',
+    description: 'serve the metrics on this port of MODELGATE_HOST instead of the API port, without a key (default: the API port)',
+  },
+  {
     name: 'MODELGATE_WORKERS',
     section: 'Process',
     setting: 'workers',

@@ -4,6 +4,8 @@
  * they know to retry, not a truncated answer.
  */
 
+import { NO_TELEMETRY, type Telemetry } from '../core/telemetry'
+
 /** The message streams end with when the host gives none. */
 export const SHUTDOWN_MESSAGE = 'The gateway is shutting down; retry the request'
 
@@ -18,11 +20,16 @@ export interface ActiveStreams {
   endAll(message?: string): void
 }
 
-export const createActiveStreams = (): ActiveStreams => {
+export const createActiveStreams = (telemetry: Telemetry = NO_TELEMETRY): ActiveStreams => {
   const streams = new Set<ActiveStream>()
   return {
-    add: (stream) => void streams.add(stream),
-    delete: (stream) => void streams.delete(stream),
+    add(stream) {
+      streams.add(stream)
+      telemetry.streamsChanged?.({ active: streams.size })
+    },
+    delete(stream) {
+      if (streams.delete(stream)) telemetry.streamsChanged?.({ active: streams.size })
+    },
     endAll(message = SHUTDOWN_MESSAGE) {
       // Each stream removes itself as it ends; iterate over a copy.
       for (const stream of [...streams]) stream.end(message)

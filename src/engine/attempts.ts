@@ -174,6 +174,8 @@ export const openAttempt = async (
   service: InferenceService,
   request: AttemptRequest,
   build?: AttemptBuilder,
+  /** Sees the upstream request's headers just before it is sent (a trace adds its `traceparent`). */
+  beforeSend?: (headers: Record<string, string>) => void,
 ): Promise<OpenedAttempt> => {
   const { signal } = request
   if (signal.aborted) throw new ClientClosedError()
@@ -188,6 +190,7 @@ export const openAttempt = async (
   // Collected only when something is to be redacted: most attempts succeed and need none.
   let sent: string[] | undefined
   const secrets = () => (sent ??= sentSecrets(upstreamRequest, target.apiKey, attempt.provider.adapter))
+  beforeSend?.(upstreamRequest.headers)
   const { callerDestination } = upstreamRequest
   const { deadline } = request
   const started = performance.now()

@@ -7,6 +7,7 @@ import { GatewayError, InternalError } from '../core/errors'
 import type { UpstreamCall } from '../providers/contract'
 import { redactSecrets } from '../providers/shared/errors'
 import { isUpstreamFailure } from '../core/upstream-failure'
+import type { AttemptEndOutcome, AttemptStarted, FallbackTaken } from '../core/telemetry'
 import type { ResponsesRequest } from '../providers/types'
 import { outcomeOf, outlierKeys } from './attempt-health'
 import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptBuilder, type AttemptRequest, type OpenedAttempt } from './attempts'
@@ -96,6 +97,17 @@ export type ServedOutcome<T> =
   | { isServed: true; value: T; served: Served; opened: OpenedAttempt }
   | { isServed: false; failure: GatewayError; attempt: Attempt | undefined; attemptsMade: number }
 
+/** What kind of failure an attempt met: the upstream's classification, else the gateway's own reason. */
+const errorTypeOf = (failure: GatewayError): string =>
+  isUpstreamFailure(failure) ? failure.errorType : typeof failure.metadata?.error_type === 'string' ? failure.metadata.error_type : `http_${failure.status}`
+
+const fallbackOf = (requestId: string, failure: GatewayError, from: Attempt, to: Attempt): FallbackTaken => ({
+  requestId,
+  reason: errorTypeOf(failure),
+  fromProvider: from.provider.descriptor.id,
+  toProvider: to.provider.descriptor.id,
+})
+
 const logAttemptFailure = (service: InferenceService, requestId: string, attempt: Attempt, attemptNumber: number, failure: GatewayError) => {
   service.logger.warn('upstream attempt failed', {
     requestId,
@@ -124,7 +136,7 @@ export const firstServedAttempt = async <T>(
   // Another operation than a generation (embeddings) builds its own upstream request.
   build?: AttemptBuilder,
 ): Promise<ServedOutcome<T>> => {
-  const { retry, outliers } = service
+  const { retry, outliers, telemetry } = service
   retry.budget.deposit()
   const isPanic = request.attempts.every((attempt) => outliers.isEjected(outlierKeys(attempt)))
   // Built only when every attempt failed: an error's stack trace is not free on every request.
@@ -146,6 +158,7 @@ export const firstServedAttempt = async <T>(
       service.logger.warn('retry budget exhausted: no further attempt', { requestId: request.requestId, attempts: attemptsMade })
       break
     }
+    if (lastFailure && lastAttempt) telemetry.fallbackTaken?.(fallbackOf(request.requestId, lastFailure, lastAttempt, attempt))
     attemptsMade++
     deadline.countAttempt()
     outliers.admit(keys)
@@ -153,32 +166,61 @@ export const firstServedAttempt = async <T>(
     let opened: OpenedAttempt | undefined
     let outcome: AttemptOutcome = 'unknown'
     const attemptStarted = performance.now()
-    const report = (status: number | null) =>
+    let firstByteAt: number | undefined
+    const started: AttemptStarted | undefined = telemetry.attemptStarted
+      ? {
+          requestId: request.requestId,
+          attemptNumber: attemptsMade,
+          provider: attempt.provider.descriptor.id,
+          model: attempt.model.slug,
+          endpoint: attempt.endpoint.model,
+          isByok: attempt.credential !== null,
+        }
+      : undefined
+    if (started) telemetry.attemptStarted!(started)
+    const report = (status: number | null, ended: AttemptEndOutcome, failure?: GatewayError) => {
+      const latencyMs = Math.round(performance.now() - attemptStarted)
       request.attemptReports.push({
         provider: attempt.provider.descriptor.id,
         model: attempt.model.slug,
         endpoint: attempt.endpoint.model,
         isByok: attempt.credential !== null,
         status,
-        latencyMs: Math.round(performance.now() - attemptStarted),
+        latencyMs,
       })
+      telemetry.attemptEnded?.({
+        requestId: request.requestId,
+        attemptNumber: attemptsMade,
+        provider: attempt.provider.descriptor.id,
+        model: attempt.model.slug,
+        isByok: attempt.credential !== null,
+        outcome: ended,
+        status,
+        ...(failure ? { errorType: errorTypeOf(failure) } : {}),
+        ...(firstByteAt === undefined ? {} : { timeToFirstByteMs: Math.round(firstByteAt - attemptStarted) }),
+        durationMs: latencyMs,
+        ...(started ? { started } : {}),
+      })
+    }
     try {
-      opened = await openAttempt(attempt, call, service, attemptRequest, build)
+      const sending = started && telemetry.upstreamSending
+      opened = await openAttempt(attempt, call, service, attemptRequest, build, sending ? (headers) => sending({ attempt: started, headers }) : undefined)
+      if (telemetry.attemptEnded) firstByteAt = performance.now()
       const value = await use(opened, call, attempt, attemptStarted)
       outcome = 'answered'
-      report(200)
+      report(200, 'answered')
       return { isServed: true, value, served: { attempt, attemptNumber: attemptsMade }, opened }
     } catch (error) {
       opened?.abort()
       if (error instanceof ClientClosedError || attemptRequest.signal.aborted) {
-        report(null)
+        report(null, 'client_closed')
         throw new ClientClosedError()
       }
       lastFailure = toAttemptFailure(error, attempt, opened?.secrets ?? [])
       lastAttempt = attempt
       outcome = outcomeOf(lastFailure)
       // The provider's own status where it answered one (OpenRouter's `provider_responses`), else what the client would see.
-      report(isUpstreamFailure(lastFailure) ? lastFailure.upstreamStatus : lastFailure.status)
+      report(isUpstreamFailure(lastFailure) ? lastFailure.upstreamStatus : lastFailure.status, 'failed', lastFailure)
       logAttemptFailure(service, request.requestId, attempt, attemptsMade, lastFailure)
       // Cut short by the request's deadline: no time is left for another attempt.
       if (lastFailure instanceof RequestDeadlineError) {

@@ -4,6 +4,7 @@
  */
 
 import type { Logger } from '../core/logger'
+import { NO_TELEMETRY, type Telemetry } from '../core/telemetry'
 import type { ProviderApi } from '../providers/catalog'
 import type { SecretBox } from '../core/secrets'
 import type { ProviderAdapter } from '../providers/contract'
@@ -88,6 +89,8 @@ export interface InferenceService extends FeatureSettings {
   readonly now: () => number
   readonly logger: Logger
   readonly stages: EngineStages
+  /** Where the engine reports what it decided (src/core/telemetry.ts); emit with `telemetry.name?.(…)`. */
+  readonly telemetry: Telemetry
 }
 
 const upstreamTimeouts = (upstream: UpstreamOptions = {}): UpstreamTimeouts => {
@@ -126,16 +129,23 @@ const retryPolicy = (retry: RetryOptions = {}, now: () => number): RetryPolicy =
   maxRetryAfterSeconds: retry.maxRetryAfterSeconds ?? DEFAULT_RETRY.maxRetryAfterSeconds,
 })
 
-const outlierDetector = (options: false | Partial<OutlierDetectionOptions> | undefined, now: () => number, logger: Logger): OutlierDetector => {
+/** A target's kind and, for an endpoint, its provider: what a metric may name (never a key's id). */
+const ejectedTarget = (target: string) => {
+  const [kind, provider] = target.split(' ')
+  return kind === 'byok' ? { kind: 'byok' as const } : { kind: 'endpoint' as const, ...(provider ? { provider } : {}) }
+}
+
+const outlierDetector = (options: false | Partial<OutlierDetectionOptions> | undefined, now: () => number, logger: Logger, telemetry: Telemetry): OutlierDetector => {
   if (options === false) return disabledOutlierDetector
   const settings: OutlierDetectionOptions = {
     consecutiveFailures: options?.consecutiveFailures ?? DEFAULT_OUTLIER_DETECTION.consecutiveFailures,
     baseEjectionSeconds: options?.baseEjectionSeconds ?? DEFAULT_OUTLIER_DETECTION.baseEjectionSeconds,
     maxEjectionSeconds: options?.maxEjectionSeconds ?? DEFAULT_OUTLIER_DETECTION.maxEjectionSeconds,
   }
-  return createOutlierDetector(settings, now, (target, seconds) =>
-    logger.warn('upstream target ejected after repeated failures', { target, seconds, consecutiveFailures: settings.consecutiveFailures }),
-  )
+  return createOutlierDetector(settings, now, (target, seconds) => {
+    logger.warn('upstream target ejected after repeated failures', { target, seconds, consecutiveFailures: settings.consecutiveFailures })
+    telemetry.outlierEjected?.({ ...ejectedTarget(target), seconds })
+  })
 }
 
 // Generous: a whole answer of 32 MiB is hundreds of thousands of tokens, and an event of 8 MiB a large image.
@@ -169,6 +179,8 @@ export interface InferenceServiceOptions {
   spendLeaseMs?: number
   now?: () => Date
   logger: Logger
+  /** The gateway's telemetry channel; none observed when absent. */
+  telemetry?: Telemetry
   /** The features' settings, built by the composition root once the providers are known (a plugin reads their adapters). */
   features: (providers: ProviderRegistry) => FeatureSettings
   /** The features' stages, in the order they run (src/engine/stages.ts). */
@@ -178,6 +190,7 @@ export interface InferenceServiceOptions {
 export const createInferenceService = (options: InferenceServiceOptions): InferenceService => {
   const now = options.now ? () => options.now!().getTime() : Date.now
   const providers = createProviderRegistry(options.providers ?? {}, options.adapters)
+  const telemetry = options.telemetry ?? NO_TELEMETRY
   return Object.freeze({
     providers,
     models: createModelCatalog(applyPriceOverrides(mergeModels(options.models), options.prices ?? [], 'options.prices')),
@@ -193,8 +206,8 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     commitAfterMs: options.streamCommitAfterMs ?? 8_000,
     keepAliveMs: options.keepAliveMs ?? 15_000,
     retry: retryPolicy(options.retry, now),
-    outliers: outlierDetector(options.outlierDetection, now, options.logger),
-    streams: createActiveStreams(),
+    outliers: outlierDetector(options.outlierDetection, now, options.logger, telemetry),
+    streams: createActiveStreams(telemetry),
     spend: {
       enforceCredits: options.enforceCredits ?? false,
       book: createSpendBook({ repository: options.spendRepository, logger: options.logger, ...(options.spendLeaseMs === undefined ? {} : { leaseMs: options.spendLeaseMs }) }),
@@ -202,6 +215,7 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     now,
     logger: options.logger,
     stages: options.stages,
+    telemetry,
     ...options.features(providers),
   })
 }

@@ -464,7 +464,9 @@ const reserve = async (service: InferenceService, id: string, tracked: readonly 
   if (overIndex >= 0) {
     await release(service, id)
     const amount = amountAt(held[overIndex]!.index)
-    throw held[overIndex]!.refusal(spent[overIndex]! - amount, amount, advice)
+    const refused = held[overIndex]!.refusal(spent[overIndex]! - amount, amount, advice)
+    service.telemetry.spendRefused?.({ limit: String(refused.metadata?.limit ?? 'unknown') })
+    throw refused
   }
   return true
 }

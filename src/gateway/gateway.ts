@@ -8,7 +8,7 @@
 import { assertRouteAuth, authenticate, type Caller } from '../pipeline/auth'
 import { isClientGone, type ClientSignal } from '../core/client-signal'
 import { DEFAULT_REQUEST_BODY_TIMEOUT_MS, hasRequestBody, readJsonBody, readObjectBody } from '../core/body'
-import { replyStatus, setReplyHeader, toResponse, type Reply } from '../core/reply'
+import { replyStatus, responseReply, setReplyHeader, toResponse, type Reply } from '../core/reply'
 import { MethodNotAllowedError, NotFoundError, isGatewayError, errorReply, type ErrorFlavor } from '../core/errors'
 import { createConsoleLogger, isLogLevelEnabled, silentLogger, type Logger } from '../core/logger'
 import { GatewayOptionsSchema, type GatewayOptions } from './options'
@@ -40,7 +40,12 @@ import { responseCacheStage } from '../features/response-cache/stage'
 import { createDocumentReaders } from './file-parser'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
-import { createAccessLog, type AccessLog } from '../pipeline/access-log'
+import { accessLogObserver, createAccessLog, type AccessLog } from '../pipeline/access-log'
+import { createTelemetry, isObserved, type RequestStarted, type Telemetry, type TelemetryObserver } from '../core/telemetry'
+import { observedDriver } from '../storage/observed'
+import { createMetricsEndpoint } from './metrics'
+import { createTraceObserver, type TraceObserver } from './tracing'
+import { context } from '@opentelemetry/api'
 import { createLedger, DEFAULT_LEDGER_SWEEP_INTERVAL_MS, DEFAULT_RETENTION_DAYS } from '../ledger/ledger'
 import { createSettlementRecovery, DEFAULT_SPEND_BEAT_MS } from '../ledger/settlement-recovery'
 import type { GatewayRuntime } from '../pipeline/runtime'
@@ -86,6 +91,13 @@ export interface Gateway extends ReplyHandler, ErrorReplier {
    * gateway.endStreams()   // "The gateway is shutting down; retry the request"
    */
   endStreams(message?: string): void
+  /**
+   * The metrics of `options.metrics` in their exposition format, for a host that serves them itself (on another port,
+   * at another path). Management keys only unless `metrics.isPublic`; 404 when no exporter is configured.
+   * @example
+   * app.get('/metrics', (req) => gateway.metrics(req))
+   */
+  metrics(request: Request): Promise<Response>
   /**
    * Refreshed prices (`priceSource`). `ready` is the first load, started by `createGateway`; until it settles the
    * catalog's own prices apply. `reload()` reads the source again; a failed load keeps the previous prices.
@@ -201,6 +213,28 @@ const runStagesFor = (service: InferenceService, repositories: Repositories): Ru
   fusionStage(service),
 ]
 
+/** Each stage's time (the stages inside it included) reported as `stageEnded`. */
+const timedStage = (stage: RunStage, report: NonNullable<Telemetry['stageEnded']>): RunStage => ({
+  name: stage.name,
+  async run(request, next) {
+    const startedAt = performance.now()
+    let isError = true
+    try {
+      const outcome = await stage.run(request, next)
+      isError = false
+      return outcome
+    } finally {
+      report({ requestId: request.requestId, stage: stage.name, isError, durationMs: Math.round(performance.now() - startedAt) })
+    }
+  },
+})
+
+/** The telemetry's observers: the access log where its lines are kept, the metrics exporter, the host's own. */
+const observersOf = (config: GatewayOptions, logger: Logger, isAccessLogKept: boolean, tracer: TraceObserver | undefined) => {
+  const others: TelemetryObserver[] = [...(config.metrics ? [config.metrics.exporter.observer] : []), ...(tracer ? [tracer] : []), ...(config.observers ?? [])]
+  return { all: isAccessLogKept ? [accessLogObserver(logger), ...others] : others, others }
+}
+
 /**
  * The features' stages while a request is prepared and while its turns are answered, in the order they run
  * (src/engine/plan-stage.ts, turn-stage.ts): the plugins are checked before anything is read; the guardrails read
@@ -246,10 +280,15 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const storage = config.storage ? checkedDriver(config.storage) : memoryStorage({ logger })
   // Access lines are written at info: a logger that drops them costs no line and no session observer.
   const isAccessLogKept = isLogLevelEnabled(logger, 'info')
+  const tracer = config.tracing === true ? createTraceObserver() : config.tracing ? createTraceObserver(config.tracing.tracerProvider) : undefined
+  const observers = observersOf(config, logger, isAccessLogKept, tracer)
+  const telemetry = createTelemetry(observers.all, (error, event) => logger.warn('a telemetry observer failed', { event, error }))
+  // Requests that run no model are reported only to observers beside the access log, which writes no line for them.
+  const isEveryRequestReported = isObserved(observers.others, 'requestEnded')
   const now = config.now ?? (() => new Date())
   const requestBodyTimeoutMs = config.requestBodyTimeoutMs ?? DEFAULT_REQUEST_BODY_TIMEOUT_MS
   const defaultTextModel = config.workspaceDefaults?.textModel ?? DEFAULT_TEXT_MODEL
-  const readCache = readCacheFor(storage, config.readCache)
+  const readCache = readCacheFor(telemetry.storeCalled ? observedDriver(storage, telemetry.storeCalled) : storage, config.readCache)
   const repositories = createRepositories(
     readCache.storage,
     {
@@ -278,6 +317,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         ),
       stages: ENGINE_STAGES,
       logger,
+      telemetry,
       secrets,
       adapters: ADAPTERS,
       spendRepository: repositories.spend,
@@ -302,7 +342,10 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         })
   const runtime: GatewayRuntime = {
     inference,
-    runRequest: composeRunStages(runStagesFor(inference, repositories), (request) => runTurns(inference, request)),
+    runRequest: composeRunStages(
+      telemetry.stageEnded ? runStagesFor(inference, repositories).map((stage) => timedStage(stage, telemetry.stageEnded!)) : runStagesFor(inference, repositories),
+      (request) => runTurns(inference, request),
+    ),
     interns: createInternSettings(config),
     ledger:
       config.ledger?.enabled === false
@@ -351,6 +394,11 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const { sweepIntervalMs } = runtime.interns.provisioning
   const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
 
+  const metrics = createMetricsEndpoint(config.metrics, normalizeBasePath(config.basePath), async (request) => {
+    await readCache.revalidate()
+    assertRouteAuth(await authenticate(request, repositories, 'bearer', now), 'management')
+  })
+
   const gatewayScope: GatewayScope = { repositories, secrets, logger, now, runtime }
   const serve = async (request: Request, requestId: string, url: URL, route: AnyRoute, params: Record<string, string>, clientSignal: ClientSignal, access: AccessLog | undefined) => {
     // Routes without authentication (health checks) have no key to check, authorize or rate-limit. The others read
@@ -398,13 +446,18 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     const clientSignalOf = () => options?.signal ?? request.signal
     const requestId = resolveRequestId(request)
     let access: AccessLog | undefined
+    let started: RequestStarted | undefined
     let flavor: ErrorFlavor = 'standard'
     try {
       const url = new URL(request.url)
       flavor = errorFlavorForPath(router.relativePath(url.pathname))
       const page = dashboard?.replyFor(request.method, url.pathname)
       if (page) return setReplyHeader(page, REQUEST_ID_HEADER, requestId)
+      if (metrics.isAt(url.pathname)) return setReplyHeader(responseReply(await metrics.reply(request)), REQUEST_ID_HEADER, requestId)
       const match = router.match(request.method, url.pathname)
+      if (match.kind !== 'found' && isEveryRequestReported) {
+        access = createAccessLog(telemetry, { requestId, method: request.method, path: url.pathname, route: 'unmatched', isModelRequest: false, headers: request.headers })
+      }
       if (match.kind === 'not-found') throw new NotFoundError(`No route for ${request.method} ${url.pathname}`)
       if (match.kind === 'method-not-allowed') {
         throw new MethodNotAllowedError(`Method ${request.method} is not allowed here; use ${match.allow.join(', ')}`, {
@@ -412,12 +465,19 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
         })
       }
       flavor = match.route.errorFlavor ?? flavor
-      // With logging off there is no line to build: the access log and its stream observer are skipped.
-      access = match.route.isAccessLogged && isAccessLogKept ? createAccessLog(logger, { requestId, method: request.method, path: url.pathname }) : undefined
+      // With nobody observing there is no report to build: the access log and its stream observer are skipped.
+      const isModelRequest = match.route.isAccessLogged === true
+      if (isModelRequest ? telemetry.requestEnded : isEveryRequestReported) {
+        const route = `${match.route.method} ${match.route.path}`
+        started = { requestId, method: request.method, path: url.pathname, route, isModelRequest, headers: request.headers }
+        access = createAccessLog(telemetry, started)
+      }
       // The event-loop monitor names the routes that ran during a stall.
       const untrack = config.eventLoop?.track?.(`${match.route.method} ${match.route.path}`)
       try {
-        const answer = await serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
+        const serving = () => serve(request, requestId, url, match.route, match.params, clientSignalOf(), access)
+        // Traced, the request's work runs in its span's context: the store calls it makes become its children.
+        const answer = await (tracer && started ? context.with(tracer.contextOf(started), serving) : serving())
         access?.responded(replyStatus(answer))
         return setReplyHeader(answer, REQUEST_ID_HEADER, requestId)
       } finally {
@@ -454,6 +514,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     admin: createAdmin(repositories, secrets, now, runtime.auditLog),
     storage,
     endStreams: (message) => runtime.inference.streams.endAll(message),
+    metrics: (request) => metrics.reply(request),
     flushSpend,
     prices: {
       ready: priceRefresher?.ready ?? Promise.resolve(NO_PRICE_SOURCE),
@@ -471,6 +532,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       await runtime.inference.spend.book.close()
       await settlementRecovery?.close()
       await documents.close()
+      config.metrics?.exporter.close?.()
       await storage.close()
     },
   }

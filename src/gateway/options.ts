@@ -14,6 +14,8 @@ import { EXECUTABLE_TOOL_TYPES, type ExecutableToolType, type ToolExecutor } fro
 import type { PdfOcrBackend } from '../features/plugins/settings'
 import type { PdfTextExtractor } from '../features/plugins/pdf-text'
 import type { EventLoopMonitor } from '../core/event-loop'
+import type { MetricsExporter, TelemetryObserver } from '../core/telemetry'
+import type { TracerProvider } from '@opentelemetry/api'
 import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
 import { PROVIDER_APIS } from '../providers/catalog'
@@ -313,6 +315,43 @@ export const GatewayOptionsSchema = v.strictObject({
       [v.boolean(), v.strictObject({ path: v.optional(v.pipe(v.string(), v.regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a path such as /dashboard, without a trailing slash'))) })],
       'must be true, false or { path }',
     ),
+  ),
+  /**
+   * Observers of the gateway's telemetry (src/core/telemetry.ts; docs/operations.md): typed events for each request,
+   * upstream attempt, ejection, spend refusal, server-tool call, stage, store call. None by default, and then no event
+   * is built.
+   */
+  observers: v.optional(v.array(v.custom<TelemetryObserver>((value) => typeof value === 'object' && value !== null, 'must be an object of event handlers'))),
+  /**
+   * Traces (docs/operations.md): `true` turns the telemetry into OpenTelemetry spans through `@opentelemetry/api`, sent
+   * to the SDK the host registered (nothing is recorded without one), or to `{ tracerProvider }`. Off by default, and
+   * then no span and no event is made.
+   */
+  tracing: v.optional(
+    v.union(
+      [
+        v.boolean(),
+        v.strictObject({
+          tracerProvider: v.custom<TracerProvider>((value) => typeof (value as TracerProvider | null)?.getTracer === 'function', 'must be an OpenTelemetry TracerProvider'),
+        }),
+      ],
+      'must be true, false or { tracerProvider }',
+    ),
+  ),
+  /**
+   * Metrics (docs/operations.md): `exporter` observes the telemetry (`createPrometheusMetrics()` from `modelgate/metrics`)
+   * and is served at `path` (default `/metrics`, outside `basePath`; `false` to serve it only through `gateway.metrics`),
+   * to management keys unless `isPublic`.
+   */
+  metrics: v.optional(
+    v.strictObject({
+      exporter: v.custom<MetricsExporter>(
+        (value) => typeof value === 'object' && value !== null && typeof (value as MetricsExporter).render === 'function' && typeof (value as MetricsExporter).observer === 'object',
+        'must be a metrics exporter (createPrometheusMetrics() from modelgate/metrics)',
+      ),
+      path: v.optional(v.union([v.literal(false), v.pipe(v.string(), v.regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a path such as /metrics, without a trailing slash'))])),
+      isPublic: v.optional(v.boolean()),
+    }),
   ),
   /** Default request body limit in bytes (intern routes always use the spec's 1 MiB). */
   bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1024 * 1024 * 1024)), DEFAULT_BODY_LIMIT),

@@ -1,12 +1,14 @@
 /**
- * The access log: one `logger.info('access', {...})` line per model request (`POST /responses`, an
- * intern chat turn), written once the answer is settled: a whole answer when it is built, a stream from
- * its session's end, a failure before any answer from the error. docs/decisions.md ("Access log") lists
- * the fields. Never the key itself: only the first 8 hex digits of its hash.
+ * A request's report: what the request was and how it ended, emitted as the telemetry's `requestEnded` once the answer
+ * is settled: a whole answer when it is built, a stream from its session's end, a failure before any answer from the
+ * error. The access log is one observer of it: one `logger.info('access', {...})` line per model request
+ * (`POST /responses`, an intern chat turn); docs/decisions.md ("Access log") lists the fields. Never the key itself:
+ * only the first 8 hex digits of its hash.
  */
 
 import { isGatewayError } from '../core/errors'
 import type { Logger } from '../core/logger'
+import type { RequestEnded, RequestStarted, Telemetry, TelemetryObserver } from '../core/telemetry'
 import type { SessionObserver } from '../engine/observe'
 import type { ResponseResult, WholeAnswer } from '../engine/session-events'
 import type { Caller } from './auth'
@@ -16,8 +18,11 @@ const KEY_HASH_PREFIX_LENGTH = 8
 export interface AccessLog {
   /** The caller, once authenticated. */
   identify(caller: Caller): void
-  /** The model the request asked for. */
-  requested(model: string): void
+  /**
+   * The model the request asked for; `input` is the conversation it sent, given only where its workspace broadcasts
+   * content to observers (`is_observability_broadcast_enabled`).
+   */
+  requested(model: string, input?: unknown): void
   /** A whole answer, logged at once. */
   whole(answer: WholeAnswer): void
   /** An observer that logs a stream when its session ends. */
@@ -37,6 +42,7 @@ const errorTypeOf = (error: unknown): string => {
 }
 
 const resultFields = (result: ResponseResult): Fields => ({
+  responseId: result.id,
   servedModel: result.servedBy?.model,
   provider: result.servedBy?.provider,
   attempts: result.servedBy?.attempt,
@@ -48,27 +54,35 @@ const resultFields = (result: ResponseResult): Fields => ({
   errorType: result.error?.errorType,
 })
 
-export const createAccessLog = (logger: Logger, request: { requestId: string; method: string; path: string }): AccessLog => {
+/** Reports the request to the telemetry: its start at once, its end once it has ended. */
+export const createAccessLog = (telemetry: Telemetry, request: RequestStarted): AccessLog => {
   const startedAt = performance.now()
+  telemetry.requestStarted?.(request)
+  const emit = telemetry.requestEnded ?? (() => {})
   const fields: Fields = { requestId: request.requestId, method: request.method, path: request.path }
   let isLogged = false
   let isStreaming = false
-  const write = (status: number, more: Fields) => {
+  // Set only for a workspace that broadcasts content: what the request sent, to go with what it answered.
+  let broadcastInput: unknown
+  const write = (status: number, more: Fields, result?: ResponseResult) => {
     if (isLogged) return
     isLogged = true
+    if (broadcastInput !== undefined) more.content = { input: broadcastInput, output: result?.output ?? [] }
     // Object.assign rather than a literal that starts with a spread: on Node 20 that takes V8's slow path (about
-    // 4 µs per line). Same keys, same order.
-    logger.info('access', Object.assign({}, fields, { status }, more, { latencyMs: Math.round(performance.now() - startedAt) }))
+    // 4 µs per line). Same keys, same order; the route last, out of the log line.
+    const event = Object.assign({}, fields, { status }, more, { latencyMs: Math.round(performance.now() - startedAt) }, { route: request.route, isModelRequest: request.isModelRequest, started: request })
+    emit(event as unknown as RequestEnded)
   }
   return {
     identify(caller) {
       fields.keyHash = caller.key.hash.slice(0, KEY_HASH_PREFIX_LENGTH)
       fields.workspaceId = caller.key.workspaceId
     },
-    requested(model) {
+    requested(model, input) {
       fields.model = model
+      broadcastInput = input
     },
-    whole: (answer) => write(200, resultFields(answer.result)),
+    whole: (answer) => write(200, resultFields(answer.result), answer.result),
     observer() {
       isStreaming = true
       let firstTokenMs: number | undefined
@@ -78,7 +92,7 @@ export const createAccessLog = (logger: Logger, request: { requestId: string; me
         },
         onEnd(end) {
           const timing = { timeToFirstTokenMs: firstTokenMs }
-          if (end.how === 'finished') write(200, Object.assign(resultFields(end.result), timing))
+          if (end.how === 'finished') write(200, Object.assign(resultFields(end.result), timing), end.result)
           else if (end.how === 'stopped') write(200, { finish: 'client_closed', ...timing })
           else write(200, { finish: 'broken', errorType: 'internal_error', ...timing })
         },
@@ -95,3 +109,13 @@ export const createAccessLog = (logger: Logger, request: { requestId: string; me
     },
   }
 }
+
+/** The access log: one info line per model request, from its `requestEnded` event. */
+export const accessLogObserver = (logger: Logger): TelemetryObserver => ({
+  requestEnded(event) {
+    if (!event.isModelRequest) return
+    // Never what was said: content goes only to observers of a workspace that broadcasts it.
+    const { route: _route, isModelRequest: _isModelRequest, started: _started, content: _content, ...line } = event
+    logger.info('access', line)
+  },
+})

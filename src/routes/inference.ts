@@ -75,7 +75,8 @@ export const answerInference = async (
     const cache = cacheDirectiveFor(planned, requestedTtlSeconds)
     if (cache) RESPONSE_CACHE.set(planned, cache)
     prepared = planned
-    access?.requested(planned.requestedModel)
+    // A workspace that broadcasts to observability hands observers (traces) the conversation too (docs/operations.md).
+    access?.requested(planned.requestedModel, planned.spend.workspace.isObservabilityBroadcastEnabled ? { instructions: resolved.instructions, input: resolved.input } : undefined)
     const recorder = createGenerationRecorder(runtime.ledger, service, generation, planned)
     return recorder.run(runtime.runRequest(planned))
   })

@@ -6,6 +6,7 @@
 
 import { randomHex } from '../../core/crypto'
 import { PaymentRequiredError } from '../../core/errors'
+import type { ServerToolCalled } from '../../core/telemetry'
 import type { BilledUsage } from '../../engine/billing'
 import type { FunctionCallOutputItem, InputItem, OutputFunctionCall, OutputItem } from '../../providers/types'
 import type { InferenceRequest } from '../../engine/request'
@@ -240,6 +241,10 @@ export class ServerToolLoop {
 
   async #runOne(pending: PendingCall, signal: AbortSignal, hooks: CallHooks): Promise<{ output: string; items: OutputItem[] }> {
     const { tool, call } = pending
+    const { telemetry } = this.#service
+    const startedAt = telemetry.serverToolCalled ? performance.now() : 0
+    const called = (ended: ServerToolCalled['outcome']) =>
+      telemetry.serverToolCalled?.({ requestId: this.#request.requestId, tool: tool.type, outcome: ended, durationMs: Math.round(performance.now() - startedAt) })
     let outcome: ServerToolOutcome
     try {
       outcome = await tool.run(call, {
@@ -256,7 +261,11 @@ export class ServerToolLoop {
     } catch (error) {
       if (signal.aborted) throw error
       // A call a spend limit cannot hold is not run either: the model reads why, and the next turn's hold ends the loop.
-      if (error instanceof ServerToolRefusal || error instanceof PaymentRequiredError) return { output: `Not run: ${error.message}`, items: failedItems(tool, call, error.message) }
+      if (error instanceof ServerToolRefusal || error instanceof PaymentRequiredError) {
+        called('refused')
+        return { output: `Not run: ${error.message}`, items: failedItems(tool, call, error.message) }
+      }
+      called('failed')
       this.#executed++
       // The model reads why its call failed and may try another way; the cause stays in the log.
       const isExpected = error instanceof ServerToolFailure
@@ -264,6 +273,7 @@ export class ServerToolLoop {
       if (!isExpected) this.#service.logger.warn('server tool failed', { requestId: this.#request.requestId, tool: tool.type, error })
       return { output: `Error: ${message}`, items: failedItems(tool, call, message, isExpected ? error.details : undefined) }
     }
+    called('ok')
     this.#executed++
     this.#toolCost += outcome.cost ?? 0
     // A nested model call's tokens and cost count as a turn's: in the response's usage and for the stop conditions.

@@ -119,6 +119,20 @@ describe('runner configuration', () => {
     )
   })
 
+  it('reads the metrics settings, and refuses a path or port that would have no effect', () => {
+    expect(resolveConfig({}).metrics).toBeUndefined()
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_METRICS: 'public', MODELGATE_METRICS_PATH: '/ops/metrics' }))).toMatchObject({ metrics: 'public', metricsPath: '/ops/metrics' })
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_METRICS_PORT: '9464' })).metricsPort).toBe(9464)
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_METRICS: 'yes' }))).toThrow('modelgate: invalid configuration: metrics:')
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_METRICS: 'off', MODELGATE_METRICS_PATH: '/m' }))).toThrow(
+      'modelgate: invalid configuration: metricsPath: has no effect with metrics off',
+    )
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_METRICS: 'off', MODELGATE_METRICS_PORT: '9464' }))).toThrow(
+      'modelgate: invalid configuration: metricsPort: has no effect with metrics off',
+    )
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_METRICS: 'public', MODELGATE_METRICS_PORT: '9464' }))).toThrow('metricsPort: is public already')
+  })
+
   it('reads the number of workers from the environment and the flag: a whole number or auto', () => {
     expect(resolveConfig(configFromEnvironment({ MODELGATE_WORKERS: '4' })).workers).toBe(4)
     expect(resolveConfig(configFromEnvironment({ MODELGATE_WORKERS: 'auto' })).workers).toBe('auto')

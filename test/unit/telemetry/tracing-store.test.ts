@@ -1,0 +1,42 @@
+/**
+ * With an SDK that propagates async context (Node's, registered globally as a host would), the store calls a request
+ * makes while it is open become child spans of its span; `tracing: true` uses the registered SDK.
+ */
+
+import { trace, context, propagation } from '@opentelemetry/api'
+import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestGateway } from '../../../src/testing/test-gateway'
+import { scriptedProvider } from '../../../src/testing/scripted-provider'
+
+const exporter = new InMemorySpanExporter()
+const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+
+beforeAll(() => provider.register())
+afterAll(async () => {
+  await provider.shutdown()
+  trace.disable()
+  context.disable()
+  propagation.disable()
+})
+
+describe('traces of store calls', () => {
+  it('are children of the request that made them', async () => {
+    const gateway = await createTestGateway({ providers: { alpha: scriptedProvider({ reply: 'Hi' }) }, tracing: true })
+    try {
+      expect((await gateway.responses({ input: 'hi' })).status).toBe(200)
+    } finally {
+      await gateway.close()
+    }
+    const spans = exporter.getFinishedSpans()
+    const request = spans.find((span) => span.name === 'POST /responses')!
+    expect(request).toBeDefined()
+    const stores = spans.filter((span) => span.name.startsWith('store '))
+    // At least the caller's key, read to authenticate it.
+    expect(stores.map((span) => span.name)).toContain('store get')
+    for (const store of stores) {
+      expect(store.parentSpanContext?.spanId).toBe(request.spanContext().spanId)
+      expect(store.attributes['db.operation.name']).toBe(store.name.slice('store '.length))
+    }
+  })
+})
