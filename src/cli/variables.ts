@@ -216,6 +216,7 @@ export const CONFIG_FILE_ONLY: Readonly<Partial<Record<Setting, string>>> = {
   plugins: "as `createGateway`'s, without OCR backends and extractors, which are functions",
   retry: "as `createGateway`'s `retry`",
   outlierDetection: "as `createGateway`'s `outlierDetection`",
+  endpointPerformance: "as `createGateway`'s `endpointPerformance`",
   routers: "as `createGateway`'s `routers`",
   internHistory: "as `createGateway`'s `internHistory`",
   internProvisioning: "as `createGateway`'s `internProvisioning`",

@@ -12,6 +12,8 @@ import type { ModelCatalog, ModelEndpoint, ModelEntry } from './models'
 import type { ProviderRegistry, ResolvedProvider } from './providers'
 import type { ProviderPreferences } from './request.schemas'
 import type { EndpointPolicy } from './endpoint-policy'
+import { endpointKey, type EndpointFigures, type EndpointPerformance, type KeyKind, type Percentiles } from './endpoint-performance'
+import { routingVariantOf } from './model-variants'
 
 export interface Attempt {
   model: ModelEntry
@@ -19,6 +21,8 @@ export interface Attempt {
   provider: ResolvedProvider
   /** The caller's own key for this attempt, or `null` for the operator's shared key. */
   credential: ByokRecord | null
+  /** The measured figures a speed sort or preference ordered this endpoint by (`service_metadata`); absent otherwise. */
+  figures?: EndpointFigures | null
 }
 
 export interface RoutingInput {
@@ -48,7 +52,14 @@ export interface RoutingInput {
   callerUserId: string
   /** The rules of the guardrails governing the caller: endpoints they refuse are never attempted. */
   policy?: EndpointPolicy
+  /** The measured endpoint speeds the speed sorts and preferences order by; every endpoint unmeasured without it. */
+  performance?: Pick<EndpointPerformance, 'figures'>
+  /** The workspace's `default_provider_sort`, for a request that sets no `provider.sort`. */
+  defaultSort?: SortBy
 }
+
+/** What endpoints are ordered by. */
+export type SortBy = 'price' | 'throughput' | 'latency' | 'exacto'
 
 const baseSlug = (slug: string) => slug.split('/', 1)[0]!
 
@@ -66,11 +77,79 @@ const withinMaxPrice = (endpoint: ModelEndpoint, maxPrice: NonNullable<ProviderP
   (maxPrice.request === undefined || (endpoint.pricing.request ?? 0) <= Number(maxPrice.request)) &&
   (maxPrice.image === undefined || (endpoint.pricing.image ?? 0) <= Number(maxPrice.image))
 
-const sortBy = (preferences: ProviderPreferences | null | undefined) => {
-  const sort = preferences?.sort
+const sortBy = (preferences: ProviderPreferences | null | undefined, defaultSort: SortBy | undefined) => {
+  const sort = preferences?.sort ?? defaultSort
   if (!sort) return undefined
-  return typeof sort === 'string' ? { by: sort, partition: 'model' as const } : { by: sort.by, partition: sort.partition ?? 'model' }
+  const chosen = typeof sort === 'string' ? { by: sort, partition: 'model' as const } : { by: sort.by, partition: sort.partition ?? 'model' }
+  if (chosen.by === 'exacto') {
+    throw new InvalidRequestError(
+      `${preferences?.sort ? 'provider.sort' : "the workspace's default_provider_sort"}: "exacto" is not supported: the gateway has no tool-calling quality figures to route on`,
+    )
+  }
+  return chosen
 }
+
+/** The figures an endpoint is ordered by, or null while it is unmeasured. */
+type FiguresOf = (endpoint: ModelEndpoint) => EndpointFigures | null
+
+const PERCENTILES = ['p50', 'p75', 'p90', 'p99'] as const
+
+/** A preference as thresholds per percentile: a bare number is the median's (spec: `preferred_*`). */
+const thresholdsOf = (preference: number | Partial<Percentiles> | undefined): Partial<Percentiles> | undefined =>
+  preference === undefined ? undefined : typeof preference === 'number' ? { p50: preference } : preference
+
+/**
+ * Whether measured figures miss the caller's `preferred_max_latency` (seconds) or `preferred_min_throughput`
+ * (tokens per second) at any percentile given. Unmeasured, an endpoint misses nothing: it is tried so figures exist.
+ */
+const missesPreferences = (figures: EndpointFigures | null, maxLatency: Partial<Percentiles> | undefined, minThroughput: Partial<Percentiles> | undefined) => {
+  if (!figures) return false
+  for (const percentile of PERCENTILES) {
+    const latencyLimit = maxLatency?.[percentile]
+    if (latencyLimit !== undefined && figures.latencyMs[percentile] > latencyLimit * 1000) return true
+    const throughputFloor = minThroughput?.[percentile]
+    // No throughput measured (answers without token counts) cannot be said to miss it.
+    if (throughputFloor !== undefined && figures.tokensPerSecond && figures.tokensPerSecond[percentile] < throughputFloor) return true
+  }
+  return false
+}
+
+/**
+ * The sort key of an endpoint under `by`, smaller first. Price: the list price. Latency and throughput: unmeasured
+ * endpoints first, in the order they came (so each gets measured), then the measured by median latency, or by median
+ * throughput from the fastest; an endpoint with latency but no throughput figures after those with.
+ */
+const rankUnder = (by: SortBy, endpoint: ModelEndpoint, figures: EndpointFigures | null): [number, number] => {
+  if (by === 'price') return [0, listPrice(endpoint)]
+  if (!figures) return [0, 0]
+  if (by === 'latency') return [1, figures.latencyMs.p50]
+  return figures.tokensPerSecond ? [1, -figures.tokensPerSecond.p50] : [2, 0]
+}
+
+const compareRanks = (left: [number, number], right: [number, number]) => left[0] - right[0] || left[1] - right[1]
+
+/**
+ * Orders `items` (stable) by `by`, the price when no sort is set; then those that miss a `preferred_*` go after those
+ * that do not (deprioritised, never dropped).
+ */
+const orderBySpeedAndPrice = <T>(items: T[], endpointOf: (item: T) => ModelEndpoint, by: SortBy, preferences: ProviderPreferences, figuresOf: FiguresOf): T[] => {
+  const maxLatency = thresholdsOf(preferences.preferred_max_latency)
+  const minThroughput = thresholdsOf(preferences.preferred_min_throughput)
+  const ranked = items.map((item) => {
+    const endpoint = endpointOf(item)
+    const figures = by === 'price' && !maxLatency && !minThroughput ? null : figuresOf(endpoint)
+    return { item, rank: rankUnder(by, endpoint, figures), misses: missesPreferences(figures, maxLatency, minThroughput) ? 1 : 0 }
+  })
+  ranked.sort((left, right) => left.misses - right.misses || compareRanks(left.rank, right.rank))
+  return ranked.map(({ item }) => item)
+}
+
+/** Whether the request orders by measured speed at all (a speed sort or a preference): only then are figures read. */
+const readsFigures = (by: SortBy, preferences: ProviderPreferences) =>
+  by === 'latency' || by === 'throughput' || preferences.preferred_max_latency !== undefined || preferences.preferred_min_throughput !== undefined
+
+const isFree = (endpoint: ModelEndpoint) =>
+  endpoint.pricing.prompt === 0 && endpoint.pricing.completion === 0 && !endpoint.pricing.request && !endpoint.pricing.image
 
 /** Whether a credential may serve this model for this caller (spec: allowed_* filters must all match, on the caller's key). */
 const credentialApplies = (credential: ByokRecord, model: ModelEntry, input: RoutingInput) =>
@@ -189,7 +268,7 @@ const modalitiesError = (models: ModelEntry[], modalities: readonly string[]) =>
 
 export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, input: RoutingInput): Attempt[] => {
   const preferences = input.preferences ?? {}
-  const sort = sortBy(preferences)
+  const sort = sortBy(preferences, input.defaultSort)
   const requiresZdr = preferences.zdr === true
   const perModel: Attempt[][] = []
   // Providers whose endpoints were left out only because neither the gateway nor the workspace has a key for them.
@@ -200,12 +279,15 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   // Endpoints left out because they cannot honour a parameter the caller set.
   const unhonoured: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
   const policy = input.policy
+  // Requested `:free` and `:thinking` models none of whose endpoints is free, or reasons.
+  const unservedVariants: string[] = []
   // Whether a guardrail left out a model or an endpoint: with nothing left, the guardrail is what to name.
   let isNarrowedByPolicy = false
 
   for (const slug of input.models) {
     const model = catalog.find(slug)
     if (!model) throw new NotFoundError(`Model "${slug}" not found`, { metadata: { error_type: 'not_found' } })
+    const variant = routingVariantOf(slug, model)
     if ((input.purpose === 'embeddings') !== isEmbeddingModel(model)) {
       // A generation's fallback list may hold one by mistake: skipped like a model that cannot draw, refused when it is all there is.
       if (input.purpose === 'embeddings' || input.models.length === 1) throw wrongKindError(slug, input.purpose)
@@ -245,8 +327,16 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       })
     }
 
-    // Default and price order: cheapest first. Throughput and latency are not measured yet, so those keep catalog order.
-    if (!sort || sort.by === 'price') endpoints = [...endpoints].sort((left, right) => listPrice(left) - listPrice(right))
+    if (variant === 'free' || variant === 'thinking') {
+      const kept = endpoints.filter(variant === 'free' ? isFree : reasons)
+      if (kept.length === 0 && endpoints.length > 0) unservedVariants.push(slug)
+      endpoints = kept
+    }
+
+    // `:nitro` and `:floor` choose this model's order; else the request's sort, the workspace's, or price.
+    const by: SortBy = variant === 'nitro' ? 'throughput' : variant === 'floor' ? 'price' : (sort?.by ?? 'price')
+    const figuresOf = figuresFor(input, registry)
+    endpoints = orderBySpeedAndPrice(endpoints, (endpoint) => endpoint, by, preferences, figuresOf)
     if (preferences.order) {
       const rank = (endpoint: ModelEndpoint) => {
         const index = preferences.order!.findIndex((wanted) => matchesProvider(endpoint.provider, wanted))
@@ -271,12 +361,13 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       const usable = active
         .filter((credential) => credentialApplies(credential, model, input) && credentialMeetsZdr(credential, endpoint, requiresZdrHere))
         .sort((left, right) => left.sortOrder - right.sortOrder || left.createdAt.localeCompare(right.createdAt))
+      const figures = readsFigures(by, preferences) ? { figures: figuresOf(endpoint) } : {}
       for (const credential of usable) {
-        ;(credential.isFallback ? fallbackKeys : prioritized).push({ model, endpoint, provider, credential })
+        ;(credential.isFallback ? fallbackKeys : prioritized).push({ model, endpoint, provider, credential, ...figures })
       }
       const sharedMayServe = !isSharedRemoved && (!requiresZdrHere || endpoint.isZeroDataRetention === true)
       if (!sharedMayServe && requiresZdrHere && !requiresZdr && usable.length === 0) isNarrowedByPolicy = true
-      if (sharedMayServe && provider.shared !== null) shared.push({ model, endpoint, provider, credential: null })
+      if (sharedMayServe && provider.shared !== null) shared.push({ model, endpoint, provider, credential: null, ...figures })
       else if (sharedMayServe && usable.length === 0) withoutKey.set(provider.descriptor.id, provider)
     }
     perModel.push([...prioritized, ...shared, ...fallbackKeys])
@@ -284,7 +375,8 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
 
   if (incapable.length === input.models.length && input.modalities) throw modalitiesError(incapable, input.modalities)
   if (incapable.length === input.models.length) throw wrongKindError(input.models[0]!, input.purpose)
-  let attempts = sort?.partition === 'none' ? perModel.flat().sort((left, right) => listPrice(left.endpoint) - listPrice(right.endpoint)) : perModel.flat()
+  let attempts =
+    sort?.partition === 'none' ? orderBySpeedAndPrice(perModel.flat(), (attempt) => attempt.endpoint, sort.by, preferences, figuresFor(input, registry)) : perModel.flat()
   if (preferences.allow_fallbacks === false && !preferences.order && attempts.length > 0) {
     // Only the primary endpoint: its provider, through any of the caller's keys for it, then shared.
     const first = attempts[0]!
@@ -293,6 +385,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   if (attempts.length === 0 && isNarrowedByPolicy) throw policy!.refusal(input.models)
   if (attempts.length === 0 && withoutKey.size > 0) throw noKeyError(input.models, [...withoutKey.values()])
   if (attempts.length === 0 && unhonoured.length > 0) throw unhonouredError(input.models, mustHonour, unhonoured)
+  if (attempts.length === 0 && unservedVariants.length > 0) throw unservedVariantError(unservedVariants)
   if (attempts.length === 0) {
     throw new NotFoundError(
       `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials`,
@@ -300,6 +393,33 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     )
   }
   return attempts
+}
+
+const reasons = (endpoint: ModelEndpoint) => endpoint.supportedParameters?.includes('reasoning') === true
+
+/**
+ * `:free` asked for a model with no free endpoint (never served on a paid one), or `:thinking` for one none of whose
+ * endpoints reasons: a 404 naming them, as for any model without a usable endpoint.
+ */
+const unservedVariantError = (slugs: string[]) =>
+  new NotFoundError(
+    `No endpoint for ${slugs.join(', ')}: ":free" is served only by endpoints that charge nothing, ":thinking" only by endpoints that reason`,
+    { metadata: { error_type: 'not_found' } },
+  )
+
+/**
+ * Reads an endpoint's figures for the key kind that would serve it first: the caller's own when the workspace has a
+ * key for its provider, else the gateway's shared key.
+ */
+const figuresFor = (input: RoutingInput, registry: ProviderRegistry): FiguresOf => {
+  const performance = input.performance
+  if (!performance) return () => null
+  return (endpoint) => {
+    const provider = registry.get(endpoint.provider)
+    const hasKey = input.credentials.some((credential) => !credential.disabled && !credential.isFallback && baseSlug(credential.provider) === baseSlug(endpoint.provider))
+    const kind: KeyKind = hasKey || provider?.shared === null ? 'byok' : 'shared'
+    return performance.figures(endpointKey(kind, provider?.descriptor.id ?? endpoint.provider, endpoint.model)) ?? null
+  }
 }
 
 /**

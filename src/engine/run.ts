@@ -13,6 +13,7 @@ import type { ResponsesRequestBody } from './request.schemas'
 import { observeSession } from './observe'
 import type { InferenceRequest, RouteExtensions } from './request'
 import { createRequestDeadline } from './request-deadline'
+import { applyRequestVariants } from './model-variants'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
@@ -80,10 +81,12 @@ const planPanelMember = (plan: () => InferenceRequest, pluginIndex: number | nul
 export const prepareRequest = async (
   service: InferenceService,
   context: RunContext,
-  body: ResponsesRequestBody,
+  requestBody: ResponsesRequestBody,
   extensions?: RouteExtensions,
 ): Promise<InferenceRequest> => {
   const { caller, repositories, requestId } = context
+  // `:online` and `:thinking` change the request itself (model-variants.ts); routing acts on the other variants.
+  const body = applyRequestVariants(requestBody)
   const startedAt = performance.now()
   // Runs from here: the plugins' work, every attempt, turn and run of the request share it.
   const deadline = createRequestDeadline(service.requestTimeoutMs)
@@ -133,6 +136,8 @@ export const prepareRequest = async (
           callerKeyHash: caller.key.hash,
           callerUserId: caller.key.creatorUserId,
           policy,
+          performance: service.performance,
+          defaultSort: workspace.defaultProviderSort,
         }),
     }
     const serverTools = planServerTools(service, planBody, workspace.disabledServerTools, nesting)
@@ -150,6 +155,8 @@ export const prepareRequest = async (
         callerKeyHash: caller.key.hash,
         callerUserId: caller.key.creatorUserId,
         policy,
+        performance: service.performance,
+        defaultSort: workspace.defaultProviderSort,
       }),
       requestedModel: planModels[0]!,
       endUserId,

@@ -3,6 +3,7 @@ import { ACCOUNTS, createAccountsRepository } from './accounts'
 import { API_KEYS, createApiKeysRepository } from './api-keys'
 import { createAuditLogRepository } from './audit-log'
 import { BYOK_CREDENTIALS, createByokRepository } from './byok-credentials'
+import { createEndpointPerformanceRepository } from './endpoint-performance'
 import { createGenerationsRepository } from './generations'
 import { createCreditGrantsRepository, CREDIT_GRANTS } from './credit-grants'
 import { createIdempotencyRepository } from './idempotency-keys'
@@ -45,6 +46,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   guardrails: createGuardrailsRepository(storage, now),
   presets: createPresetsRepository(storage, now),
   auditLog: createAuditLogRepository(storage),
+  endpointPerformance: createEndpointPerformanceRepository(storage),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

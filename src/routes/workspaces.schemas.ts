@@ -39,6 +39,10 @@ export const WorkspaceSlugSchema = v.pipe(
   v.check((slug) => !UUID_PATTERN.test(slug), 'must not look like a UUID'),
 )
 
+/** `exacto` routes on tool-calling quality figures the gateway does not have (docs/decisions.md, "Routing by measured speed"). */
+// Never quoting the value sent: the message would be taken for an echo of the input and replaced (src/core/validation.ts).
+const EXACTO_REFUSED = 'must be price, throughput or latency: the tool-calling quality sort is not supported (the gateway has no figures to route on)'
+
 /**
  * Settings a caller may write, with the spec's wire names (docs/decisions.md, Accounts and workspaces for element types).
  * `null` clears a description, default model or sort back to a new workspace's value, as OpenRouter's SDK may send it.
@@ -50,7 +54,10 @@ const settingsEntries = {
   default_text_model: v.optional(v.nullable(ModelSlugSchema)),
   default_image_model: v.optional(v.nullable(ModelSlugSchema)),
   default_provider_sort: v.optional(
-    v.nullable(v.picklist(['price', 'throughput', 'latency', 'exacto'], 'must be one of price, throughput, latency, exacto')),
+    v.pipe(
+      v.nullable(v.picklist(['price', 'throughput', 'latency', 'exacto'], 'must be one of price, throughput, latency, exacto')),
+      v.check((sort) => sort !== 'exacto', EXACTO_REFUSED),
+    ),
   ),
   disabled_server_tools: v.optional(
     v.nullable(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty'))), v.maxLength(100, 'at most 100 items'))),

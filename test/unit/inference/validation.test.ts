@@ -415,7 +415,13 @@ describe('provider preferences (strict object)', () => {
     await expectRejected(request({ provider: { favourite: 'groq' } }), 'body.provider.favourite: unknown field')
   })
 
-  it.each(['price', 'throughput', 'latency', 'exacto'])('sort %s is accepted, as a string and as {by, partition}', async (by) => {
+  it('refuses sort exacto, in both forms, naming it: no tool-calling quality figures to route on', async () => {
+    const message = 'provider.sort: "exacto" is not supported: the gateway has no tool-calling quality figures to route on'
+    await expectRejected(request({ provider: { sort: 'exacto' } }), message)
+    await expectRejected(request({ provider: { sort: { by: 'exacto', partition: 'none' } } }), message)
+  })
+
+  it.each(['price', 'throughput', 'latency'])('sort %s is accepted, as a string and as {by, partition}', async (by) => {
     await expectAccepted(request({ provider: { sort: by } }))
     await expectAccepted(request({ provider: { sort: { by } } }))
     await expectAccepted(request({ provider: { sort: { by, partition: 'model' } } }))
