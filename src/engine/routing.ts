@@ -280,7 +280,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   const unhonoured: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
   const policy = input.policy
   // Requested `:free` and `:thinking` models none of whose endpoints is free, or reasons.
-  const unservedVariants: string[] = []
+  const unservedVariants: Array<{ slug: string; variant: 'free' | 'thinking' }> = []
   // Whether a guardrail left out a model or an endpoint: with nothing left, the guardrail is what to name.
   let isNarrowedByPolicy = false
 
@@ -329,7 +329,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
 
     if (variant === 'free' || variant === 'thinking') {
       const kept = endpoints.filter(variant === 'free' ? isFree : reasons)
-      if (kept.length === 0 && endpoints.length > 0) unservedVariants.push(slug)
+      if (kept.length === 0 && endpoints.length > 0) unservedVariants.push({ slug, variant })
       endpoints = kept
     }
 
@@ -401,9 +401,11 @@ const reasons = (endpoint: ModelEndpoint) => endpoint.supportedParameters?.inclu
  * `:free` asked for a model with no free endpoint (never served on a paid one), or `:thinking` for one none of whose
  * endpoints reasons: a 404 naming them, as for any model without a usable endpoint.
  */
-const unservedVariantError = (slugs: string[]) =>
+const unservedVariantError = (unserved: Array<{ slug: string; variant: 'free' | 'thinking' }>) =>
   new NotFoundError(
-    `No endpoint for ${slugs.join(', ')}: ":free" is served only by endpoints that charge nothing, ":thinking" only by endpoints that reason`,
+    `No endpoint for ${listed(
+      unserved.map(({ slug, variant }) => (variant === 'free' ? `${slug} (no endpoint of it is free)` : `${slug} (no endpoint of it reasons)`)),
+    )}`,
     { metadata: { error_type: 'not_found' } },
   )
 
