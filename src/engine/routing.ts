@@ -378,9 +378,11 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   let attempts =
     sort?.partition === 'none' ? orderBySpeedAndPrice(perModel.flat(), (attempt) => attempt.endpoint, sort.by, preferences, figuresFor(input, registry)) : perModel.flat()
   if (preferences.allow_fallbacks === false && !preferences.order && attempts.length > 0) {
-    // Only the primary endpoint: its provider, through any of the caller's keys for it, then shared.
-    const first = attempts[0]!
-    attempts = attempts.filter((attempt) => attempt.model === first.model && attempt.endpoint === first.endpoint)
+    // Only each model's primary endpoint (its provider, through any of the caller's keys for it, then shared): the
+    // provider fallback is off, the `models` fallback is not (OpenRouter keeps the two apart).
+    const primaries = new Map<ModelEntry, ModelEndpoint>()
+    for (const attempt of attempts) if (!primaries.has(attempt.model)) primaries.set(attempt.model, attempt.endpoint)
+    attempts = attempts.filter((attempt) => primaries.get(attempt.model) === attempt.endpoint)
   }
   if (attempts.length === 0 && isNarrowedByPolicy) throw policy!.refusal(input.models)
   if (attempts.length === 0 && withoutKey.size > 0) throw noKeyError(input.models, [...withoutKey.values()])

@@ -15,6 +15,7 @@ import { EmbeddingModelsQuerySchema, EmbeddingsBodySchema } from './embeddings.s
 import { INFERENCE_BODY_LIMIT } from './inference'
 import { basePathOf, CATALOG_CACHE_CONTROL, catalogAnswers } from './models.catalog'
 import type { ListModelsQuery } from './models.schemas'
+import { sessionIdOf } from './session-id'
 
 export const createEmbeddings = defineRoute({
   method: 'POST',
@@ -26,7 +27,7 @@ export const createEmbeddings = defineRoute({
   async handle({ body, caller, repositories, requestId, clientSignal, runtime, access, request, now }) {
     const service = runtime.inference
     // spec session_id: the body wins over the header.
-    const sessionId = body.session_id ?? request.headers.get('x-session-id') ?? undefined
+    const sessionId = sessionIdOf(body.session_id, request.headers)
     const arrival = { arrivedAt: now(), startedAt: performance.now() }
     const context = { caller, repositories, requestId, signal: clientSignal, isMetadataRequested: false, ...(sessionId === undefined ? {} : { sessionId }) }
     const generation = { api: 'embeddings' as const, caller, requestId, sessionId, ...arrival }

@@ -13,6 +13,7 @@ import { withPreset } from './presets.config'
 import type { RouteContext } from '../pipeline/route'
 import type { GenerationApi } from '../repositories/generations'
 import { replyInFormat, type WireFormat } from '../writers/reply'
+import { sessionIdOf } from './session-id'
 
 /**
  * Model requests (`/responses`, `/chat/completions`, `/messages`, `/embeddings`, presets' routes) take the gateway's
@@ -44,7 +45,7 @@ export const answerInference = (
     signal: route.clientSignal,
     isMetadataRequested: METADATA_HEADERS.some((name) => request.headers.get(name)?.toLowerCase() === 'enabled'),
     // spec session_id: the body wins over the header.
-    sessionId: body.session_id ?? request.headers.get('x-session-id') ?? undefined,
+    sessionId: sessionIdOf(body.session_id, request.headers),
   }
   const arrival = { arrivedAt: route.now(), startedAt: performance.now() }
   // A preset the request names fills in what the request leaves out (docs/decisions.md, Presets).

@@ -67,7 +67,10 @@ const settingsEntries = {
   ),
   io_logging_sampling_rate: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0'), v.maxValue(1, 'must be at most 1'))),
   include_byok_in_budgets: v.optional(v.boolean()),
-  is_data_discount_logging_enabled: v.optional(v.boolean()),
+  // OpenRouter's discount for letting it log prompts: this gateway gives none and logs nothing for one, so only false.
+  is_data_discount_logging_enabled: v.optional(
+    v.pipe(v.boolean(), v.check((enabled) => !enabled, 'only false: this gateway offers no discount for logging prompts, and logs none for one')),
+  ),
   is_observability_broadcast_enabled: v.optional(v.boolean()),
   is_observability_io_logging_enabled: v.optional(v.boolean()),
 }
@@ -84,5 +87,6 @@ export type UpdateWorkspaceBody = v.InferOutput<typeof UpdateWorkspaceBodySchema
 /** What `PATCH /workspaces/{id}` takes: the settings, and which guardrail governs all of the workspace's traffic. */
 export const UpdateWorkspaceRouteBodySchema = v.strictObject({
   ...UpdateWorkspaceBodySchema.entries,
-  default_guardrail_id: v.optional(v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a guardrail id (a UUID)'))),
+  // null goes back to the workspace's own default guardrail (its id derived from the workspace's), none until configured.
+  default_guardrail_id: v.optional(v.nullable(v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a guardrail id (a UUID)')))),
 })
