@@ -190,12 +190,22 @@ const honoursNativeWebSearch = (provider: Pick<ResolvedProvider, 'adapter'>, nam
 /** How `mustHonour` names a provider tool: its type behind this prefix (`tool:web_search`). */
 const PROVIDER_TOOL = 'tool:'
 
+/** How `mustHonour` names a processing tier: behind this prefix (`service_tier:flex`). */
+const SERVICE_TIER = 'service_tier:'
+
+/** `fast` is the spec's alias of `priority`; `auto` and `default` are what every provider does without a tier. */
+const tierAsked = (tier: unknown): string | undefined => {
+  if (typeof tier !== 'string' || tier === 'auto' || tier === 'default') return undefined
+  return tier === 'fast' ? 'priority' : tier
+}
+
 /**
  * Whether `endpoint` honours parameter `name`: a provider tool when its adapter sends that tool type upstream, an
  * extension as `honoursExtension` says, the native web search as its adapter declares, any other when the catalog
  * lists it.
  */
 const honoursParameter = (endpoint: ModelEndpoint, provider: Pick<ResolvedProvider, 'adapter'>, name: string): boolean => {
+  if (name.startsWith(SERVICE_TIER)) return provider.adapter.serviceTiers?.includes(name.slice(SERVICE_TIER.length)) === true
   if (name.startsWith(PROVIDER_TOOL)) return provider.adapter.providerTools?.includes(name.slice(PROVIDER_TOOL.length)) === true
   if (isExtensionName(name)) return honoursExtension(endpoint, provider, name)
   if (isNativeWebSearchName(name)) return honoursNativeWebSearch(provider, name)
@@ -455,8 +465,15 @@ export const mustHonour = (
 ): Array<{ name: string; field: string }> => [
   ...HONOURED_OR_REFUSED.filter((name) => request[name] !== undefined && request[name] !== null).map((name) => ({ name, field: name })),
   ...providerToolsUsed(request.tools),
+  ...serviceTierUsed(request.service_tier),
   ...extensionsUsed(extensions).map((name) => ({ name, field: fieldNames?.[name] ?? `body.${name}` })),
 ]
+
+/** A processing tier beyond `auto` and `default`: only an endpoint whose adapter sends it may serve the request. */
+const serviceTierUsed = (tier: unknown): Array<{ name: string; field: string }> => {
+  const asked = tierAsked(tier)
+  return asked === undefined ? [] : [{ name: `${SERVICE_TIER}${asked}`, field: `body.service_tier ("${String(tier)}")` }]
+}
 
 /**
  * The request's provider tools (any type but `function` and the gateway's own `service:*`): only an endpoint whose

@@ -227,6 +227,11 @@ export const MessagesRequestSchema = v.pipe(
     // Image output as on /chat/completions: the answer's images come back as image blocks.
     modalities: v.optional(v.nullable(ModalitiesSchema)),
     image_config: v.optional(v.nullable(ImageConfigSchema)),
+    // Anthropic's tiers: `auto` (its priority capacity when there is some), `standard_only` (the default tier).
+    service_tier: v.optional(v.nullable(v.picklist(['auto', 'standard_only']))),
+    context_management: refused('context editing runs on Anthropic alone; use the context-compression plugin'),
+    // Kept in the usage ledger, as on /responses.
+    trace: v.optional(v.nullable(boundedJson(v.record(v.string(), v.unknown())))),
   }),
   v.check(
     (body) => body.thinking?.type !== 'enabled' || body.thinking.budget_tokens < body.max_tokens,

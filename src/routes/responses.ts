@@ -9,6 +9,7 @@ import type { RouteExtensions } from '../engine/request'
 import { ResponsesRequestSchema, type ResponsesRequestBody } from '../engine/request.schemas'
 import { RESPONSES_FORMAT } from '../writers/responses-reply'
 import { answerInference, INFERENCE_BODY_LIMIT } from './inference'
+import { pluginsWithTransforms } from './transforms.translate'
 
 /**
  * spec `top_logprobs`: how many likely alternatives each output token carries. The spec's `include` has no
@@ -18,6 +19,14 @@ import { answerInference, INFERENCE_BODY_LIMIT } from './inference'
 const logprobsExtension = (body: ResponsesRequestBody): RouteExtensions | undefined =>
   body.top_logprobs ? { values: { logprobs: { topLogprobs: body.top_logprobs } }, fieldNames: { logprobs: 'body.top_logprobs' } } : undefined
 
+/** `transforms: ["middle-out"]` is the context-compression plugin, `[]` turns it off (transforms.translate.ts). */
+const withTransforms = (body: ResponsesRequestBody): ResponsesRequestBody => {
+  if (body.transforms == null) return body
+  const { transforms, ...rest } = body
+  const plugins = pluginsWithTransforms(body.plugins, transforms)
+  return plugins ? { ...rest, plugins } : rest
+}
+
 export const createResponse = defineRoute({
   method: 'POST',
   path: '/responses',
@@ -25,5 +34,5 @@ export const createResponse = defineRoute({
   bodyLimit: INFERENCE_BODY_LIMIT,
   body: ResponsesRequestSchema,
   isAccessLogged: true,
-  handle: (context) => answerInference(context, context.body, RESPONSES_FORMAT, 'responses', logprobsExtension(context.body)),
+  handle: (context) => answerInference(context, withTransforms(context.body), RESPONSES_FORMAT, 'responses', logprobsExtension(context.body)),
 })
