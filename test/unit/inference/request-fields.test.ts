@@ -120,6 +120,20 @@ describe('/responses and /messages fields', () => {
     expect(refused.body.error.message).toBe('body.response_format: is not a /responses field: send text.format')
   })
 
+  it('/messages sends standard_only to Anthropic as it was asked', async () => {
+    harness = await createResponsesHarness({ anthropic: {} })
+    const seen: RecordedRequest[] = []
+    harness.upstreams.anthropic!.setHandler((request) => {
+      seen.push(request)
+      return jsonFixture('anthropic', 'text.json')
+    })
+    const base = { model: 'anthropic/claude-sonnet-4.5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }
+    expect((await send('/messages', { ...base, service_tier: 'standard_only' })).status).toBe(200)
+    expect(seen.at(-1)!.json.service_tier).toBe('standard_only')
+    expect((await send('/messages', { ...base, service_tier: 'auto' })).status).toBe(200)
+    expect(seen.at(-1)!.json.service_tier).toBeUndefined()
+  })
+
   it('/messages refuses context_management and takes service_tier', async () => {
     await start()
     const base = { model: 'test/chat', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }
