@@ -289,6 +289,8 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   // Endpoints left out because they cannot honour a parameter the caller set.
   const unhonoured: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
   const policy = input.policy
+  // Preference fields that left out endpoints whose facts (data policy, quantization) the catalog lacks.
+  const unknownFacts = new Set<string>()
   // Requested `:free` and `:thinking` models none of whose endpoints is free, or reasons.
   const unservedVariants: Array<{ slug: string; variant: 'free' | 'thinking' }> = []
   // Whether a guardrail left out a model or an endpoint: with nothing left, the guardrail is what to name.
@@ -327,7 +329,12 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     if (preferences.require_parameters) {
       endpoints = endpoints.filter((endpoint) => input.parametersUsed.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
     }
-    if (preferences.data_collection === 'deny') endpoints = endpoints.filter((endpoint) => endpoint.collectsData !== true)
+    // Filters on data policy and weights: an endpoint whose fact the catalog lacks is excluded, and the 404 says so.
+    for (const filter of factFilters(preferences)) {
+      const kept = endpoints.filter(filter.keeps)
+      if (kept.length < endpoints.length && endpoints.some((endpoint) => filter.isUnknown(endpoint))) unknownFacts.add(filter.field)
+      endpoints = kept
+    }
     if (mustHonour.length > 0) {
       endpoints = endpoints.filter((endpoint) => {
         const provider = registry.get(endpoint.provider)!
@@ -400,11 +407,42 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   if (attempts.length === 0 && unservedVariants.length > 0) throw unservedVariantError(unservedVariants)
   if (attempts.length === 0) {
     throw new NotFoundError(
-      `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials`,
+      `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials` +
+        (unknownFacts.size > 0
+          ? `; ${listed([...unknownFacts])} left out endpoints the catalog has no such facts for (an operator adds them to the model entries: collectsData, quantization, isDistillable)`
+          : ''),
       { metadata: { error_type: 'not_found' } },
     )
   }
   return attempts
+}
+
+interface FactFilter {
+  /** The preference, as the 404 names it. */
+  field: string
+  keeps(endpoint: ModelEndpoint): boolean
+  isUnknown(endpoint: ModelEndpoint): boolean
+}
+
+/** The preferences that filter on catalog facts: only an endpoint known to meet one is kept. */
+const factFilters = (preferences: ProviderPreferences): FactFilter[] => {
+  const filters: FactFilter[] = []
+  if (preferences.data_collection === 'deny') {
+    filters.push({ field: 'provider.data_collection "deny"', keeps: (endpoint) => endpoint.collectsData === false, isUnknown: (endpoint) => endpoint.collectsData === undefined })
+  }
+  if (preferences.enforce_distillable_text === true) {
+    filters.push({ field: 'provider.enforce_distillable_text', keeps: (endpoint) => endpoint.isDistillable === true, isUnknown: (endpoint) => endpoint.isDistillable === undefined })
+  }
+  const quantizations = preferences.quantizations
+  if (quantizations && quantizations.length > 0) {
+    filters.push({
+      field: 'provider.quantizations',
+      // `unknown` in the list admits the endpoints whose format the catalog does not say.
+      keeps: (endpoint) => (quantizations as readonly string[]).includes(endpoint.quantization ?? 'unknown'),
+      isUnknown: (endpoint) => endpoint.quantization === undefined,
+    })
+  }
+  return filters
 }
 
 const reasons = (endpoint: ModelEndpoint) => endpoint.supportedParameters?.includes('reasoning') === true

@@ -49,6 +49,39 @@ describe('allow_fallbacks: false', () => {
   })
 })
 
+describe('filters on catalog facts', () => {
+  const FACTS: ModelEntry[] = [
+    {
+      slug: 'test/facts',
+      name: 'Facts',
+      endpoints: [
+        { provider: 'alpha', model: 'alpha-facts', contextLength: 8192, pricing: TEST_PRICING },
+        { provider: 'beta', model: 'beta-facts', contextLength: 8192, pricing: TEST_PRICING, collectsData: false, quantization: 'fp8', isDistillable: true },
+      ],
+    },
+  ]
+
+  it('keep only endpoints known to meet them, and the 404 says which facts were missing', async () => {
+    const alpha = scriptedProvider({ reply: 'from alpha' })
+    const beta = scriptedProvider({ reply: 'from beta' })
+    harness = await createTestGateway({ providers: { alpha, beta }, models: FACTS })
+    for (const provider of [{ data_collection: 'deny' }, { enforce_distillable_text: true }, { quantizations: ['fp8'] }]) {
+      expect((await harness.responses({ input: 'hi', model: 'test/facts', provider })).status).toBe(200)
+      expect(beta.lastCall!.model).toBe('beta-facts')
+    }
+    expect(alpha.calls).toHaveLength(0)
+    // `unknown` admits an endpoint whose format the catalog does not say.
+    expect((await harness.responses({ input: 'hi', model: 'test/facts', provider: { quantizations: ['unknown'] } })).status).toBe(200)
+    expect(alpha.calls).toHaveLength(1)
+    const none = await harness.responses({ input: 'hi', model: 'test/facts', provider: { data_collection: 'deny', ignore: ['beta'] } })
+    expect(none.status).toBe(404)
+    expect((await none.json()).error.message).toBe(
+      'No endpoints found for test/facts that match the provider preferences and available credentials; provider.data_collection "deny" left out ' +
+        'endpoints the catalog has no such facts for (an operator adds them to the model entries: collectsData, quantization, isDistillable)',
+    )
+  })
+})
+
 describe('the x-session-id header', () => {
   it('is held to 256 characters, as the body field', async () => {
     await start()
