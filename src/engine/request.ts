@@ -49,6 +49,8 @@ export interface InferenceRequest {
   guardrails?: AppliedGuardrail[]
   /** What their content filters found (redacted, flagged), for the usage ledger. */
   guardrailEvents?: GuardrailEvent[]
+  /** The request's session, whose endpoint it sticks to (sticky-sessions.ts); `isHeld` when that endpoint leads the attempts. */
+  sticky?: { key: string; isHeld: boolean }
   /** How the models were chosen when a router plugin chose them (`service_metadata.strategy`); its stage is in `pipeline`. */
   routing?: { strategy: 'auto' | 'pareto' | 'fusion' }
   /** A fusion request's panel, one prepared request per analysis model, and its analyst's (src/features/plugins/fusion/). */

@@ -14,6 +14,8 @@ import { observeSession } from './observe'
 import type { InferenceRequest, RouteExtensions } from './request'
 import { createRequestDeadline } from './request-deadline'
 import { applyRequestVariants } from './model-variants'
+import { outlierKeys } from './attempt-health'
+import { stickyKey } from './sticky-sessions'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
@@ -62,6 +64,18 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   const provider = body.provider ?? {}
   if (provider.sort) return provider
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
+}
+
+/**
+ * A session's requests go to the endpoint that served it before while that endpoint is healthy (not ejected), unless
+ * the caller ordered the endpoints itself (`provider.order`, `provider.sort`).
+ */
+const holdSession = (service: InferenceService, request: InferenceRequest, key: string) => {
+  const provider = request.body.provider
+  if (provider?.order || provider?.sort) return
+  const held = service.sessions.order(key, request.attempts, (attempt) => !service.outliers.isEjected(outlierKeys(attempt)))
+  request.attempts = held.attempts
+  request.sticky = { key, isHeld: held.isHeld }
 }
 
 /** A panel member's plan; its tools are the plugin's, so a bad one is named where the caller wrote it. */
@@ -175,6 +189,7 @@ export const prepareRequest = async (
     }
   }
   const request = planned(guardedBody, models)
+  if (context.sessionId !== undefined && !routed && !fusion) holdSession(service, request, stickyKey(caller.key.workspaceId, context.sessionId, models))
   request.plugins = withImplicitPlugins(service, guardedBody, plugins, request.attempts)
   if (guardrails.length > 0) request.guardrails = guardrails
   // Stages in the order they ran: the guardrails' input scans, then the router's choice (plugins' follow).

@@ -45,6 +45,8 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
     pipeline: request.pipeline,
     region: service.region,
     requested: request.requestedModel,
+    // With a session: whether the endpoint that served it before leads this request's attempts.
+    ...(request.sticky ? { sticky: request.sticky.isHeld } : {}),
     strategy: strategyOf(served, request),
     summary: served
       ? `${served.attempt.model.slug} via ${served.attempt.provider.descriptor.id} on attempt ${served.attemptNumber} of ${request.attempts.length}`

@@ -17,6 +17,7 @@ import { createSpendBook } from './spend-book'
 import type { SpendRepository } from '../repositories/spend-counters'
 import { createEndpointPerformance, disabledEndpointPerformance, type EndpointPerformance } from './endpoint-performance'
 import type { EndpointPerformanceRepository } from '../repositories/endpoint-performance'
+import { createStickySessions, type StickySessions } from './sticky-sessions'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from '../transport/contract'
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './request-deadline'
@@ -78,6 +79,8 @@ export interface InferenceService extends FeatureSettings {
   readonly outliers: OutlierDetector
   /** Latency and throughput measured per endpoint, which speed sorts and preferences route on (endpoint-performance.ts). */
   readonly performance: EndpointPerformance
+  /** Which endpoint served each recent session, which its next requests go to while it is healthy. */
+  readonly sessions: StickySessions
   /** Streams in flight, ended in-band by `gateway.endStreams()`. */
   readonly streams: ActiveStreams
   /** Credits enforcement and the spend settlements being written. */
@@ -215,6 +218,7 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     retry: retryPolicy(options.retry, now),
     outliers: outlierDetector(options.outlierDetection, now, options.logger),
     performance: endpointPerformance(options, now),
+    sessions: createStickySessions(),
     streams: createActiveStreams(),
     spend: {
       enforceCredits: options.enforceCredits ?? false,
