@@ -6,7 +6,7 @@
  */
 
 import * as v from 'valibot'
-import { boundedJson, integer, sparseLooseObject } from '../core/validation'
+import { boundedJson, integer, sparseLooseObject, unknownFieldsRefused } from '../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from './server-tool.schemas'
 import { PluginSchema } from '../features/plugins/schemas'
 import { TransformsSchema } from './transforms.translate'
@@ -194,8 +194,7 @@ const SERVICE_TIERS = ['auto', 'default', 'fast', 'flex', 'priority', 'scale'] a
 /** A field no endpoint can honour: a 400 naming it, whatever its value (null and absent pass). */
 const refusedField = (reason: string) => v.optional(v.nullable(v.custom<never>(() => false, `is not supported: ${reason}`)))
 
-export const ChatCompletionsRequestSchema = v.pipe(
-  sparseLooseObject({
+const ChatCompletionsEntries = {
     model: v.optional(RequestModelSchema),
     models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
     preset: v.optional(PresetSlugSchema),
@@ -265,7 +264,12 @@ export const ChatCompletionsRequestSchema = v.pipe(
     // Nothing is stored, and no endpoint is asked to predict.
     store: v.optional(v.nullable(v.literal(false, 'must be false: completions are not stored'))),
     prediction: refusedField('predicted outputs are not sent to any provider through this gateway'),
-  }),
+}
+
+export const ChatCompletionsRequestSchema = v.pipe(
+  sparseLooseObject(ChatCompletionsEntries),
+  // Every field has its effect or a 400 naming it, unknown ones too (docs/decisions.md, POST /chat/completions).
+  unknownFieldsRefused<v.InferOutput<v.LooseObjectSchema<typeof ChatCompletionsEntries, undefined>>>(ChatCompletionsEntries),
   v.check(
     (body) => body.max_tokens == null || body.max_completion_tokens == null || body.max_tokens === body.max_completion_tokens,
     'max_tokens and max_completion_tokens disagree: send one of them',

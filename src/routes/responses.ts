@@ -4,6 +4,8 @@
  * the request to them.
  */
 
+import * as v from 'valibot'
+import { unknownFieldsRefused } from '../core/validation'
 import { defineRoute } from '../pipeline/route'
 import type { RouteExtensions } from '../engine/request'
 import { ResponsesRequestSchema, type ResponsesRequestBody } from '../engine/request.schemas'
@@ -27,12 +29,18 @@ const withTransforms = (body: ResponsesRequestBody): ResponsesRequestBody => {
   return plugins ? { ...rest, plugins } : rest
 }
 
+/**
+ * The body as `ResponsesRequestSchema` reads it, with every field it does not declare refused by name: a field takes
+ * effect or is a 400 (docs/decisions.md, POST /responses).
+ */
+const ResponsesRouteBodySchema = v.pipe(ResponsesRequestSchema, unknownFieldsRefused<ResponsesRequestBody>(ResponsesRequestSchema.pipe[0].entries))
+
 export const createResponse = defineRoute({
   method: 'POST',
   path: '/responses',
   auth: 'inference',
   bodyLimit: INFERENCE_BODY_LIMIT,
-  body: ResponsesRequestSchema,
+  body: ResponsesRouteBodySchema,
   isAccessLogged: true,
   handle: (context) => answerInference(context, withTransforms(context.body), RESPONSES_FORMAT, 'responses', logprobsExtension(context.body)),
 })
