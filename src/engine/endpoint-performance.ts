@@ -104,6 +104,7 @@ export const createEndpointPerformance = (options: EndpointPerformanceOptions): 
   const own = new Map<string, Sketches>()
   // The other processes' sketches as of the last merge, summed per endpoint.
   let others = new Map<string, Merged>()
+  let hasPublished = false
 
   const combined = (sketch: DecayedSketch | null | undefined, merged: number[] | null | undefined, mergedAt: number, length: number, at: number) => {
     const weights = new Array<number>(length).fill(0)
@@ -134,7 +135,12 @@ export const createEndpointPerformance = (options: EndpointPerformanceOptions): 
   const merge = async () => {
     if (!repository) return
     const at = now()
-    await repository.publish({ instance, writtenAt: at, endpoints: snapshot(at) })
+    const endpoints = snapshot(at)
+    // A process that measured nothing writes nothing (a gateway that served no generation leaves the store as it was).
+    if (hasPublished || Object.keys(endpoints).length > 0) {
+      await repository.publish({ instance, writtenAt: at, endpoints })
+      hasPublished = true
+    }
     const next = new Map<string, Merged>()
     for (const record of await repository.list()) {
       if (record.instance === instance) continue
