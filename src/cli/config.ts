@@ -14,6 +14,7 @@ import {
   InternHistoryOptionsSchema,
   InternProvisioningOptionsSchema,
   OutlierDetectionOptionsSchema,
+  EndpointPerformanceOptionsSchema,
   RouterOptionsSchema,
   PluginOptionsSchema,
   ResponseCacheOptionsSchema,
@@ -138,7 +139,7 @@ export const RunnerSettingsSchema = v.strictObject({
     v.strictObject({
       textModel: v.optional(v.pipe(v.string(), v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'))),
       imageModel: v.optional(v.pipe(v.string(), v.regex(MODEL_SLUG_PATTERN, 'must be a model slug <author>/<name>'))),
-      providerSort: v.optional(v.picklist(['price', 'throughput', 'latency', 'exacto'])),
+      providerSort: v.optional(v.picklist(['price', 'throughput', 'latency'])),
     }),
   ),
   /** Upstream deadlines and size bounds (see `createGateway`'s `upstream`); also `MODELGATE_UPSTREAM_*`. */
@@ -162,6 +163,7 @@ export const RunnerSettingsSchema = v.strictObject({
   // Config file only, each as `createGateway`'s option of the same name.
   retry: v.optional(RetryOptionsSchema),
   outlierDetection: v.optional(OutlierDetectionOptionsSchema),
+  endpointPerformance: v.optional(EndpointPerformanceOptionsSchema),
   routers: v.optional(RouterOptionsSchema),
   responseCache: v.optional(ResponseCacheOptionsSchema),
   internHistory: v.optional(InternHistoryOptionsSchema),
@@ -211,6 +213,7 @@ export const GATEWAY_PASS_THROUGH = [
   'plugins',
   'retry',
   'outlierDetection',
+  'endpointPerformance',
   'routers',
   'responseCache',
   'internHistory',

@@ -236,6 +236,7 @@ export const CONFIG_FILE_ONLY: Readonly<Partial<Record<Setting, string>>> = {
   plugins: "as `createGateway`'s, without OCR backends and extractors, which are functions",
   retry: "as `createGateway`'s `retry`",
   outlierDetection: "as `createGateway`'s `outlierDetection`",
+  endpointPerformance: "as `createGateway`'s `endpointPerformance`",
   routers: "as `createGateway`'s `routers`",
   responseCache: "as `createGateway`'s `responseCache`: the response cache's bounds and its `hitCharge` per hit in USD (default 0)",
   internHistory: "as `createGateway`'s `internHistory`",

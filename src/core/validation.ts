@@ -139,6 +139,23 @@ type EntrySchema = v.ObjectEntries[string] & { default?: unknown; fallback?: unk
 const isOptionalType = (schema: EntrySchema) => schema.type === 'exact_optional' || schema.type === 'optional' || schema.type === 'nullish'
 
 /**
+ * Refuses a field of an object body that `entries` does not declare, as `body.<name>: unknown field`: for the
+ * sparse loose bodies (below), whose check looks only at the fields a request sends. Runs after them, on their output.
+ */
+export const unknownFieldsRefused = <T extends object>(entries: v.ObjectEntries) => {
+  const known = new Set(Object.keys(entries))
+  return v.rawCheck<T>(({ dataset, addIssue }) => {
+    if (!dataset.typed) return
+    const body = dataset.value as Record<string, unknown>
+    for (const key in body) {
+      if (known.has(key)) continue
+      addIssue({ message: 'unknown field', path: [{ type: 'object', origin: 'value', input: body, key, value: body[key] }] })
+      return
+    }
+  })
+}
+
+/**
  * `v.looseObject` for request bodies with many optional fields, of which a request sends a few. valibot's own
  * check asks the value for every field the schema names (45 for a Responses request); this one looks at the
  * fields the value has and at those it must see anyway (required, defaulted, with a fallback), in the schema's

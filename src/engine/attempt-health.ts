@@ -6,6 +6,7 @@
 
 import type { GatewayError } from '../core/errors'
 import { isUpstreamFailure, type ErrorType } from '../core/upstream-failure'
+import { endpointKey } from './endpoint-performance'
 import type { AttemptOutcome } from './outlier-detection'
 import type { Attempt } from './routing'
 
@@ -24,3 +25,7 @@ export const outcomeOf = (failure: GatewayError): AttemptOutcome => {
   if (!isUpstreamFailure(failure)) return 'unknown'
   return UPSTREAM_FAULTS.has(failure.errorType) || failure.upstreamStatus >= 500 ? 'failed' : 'answered'
 }
+
+/** The endpoint and key kind whose speed `attempt` measures (endpoint-performance.ts). */
+export const performanceKeyOf = (attempt: Attempt): string =>
+  endpointKey(attempt.credential ? 'byok' : 'shared', attempt.provider.descriptor.id, attempt.endpoint.model)

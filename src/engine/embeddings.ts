@@ -4,13 +4,14 @@
  * priced at the serving endpoint's input price and recorded in the usage ledger like a generation.
  */
 
-import { AuthenticationError } from '../core/errors'
+import { AuthenticationError, InvalidRequestError } from '../core/errors'
 import type { EmbeddingsCall } from '../providers/contract'
 import { emptyUsage } from '../providers/types'
 import { readJsonBody } from './attempts'
 import { billAttempt, type BilledUsage } from './billing'
 import { endUserIdFor } from './end-user'
 import { clientError, firstServedAttempt, servedBy as toServedBy } from './fallback'
+import { performanceKeyOf } from './attempt-health'
 import { createRequestDeadline } from './request-deadline'
 import type { InferenceRequest } from './request'
 import type { ProviderPreferences, ResponsesRequestBody } from './request.schemas'
@@ -60,6 +61,13 @@ const estimateInputTokens = (input: EmbeddingsRequestBody['input']): number =>
 
 const isTokenInput = (input: EmbeddingsRequestBody['input']) => input.length > 0 && typeof input[0] !== 'string'
 
+/** An embedding writes no tokens, so no endpoint has a throughput to sort or filter on: a 400 naming what asked for it. */
+const refuseThroughput = (provider: EmbeddingsRequestBody['provider']) => {
+  const sort = provider?.sort === undefined ? undefined : typeof provider.sort === 'string' ? provider.sort : provider.sort.by
+  const field = sort === 'throughput' ? 'provider.sort' : provider?.preferred_min_throughput !== undefined ? 'provider.preferred_min_throughput' : undefined
+  if (field) throw new InvalidRequestError(`${field}: embeddings write no output tokens, so they have no throughput; sort by latency or price`)
+}
+
 /** Plans an embeddings request for the caller's workspace; 400 for a model that is not an embedding model. */
 export const prepareEmbeddings = async (service: InferenceService, context: RunContext, body: EmbeddingsRequestBody): Promise<PreparedEmbeddings> => {
   const { caller, repositories, requestId } = context
@@ -73,6 +81,7 @@ export const prepareEmbeddings = async (service: InferenceService, context: RunC
     ...(body.input_type === undefined ? [] : [{ name: 'input_type', field: 'body.input_type' }]),
     ...(isTokenInput(body.input) ? [{ name: 'token_input', field: 'body.input (token ids)' }] : []),
   ]
+  refuseThroughput(body.provider)
   const attempts = planAttempts(service.models, service.providers, {
     models: [body.model],
     preferences: body.provider,
@@ -83,6 +92,10 @@ export const prepareEmbeddings = async (service: InferenceService, context: RunC
     callerKeyHash: caller.key.hash,
     callerUserId: caller.key.creatorUserId,
     policy,
+    // Embedding endpoints are measured by their latency (they write no tokens): the latency sort and preference act.
+    performance: service.performance,
+    // A workspace's throughput default has nothing to sort embeddings by: they keep price order.
+    ...(workspace.defaultProviderSort === 'throughput' ? {} : { defaultSort: workspace.defaultProviderSort }),
   })
   const endUserId = await endUserIdFor(service.endUserSecret, caller.account.id, body.user)
   // The fields the spend estimate and the ledger read; nothing here is sent upstream.
@@ -182,6 +195,7 @@ const embedBatch = async (service: InferenceService, request: InferenceRequest, 
   )
   if (!outcome.isServed) throw clientError(outcome.failure, outcome.attempt, service)
   const { result, upstreamMs } = outcome.value
+  service.performance.record(performanceKeyOf(outcome.served.attempt), { latencyMs: upstreamMs })
   const usage = emptyUsage()
   usage.input_tokens = result.inputTokens ?? estimateInputTokens(call.input as EmbeddingsRequestBody['input'])
   usage.total_tokens = usage.input_tokens

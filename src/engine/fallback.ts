@@ -209,6 +209,7 @@ export const firstServedAttempt = async <T>(
       const value = await use(opened, call, attempt, attemptStarted)
       outcome = 'answered'
       report(200, 'answered')
+      if (request.sticky) service.sessions.remember(request.sticky.key, attempt)
       return { isServed: true, value, served: { attempt, attemptNumber: attemptsMade }, opened }
     } catch (error) {
       opened?.abort()

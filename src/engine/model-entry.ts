@@ -36,11 +36,21 @@ export interface ModelEndpoint {
   pricing: EndpointPricing
   /** Request parameters this endpoint honours (for `provider.require_parameters`). */
   supportedParameters?: readonly string[]
-  /** Whether the provider retains no prompt data (for `provider.zdr`). */
+  /** Whether the provider retains no prompt data (for `provider.zdr`); unknown when absent, which `zdr` excludes. */
   isZeroDataRetention?: boolean
-  /** Whether the provider may store or train on prompts (for `provider.data_collection: deny`). */
+  /**
+   * Whether the provider may store or train on prompts (for `provider.data_collection: deny` and the guardrails'
+   * `enable_*_model_training: false`); unknown when absent, which those exclude: only `false` is known not to.
+   */
   collectsData?: boolean
+  /** The weights' number format the provider serves (for `provider.quantizations`); `unknown` when absent. */
+  quantization?: Quantization
+  /** Whether the model's author allows distilling its output (for `provider.enforce_distillable_text`); unknown when absent. */
+  isDistillable?: boolean
 }
+
+/** Number formats of served weights, in OpenRouter's names. */
+export type Quantization = 'int4' | 'int8' | 'fp4' | 'mxfp4' | 'nvfp4' | 'fp6' | 'fp8' | 'mxfp8' | 'fp16' | 'bf16' | 'fp32'
 
 /** What a model reads or writes, in OpenRouter's modality names. */
 export type Modality = 'text' | 'image' | 'file' | 'audio' | 'video'

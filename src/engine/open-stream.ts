@@ -16,6 +16,8 @@ export type OpenStream =
       iterator: AsyncIterator<UpstreamStreamEvent>
       first: IteratorResult<UpstreamStreamEvent>
       upstreamMs: number
+      /** When the served attempt was sent, on `performance.now()`. */
+      attemptStartedAt: number
     }
   /** Every attempt failed: `error` is what the client sees. */
   | { isOpen: false; error: GatewayError; attemptsMade: number }
@@ -30,7 +32,7 @@ export const openStream = async (
   const outcome = await firstServedAttempt(service, request, attemptRequest, true, async (opened, call, attempt, attemptStarted) => {
     const iterator = attempt.provider.adapter.readStream(opened.response.body, call)[Symbol.asyncIterator]()
     const first = await iterator.next()
-    return { iterator, first, upstreamMs: performance.now() - attemptStarted }
+    return { iterator, first, upstreamMs: performance.now() - attemptStarted, attemptStartedAt: attemptStarted }
   })
   if (!outcome.isServed) {
     const metadata = request.isMetadataRequested ? { service_metadata: serviceMetadata(service, request, null, outcome.attemptsMade, startedAt) } : undefined

@@ -363,6 +363,10 @@ export const responsesRequestSchema = <const P extends v.GenericSchema<unknown, 
     tools: v.optional(v.pipe(v.array(ToolSchema), v.maxLength(256, 'at most 256 tools'))),
     trace: v.optional(boundedJson(v.record(v.string(), v.unknown()))),
     truncation: v.optional(v.nullable(v.picklist(['auto', 'disabled']))),
+    // OpenRouter's transforms, as on /chat/completions: the route turns `middle-out` into the context-compression plugin.
+    transforms: v.optional(v.nullable(v.array(v.literal('middle-out', 'must be "middle-out", the only transform')))),
+    // Chat Completions' name for `text.format`; taken here it would look applied while the Responses field rules.
+    response_format: v.optional(v.nullable(v.custom<never>(() => false, 'is not a /responses field: send text.format'))),
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
   }),
   v.check((body) => body.background !== true, 'background mode is not supported: this gateway runs no background responses; stream or wait for the answer'),

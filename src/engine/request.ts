@@ -42,6 +42,8 @@ export interface InferenceRequest {
   extensions?: RequestExtensions
   /** Filled by the fallback loop as attempts end, in the order they were sent. */
   attemptReports: AttemptReport[]
+  /** The request's session, whose endpoint it sticks to (sticky-sessions.ts); `isHeld` when that endpoint leads the attempts. */
+  sticky?: { key: string; isHeld: boolean }
   /** How the models were chosen when a stage chose them (a router, fusion: `service_metadata.strategy`); its stage is in `pipeline`. */
   routing?: { strategy: 'auto' | 'pareto' | 'fusion' }
   /** A batch of prompts, each within the context length (embeddings), rather than one prompt bounded by it. */

@@ -12,6 +12,8 @@ import type { ModelCatalog, ModelEndpoint, ModelEntry } from './models'
 import type { ProviderRegistry, ResolvedProvider } from './providers'
 import type { ProviderPreferences } from './request.schemas'
 import type { EndpointPolicy } from './endpoint-policy'
+import { endpointKey, type EndpointFigures, type EndpointPerformance, type KeyKind, type Percentiles } from './endpoint-performance'
+import { routingVariantOf } from './model-variants'
 
 export interface Attempt {
   model: ModelEntry
@@ -19,6 +21,8 @@ export interface Attempt {
   provider: ResolvedProvider
   /** The caller's own key for this attempt, or `null` for the operator's shared key. */
   credential: ByokRecord | null
+  /** The measured figures a speed sort or preference ordered this endpoint by (`service_metadata`); absent otherwise. */
+  figures?: EndpointFigures | null
 }
 
 export interface RoutingInput {
@@ -48,7 +52,14 @@ export interface RoutingInput {
   callerUserId: string
   /** The rules of the guardrails governing the caller: endpoints they refuse are never attempted. */
   policy?: EndpointPolicy
+  /** The measured endpoint speeds the speed sorts and preferences order by; every endpoint unmeasured without it. */
+  performance?: Pick<EndpointPerformance, 'figures'>
+  /** The workspace's `default_provider_sort`, for a request that sets no `provider.sort`. */
+  defaultSort?: SortBy
 }
+
+/** What endpoints are ordered by. */
+export type SortBy = 'price' | 'throughput' | 'latency' | 'exacto'
 
 const baseSlug = (slug: string) => slug.split('/', 1)[0]!
 
@@ -66,11 +77,79 @@ const withinMaxPrice = (endpoint: ModelEndpoint, maxPrice: NonNullable<ProviderP
   (maxPrice.request === undefined || (endpoint.pricing.request ?? 0) <= Number(maxPrice.request)) &&
   (maxPrice.image === undefined || (endpoint.pricing.image ?? 0) <= Number(maxPrice.image))
 
-const sortBy = (preferences: ProviderPreferences | null | undefined) => {
-  const sort = preferences?.sort
+const sortBy = (preferences: ProviderPreferences | null | undefined, defaultSort: SortBy | undefined) => {
+  const sort = preferences?.sort ?? defaultSort
   if (!sort) return undefined
-  return typeof sort === 'string' ? { by: sort, partition: 'model' as const } : { by: sort.by, partition: sort.partition ?? 'model' }
+  const chosen = typeof sort === 'string' ? { by: sort, partition: 'model' as const } : { by: sort.by, partition: sort.partition ?? 'model' }
+  if (chosen.by === 'exacto') {
+    throw new InvalidRequestError(
+      `${preferences?.sort ? 'provider.sort' : "the workspace's default_provider_sort"}: "exacto" is not supported: the gateway has no tool-calling quality figures to route on`,
+    )
+  }
+  return chosen
 }
+
+/** The figures an endpoint is ordered by, or null while it is unmeasured. */
+type FiguresOf = (endpoint: ModelEndpoint) => EndpointFigures | null
+
+const PERCENTILES = ['p50', 'p75', 'p90', 'p99'] as const
+
+/** A preference as thresholds per percentile: a bare number is the median's (spec: `preferred_*`). */
+const thresholdsOf = (preference: number | Partial<Percentiles> | undefined): Partial<Percentiles> | undefined =>
+  preference === undefined ? undefined : typeof preference === 'number' ? { p50: preference } : preference
+
+/**
+ * Whether measured figures miss the caller's `preferred_max_latency` (seconds) or `preferred_min_throughput`
+ * (tokens per second) at any percentile given. Unmeasured, an endpoint misses nothing: it is tried so figures exist.
+ */
+const missesPreferences = (figures: EndpointFigures | null, maxLatency: Partial<Percentiles> | undefined, minThroughput: Partial<Percentiles> | undefined) => {
+  if (!figures) return false
+  for (const percentile of PERCENTILES) {
+    const latencyLimit = maxLatency?.[percentile]
+    if (latencyLimit !== undefined && figures.latencyMs[percentile] > latencyLimit * 1000) return true
+    const throughputFloor = minThroughput?.[percentile]
+    // No throughput measured (answers without token counts) cannot be said to miss it.
+    if (throughputFloor !== undefined && figures.tokensPerSecond && figures.tokensPerSecond[percentile] < throughputFloor) return true
+  }
+  return false
+}
+
+/**
+ * The sort key of an endpoint under `by`, smaller first. Price: the list price. Latency and throughput: unmeasured
+ * endpoints first, in the order they came (so each gets measured), then the measured by median latency, or by median
+ * throughput from the fastest; an endpoint with latency but no throughput figures after those with.
+ */
+const rankUnder = (by: SortBy, endpoint: ModelEndpoint, figures: EndpointFigures | null): [number, number] => {
+  if (by === 'price') return [0, listPrice(endpoint)]
+  if (!figures) return [0, 0]
+  if (by === 'latency') return [1, figures.latencyMs.p50]
+  return figures.tokensPerSecond ? [1, -figures.tokensPerSecond.p50] : [2, 0]
+}
+
+const compareRanks = (left: [number, number], right: [number, number]) => left[0] - right[0] || left[1] - right[1]
+
+/**
+ * Orders `items` (stable) by `by`, the price when no sort is set; then those that miss a `preferred_*` go after those
+ * that do not (deprioritised, never dropped).
+ */
+const orderBySpeedAndPrice = <T>(items: T[], endpointOf: (item: T) => ModelEndpoint, by: SortBy, preferences: ProviderPreferences, figuresOf: FiguresOf): T[] => {
+  const maxLatency = thresholdsOf(preferences.preferred_max_latency)
+  const minThroughput = thresholdsOf(preferences.preferred_min_throughput)
+  const ranked = items.map((item) => {
+    const endpoint = endpointOf(item)
+    const figures = by === 'price' && !maxLatency && !minThroughput ? null : figuresOf(endpoint)
+    return { item, rank: rankUnder(by, endpoint, figures), misses: missesPreferences(figures, maxLatency, minThroughput) ? 1 : 0 }
+  })
+  ranked.sort((left, right) => left.misses - right.misses || compareRanks(left.rank, right.rank))
+  return ranked.map(({ item }) => item)
+}
+
+/** Whether the request orders by measured speed at all (a speed sort or a preference): only then are figures read. */
+const readsFigures = (by: SortBy, preferences: ProviderPreferences) =>
+  by === 'latency' || by === 'throughput' || preferences.preferred_max_latency !== undefined || preferences.preferred_min_throughput !== undefined
+
+const isFree = (endpoint: ModelEndpoint) =>
+  endpoint.pricing.prompt === 0 && endpoint.pricing.completion === 0 && !endpoint.pricing.request && !endpoint.pricing.image
 
 /** Whether a credential may serve this model for this caller (spec: allowed_* filters must all match, on the caller's key). */
 const credentialApplies = (credential: ByokRecord, model: ModelEntry, input: RoutingInput) =>
@@ -111,12 +190,22 @@ const honoursNativeWebSearch = (provider: Pick<ResolvedProvider, 'adapter'>, nam
 /** How `mustHonour` names a provider tool: its type behind this prefix (`tool:web_search`). */
 const PROVIDER_TOOL = 'tool:'
 
+/** How `mustHonour` names a processing tier: behind this prefix (`service_tier:flex`). */
+const SERVICE_TIER = 'service_tier:'
+
+/** `fast` is the spec's alias of `priority`; `auto` and `default` are what every provider does without a tier. */
+const tierAsked = (tier: unknown): string | undefined => {
+  if (typeof tier !== 'string' || tier === 'auto' || tier === 'default') return undefined
+  return tier === 'fast' ? 'priority' : tier
+}
+
 /**
  * Whether `endpoint` honours parameter `name`: a provider tool when its adapter sends that tool type upstream, an
  * extension as `honoursExtension` says, the native web search as its adapter declares, any other when the catalog
  * lists it.
  */
 const honoursParameter = (endpoint: ModelEndpoint, provider: Pick<ResolvedProvider, 'adapter'>, name: string): boolean => {
+  if (name.startsWith(SERVICE_TIER)) return provider.adapter.serviceTiers?.includes(name.slice(SERVICE_TIER.length)) === true
   if (name.startsWith(PROVIDER_TOOL)) return provider.adapter.providerTools?.includes(name.slice(PROVIDER_TOOL.length)) === true
   if (isExtensionName(name)) return honoursExtension(endpoint, provider, name)
   if (isNativeWebSearchName(name)) return honoursNativeWebSearch(provider, name)
@@ -189,7 +278,7 @@ const modalitiesError = (models: ModelEntry[], modalities: readonly string[]) =>
 
 export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, input: RoutingInput): Attempt[] => {
   const preferences = input.preferences ?? {}
-  const sort = sortBy(preferences)
+  const sort = sortBy(preferences, input.defaultSort)
   const requiresZdr = preferences.zdr === true
   const perModel: Attempt[][] = []
   // Providers whose endpoints were left out only because neither the gateway nor the workspace has a key for them.
@@ -200,12 +289,17 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   // Endpoints left out because they cannot honour a parameter the caller set.
   const unhonoured: Array<{ endpoint: ModelEndpoint; provider: ResolvedProvider }> = []
   const policy = input.policy
+  // Preference fields that left out endpoints whose facts (data policy, quantization) the catalog lacks.
+  const unknownFacts = new Set<string>()
+  // Requested `:free` and `:thinking` models none of whose endpoints is free, or reasons.
+  const unservedVariants: Array<{ slug: string; variant: 'free' | 'thinking' }> = []
   // Whether a guardrail left out a model or an endpoint: with nothing left, the guardrail is what to name.
   let isNarrowedByPolicy = false
 
   for (const slug of input.models) {
     const model = catalog.find(slug)
     if (!model) throw new NotFoundError(`Model "${slug}" not found`, { metadata: { error_type: 'not_found' } })
+    const variant = routingVariantOf(slug, model)
     if ((input.purpose === 'embeddings') !== isEmbeddingModel(model)) {
       // A generation's fallback list may hold one by mistake: skipped like a model that cannot draw, refused when it is all there is.
       if (input.purpose === 'embeddings' || input.models.length === 1) throw wrongKindError(slug, input.purpose)
@@ -235,7 +329,12 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     if (preferences.require_parameters) {
       endpoints = endpoints.filter((endpoint) => input.parametersUsed.every((parameter) => endpoint.supportedParameters?.includes(parameter)))
     }
-    if (preferences.data_collection === 'deny') endpoints = endpoints.filter((endpoint) => endpoint.collectsData !== true)
+    // Filters on data policy and weights: an endpoint whose fact the catalog lacks is excluded, and the 404 says so.
+    for (const filter of factFilters(preferences)) {
+      const kept = endpoints.filter(filter.keeps)
+      if (kept.length < endpoints.length && endpoints.some((endpoint) => filter.isUnknown(endpoint))) unknownFacts.add(filter.field)
+      endpoints = kept
+    }
     if (mustHonour.length > 0) {
       endpoints = endpoints.filter((endpoint) => {
         const provider = registry.get(endpoint.provider)!
@@ -245,8 +344,16 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       })
     }
 
-    // Default and price order: cheapest first. Throughput and latency are not measured yet, so those keep catalog order.
-    if (!sort || sort.by === 'price') endpoints = [...endpoints].sort((left, right) => listPrice(left) - listPrice(right))
+    if (variant === 'free' || variant === 'thinking') {
+      const kept = endpoints.filter(variant === 'free' ? isFree : reasons)
+      if (kept.length === 0 && endpoints.length > 0) unservedVariants.push({ slug, variant })
+      endpoints = kept
+    }
+
+    // `:nitro` and `:floor` choose this model's order; else the request's sort, the workspace's, or price.
+    const by: SortBy = variant === 'nitro' ? 'throughput' : variant === 'floor' ? 'price' : (sort?.by ?? 'price')
+    const figuresOf = figuresFor(input, registry)
+    endpoints = orderBySpeedAndPrice(endpoints, (endpoint) => endpoint, by, preferences, figuresOf)
     if (preferences.order) {
       const rank = (endpoint: ModelEndpoint) => {
         const index = preferences.order!.findIndex((wanted) => matchesProvider(endpoint.provider, wanted))
@@ -271,12 +378,13 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       const usable = active
         .filter((credential) => credentialApplies(credential, model, input) && credentialMeetsZdr(credential, endpoint, requiresZdrHere))
         .sort((left, right) => left.sortOrder - right.sortOrder || left.createdAt.localeCompare(right.createdAt))
+      const figures = readsFigures(by, preferences) ? { figures: figuresOf(endpoint) } : {}
       for (const credential of usable) {
-        ;(credential.isFallback ? fallbackKeys : prioritized).push({ model, endpoint, provider, credential })
+        ;(credential.isFallback ? fallbackKeys : prioritized).push({ model, endpoint, provider, credential, ...figures })
       }
       const sharedMayServe = !isSharedRemoved && (!requiresZdrHere || endpoint.isZeroDataRetention === true)
       if (!sharedMayServe && requiresZdrHere && !requiresZdr && usable.length === 0) isNarrowedByPolicy = true
-      if (sharedMayServe && provider.shared !== null) shared.push({ model, endpoint, provider, credential: null })
+      if (sharedMayServe && provider.shared !== null) shared.push({ model, endpoint, provider, credential: null, ...figures })
       else if (sharedMayServe && usable.length === 0) withoutKey.set(provider.descriptor.id, provider)
     }
     perModel.push([...prioritized, ...shared, ...fallbackKeys])
@@ -284,22 +392,86 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
 
   if (incapable.length === input.models.length && input.modalities) throw modalitiesError(incapable, input.modalities)
   if (incapable.length === input.models.length) throw wrongKindError(input.models[0]!, input.purpose)
-  let attempts = sort?.partition === 'none' ? perModel.flat().sort((left, right) => listPrice(left.endpoint) - listPrice(right.endpoint)) : perModel.flat()
+  let attempts =
+    sort?.partition === 'none' ? orderBySpeedAndPrice(perModel.flat(), (attempt) => attempt.endpoint, sort.by, preferences, figuresFor(input, registry)) : perModel.flat()
   if (preferences.allow_fallbacks === false && !preferences.order && attempts.length > 0) {
-    // Only the primary endpoint: its provider, through any of the caller's keys for it, then shared.
-    const first = attempts[0]!
-    attempts = attempts.filter((attempt) => attempt.model === first.model && attempt.endpoint === first.endpoint)
+    // Only each model's primary endpoint (its provider, through any of the caller's keys for it, then shared): the
+    // provider fallback is off, the `models` fallback is not (OpenRouter keeps the two apart).
+    const primaries = new Map<ModelEntry, ModelEndpoint>()
+    for (const attempt of attempts) if (!primaries.has(attempt.model)) primaries.set(attempt.model, attempt.endpoint)
+    attempts = attempts.filter((attempt) => primaries.get(attempt.model) === attempt.endpoint)
   }
   if (attempts.length === 0 && isNarrowedByPolicy) throw policy!.refusal(input.models)
   if (attempts.length === 0 && withoutKey.size > 0) throw noKeyError(input.models, [...withoutKey.values()])
   if (attempts.length === 0 && unhonoured.length > 0) throw unhonouredError(input.models, mustHonour, unhonoured)
+  if (attempts.length === 0 && unservedVariants.length > 0) throw unservedVariantError(unservedVariants)
   if (attempts.length === 0) {
     throw new NotFoundError(
-      `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials`,
+      `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials` +
+        (unknownFacts.size > 0
+          ? `; ${listed([...unknownFacts])} left out endpoints the catalog has no such facts for (an operator adds them to the model entries: collectsData, quantization, isDistillable)`
+          : ''),
       { metadata: { error_type: 'not_found' } },
     )
   }
   return attempts
+}
+
+interface FactFilter {
+  /** The preference, as the 404 names it. */
+  field: string
+  keeps(endpoint: ModelEndpoint): boolean
+  isUnknown(endpoint: ModelEndpoint): boolean
+}
+
+/** The preferences that filter on catalog facts: only an endpoint known to meet one is kept. */
+const factFilters = (preferences: ProviderPreferences): FactFilter[] => {
+  const filters: FactFilter[] = []
+  if (preferences.data_collection === 'deny') {
+    filters.push({ field: 'provider.data_collection "deny"', keeps: (endpoint) => endpoint.collectsData === false, isUnknown: (endpoint) => endpoint.collectsData === undefined })
+  }
+  if (preferences.enforce_distillable_text === true) {
+    filters.push({ field: 'provider.enforce_distillable_text', keeps: (endpoint) => endpoint.isDistillable === true, isUnknown: (endpoint) => endpoint.isDistillable === undefined })
+  }
+  const quantizations = preferences.quantizations
+  if (quantizations && quantizations.length > 0) {
+    filters.push({
+      field: 'provider.quantizations',
+      // `unknown` in the list admits the endpoints whose format the catalog does not say.
+      keeps: (endpoint) => (quantizations as readonly string[]).includes(endpoint.quantization ?? 'unknown'),
+      isUnknown: (endpoint) => endpoint.quantization === undefined,
+    })
+  }
+  return filters
+}
+
+const reasons = (endpoint: ModelEndpoint) => endpoint.supportedParameters?.includes('reasoning') === true
+
+/**
+ * `:free` asked for a model with no free endpoint (never served on a paid one), or `:thinking` for one none of whose
+ * endpoints reasons: a 404 naming them, as for any model without a usable endpoint.
+ */
+const unservedVariantError = (unserved: Array<{ slug: string; variant: 'free' | 'thinking' }>) =>
+  new NotFoundError(
+    `No endpoint for ${listed(
+      unserved.map(({ slug, variant }) => (variant === 'free' ? `${slug} (no endpoint of it is free)` : `${slug} (no endpoint of it reasons)`)),
+    )}`,
+    { metadata: { error_type: 'not_found' } },
+  )
+
+/**
+ * Reads an endpoint's figures for the key kind that would serve it first: the caller's own when the workspace has a
+ * key for its provider, else the gateway's shared key.
+ */
+const figuresFor = (input: RoutingInput, registry: ProviderRegistry): FiguresOf => {
+  const performance = input.performance
+  if (!performance) return () => null
+  return (endpoint) => {
+    const provider = registry.get(endpoint.provider)
+    const hasKey = input.credentials.some((credential) => !credential.disabled && !credential.isFallback && baseSlug(credential.provider) === baseSlug(endpoint.provider))
+    const kind: KeyKind = hasKey || provider?.shared === null ? 'byok' : 'shared'
+    return performance.figures(endpointKey(kind, provider?.descriptor.id ?? endpoint.provider, endpoint.model)) ?? null
+  }
 }
 
 /**
@@ -331,8 +503,15 @@ export const mustHonour = (
 ): Array<{ name: string; field: string }> => [
   ...HONOURED_OR_REFUSED.filter((name) => request[name] !== undefined && request[name] !== null).map((name) => ({ name, field: name })),
   ...providerToolsUsed(request.tools),
+  ...serviceTierUsed(request.service_tier),
   ...extensionsUsed(extensions).map((name) => ({ name, field: fieldNames?.[name] ?? `body.${name}` })),
 ]
+
+/** A processing tier beyond `auto` and `default`: only an endpoint whose adapter sends it may serve the request. */
+const serviceTierUsed = (tier: unknown): Array<{ name: string; field: string }> => {
+  const asked = tierAsked(tier)
+  return asked === undefined ? [] : [{ name: `${SERVICE_TIER}${asked}`, field: `body.service_tier ("${String(tier)}")` }]
+}
 
 /**
  * The request's provider tools (any type but `function` and the gateway's own `service:*`): only an endpoint whose

@@ -15,6 +15,9 @@ import { observeSession } from './observe'
 import type { Arrival, PlannedDraft, Preparation } from './plan-stage'
 import type { InferenceRequest, RouteExtensions } from './request'
 import { createRequestDeadline } from './request-deadline'
+import { applyRequestVariants } from './model-variants'
+import { outlierKeys } from './attempt-health'
+import { stickyKey } from './sticky-sessions'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
@@ -48,6 +51,18 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
 }
 
 /**
+ * A session's requests go to the endpoint that served it before while that endpoint is healthy (not ejected), unless
+ * the caller ordered the endpoints itself (`provider.order`, `provider.sort`).
+ */
+const holdSession = (service: InferenceService, request: InferenceRequest, key: string) => {
+  const provider = request.body.provider
+  if (provider?.order || provider?.sort) return
+  const held = service.sessions.order(key, request.attempts, (attempt) => !service.outliers.isEjected(outlierKeys(attempt)))
+  request.attempts = held.attempts
+  request.sticky = { key, isHeld: held.isHeld }
+}
+
+/**
  * Plans the attempts of a request (routing, BYOK keys) from the caller's workspace, with the features' plan stages
  * at their points (plan-stage.ts). `extensions` are the settings a route's own wire format adds to the body
  * (Chat Completions `stop`, …).
@@ -55,11 +70,13 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
 export const prepareRequest = async (
   service: InferenceService,
   context: RunContext,
-  body: ResponsesRequestBody,
+  requestBody: ResponsesRequestBody,
   extensions?: RouteExtensions,
 ): Promise<InferenceRequest> => {
   const { caller, repositories, requestId } = context
   const stages = service.stages.plan
+  // `:online` and `:thinking` change the request itself (model-variants.ts); routing acts on the other variants.
+  const body = applyRequestVariants(requestBody)
   const startedAt = performance.now()
   // Runs from here: the plugins' work, every attempt, turn and run of the request share it.
   const deadline = createRequestDeadline(service.requestTimeoutMs)
@@ -114,6 +131,8 @@ export const prepareRequest = async (
       callerKeyHash: caller.key.hash,
       callerUserId: caller.key.creatorUserId,
       policy,
+      performance: service.performance,
+      defaultSort: workspace.defaultProviderSort,
     })
   prepared.plan = (planBody, planModels) => {
     const request: InferenceRequest = {
@@ -143,10 +162,14 @@ export const prepareRequest = async (
       callerKeyHash: caller.key.hash,
       callerUserId: caller.key.creatorUserId,
       policy,
+      performance: service.performance,
+      defaultSort: workspace.defaultProviderSort,
     })
     return request
   }
   const request = prepared.plan(chosenBody, models)
+  // A router's or fusion's choice is its own; a session sticks to its endpoint only among the models it asked for.
+  if (context.sessionId !== undefined && chosen === undefined) holdSession(service, request, stickyKey(caller.key.workspaceId, context.sessionId, models))
   // Stages in the order they ran: the guardrails' input scans, then the router's choice (plugins' follow).
   request.pipeline.push(...prepared.pipeline)
   service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: request.attempts.length, sessionId: context.sessionId })

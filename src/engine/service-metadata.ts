@@ -1,5 +1,6 @@
 /** `service_metadata` (docs/decisions.md): how a response was routed, for callers who opted in. */
 
+import type { EndpointFigures, Percentiles } from './endpoint-performance'
 import type { Served } from './fallback'
 import type { InferenceRequest } from './request'
 import type { InferenceService } from './service'
@@ -7,6 +8,22 @@ import type { InferenceService } from './service'
 const strategyOf = (served: Served | null, request: InferenceRequest) =>
   request.routing?.strategy ??
   (!served || served.attemptNumber > 1 || served.attempt.model.slug !== request.requestedModel ? 'fallback' : 'direct')
+
+const rounded = (percentiles: Percentiles, digits: number) => {
+  const scale = 10 ** digits
+  const round = (value: number) => Math.round(value * scale) / scale
+  return { p50: round(percentiles.p50), p75: round(percentiles.p75), p90: round(percentiles.p90), p99: round(percentiles.p99) }
+}
+
+/**
+ * The measured figures a speed sort or preference ordered an endpoint by: latency to the first token in seconds,
+ * output tokens per second; null for an endpoint not measured yet (tried first, so it gets measured).
+ */
+const performanceOf = (figures: EndpointFigures | null) =>
+  figures && {
+    latency: rounded({ p50: figures.latencyMs.p50 / 1000, p75: figures.latencyMs.p75 / 1000, p90: figures.latencyMs.p90 / 1000, p99: figures.latencyMs.p99 / 1000 }, 3),
+    throughput: figures.tokensPerSecond ? rounded(figures.tokensPerSecond, 1) : null,
+  }
 
 /**
  * `served` is null when no attempt succeeded; `attemptsMade` counts the attempts sent (skipped and
@@ -17,6 +34,7 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
     model: attempt.model.slug,
     provider: attempt.provider.descriptor.id,
     selected: served?.attempt === attempt,
+    ...(attempt.figures === undefined ? {} : { performance: performanceOf(attempt.figures) }),
   }))
   return {
     attempt: served?.attemptNumber ?? attemptsMade,
@@ -27,6 +45,8 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
     pipeline: request.pipeline,
     region: service.region,
     requested: request.requestedModel,
+    // With a session: whether the endpoint that served it before leads this request's attempts.
+    ...(request.sticky ? { sticky: request.sticky.isHeld } : {}),
     strategy: strategyOf(served, request),
     summary: served
       ? `${served.attempt.model.slug} via ${served.attempt.provider.descriptor.id} on attempt ${served.attemptNumber} of ${request.attempts.length}`

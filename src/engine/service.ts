@@ -16,6 +16,9 @@ import { createProviderRegistry, type ProviderConfig, type ProviderRegistry } fr
 import type { SpendSettings } from './spend-targets'
 import { createSpendBook } from './spend-book'
 import type { SpendRepository } from '../repositories/spend-counters'
+import { createEndpointPerformance, disabledEndpointPerformance, type EndpointPerformance } from './endpoint-performance'
+import type { EndpointPerformanceRepository } from '../repositories/endpoint-performance'
+import { createStickySessions, type StickySessions } from './sticky-sessions'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from '../transport/contract'
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './request-deadline'
@@ -81,6 +84,10 @@ export interface InferenceService extends FeatureSettings {
   readonly retry: RetryPolicy
   /** Endpoints and BYOK keys that keep failing are skipped for a while. */
   readonly outliers: OutlierDetector
+  /** Latency and throughput measured per endpoint, which speed sorts and preferences route on (endpoint-performance.ts). */
+  readonly performance: EndpointPerformance
+  /** Which endpoint served each recent session, which its next requests go to while it is healthy. */
+  readonly sessions: StickySessions
   /** Streams in flight, ended in-band by `gateway.endStreams()`. */
   readonly streams: ActiveStreams
   /** Credits enforcement and the spend settlements being written. */
@@ -135,6 +142,27 @@ const ejectedTarget = (target: string) => {
   return kind === 'byok' ? { kind: 'byok' as const } : { kind: 'endpoint' as const, ...(provider ? { provider } : {}) }
 }
 
+export interface EndpointPerformanceSettings {
+  /** How long a measurement keeps half its weight (default 150 s: five minutes of traffic decide). */
+  halfLifeSeconds?: number
+  /** How often a process merges its measurements with the other processes' through the store (default 15 s). */
+  mergeIntervalMs?: number
+}
+
+const DEFAULT_PERFORMANCE = { halfLifeSeconds: 150, mergeIntervalMs: 15_000 }
+
+const endpointPerformance = (options: InferenceServiceOptions, now: () => number): EndpointPerformance => {
+  const settings = options.endpointPerformance
+  if (settings === false) return disabledEndpointPerformance
+  return createEndpointPerformance({
+    now,
+    halfLifeMs: (settings?.halfLifeSeconds ?? DEFAULT_PERFORMANCE.halfLifeSeconds) * 1000,
+    mergeEveryMs: settings?.mergeIntervalMs ?? DEFAULT_PERFORMANCE.mergeIntervalMs,
+    ...(options.performanceRepository ? { repository: options.performanceRepository } : {}),
+    logger: options.logger,
+  })
+}
+
 const outlierDetector = (options: false | Partial<OutlierDetectionOptions> | undefined, now: () => number, logger: Logger, telemetry: Telemetry): OutlierDetector => {
   if (options === false) return disabledOutlierDetector
   const settings: OutlierDetectionOptions = {
@@ -172,6 +200,10 @@ export interface InferenceServiceOptions {
   keepAliveMs?: number
   retry?: RetryOptions
   outlierDetection?: false | Partial<OutlierDetectionOptions>
+  /** Endpoint speed measurement (docs/decisions.md, "Routing by measured speed"); `false` turns it off. */
+  endpointPerformance?: false | EndpointPerformanceSettings
+  /** Where processes share what they measured (the gateway's store); each process keeps its own without it. */
+  performanceRepository?: EndpointPerformanceRepository
   enforceCredits?: boolean
   /** Where spend is held and settled (the gateway's store). */
   spendRepository: SpendRepository
@@ -207,6 +239,8 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     keepAliveMs: options.keepAliveMs ?? 15_000,
     retry: retryPolicy(options.retry, now),
     outliers: outlierDetector(options.outlierDetection, now, options.logger, telemetry),
+    performance: endpointPerformance(options, now),
+    sessions: createStickySessions(),
     streams: createActiveStreams(telemetry),
     spend: {
       enforceCredits: options.enforceCredits ?? false,

@@ -12,7 +12,9 @@ import type { OutputItem, Usage } from '../providers/types'
 import type { FinishStatus } from '../providers/events'
 import type { ActiveStream } from './active-streams'
 import { ClientClosedError, toAttemptFailure } from './attempts'
+import { performanceKeyOf } from './attempt-health'
 import { billAttempt } from './billing'
+import { performanceSample } from './endpoint-performance'
 import { commitDeadline, drainThenRelease } from './drain'
 import { clientError, servedBy, toResponseFailure, type Served } from './fallback'
 import { openStream, type OpenStream } from './open-stream'
@@ -34,6 +36,9 @@ const shuttingDown = (message: string) => new GatewayError(503, message, { metad
 export const shutdownFailure = (message: string): ResponseFailure => ({ status: 503, errorType: SHUTDOWN_ERROR_TYPE, message, isShutdown: true })
 
 type Opened = Extract<OpenStream, { isOpen: true }>
+
+/** Whether an event carries the answer's content (a token, a finished item): the first one ends the latency. */
+const isContent = (type: string) => type.endsWith('.delta') || type === 'response.output_item.done'
 
 
 /**
@@ -92,6 +97,8 @@ export const openSession = async (service: InferenceService, request: InferenceR
     let started: Served | undefined
     const items: OutputItem[] = []
     let usage: Usage | undefined
+    // When the first content arrived (on `performance.now()`): the end of the attempt's latency.
+    let firstContentAt: number | undefined
     // What an estimate counts when the upstream reported no usage.
     const delivered = createDeliveredText()
 
@@ -122,6 +129,14 @@ export const openSession = async (service: InferenceService, request: InferenceR
       stopSequence?: string,
     ) => {
       const output = items.filter(Boolean)
+      if (status === 'completed' && open) {
+        const end = performance.now()
+        const contentAt = firstContentAt ?? end
+        service.performance.record(
+          performanceKeyOf(served.attempt),
+          performanceSample(contentAt - open.attemptStartedAt, end - contentAt, usage?.output_tokens),
+        )
+      }
       // No usage from the upstream (none sent, or the stream broke off first): what was delivered is charged, estimated.
       const billed = billAttempt(usage ?? estimatedUsage(request.body, delivered), served.attempt, service.byokFeeRate, output)
       const finished = result({
@@ -202,6 +217,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
             return finish(served, event.status satisfies FinishStatus, null, event.incompleteDetails, event.stopSequence)
           } else {
             if (event.type === 'response.output_item.done') items[event.output_index] = event.item
+            if (firstContentAt === undefined && isContent(event.type)) firstContentAt = performance.now()
             write(event)
           }
           await kit.paced()

@@ -1,6 +1,8 @@
 /** A whole (non-streaming) answer: the attempts in order until one answers, then its priced result. */
 
+import { performanceKeyOf } from './attempt-health'
 import { billAttempt } from './billing'
+import { performanceSample } from './endpoint-performance'
 import { readJsonBody } from './attempts'
 import { clientError, firstServedAttempt, servedBy } from './fallback'
 import type { InferenceRequest } from './request'
@@ -28,6 +30,7 @@ export const answerWhole = async (service: InferenceService, request: InferenceR
   const { served } = outcome
   const { result, upstreamMs } = outcome.value
   const { attempt } = served
+  if (result.status === 'completed') service.performance.record(performanceKeyOf(attempt), performanceSample(upstreamMs, 0, result.usage?.output_tokens))
   return {
     request: request.body,
     result: {

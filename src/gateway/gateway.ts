@@ -321,6 +321,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       secrets,
       adapters: ADAPTERS,
       spendRepository: repositories.spend,
+      performanceRepository: repositories.endpointPerformance,
       ...(config.spend?.leaseMs === undefined ? {} : { spendLeaseMs: config.spend.leaseMs }),
       // End-user hashes are keyed by the primary master key where there is one, so they are stable across restarts.
       endUserSecret: config.encryptionKeys?.[0] ?? 'modelgate-end-user',
@@ -530,6 +531,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       await runtime.auditLog.close()
       await runtime.storedResponses?.close()
       await runtime.inference.spend.book.close()
+      await runtime.inference.performance.close()
       await settlementRecovery?.close()
       await documents.close()
       config.metrics?.exporter.close?.()

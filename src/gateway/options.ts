@@ -212,6 +212,15 @@ export const OutlierDetectionOptionsSchema = v.union([
   }),
 ])
 
+/** Endpoint speed measurement for the speed sorts and preferences (docs/decisions.md, "Routing by measured speed"). */
+export const EndpointPerformanceOptionsSchema = v.union([
+  v.literal(false),
+  v.strictObject({
+    halfLifeSeconds: v.optional(v.pipe(v.number(), v.minValue(1), v.maxValue(86_400))),
+    mergeIntervalMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10), v.maxValue(3_600_000))),
+  }),
+])
+
 /** How much of each intern's conversation is kept. */
 export const InternHistoryOptionsSchema = v.strictObject({
   maxItems: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
@@ -378,7 +387,7 @@ export const GatewayOptionsSchema = v.strictObject({
     v.strictObject({
       textModel: v.optional(ModelSlugSchema),
       imageModel: v.optional(ModelSlugSchema),
-      providerSort: v.optional(v.picklist(['price', 'throughput', 'latency', 'exacto'])),
+      providerSort: v.optional(v.picklist(['price', 'throughput', 'latency'])),
     }),
   ),
   /**
@@ -451,6 +460,13 @@ export const GatewayOptionsSchema = v.strictObject({
   retry: v.optional(RetryOptionsSchema),
   /** Skipping endpoints and BYOK keys that keep failing (`false` turns it off). */
   outlierDetection: v.optional(OutlierDetectionOptionsSchema),
+  /**
+   * Latency and throughput measured per endpoint from the gateway's own traffic, decayed with a half-life of
+   * `halfLifeSeconds` (default 150) and merged across processes through the store every `mergeIntervalMs`
+   * (default 15 s); `provider.sort` `latency`/`throughput`, `preferred_*` and `:nitro` route on them. `false` turns
+   * measuring off: those sorts then keep catalog order.
+   */
+  endpointPerformance: v.optional(EndpointPerformanceOptionsSchema),
   /**
    * Refuse (402) requests of accounts whose granted credits are used up (`gateway.admin.grantCredits`,
    * `modelgate credits grant`). Off by default: credits and usage are counted, and only key limits and

@@ -152,6 +152,12 @@ export interface ProviderAdapter {
    */
   readonly providerTools?: readonly string[]
   /**
+   * The `service_tier` values (`flex`, `priority`, `scale`; `fast` is `priority`) this adapter sends upstream.
+   * Routing hands an adapter a request asking for another tier than `auto` or `default` only when it declares that
+   * tier, so a tier is never echoed that was not asked of the provider. Absent: none.
+   */
+  readonly serviceTiers?: readonly string[]
+  /**
    * How the adapter passes a PDF `input_file` upstream: inline (`file_data`, a data: URL) and by URL (`file_url`).
    * Absent means neither, so the file-parser plugin's `native` engine routes PDFs elsewhere.
    */

@@ -3,6 +3,7 @@ import { ACCOUNTS, createAccountsRepository } from './accounts'
 import { API_KEYS, createApiKeysRepository } from './api-keys'
 import { createAuditLogRepository } from './audit-log'
 import { BYOK_CREDENTIALS, createByokRepository } from './byok-credentials'
+import { createEndpointPerformanceRepository } from './endpoint-performance'
 import { createGenerationsRepository } from './generations'
 import { createCreditGrantsRepository, CREDIT_GRANTS } from './credit-grants'
 import { createIdempotencyRepository } from './idempotency-keys'
@@ -49,6 +50,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   auditLog: createAuditLogRepository(storage),
   storedResponses: createStoredResponsesRepository(storage),
   responseCache: createResponseCacheRepository(storage),
+  endpointPerformance: createEndpointPerformanceRepository(storage),
 })
 
 export type Repositories = ReturnType<typeof createRepositories>

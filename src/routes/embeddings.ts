@@ -19,6 +19,7 @@ import { cacheDirectiveFor } from '../features/response-cache/stage'
 import { RESPONSE_CACHE } from '../features/response-cache/request-state'
 import { basePathOf, CATALOG_CACHE_CONTROL, catalogAnswers } from './models.catalog'
 import type { ListModelsQuery } from './models.schemas'
+import { sessionIdOf } from './session-id'
 
 export const createEmbeddings = defineRoute({
   method: 'POST',
@@ -30,7 +31,7 @@ export const createEmbeddings = defineRoute({
   async handle({ body, caller, repositories, requestId, clientSignal, runtime, access, request, now }) {
     const service = runtime.inference
     // spec session_id: the body wins over the header.
-    const sessionId = body.session_id ?? request.headers.get('x-session-id') ?? undefined
+    const sessionId = sessionIdOf(body.session_id, request.headers)
     const arrival = { arrivedAt: now(), startedAt: performance.now() }
     const requestedTtlSeconds = cacheTtlHeader(request.headers)
     const context = { caller, repositories, requestId, signal: clientSignal, isMetadataRequested: false, ...(sessionId === undefined ? {} : { sessionId }) }

@@ -148,7 +148,10 @@ export const getGenerationContent = defineRoute({
       throw new NotFoundError('Generation not found')
     }
     const content = await repositories.generations.getContent(id)
-    if (!content) throw new NotFoundError("No content was kept for this generation: its workspace's private logging (is_observability_io_logging_enabled) was off")
+    if (!content) throw new NotFoundError(
+        "No content was kept for this generation: its workspace's private logging (is_observability_io_logging_enabled) was off, " +
+          'its key was not among io_logging_api_key_ids, or it was not sampled (io_logging_sampling_rate)',
+      )
     return json({ data: { input: content.input, output: content.output, error: content.error } })
   },
 })

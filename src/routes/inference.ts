@@ -17,6 +17,7 @@ import { replyInFormat, type WireFormat } from '../formats/shared/reply'
 import { cacheTtlHeader } from './response-cache.schemas'
 import { cacheDirectiveFor } from '../features/response-cache/stage'
 import { RESPONSE_CACHE } from '../features/response-cache/request-state'
+import { sessionIdOf } from './session-id'
 
 /**
  * Model requests (`/responses`, `/chat/completions`, `/messages`, `/embeddings`, presets' routes) take the gateway's
@@ -63,7 +64,7 @@ export const answerInference = async (
     signal: route.clientSignal,
     isMetadataRequested: METADATA_HEADERS.some((name) => request.headers.get(name)?.toLowerCase() === 'enabled'),
     // spec session_id: the body wins over the header.
-    sessionId: body.session_id ?? request.headers.get('x-session-id') ?? undefined,
+    sessionId: sessionIdOf(body.session_id, request.headers),
   }
   const arrival = { arrivedAt: route.now(), startedAt: performance.now() }
   const requestedTtlSeconds = cacheTtlHeader(request.headers)

@@ -120,7 +120,7 @@ export const toEndpointWire = (entry: ModelEntry, { endpoint, provider, adapter 
     pricing: toPricingWire(endpoint.pricing),
     provider_name: provider.displayName,
     tag: endpoint.provider,
-    quantization: null,
+    quantization: endpoint.quantization ?? null,
     max_completion_tokens: endpoint.maxOutputTokens ?? null,
     max_prompt_tokens: null,
     supported_parameters: parameters,

@@ -5,7 +5,9 @@
  * workspace, continued with `previous_response_id`, read, listed and deleted by the routes below.
  */
 
+import * as v from 'valibot'
 import { InvalidRequestError, NotFoundError } from '../core/errors'
+import { unknownFieldsRefused } from '../core/validation'
 import { defineRoute, json } from '../pipeline/route'
 import type { RouteExtensions } from '../engine/request'
 import type { ResponsesRequestBody } from '../engine/request.schemas'
@@ -17,6 +19,7 @@ import { resultObject } from '../formats/responses/object'
 import { RESPONSES_FORMAT } from '../formats/responses/reply'
 import { answerInference, INFERENCE_BODY_LIMIT, type AnswerKeeper } from './inference'
 import { GetResponseQuerySchema, ListInputItemsQuerySchema, ResponseParamsSchema } from './responses.schemas'
+import { pluginsWithTransforms } from '../formats/shared/transforms'
 
 /**
  * spec `top_logprobs`: how many likely alternatives each output token carries. The spec's `include` has no
@@ -25,6 +28,20 @@ import { GetResponseQuerySchema, ListInputItemsQuerySchema, ResponseParamsSchema
  */
 const logprobsExtension = (body: ResponsesRequestBody): RouteExtensions | undefined =>
   body.top_logprobs ? { values: { logprobs: { topLogprobs: body.top_logprobs } }, fieldNames: { logprobs: 'body.top_logprobs' } } : undefined
+
+/** `transforms: ["middle-out"]` is the context-compression plugin, `[]` turns it off (src/formats/shared/transforms.ts). */
+const withTransforms = (body: ResponsesRequestBody): ResponsesRequestBody => {
+  if (body.transforms == null) return body
+  const { transforms, ...rest } = body
+  const plugins = pluginsWithTransforms(body.plugins, transforms)
+  return plugins ? { ...rest, plugins } : rest
+}
+
+/**
+ * The body as `ResponsesRequestSchema` reads it, with every field it does not declare refused by name: a field takes
+ * effect or is a 400 (docs/decisions.md, POST /responses).
+ */
+const ResponsesRouteBodySchema = v.pipe(ResponsesRequestSchema, unknownFieldsRefused<v.InferOutput<typeof ResponsesRequestSchema>>(ResponsesRequestSchema.pipe[0].entries))
 
 const NO_STORE = 'this gateway stores no responses (its storedResponses option is off)'
 const REFUSALS = {
@@ -48,10 +65,11 @@ export const createResponse = defineRoute({
   path: '/responses',
   auth: 'inference',
   bodyLimit: INFERENCE_BODY_LIMIT,
-  body: ResponsesRequestSchema,
+  body: ResponsesRouteBodySchema,
   isAccessLogged: true,
   async handle(context) {
-    const { body, runtime } = context
+    const { runtime } = context
+    const body = withTransforms(context.body)
     const stored = runtime.storedResponses
     // Without a response store the request runs as it always did: no store read, no write.
     if (!stored) {

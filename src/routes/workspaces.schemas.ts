@@ -40,6 +40,10 @@ export const WorkspaceSlugSchema = v.pipe(
   v.check((slug) => !UUID_PATTERN.test(slug), 'must not look like a UUID'),
 )
 
+/** `exacto` routes on tool-calling quality figures the gateway does not have (docs/decisions.md, "Routing by measured speed"). */
+// Never quoting the value sent: the message would be taken for an echo of the input and replaced (src/core/validation.ts).
+const EXACTO_REFUSED = 'must be price, throughput or latency: the tool-calling quality sort is not supported (the gateway has no figures to route on)'
+
 /**
  * Settings a caller may write, with the spec's wire names (docs/decisions.md, Accounts and workspaces for element types).
  * `null` clears a description, default model or sort back to a new workspace's value, as OpenRouter's SDK may send it.
@@ -51,7 +55,10 @@ const settingsEntries = {
   default_text_model: v.optional(v.nullable(ModelSlugSchema)),
   default_image_model: v.optional(v.nullable(ModelSlugSchema)),
   default_provider_sort: v.optional(
-    v.nullable(v.picklist(['price', 'throughput', 'latency', 'exacto'], 'must be one of price, throughput, latency, exacto')),
+    v.pipe(
+      v.nullable(v.picklist(['price', 'throughput', 'latency', 'exacto'], 'must be one of price, throughput, latency, exacto')),
+      v.check((sort) => sort !== 'exacto', EXACTO_REFUSED),
+    ),
   ),
   disabled_server_tools: v.optional(
     v.nullable(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty'))), v.maxLength(100, 'at most 100 items'))),
@@ -61,7 +68,10 @@ const settingsEntries = {
   ),
   io_logging_sampling_rate: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0'), v.maxValue(1, 'must be at most 1'))),
   include_byok_in_budgets: v.optional(v.boolean()),
-  is_data_discount_logging_enabled: v.optional(v.boolean()),
+  // OpenRouter's discount for letting it log prompts: this gateway gives none and logs nothing for one, so only false.
+  is_data_discount_logging_enabled: v.optional(
+    v.pipe(v.boolean(), v.check((enabled) => !enabled, 'only false: this gateway offers no discount for logging prompts, and logs none for one')),
+  ),
   is_observability_broadcast_enabled: v.optional(v.boolean()),
   is_observability_io_logging_enabled: v.optional(v.boolean()),
   // docs/decisions.md, Stored responses: false keeps this workspace's `/responses` answers out of the response store.
@@ -82,5 +92,6 @@ export type UpdateWorkspaceBody = v.InferOutput<typeof UpdateWorkspaceBodySchema
 /** What `PATCH /workspaces/{id}` takes: the settings, and which guardrail governs all of the workspace's traffic. */
 export const UpdateWorkspaceRouteBodySchema = v.strictObject({
   ...UpdateWorkspaceBodySchema.entries,
-  default_guardrail_id: v.optional(v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a guardrail id (a UUID)'))),
+  // null goes back to the workspace's own default guardrail (its id derived from the workspace's), none until configured.
+  default_guardrail_id: v.optional(v.nullable(v.pipe(v.string(), v.regex(UUID_PATTERN, 'must be a guardrail id (a UUID)')))),
 })

@@ -137,14 +137,15 @@ export const updateWorkspace = defineRoute({
     assertSemanticAvailable(body.cache, runtime.inference.responseCache.semantic !== undefined)
     const workspace = await requireWorkspace(repositories, caller.account.id, params.id)
     // Its own default guardrail (derived from its id) is always there to go back to, configured or not.
-    const isOwnDefault = body.default_guardrail_id !== undefined && body.default_guardrail_id === (await derivedGuardrailId(workspace.id))
-    if (body.default_guardrail_id !== undefined && !isOwnDefault && !(await findGuardrail(repositories, caller.account, body.default_guardrail_id))) {
+    const ownDefault = await derivedGuardrailId(workspace.id)
+    const guardrailId = body.default_guardrail_id === null ? ownDefault : body.default_guardrail_id
+    if (guardrailId !== undefined && guardrailId !== ownDefault && !(await findGuardrail(repositories, caller.account, guardrailId))) {
       throw new InvalidRequestError('body.default_guardrail_id: no guardrail of this account has this id')
     }
     let updated: WorkspaceRecord | null
     try {
       updated = await repositories.workspaces.update(workspace.id, fromWorkspaceWire(body))
-      if (updated && body.default_guardrail_id !== undefined) updated = await repositories.workspaces.setDefaultGuardrail(workspace.id, body.default_guardrail_id)
+      if (updated && guardrailId !== undefined) updated = await repositories.workspaces.setDefaultGuardrail(workspace.id, guardrailId)
     } catch (error) {
       if (isUniqueConflict(error)) throw slugTaken(body.slug ?? workspace.slug)
       throw error

@@ -156,3 +156,25 @@ describe('@openrouter/sdk chat.send: a stream cut after content', () => {
     expect(failed?.choices[0]?.finishReason).toBe('error')
   })
 })
+
+describe('openai SDK chat.completions: the fields the gateway now honours or refuses', () => {
+  it('sends service_tier and verbosity on to OpenAI, and gets a 400 naming a tier no endpoint takes or a prediction', async () => {
+    await openai.chat.completions.create({ model: FAMILIES.openai.model, messages: [QUESTION], service_tier: 'flex', verbosity: 'low' })
+    const sent = harness.lastRequest('openai').json
+    expect(sent.service_tier).toBe('flex')
+    expect(sent.text.verbosity).toBe('low')
+    const noTier = openai.chat.completions.create({ model: FAMILIES.anthropic.model, messages: [QUESTION], service_tier: 'flex' })
+    await expect(noTier).rejects.toBeInstanceOf(BadRequestError)
+    await expect(noTier).rejects.toMatchObject({ message: expect.stringContaining('body.service_tier ("flex")') })
+    const prediction = openai.chat.completions.create({ model: FAMILIES.openai.model, messages: [QUESTION], prediction: { type: 'content', content: 'Paris' } })
+    await expect(prediction).rejects.toMatchObject({ status: 400, message: expect.stringContaining('body.prediction: is not supported') })
+  })
+
+  it('@openrouter/sdk chat.send takes a trace and a service tier', async () => {
+    const result = await openRouter.chat.send({
+      chatRequest: { model: FAMILIES.openai.model, messages: [{ role: 'user', content: 'What is the capital of France?' }], serviceTier: 'priority', trace: { traceId: 't-1' } } as never,
+    })
+    if (Symbol.asyncIterator in result) throw new Error('expected a chat result, got a stream')
+    expect(harness.lastRequest('openai').json.service_tier).toBe('priority')
+  })
+})

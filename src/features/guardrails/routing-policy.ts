@@ -51,8 +51,8 @@ export const endpointPolicyOf = (guardrails: readonly AppliedGuardrail[]): Endpo
   const endpointAllowedBy = (endpoint: ModelEndpoint) => (record: (typeof records)[number]) =>
     (record.allowedProviders === null || record.allowedProviders.some((wanted) => matchesProvider(endpoint.provider, wanted))) &&
     !record.ignoredProviders?.some((wanted) => matchesProvider(endpoint.provider, wanted)) &&
-    // Training on prompts: only an endpoint the catalog says collects data is excluded.
-    !(endpoint.collectsData === true && (isFree(endpoint) ? record.enableFreeModelTraining === false : record.enablePaidModelTraining === false))
+    // Training on prompts refused: only an endpoint the catalog says collects no data may serve (unknown is excluded).
+    !(endpoint.collectsData !== false && (isFree(endpoint) ? record.enableFreeModelTraining === false : record.enablePaidModelTraining === false))
   const requiresZdr = (model: ModelEntry) => {
     const family = zdrFamilyOf(model)
     return records.some((record) => record.enforceZdr[family] === true)

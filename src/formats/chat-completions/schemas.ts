@@ -6,7 +6,7 @@
  */
 
 import * as v from 'valibot'
-import { boundedJson, integer, sparseLooseObject } from '../../core/validation'
+import { boundedJson, integer, sparseLooseObject, unknownFieldsRefused } from '../../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from '../shared/server-tool.schemas'
 import { PluginSchema } from '../../features/plugins/schemas'
 import { TransformsSchema } from '../shared/transforms'
@@ -188,8 +188,13 @@ const LogitBiasSchema = v.record(
   ),
 )
 
-export const ChatCompletionsRequestSchema = v.pipe(
-  sparseLooseObject({
+/** OpenAI's tiers and the spec's `fast` (an alias of `priority`). */
+const SERVICE_TIERS = ['auto', 'default', 'fast', 'flex', 'priority', 'scale'] as const
+
+/** A field no endpoint can honour: a 400 naming it, whatever its value (null and absent pass). */
+const refusedField = (reason: string) => v.optional(v.nullable(v.custom<never>(() => false, `is not supported: ${reason}`)))
+
+const ChatCompletionsEntries = {
     model: v.optional(RequestModelSchema),
     models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
     preset: v.optional(PresetSlugSchema),
@@ -229,7 +234,42 @@ export const ChatCompletionsRequestSchema = v.pipe(
     // OpenRouter's image output; `audio` (its third modality) fails the schema, naming the values it takes.
     modalities: v.optional(v.nullable(ModalitiesSchema)),
     image_config: v.optional(v.nullable(ImageConfigSchema)),
-  }),
+    // Forwarded where an endpoint's adapter sends the tier; another than auto or default routes only there.
+    service_tier: v.optional(v.nullable(v.picklist(SERVICE_TIERS))),
+    // Kept in the usage ledger, as on /responses.
+    trace: v.optional(v.nullable(boundedJson(v.record(v.string(), v.unknown())))),
+    // OpenAI's `text.verbosity`, as Chat Completions spells it.
+    verbosity: v.optional(v.nullable(v.picklist(['low', 'medium', 'high']))),
+    // OpenAI's search options: the web plugin with the caller's location (chat-completions.translate.ts).
+    web_search_options: v.optional(
+      v.nullable(
+        v.strictObject({
+          search_context_size: refusedField('the web plugin sets no search context size; use plugins: [{"id": "web", "max_results": …}]'),
+          user_location: v.optional(
+            v.nullable(
+              v.strictObject({
+                type: v.literal('approximate'),
+                approximate: v.strictObject({
+                  city: v.optional(v.nullable(v.string())),
+                  country: v.optional(v.nullable(v.string())),
+                  region: v.optional(v.nullable(v.string())),
+                  timezone: v.optional(v.nullable(v.string())),
+                }),
+              }),
+            ),
+          ),
+        }),
+      ),
+    ),
+    // Nothing is stored, and no endpoint is asked to predict.
+    store: v.optional(v.nullable(v.literal(false, 'must be false: completions are not stored'))),
+    prediction: refusedField('predicted outputs are not sent to any provider through this gateway'),
+}
+
+export const ChatCompletionsRequestSchema = v.pipe(
+  sparseLooseObject(ChatCompletionsEntries),
+  // Every field has its effect or a 400 naming it, unknown ones too (docs/decisions.md, POST /chat/completions).
+  unknownFieldsRefused<v.InferOutput<v.LooseObjectSchema<typeof ChatCompletionsEntries, undefined>>>(ChatCompletionsEntries),
   v.check(
     (body) => body.max_tokens == null || body.max_completion_tokens == null || body.max_tokens === body.max_completion_tokens,
     'max_tokens and max_completion_tokens disagree: send one of them',

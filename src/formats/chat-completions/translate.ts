@@ -64,6 +64,23 @@ const toTools = (tools: ChatCompletionsRequest['tools']): ResponsesRequestBody['
     }
   })
 
+/** `verbosity` as the Responses body has it, beside any format. */
+const withVerbosity = (text: ResponsesRequestBody['text'] | undefined, verbosity: ChatCompletionsRequest['verbosity']) =>
+  verbosity == null ? text : { ...text, verbosity }
+
+type Plugins = NonNullable<ResponsesRequestBody['plugins']>
+
+/**
+ * `web_search_options` asks for a web search before the answer: the web plugin, with the caller's location. A `web`
+ * plugin the request configures itself wins.
+ */
+const withWebSearchOptions = (plugins: Plugins | undefined, options: ChatCompletionsRequest['web_search_options']): Plugins | undefined => {
+  if (options == null || plugins?.some((plugin) => plugin.id === 'web')) return plugins
+  const location = options.user_location?.approximate
+  const web = { id: 'web' as const, ...(location ? { user_location: { type: 'approximate' as const, ...location } } : {}) }
+  return [...(plugins ?? []), web]
+}
+
 /** Copies the fields whose value is set, leaving out `undefined` and `null` (the defaults on both wires). */
 const defined = <T extends Record<string, unknown>>(fields: T) =>
   Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined && value !== null)) as { [K in keyof T]?: NonNullable<T[K]> }
@@ -73,7 +90,7 @@ export const toEngineRequest = (body: ChatCompletionsRequest): ResponsesRequestB
   input: toInputItems(body.messages),
   stream: body.stream ?? false,
   store: false,
-  service_tier: 'auto',
+  service_tier: body.service_tier ?? 'auto',
   ...defined({
     model: body.model,
     models: body.models,
@@ -81,7 +98,7 @@ export const toEngineRequest = (body: ChatCompletionsRequest): ResponsesRequestB
     tools: toTools(body.tools),
     tool_choice: toToolChoice(body.tool_choice),
     parallel_tool_calls: body.parallel_tool_calls,
-    text: toTextFormat(body.response_format),
+    text: withVerbosity(toTextFormat(body.response_format), body.verbosity),
     reasoning: toReasoning(body),
     temperature: body.temperature,
     top_p: body.top_p,
@@ -92,8 +109,9 @@ export const toEngineRequest = (body: ChatCompletionsRequest): ResponsesRequestB
     user: body.user,
     session_id: body.session_id,
     provider: body.provider,
-    plugins: pluginsWithTransforms(body.plugins, body.transforms),
+    plugins: withWebSearchOptions(pluginsWithTransforms(body.plugins, body.transforms), body.web_search_options),
     metadata: body.metadata,
+    trace: body.trace,
     modalities: body.modalities,
     image_config: body.image_config,
   }),

@@ -6,7 +6,7 @@
  */
 
 import * as v from 'valibot'
-import { boundedJson, integer } from '../../core/validation'
+import { boundedJson, integer, unknownFieldsRefused } from '../../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from '../shared/server-tool.schemas'
 import { PluginSchema } from '../../features/plugins/schemas'
 import { TransformsSchema } from '../shared/transforms'
@@ -194,8 +194,7 @@ const OutputConfigSchema = v.strictObject({
   format: v.optional(v.nullable(v.strictObject({ type: v.literal('json_schema'), schema: boundedJson(v.record(v.string(), v.unknown())) }))),
 })
 
-export const MessagesRequestSchema = v.pipe(
-  v.looseObject({
+const MessagesEntries = {
     model: v.optional(RequestModelSchema),
     models: v.optional(v.pipe(v.array(ModelSlugSchema), v.maxLength(MODELS_MAX, `at most ${MODELS_MAX} models`))),
     preset: v.optional(PresetSlugSchema),
@@ -227,7 +226,17 @@ export const MessagesRequestSchema = v.pipe(
     // Image output as on /chat/completions: the answer's images come back as image blocks.
     modalities: v.optional(v.nullable(ModalitiesSchema)),
     image_config: v.optional(v.nullable(ImageConfigSchema)),
-  }),
+    // Anthropic's tiers: `auto` (its priority capacity when there is some), `standard_only` (the default tier).
+    service_tier: v.optional(v.nullable(v.picklist(['auto', 'standard_only']))),
+    context_management: refused('context editing runs on Anthropic alone; use the context-compression plugin'),
+    // Kept in the usage ledger, as on /responses.
+    trace: v.optional(v.nullable(boundedJson(v.record(v.string(), v.unknown())))),
+}
+
+export const MessagesRequestSchema = v.pipe(
+  v.looseObject(MessagesEntries),
+  // Every field has its effect or a 400 naming it, unknown ones too (docs/decisions.md, POST /messages).
+  unknownFieldsRefused<v.InferOutput<v.LooseObjectSchema<typeof MessagesEntries, undefined>>>(MessagesEntries),
   v.check(
     (body) => body.thinking?.type !== 'enabled' || body.thinking.budget_tokens < body.max_tokens,
     'thinking.budget_tokens must be less than max_tokens',

@@ -88,7 +88,7 @@ export const toEngineRequest = (body: MessagesRequest): ResponsesRequestBody => 
     input: [...system.items, ...toInputItems(body.messages)],
     stream: body.stream ?? false,
     store: false,
-    service_tier: 'auto',
+    service_tier: body.service_tier === 'standard_only' ? 'default' : 'auto',
     max_output_tokens: body.max_tokens,
     ...defined({
       instructions: system.instructions,
@@ -108,6 +108,7 @@ export const toEngineRequest = (body: MessagesRequest): ResponsesRequestBody => 
       session_id: body.session_id,
       provider: body.provider,
       plugins: pluginsWithTransforms(body.plugins, body.transforms),
+      trace: body.trace,
       modalities: body.modalities,
       image_config: body.image_config,
     }),

@@ -525,6 +525,8 @@ export const buildMessagesRequest = (call: UpstreamCall, target: UpstreamTarget)
   // frequency_penalty, presence_penalty and top_logprobs have no Anthropic counterpart: not sent.
   if (call.extensions?.stop) body.stop_sequences = [...call.extensions.stop]
   if (call.endUserId) body.metadata = { user_id: call.endUserId }
+  // `default` asks for the standard tier: Anthropic's own default (`auto`) would use priority capacity where bought.
+  if (request.service_tier === 'default') body.service_tier = 'standard_only'
   if (call.stream) body.stream = true
 
   const headers: Record<string, string> = { 'content-type': 'application/json', 'anthropic-version': ANTHROPIC_VERSION }

@@ -92,6 +92,8 @@ export type OutputConfigParam = {
 export interface MessagesRequestBody {
   model: string
   max_tokens: number
+  /** `standard_only` keeps the request off priority capacity; Anthropic's default, `auto`, may use it. */
+  service_tier?: 'auto' | 'standard_only'
   messages: MessageParam[]
   system?: TextBlock[]
   tools?: Array<ToolParam | WebSearchToolParam>

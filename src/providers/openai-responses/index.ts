@@ -28,6 +28,8 @@ export const openAIResponsesAdapter: ProviderAdapter = {
   // OpenAI's `web_search` tool has domain allow lists (hosts only), context sizes and a location, nothing more.
   nativeWebSearch: ['allowed_domains', 'search_context_size', 'user_location'],
   providerTools: OPENAI_PROVIDER_TOOLS,
+  // OpenAI's processing tiers, sent as `service_tier` (request.ts).
+  serviceTiers: ['flex', 'priority', 'scale'],
   promptTokenizer: 'o200k_base',
   buildRequest: buildOpenAIRequest,
   readResult: (body) => readOpenAIResult(body),

@@ -369,7 +369,7 @@ const ZDR_MODELS: ModelEntry[] = [
     name: 'GPT test',
     endpoints: [
       { provider: 'alpha', model: 'gpt-alpha', contextLength: 100_000, pricing: { prompt: 0.000001, completion: 0.000002 }, collectsData: true },
-      { provider: 'beta', model: 'gpt-beta', contextLength: 100_000, pricing: { prompt: 0.000003, completion: 0.000004 } },
+      { provider: 'beta', model: 'gpt-beta', contextLength: 100_000, pricing: { prompt: 0.000003, completion: 0.000004 }, collectsData: false },
     ],
   },
 ]
@@ -420,6 +420,9 @@ describe('routing rules', () => {
     expect((await ask({ model: 'openai/gpt-test', provider: {}, input: 'hi' })).status).toBe(200)
     expect(alpha.calls).toHaveLength(0)
     expect(beta.lastCall!.model).toBe('gpt-beta')
+    // An endpoint whose data policy the catalog does not say may train on prompts as far as anyone knows: left out.
+    const unknown = await ask({ model: 'anthropic/claude-test', provider: {}, input: 'hi' })
+    expect(unknown.status).toBe(404)
   })
 })
 

@@ -234,13 +234,14 @@ describe('service_tier', () => {
   it.each([
     ['auto', 'auto'],
     ['default', 'default'],
-    ['fast', 'priority'],
-    ['flex', 'flex'],
-    ['priority', 'priority'],
-    ['scale', 'scale'],
     [null, 'auto'],
   ])('accepts %s and echoes %s', async (tier, echoed) => {
     expect((await expectAccepted(request({ service_tier: tier }))).service_tier).toBe(echoed)
+  })
+
+  // Groq's Chat Completions adapter sends no tier: a tier it would drop is refused, never echoed as used.
+  it.each(['fast', 'flex', 'priority', 'scale'])('refuses %s where no endpoint sends a tier', async (tier) => {
+    await expectRejected(request({ service_tier: tier }), `body.service_tier ("${tier}"): not supported by any endpoint of ${MODEL}`)
   })
 
   it('defaults to auto and rejects other values', async () => {
@@ -421,7 +422,13 @@ describe('provider preferences (strict object)', () => {
     await expectRejected(request({ provider: { favourite: 'groq' } }), 'body.provider.favourite: unknown field')
   })
 
-  it.each(['price', 'throughput', 'latency', 'exacto'])('sort %s is accepted, as a string and as {by, partition}', async (by) => {
+  it('refuses sort exacto, in both forms, naming it: no tool-calling quality figures to route on', async () => {
+    const message = 'provider.sort: "exacto" is not supported: the gateway has no tool-calling quality figures to route on'
+    await expectRejected(request({ provider: { sort: 'exacto' } }), message)
+    await expectRejected(request({ provider: { sort: { by: 'exacto', partition: 'none' } } }), message)
+  })
+
+  it.each(['price', 'throughput', 'latency'])('sort %s is accepted, as a string and as {by, partition}', async (by) => {
     await expectAccepted(request({ provider: { sort: by } }))
     await expectAccepted(request({ provider: { sort: { by } } }))
     await expectAccepted(request({ provider: { sort: { by, partition: 'model' } } }))
@@ -457,7 +464,8 @@ describe('provider preferences (strict object)', () => {
           require_parameters: false,
           data_collection: 'allow',
           enforce_distillable_text: false,
-          quantizations: ['fp8', 'bf16'],
+          // The catalog says no endpoint's format: `unknown` admits them.
+          quantizations: ['fp8', 'bf16', 'unknown'],
           preferred_max_latency: { p50: 2, p90: 5 },
           preferred_min_throughput: 50,
         },
@@ -565,7 +573,7 @@ describe('echoed settings', () => {
       reasoning: { effort: 'low', summary: 'auto' },
       text: { format: { type: 'json_schema', name: 'answer', schema: { type: 'object' }, strict: true }, verbosity: 'low' },
       parallel_tool_calls: false,
-      service_tier: 'flex',
+      service_tier: 'default',
     }
     const result = await expectAccepted(request(settings))
     expect(result).toMatchObject(settings)

@@ -205,8 +205,8 @@ describe('provisioning leases', () => {
     const timersBefore = vi.getTimerCount()
     const one = startGateway('one')
     // The provisioning sweep, the usage ledger's and the audit log's retention sweeps, the spend book's lease renewal
-    // and release of expired holds, and the beat of the settlement recovery.
-    expect(vi.getTimerCount()).toBe(timersBefore + 6)
+    // and release of expired holds, the beat of the settlement recovery, and the merge of measured endpoint performance.
+    expect(vi.getTimerCount()).toBe(timersBefore + 7)
     await one.gateway.close()
     expect(vi.getTimerCount()).toBe(timersBefore)
   })

@@ -220,6 +220,15 @@ describe('POST /embeddings', () => {
       [{ model: 'openai/text-embedding-3-small', input: 'Hi', encoding_format: 'int8' }, 'body.encoding_format: must be "float" or "base64"'],
       [{ model: 'openai/text-embedding-3-small', input: 'Hi', truncate: true }, 'body.truncate: unknown field'],
       [{ model: 'openai/text-embedding-3-small', input: 'Hi', dimensions: 0 }, 'body.dimensions: must be at least 1'],
+      [
+        { model: 'openai/text-embedding-3-small', input: 'Hi', provider: { sort: 'throughput' } },
+        'provider.sort: embeddings write no output tokens, so they have no throughput; sort by latency or price',
+      ],
+      [
+        { model: 'openai/text-embedding-3-small', input: 'Hi', provider: { preferred_min_throughput: 10 } },
+        'provider.preferred_min_throughput: embeddings write no output tokens, so they have no throughput; sort by latency or price',
+      ],
+      [{ model: 'openai/text-embedding-3-small:online', input: 'Hi' }, 'model "openai/text-embedding-3-small:online": the variant ":online" (the web plugin) applies to generations only'],
     ]
     for (const [body, message] of cases) {
       const response = await embed(body)

@@ -31,7 +31,12 @@ describe('GET /generation/content', () => {
     const response = await content(answer.id)
     expect(response.status).toBe(404)
     expect(await readJson(response)).toEqual({
-      error: { code: 404, message: "No content was kept for this generation: its workspace's private logging (is_observability_io_logging_enabled) was off" },
+      error: {
+        code: 404,
+        message:
+          "No content was kept for this generation: its workspace's private logging (is_observability_io_logging_enabled) was off, " +
+          'its key was not among io_logging_api_key_ids, or it was not sampled (io_logging_sampling_rate)',
+      },
     })
     expect((await t!.gateway.storage.list('generation_contents')).totalCount).toBe(0)
   })

@@ -310,6 +310,9 @@ describe('the workspace default guardrail', () => {
     expect(await send('DELETE', `/guardrails/${other.id}`)).toEqual(
       refused(409, 'The guardrail is the default guardrail of workspace "default"; set another default_guardrail_id on the workspace first'),
     )
+    // null clears it: back to its own default, never configured (no rules).
+    expect((await send('PATCH', `/workspaces/${t.defaultWorkspaceId}`, { default_guardrail_id: null })).body.data.default_guardrail_id).toBe(ownDefault)
+    await send('PATCH', `/workspaces/${t.defaultWorkspaceId}`, { default_guardrail_id: other.id })
     // Back to its own default, never configured: still there to go back to.
     expect((await send('PATCH', `/workspaces/${t.defaultWorkspaceId}`, { default_guardrail_id: ownDefault })).body.data.default_guardrail_id).toBe(ownDefault)
     expect((await send('GET', `/guardrails/${ownDefault}`)).status).toBe(200)

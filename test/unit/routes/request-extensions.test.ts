@@ -174,9 +174,11 @@ describe('stop and seed', () => {
     expect(await response.json()).toMatchObject({ model: 'acme/claude', provider: 'Anthropic' })
     expect(t.upstreams.openai!.requests).toHaveLength(0)
 
-    // /responses has no such fields: an unknown top-level `stop` is ignored there, as every unknown field is.
-    expect((await t.post({ model: 'acme/claude', input: 'Count', stop: ['END'], seed: 1 })).status).toBe(200)
-    expect(t.upstreams.anthropic!.requests[1]!.json).not.toHaveProperty('stop_sequences')
+    // /responses has no such fields: an unknown top-level `stop` is refused there, as every unknown field is.
+    const smuggled = await t.post({ model: 'acme/claude', input: 'Count', stop: ['END'], seed: 1 })
+    expect(smuggled.status).toBe(400)
+    expect((await smuggled.json()).error.message).toBe('body.stop: unknown field')
+    expect(t.upstreams.anthropic!.requests).toHaveLength(1)
   })
 
   it('lists an extension on GET /models only for the endpoints whose adapter sends it', async () => {

@@ -256,8 +256,11 @@ describe('an unknown field in an inference option object', () => {
     expect(alpha.lastCall!.request.reasoning).toEqual({ summary: 'concise' })
   })
 
-  it('an unknown top-level field is ignored there, as documented', async () => {
-    expect((await t.call('POST', '/chat/completions', { key: t.regularKey, json: { ...chat, vendor_field: 1 } })).status).toBe(200)
-    expect((await t.call('POST', '/messages', { key: t.regularKey, json: { ...messages, vendor_field: 1 } })).status).toBe(200)
+  it('an unknown top-level field is a 400 naming it there too', async () => {
+    for (const [path, body] of [['/chat/completions', chat], ['/messages', messages]] as const) {
+      const response = await t.call('POST', path, { key: t.regularKey, json: { ...body, vendor_field: 1 } })
+      expect(response.status).toBe(400)
+      expect(JSON.stringify(await response.json())).toContain('body.vendor_field: unknown field')
+    }
   })
 })
