@@ -121,18 +121,22 @@ export const prepareRequest = async (
   const models = chosen ?? requestedModels(chosenBody.model, chosenBody.models, prepared.defaultModel)
   prepared.models = models
   const endUserId = await endUserIdFor(service.endUserSecret, caller.account.id, body.safety_identifier ?? body.user)
+  // What every plan of the request routes with, nested calls' included: the caller's keys, policy and speed figures.
+  const routingScope = {
+    credentials,
+    callerKeyHash: caller.key.hash,
+    callerUserId: caller.key.creatorUserId,
+    policy,
+    performance: service.performance,
+    defaultSort: workspace.defaultProviderSort,
+  }
   prepared.routeNested = (planBody, model, nestedBody) =>
     planAttempts(service.models, service.providers, {
       models: [model],
       preferences: withRouteAlias(planBody),
       parametersUsed: parametersUsed(nestedBody),
       modalities: nestedBody.modalities,
-      credentials,
-      callerKeyHash: caller.key.hash,
-      callerUserId: caller.key.creatorUserId,
-      policy,
-      performance: service.performance,
-      defaultSort: workspace.defaultProviderSort,
+      ...routingScope,
     })
   prepared.plan = (planBody, planModels) => {
     const request: InferenceRequest = {
@@ -158,12 +162,7 @@ export const prepareRequest = async (
       parametersUsed: parametersUsed(planBody, extensions?.values),
       modalities: planBody.modalities,
       mustHonour: [...mustHonour(draft.honoured, extensions?.values, extensions?.fieldNames), ...draft.requirements],
-      credentials,
-      callerKeyHash: caller.key.hash,
-      callerUserId: caller.key.creatorUserId,
-      policy,
-      performance: service.performance,
-      defaultSort: workspace.defaultProviderSort,
+      ...routingScope,
     })
     return request
   }
