@@ -8,6 +8,9 @@
  *   node bench/in-process.mjs <build A> <build B> [json|stream|json-chat|stream-chat] [batches]
  *
  * `INPROCESS_B_LEDGER=off` runs B with the usage ledger off (give the same build twice to see the ledger's cost);
+ * `INPROCESS_B_TELEMETRY=traces` runs B with tracing on, through an OpenTelemetry SDK whose batch processor hands every
+ * span to an exporter that drops it (what making and ending the spans costs, without a network); `metrics` runs B with
+ * the Prometheus exporter of `modelgate/metrics` observing it (give the same build twice to see either's cost);
  * `INPROCESS_EXTRA_DELTAS=N` streams N more text deltas per answer (a long stream shows the cost per event).
  *
  * A build is a dist/ folder (`npm run build`, or the tsup config built elsewhere). Prints CPU per request of each,
@@ -95,14 +98,31 @@ const counted = (driver) => {
   return { proxy, counts }
 }
 
-/** @param {string} dir @param {boolean} [isLedgerOff] */
-const start = async (dir, isLedgerOff = false) => {
+/** B's telemetry (`INPROCESS_B_TELEMETRY`): traces into a discarding SDK exporter, or the Prometheus metrics. @param {string} dir @param {string | undefined} kind */
+const telemetryOptions = async (dir, kind) => {
+  if (kind === 'traces') {
+    const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base')
+    /** @type {import('@opentelemetry/sdk-trace-base').SpanExporter} */
+    const discard = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} }
+    return { tracing: { tracerProvider: new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(discard)] }) } }
+  }
+  if (kind === 'metrics') {
+    const { createPrometheusMetrics } = await import(pathToFileURL(join(dir, 'metrics.js')).href)
+    return { metrics: { exporter: createPrometheusMetrics() } }
+  }
+  if (kind !== undefined) throw new Error(`INPROCESS_B_TELEMETRY must be traces or metrics, not ${kind}`)
+  return {}
+}
+
+/** @param {string} dir @param {boolean} [isLedgerOff] @param {string} [telemetry] */
+const start = async (dir, isLedgerOff = false, telemetry = undefined) => {
   const { createGateway, memoryStorage } = await import(pathToFileURL(join(dir, 'index.js')).href)
   const store = counted(memoryStorage())
   const gateway = createGateway({
     storage: store.proxy,
     logger: false,
     ...(isLedgerOff ? { ledger: { enabled: false } } : {}),
+    ...(await telemetryOptions(dir, telemetry)),
     transport: fakeTransport,
     providers: { openai: { baseURL: 'http://127.0.0.1:9/v1', apiKey: UPSTREAM_KEY }, groq: { baseURL: 'http://127.0.0.1:9/v1', apiKey: UPSTREAM_KEY } },
     // The bench's translated model (bench/gateway.mjs).
@@ -144,7 +164,7 @@ const cpuMicros = () => {
   return usage.user + usage.system
 }
 
-const targets = { A: await start(dirA), B: await start(dirB, process.env.INPROCESS_B_LEDGER === 'off') }
+const targets = { A: await start(dirA), B: await start(dirB, process.env.INPROCESS_B_LEDGER === 'off', process.env.INPROCESS_B_TELEMETRY) }
 for (let index = 0; index < WARM_UP_BATCHES; index++) {
   await batch(targets.A)
   await batch(targets.B)

@@ -89,8 +89,8 @@ export interface PlanStage {
 export interface PlanStages {
   readonly checkBody: ReadonlyArray<Required<Pick<PlanStage, 'checkBody'>>>
   readonly loadScope: readonly ScopeLoader[]
-  readonly checkInput: ReadonlyArray<Required<Pick<PlanStage, 'checkInput'>>>
-  readonly chooseModels: ReadonlyArray<Required<Pick<PlanStage, 'chooseModels'>>>
+  readonly checkInput: ReadonlyArray<Required<Pick<PlanStage, 'checkInput' | 'name'>>>
+  readonly chooseModels: ReadonlyArray<Required<Pick<PlanStage, 'chooseModels' | 'name'>>>
   readonly shapePlanned: ReadonlyArray<Required<Pick<PlanStage, 'shapePlanned'>>>
   readonly finish: ReadonlyArray<Required<Pick<PlanStage, 'finish'>>>
 }

@@ -5,6 +5,7 @@
  */
 
 import type { ClientSignal } from '../core/client-signal'
+import type { StageEnded } from '../core/telemetry'
 import { AuthenticationError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { Caller } from '../services/caller'
@@ -48,6 +49,29 @@ const withRouteAlias = (body: ResponsesRequestBody): ResponsesRequestBody['provi
   const provider = body.provider ?? {}
   if (provider.sort) return provider
   return { ...provider, sort: { by: 'price', partition: body.route === 'sort' ? 'none' : 'model' } }
+}
+
+/**
+ * An input scan that did work (its stage returned a promise), reported as `stageEnded` as the run stages are, so traces
+ * and metrics see the guardrails' scans; a stage with nothing to scan reports nothing.
+ */
+const timedScan = (report: (event: StageEnded) => void, requestId: string, stage: string, scan: () => Promise<void> | void): Promise<void> | void => {
+  const startedAt = performance.now()
+  const ended = (isError: boolean) => report({ requestId, stage, isError, durationMs: Math.round(performance.now() - startedAt) })
+  let scanning: Promise<void> | void
+  try {
+    scanning = scan()
+  } catch (error) {
+    ended(true)
+    throw error
+  }
+  return scanning?.then(
+    () => ended(false),
+    (error: unknown) => {
+      ended(true)
+      throw error
+    },
+  )
 }
 
 /**
@@ -109,14 +133,20 @@ export const prepareRequest = async (
   // A request for images without a model runs on the workspace's image model (docs/decisions.md, image output).
   prepared.defaultModel = body.modalities?.includes('image') ? workspace.defaultImageModel : workspace.defaultTextModel
   // Content filters run before anything else reads the input: a block costs nothing, a redaction is all that goes on.
+  const reportStage = service.telemetry.stageEnded
   for (const stage of stages.checkInput) {
-    const scanning = stage.checkInput(prepared)
+    const scanning = reportStage ? timedScan(reportStage, requestId, `${stage.name}:check-input`, () => stage.checkInput(prepared)) : stage.checkInput(prepared)
     if (scanning) await scanning
   }
   // Router models (`service/auto`, …) become the concrete models they chose; fusion adds a panel of analysis models
   // before the request's own model judges (docs/decisions.md, "Plugins: routers and fusion").
   let chosen: string[] | undefined
-  for (const stage of stages.chooseModels) chosen ??= stage.chooseModels(prepared)
+  for (const stage of stages.chooseModels) {
+    if (chosen) break
+    const startedAt = reportStage ? performance.now() : 0
+    chosen = stage.chooseModels(prepared)
+    if (chosen && reportStage) reportStage({ requestId, stage: `${stage.name}:choose-models`, isError: false, durationMs: Math.round(performance.now() - startedAt) })
+  }
   const chosenBody = prepared.body
   const models = chosen ?? requestedModels(chosenBody.model, chosenBody.models, prepared.defaultModel)
   prepared.models = models
