@@ -18,6 +18,8 @@ export interface Expectation {
   completedMarker: string
   /** In a whole non-streamed answer: the fixture's text. */
   answerMarker: string
+  /** A response header every answer must carry with this value (a cache hit's `x-modelgate-cache: hit`). */
+  header?: { name: string; value: string }
 }
 
 export interface LoadSpec {
@@ -86,6 +88,12 @@ export const runLoad = async (agent: Agent, spec: LoadSpec): Promise<LoadResult>
         })
         if (response.statusCode !== 200) {
           fail(`HTTP ${response.statusCode}: ${(await response.body.text()).slice(0, 300)}`)
+          continue
+        }
+        const { header } = spec.expect
+        if (header && response.headers[header.name] !== header.value) {
+          await response.body.dump()
+          fail(`${header.name}: ${String(response.headers[header.name] ?? '(absent)')}, expected ${header.value}`)
           continue
         }
         const { firstTokenAt, isComplete } = await readBody(response.body, spec.isStream, spec.expect, requestStarted)

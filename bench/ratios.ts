@@ -75,7 +75,24 @@ export const computeRatios = (results: Results): Ratio[] => {
     },
     { name: `peak RSS: ${GATEWAY} ÷ ${BASELINE}`, value: quotient(peakRss(GATEWAY), peakRss(BASELINE)), digits: 2, comparison: '<', bound: 1 },
     ...runnerRatios(results, at, peakRss),
+    ...cacheHitRatios(results, at),
   ]
+}
+
+/**
+ * A response-cache hit against the cheapest forwarded request: what answering from the cache costs beside relaying to a
+ * provider with no delay. No target: a hit still authenticates, reads its entry and records a generation, and its
+ * worth is the provider's latency and cost it saves, which a 0 ms loopback upstream does not have.
+ */
+const cacheHitRatios = (results: Results, at: (label: string, phase: PhaseId, figure: CellFigure) => number | undefined): Ratio[] => {
+  const n = results.connections
+  const versus = (label: string, phase: PhaseId, figure: CellFigure) => quotient(at(label, phase, figure), at(BASELINE, phase, figure))
+  return [GATEWAY, RUNNER].flatMap((label) => [
+    { name: `cache hit, JSON CPU / req ×${n}: ${label} ÷ ${BASELINE}`, value: versus(label, 'cache-hit/json-n', serverCpuPerRequest), digits: 2 },
+    { name: `cache hit, JSON throughput ×${n}: ${label} ÷ ${BASELINE}`, value: versus(label, 'cache-hit/json-n', perSecond), digits: 2 },
+    { name: `cache hit, stream CPU / req ×${n}: ${label} ÷ ${BASELINE}`, value: versus(label, 'cache-hit/stream-n', serverCpuPerRequest), digits: 2 },
+    { name: `cache hit, stream throughput ×${n}: ${label} ÷ ${BASELINE}`, value: versus(label, 'cache-hit/stream-n', perSecond), digits: 2 },
+  ])
 }
 
 /**

@@ -26,7 +26,7 @@ export interface Cell {
 
 /**
  * `/chat`: the upstream speaks Chat Completions, so modelgate translates; `/chat-completions`: the client speaks
- * Chat Completions to that same upstream (bench/README.md).
+ * Chat Completions to that same upstream; `cache-hit/`: modelgate answers from its response cache (bench/README.md).
  */
 export type PhaseId =
   | 'json-n'
@@ -37,6 +37,8 @@ export type PhaseId =
   | 'stream-n/chat-completions'
   | 'json-1'
   | 'stream-1'
+  | 'cache-hit/json-n'
+  | 'cache-hit/stream-n'
 
 export interface Results {
   labels: string[]

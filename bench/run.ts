@@ -11,7 +11,7 @@
  * the runner columns get besides their own), BENCH_PROFILE=1 (CPU-profile the gateway process and the runner and print their
  * hot spots; its figures are then inflated by the profiler), BENCH_PHASES (a comma-separated subset of
  * json-n, stream-n, json-n/chat, stream-n/chat,
- * json-n/chat-completions, stream-n/chat-completions, json-1, stream-1), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
+ * json-n/chat-completions, stream-n/chat-completions, json-1, stream-1, cache-hit/json-n, cache-hit/stream-n), BENCH_BUILD=always (rebuild first), BENCH_BUILD_DIR (measure
  * another build, e.g. a branch's dist/), BENCH_STORE=redis or postgres (the modelgate columns on the local Redis at
  * 127.0.0.1:6379 or PostgreSQL at 127.0.0.1:5432 instead of the memory store, and the runner columns instead of the
  * runner's default store), sqlite or file (on disk).
@@ -67,7 +67,11 @@ const ROUNDS = 3
 /** The whole run, however it is configured, ends by then. */
 const TIME_LIMIT_MS = 10 * 60_000
 
-const ALL_PHASES: Array<{ id: PhaseId; wire: RouteId; isStream: boolean; connections: number }> = [
+/**
+ * `share`: the part of BENCH_SECONDS and BENCH_REQUESTS a cell of the phase gets. The cache phases run three columns
+ * on half of it: a hit is cheap, so half still counts thousands of requests, and the run grows by seconds, not a minute.
+ */
+const ALL_PHASES: Array<{ id: PhaseId; wire: RouteId; isStream: boolean; connections: number; share?: number }> = [
   { id: 'json-n', wire: 'responses', isStream: false, connections: CONNECTIONS },
   { id: 'stream-n', wire: 'responses', isStream: true, connections: CONNECTIONS },
   { id: 'json-n/chat', wire: 'chat', isStream: false, connections: CONNECTIONS },
@@ -76,6 +80,8 @@ const ALL_PHASES: Array<{ id: PhaseId; wire: RouteId; isStream: boolean; connect
   { id: 'stream-n/chat-completions', wire: 'chat-completions', isStream: true, connections: CONNECTIONS },
   { id: 'json-1', wire: 'responses', isStream: false, connections: 1 },
   { id: 'stream-1', wire: 'responses', isStream: true, connections: 1 },
+  { id: 'cache-hit/json-n', wire: 'cache-hit', isStream: false, connections: CONNECTIONS, share: 0.5 },
+  { id: 'cache-hit/stream-n', wire: 'cache-hit', isStream: true, connections: CONNECTIONS, share: 0.5 },
 ]
 /** BENCH_PHASES=json-n,stream-1 runs only those (e.g. to profile one load shape). */
 const choosePhases = () => {
@@ -198,6 +204,13 @@ const main = async () => {
   // One request of each kind per target first: a broken target stops the run with its answer.
   for (const [index, target] of targets.entries()) {
     for (const wire of servedWires(index)) {
+      const route = routeOf(index, wire)
+      if (!('skipped' in route) && route.expect.header) {
+        // The first request of a cached route fills the cache (a miss), so it is not held to the header; every later one is.
+        const { header: _header, ...expect } = route.expect
+        const fill = await runLoad(agents[index]!, { url: route.url, headers: route.headers, body: route.body(false), expect, isStream: false, connections: 1, maxRequests: 1, maxMs: 10_000 })
+        if (fill.completed !== 1) throw new Error(`${target.label} failed the ${wire} request that fills its cache: ${fill.firstFailure}`)
+      }
       for (const isStream of [false, true]) {
         const check = await load(index, wire, isStream, 1, 1, 10_000)
         if (check.completed !== 1) throw new Error(`${target.label} failed its ${wire} ${isStream ? 'streaming' : 'non-streaming'} check: ${check.firstFailure}`)
@@ -206,9 +219,19 @@ const main = async () => {
   }
 
   // Warm-up: for each route in use, half non-streaming, half streaming, at full concurrency; nothing of it is counted.
+  // A route two wires share (a relay's, which has nothing to translate or cache) is warmed once.
   for (const index of targets.keys()) {
+    const warmed = new Set<unknown>()
     for (const wire of servedWires(index)) {
-      for (const isStream of [false, true]) await load(index, wire, isStream, CONNECTIONS, WARMUP_REQUESTS / 2, (WARMUP_SECONDS * 1000) / 2)
+      const route = routeOf(index, wire)
+      if (warmed.has(route)) continue
+      warmed.add(route)
+      const mustHit = !('skipped' in route) && route.expect.header !== undefined
+      for (const isStream of [false, true]) {
+        const warmUp = await load(index, wire, isStream, CONNECTIONS, WARMUP_REQUESTS / 2, (WARMUP_SECONDS * 1000) / 2)
+        // A cached route whose answers are not all hits would measure something else: the run stops (load.ts checks the header).
+        if (mustHit && warmUp.failed > 0) throw new Error(`${targets[index]!.label} failed its ${wire} warm-up: ${warmUp.firstFailure}`)
+      }
     }
   }
 
@@ -227,7 +250,8 @@ const main = async () => {
       for (const index of measured) {
         const target = targets[index]!
         const before = await Promise.all([target.server.stats(), upstream.stats()])
-        const result = await load(index, phase.wire, phase.isStream, phase.connections, Math.ceil(REQUESTS / ROUNDS), (SECONDS * 1000) / ROUNDS)
+        const share = phase.share ?? 1
+        const result = await load(index, phase.wire, phase.isStream, phase.connections, Math.ceil((REQUESTS * share) / ROUNDS), (SECONDS * 1000 * share) / ROUNDS)
         const after = await Promise.all([target.server.stats(), upstream.stats()])
         const cell = row[index]!
         addLoad(cell, result)
@@ -256,7 +280,8 @@ const main = async () => {
   console.log(
     'modelgate bench: POST /responses, loopback upstream with 0 ms latency (text.json / text.sse of the OpenAI Responses fixtures; ' +
       '"chat upstream" rows: of the OpenAI Chat Completions fixtures, which modelgate translates and the pass-throughs relay as Chat Completions; ' +
-      '"/chat/completions" rows: the same upstream, every client on POST /chat/completions)',
+      '"/chat/completions" rows: the same upstream, every client on POST /chat/completions; ' +
+      '"cache hit" rows: modelgate and the runner answer the Responses request from their response cache (x-modelgate-cache-ttl: 3600), pass/undici forwards it)',
   )
   console.log(`node ${process.version}, ${cpus().length} × ${cpu}; gateway from ${build.description}`)
   console.log(`modelgate's store: ${STORE_DESCRIPTION}`)
@@ -267,7 +292,7 @@ const main = async () => {
   )
   console.log(
     `each cell: ${SECONDS} s or ${REQUESTS} requests (whichever first) in ${ROUNDS} interleaved rounds, after a ${WARMUP_SECONDS} s warm-up per target; ` +
-      `×${CONNECTIONS} / ×1 = concurrent connections; "server" = the target's own process (direct: the upstream)`,
+      `×${CONNECTIONS} / ×1 = concurrent connections; "server" = the target's own process (direct: the upstream); cache-hit cells: half of that`,
   )
   const loadAverageAfter = loadavg()[0]!
   console.log(

@@ -15,9 +15,20 @@ export type UpstreamWire = 'responses' | 'chat'
 
 /**
  * The way a phase calls a target: `responses` and `chat` name the upstream's wire while the client speaks
- * Responses to a gateway; `chat-completions` is a Chat Completions client in front of the chat upstream.
+ * Responses to a gateway; `chat-completions` is a Chat Completions client in front of the chat upstream;
+ * `cache-hit` is the Responses request again, which modelgate is asked to answer from its response cache.
  */
-export type RouteId = UpstreamWire | 'chat-completions'
+export type RouteId = UpstreamWire | 'chat-completions' | 'cache-hit'
+
+/** The response cache's opt-in: an hour, so every request after the first of a run is a hit. */
+const CACHE_TTL_HEADER = { 'x-modelgate-cache-ttl': '3600' }
+/** What a modelgate answer from its cache carries; the cache phases fail any answer without it. */
+const CACHE_HIT = { name: 'x-modelgate-cache', value: 'hit' }
+/**
+ * The cache phases compare a hit with the cheapest forwarded request, so of the columns without a cache only
+ * `pass/undici` runs them.
+ */
+const NOT_THE_CACHE_BASELINE = 'no response cache; the cache phases compare a hit with the cheapest forwarded request, pass/undici'
 
 /** How to call a target on one route. */
 export interface Route {
@@ -65,19 +76,19 @@ const chatBody = (model: string) => (isStream: boolean) =>
     ...(isStream ? { stream_options: { include_usage: true } } : {}),
   })
 
-/** Both wires of the upstream, called with its own requests, through `baseUrl` (the upstream or a relay). */
-const relayRoutes = (baseUrl: string): Target['routes'] => {
+/**
+ * Both wires of the upstream, called with its own requests, through `baseUrl` (the upstream or a relay). In the cache
+ * phases the cache baseline serves the same request as in the Responses phases: nothing to cache, everything forwarded.
+ */
+const relayRoutes = (baseUrl: string, isCacheBaseline: boolean): Target['routes'] => {
+  const responses: Route = { url: `${baseUrl}/responses`, headers: bearer(UPSTREAM_KEY), body: responsesBody('gpt-4.1'), expect: responsesAnswer('responses') }
   const chat: Route = { url: `${baseUrl}/chat/completions`, headers: bearer(UPSTREAM_KEY), body: chatBody('gpt-4.1-mini'), expect: chatAnswer }
   // A relay has nothing to translate: a Chat Completions client is the same request as the translated phases'.
-  return {
-    responses: { url: `${baseUrl}/responses`, headers: bearer(UPSTREAM_KEY), body: responsesBody('gpt-4.1'), expect: responsesAnswer('responses') },
-    chat,
-    'chat-completions': chat,
-  }
+  return { responses, chat, 'chat-completions': chat, 'cache-hit': isCacheBaseline ? responses : { skipped: NOT_THE_CACHE_BASELINE } }
 }
 
 /** The upstream itself: the reference every "added" figure subtracts. */
-export const directTarget = (upstream: ServerProcess): Target => ({ label: 'direct', routes: relayRoutes(upstream.ready.url!), server: upstream })
+export const directTarget = (upstream: ServerProcess): Target => ({ label: 'direct', routes: relayRoutes(upstream.ready.url!, false), server: upstream })
 
 /**
  * The bare pass-through baseline (bench/passthrough.mjs) with one of its upstream clients. In the translated
@@ -85,7 +96,7 @@ export const directTarget = (upstream: ServerProcess): Target => ({ label: 'dire
  */
 export const startPassthrough = async (upstreamUrl: string, client: 'undici' | 'fetch'): Promise<Target> => {
   const server = await startServer(`pass-through (${client})`, './passthrough.mjs', { BENCH_UPSTREAM_URL: upstreamUrl, BENCH_CLIENT: client })
-  return { label: `pass/${client}`, routes: relayRoutes(server.ready.url!), server }
+  return { label: `pass/${client}`, routes: relayRoutes(server.ready.url!, client === 'undici'), server }
 }
 
 /** How to start one modelgate column. */
@@ -126,9 +137,12 @@ export const modelgateTarget = (label: string, server: ServerProcess, onlyIn?: T
     body: chatBody('bench/chat-model'),
     expect: chatAnswer,
   }
+  const responses = route('openai/gpt-4.1', 'responses')
+  // The same request with the cache's opt-in: after the run's first request every answer must be a hit.
+  const cacheHit: Route = { ...responses, headers: { ...responses.headers, ...CACHE_TTL_HEADER }, expect: { ...responses.expect, header: CACHE_HIT } }
   return {
     label,
-    routes: { responses: route('openai/gpt-4.1', 'responses'), chat: route('bench/chat-model', 'chat'), 'chat-completions': chatCompletions },
+    routes: { responses, chat: route('bench/chat-model', 'chat'), 'chat-completions': chatCompletions, 'cache-hit': cacheHit },
     server,
     ...(onlyIn ? { onlyIn } : {}),
   }
@@ -139,6 +153,11 @@ const PORTKEY_NO_TRANSLATION =
   'no Responses → Chat Completions translation: its groq provider answers "createModelResponse is not supported by groq", ' +
   'and the one chat provider that accepts /v1/responses (iointelligence) relays the body to /chat/completions and returns chat chunks'
 
+/** Why the Portkey column sits out the cache phases. */
+const PORTKEY_NO_CACHE =
+  'its cache is configured per request through a Portkey config, which this bench does not set up; ' +
+  'and a Portkey forward is no cheaper baseline for a hit than pass/undici'
+
 /**
  * Portkey's AI Gateway (npm `@portkey-ai/gateway`, bench/portkey.mjs): its `openai` provider with the loopback
  * upstream as custom host, so it calls the same `POST …/responses` and `POST …/chat/completions` the other targets reach.
@@ -148,7 +167,11 @@ export const startPortkey = async (upstreamUrl: string): Promise<Target> => {
   const headers = { ...bearer(UPSTREAM_KEY), 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstreamUrl }
   const responses: Route = { url: `${server.ready.url}/v1/responses`, headers, body: responsesBody('gpt-4.1'), expect: responsesAnswer('responses') }
   const chatCompletions: Route = { url: `${server.ready.url}/v1/chat/completions`, headers, body: chatBody('gpt-4.1-mini'), expect: chatAnswer }
-  return { label: 'portkey', routes: { responses, chat: { skipped: PORTKEY_NO_TRANSLATION }, 'chat-completions': chatCompletions }, server }
+  return {
+    label: 'portkey',
+    routes: { responses, chat: { skipped: PORTKEY_NO_TRANSLATION }, 'chat-completions': chatCompletions, 'cache-hit': { skipped: PORTKEY_NO_CACHE } },
+    server,
+  }
 }
 
 /**
