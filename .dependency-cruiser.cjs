@@ -168,9 +168,9 @@ module.exports = {
       name: 'workers-run-portable-work',
       severity: 'error',
       comment:
-        'src/workers (Node-only worker threads) runs engine work off the main thread: the kernel, the PDF text reader and the HTML page reader, nothing with state.',
+        'src/workers (Node-only worker threads) runs engine work off the main thread: the kernel, the PDF text reader, the HTML page reader and the semantic cache\'s comparison, nothing with state.',
       from: { path: '^src/workers/' },
-      to: { path: '^src/', pathNot: '^src/(workers|core)/|^src/features/plugins/pdf-text\\.ts$|^src/features/server-tools/page-text\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(workers|core)/|^src/features/plugins/pdf-text\\.ts$|^src/features/server-tools/page-text\\.ts$|^src/features/response-cache/nearest\\.ts$' },
     },
     {
       name: 'only-the-root-starts-workers',

@@ -22,10 +22,12 @@ export const entry = {
   testing: 'src/testing/index.ts',
   // Beside the chunks in dist/, where src/workers/file-parser-pool.ts looks for it.
   'file-parser-worker': 'src/workers/file-parser-worker.ts',
+  // Beside the chunks in dist/, where src/workers/similarity-pool.ts looks for it.
+  'similarity-worker': 'src/workers/similarity-worker.ts',
 }
 
 /** Entries that are not package exports. */
-export const UNEXPORTED_ENTRIES = ['cli', 'file-parser-worker']
+export const UNEXPORTED_ENTRIES = ['cli', 'file-parser-worker', 'similarity-worker']
 
 export default defineConfig({
   entry,

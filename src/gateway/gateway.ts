@@ -38,6 +38,7 @@ import { serverToolsPlanStage } from '../features/server-tools/plan-stage'
 import { serverToolsTurnStage } from '../features/server-tools/turn-stage'
 import { responseCacheStage } from '../features/response-cache/stage'
 import { createDocumentReaders } from './file-parser'
+import { createGatewaySimilarity } from './similarity'
 import { withDemoModels } from './demo-models'
 import { createInternSettings } from '../interns/settings'
 import { accessLogObserver, createAccessLog, type AccessLog } from '../pipeline/access-log'
@@ -302,6 +303,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
   const dashboard = dashboardFor(config.dashboard, normalizeBasePath(config.basePath))
   const secrets = createSecretBox(config.encryptionKeys ?? [])
   const documents = createDocumentReaders(config.plugins?.fileParser, logger)
+  const similarity = createGatewaySimilarity(logger)
   const inference = createService({
       ...config,
       features: (providers) =>
@@ -311,7 +313,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             serverTools: { ...config.serverTools, webFetch: { ...config.serverTools?.webFetch, readPageText: documents.readPageText } },
             ...(config.routers ? { routers: config.routers } : {}),
             ...(config.upstreamGuard ? { upstreamGuard: config.upstreamGuard } : {}),
-            ...(config.responseCache ? { responseCache: config.responseCache } : {}),
+            ...(config.responseCache ? { responseCache: { ...config.responseCache, findNearest: similarity.findNearest } } : {}),
           },
           providers,
         ),
@@ -534,6 +536,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       await runtime.inference.performance.close()
       await settlementRecovery?.close()
       await documents.close()
+      await similarity.close()
       config.metrics?.exporter.close?.()
       await storage.close()
     },

@@ -2,7 +2,8 @@
  * The semantic cache (docs/decisions.md, Response cache): a request of a workspace that opted in, which found no exact
  * entry, has its prompt embedded by the operator's model and compared with the prompts of the workspace's most recent
  * answers of the same shape; the most similar at or above the threshold answers it. Bounded: `compareLast` vectors,
- * one dot product each, so the comparison costs well under a millisecond for the default hundred.
+ * one dot product each, compared by `settings.findNearest` (nearest.ts): on a worker thread, where the gateway has
+ * them, so the event loop only reads the candidates and packs them.
  */
 
 import { embedForGateway } from '../../engine/embeddings'
@@ -34,18 +35,6 @@ export const promptTextOf = (request: InferenceRequest): string => {
   return texts.join('\n')
 }
 
-const cosine = (left: readonly number[], right: readonly number[]): number => {
-  let dot = 0
-  let leftNorm = 0
-  let rightNorm = 0
-  for (let index = 0; index < left.length; index++) {
-    dot += left[index]! * right[index]!
-    leftNorm += left[index]! * left[index]!
-    rightNorm += right[index]! * right[index]!
-  }
-  return leftNorm === 0 || rightNorm === 0 ? 0 : dot / Math.sqrt(leftNorm * rightNorm)
-}
-
 /** Embeds the request's prompt and finds its closest fresh neighbour; `undefined` when it has no text to compare. */
 export const lookUpSemantic = async (
   service: InferenceService,
@@ -57,12 +46,9 @@ export const lookUpSemantic = async (
   if (text === '') return undefined
   const [shape, [vector]] = await Promise.all([semanticShapeKey(request), embedForGateway(service, request, settings.model, [text])])
   if (!vector) return undefined
-  let best: { entryId: string; similarity: number } | undefined
-  for (const candidate of await entries.recentVectors(request.spend.workspace.id, shape, settings.compareLast)) {
-    if (candidate.vector.length !== vector.length) continue
-    const similarity = cosine(vector, candidate.vector)
-    if (similarity >= settings.threshold && (!best || similarity > best.similarity)) best = { entryId: candidate.entryId, similarity }
-  }
+  const candidates = await entries.recentVectors(request.spend.workspace.id, shape, settings.compareLast)
+  const nearest = candidates.length === 0 ? undefined : await settings.findNearest(vector, candidates.map((candidate) => candidate.vector), settings.threshold)
+  const best = nearest && { entryId: candidates[nearest.index]!.entryId, similarity: nearest.similarity }
   const entry = best ? await entries.get(best.entryId, service.now()) : null
   return entry && best ? { shape, vector, match: { entry, similarity: best.similarity } } : { shape, vector }
 }
