@@ -18,6 +18,14 @@ export default defineConfig({
             'test/storage/unstorage.test.ts',
             'test/storage/read-cache.test.ts',
           ],
+          // A file that replaces a module (`vi.mock`) would leave the replacement to the files after it: those run below.
+          exclude: ['test/unit/**/*.mock.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'unit-mocks',
+          include: ['test/unit/**/*.mock.test.ts'],
         },
       },
       {

@@ -148,3 +148,24 @@ export const startUpstream = async (handler: UpstreamHandler = () => ({ status: 
       }),
   }
 }
+
+/**
+ * An OpenAI upstream for the semantic cache's tests: `/embeddings` answers each input with `vectorOf(text)`, every
+ * other call the plain text fixture.
+ */
+export const embeddingsOrTextUpstream =
+  (vectorOf: (text: string) => number[]): UpstreamHandler =>
+  (request) => {
+    if (!request.url.endsWith('/embeddings')) return jsonFixture('openai', 'text.json')
+    const input = request.json.input as string[]
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        object: 'list',
+        data: input.map((text, index) => ({ object: 'embedding', index, embedding: vectorOf(text) })),
+        model: request.json.model,
+        usage: { prompt_tokens: 5, total_tokens: 5 },
+      }),
+    }
+  }

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { readJson } from '../../helpers/gateway'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
-import { jsonFixture, type RecordedRequest, type UpstreamReply } from '../../helpers/upstream'
+import { embeddingsOrTextUpstream } from '../../helpers/upstream'
 
 let harness: ResponsesHarness | undefined
 afterEach(async () => {
@@ -25,20 +25,7 @@ const vectorOf = (text: string): number[] => {
   return [0, 0, 1]
 }
 
-const scripted = (request: RecordedRequest): UpstreamReply => {
-  if (!request.url.endsWith('/embeddings')) return jsonFixture('openai', 'text.json')
-  const input = request.json.input as string[]
-  return {
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      object: 'list',
-      data: input.map((text, index) => ({ object: 'embedding', index, embedding: vectorOf(text) })),
-      model: request.json.model,
-      usage: { prompt_tokens: 5, total_tokens: 5 },
-    }),
-  }
-}
+const scripted = embeddingsOrTextUpstream(vectorOf)
 
 const manage = (h: ResponsesHarness, method: string, path: string, body: unknown) =>
   h.gateway.fetch(

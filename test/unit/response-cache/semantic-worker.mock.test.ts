@@ -7,8 +7,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createRecordingLogger } from '../../helpers/logger'
 import { createResponsesHarness, type ResponsesHarness } from '../../helpers/responses'
-import type { RecordedRequest, UpstreamReply } from '../../helpers/upstream'
-import { jsonFixture } from '../../helpers/upstream'
+import { embeddingsOrTextUpstream } from '../../helpers/upstream'
 import type { SimilarityPool } from '../../../src/workers/similarity-pool'
 
 const pools: SimilarityPool[] = []
@@ -37,20 +36,7 @@ afterEach(async () => {
 const EMBEDDING_MODEL = 'openai/text-embedding-3-small'
 const MODEL = 'openai/gpt-4.1-mini'
 
-const scripted = (request: RecordedRequest): UpstreamReply => {
-  if (!request.url.endsWith('/embeddings')) return jsonFixture('openai', 'text.json')
-  const input = request.json.input as string[]
-  return {
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      object: 'list',
-      data: input.map((_text, index) => ({ object: 'embedding', index, embedding: [1, 0, 0] })),
-      model: request.json.model,
-      usage: { prompt_tokens: 5, total_tokens: 5 },
-    }),
-  }
-}
+const scripted = embeddingsOrTextUpstream(() => [1, 0, 0])
 
 const start = async (logger = createRecordingLogger().logger) => {
   const h = (harness = await createResponsesHarness({ openai: {} }, { logger, responseCache: { semantic: { model: EMBEDDING_MODEL, threshold: 0.9 } } }))
