@@ -21,7 +21,7 @@ import { keyTargetId, OPERATOR, type AuditEvent, type AuditLog } from '../servic
 import { deleteWorkspaceBudget, setWorkspaceBudget } from '../services/workspace-budgets'
 import { CreateWorkspaceBodySchema, UpdateWorkspaceBodySchema } from '../routes/workspaces.schemas'
 import { WORKSPACE_SETTING_WIRE_NAMES, fromWorkspaceWire } from '../routes/workspaces'
-import { cacheSettingToWire } from '../routes/response-cache.schemas'
+import { assertSemanticAvailable, cacheSettingToWire } from '../routes/response-cache.schemas'
 import type { ResponseCacheSetting } from '../repositories/response-cache'
 import type { WorkspaceSettings } from '../repositories/workspaces'
 import {
@@ -69,7 +69,8 @@ const keySettings = (record: ApiKeyRecord) => ({
   expires_at: record.expiresAt,
 })
 
-export const createAdmin = (repositories: Repositories, secrets: SecretBox, now: () => Date, auditLog: AuditLog) => {
+/** `hasSemanticModel`: whether the gateway names an embedding model for the semantic cache, which a workspace may then turn on. */
+export const createAdmin = (repositories: Repositories, secrets: SecretBox, now: () => Date, auditLog: AuditLog, hasSemanticModel: boolean) => {
   // Every change made here is the operator's: no key acted, no request carried it (docs/decisions.md, Audit log).
   const audit = (event: Omit<AuditEvent, 'actor' | 'requestId'>) => auditLog.record({ ...event, actor: OPERATOR, requestId: null })
   const auditKeyCreated = (record: ApiKeyRecord) =>
@@ -272,6 +273,7 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
 
     async createWorkspace(accountIdOrSlug: string | undefined, input: CreateWorkspaceInput) {
       const parsed = parseInput(CreateWorkspaceBodySchema, toWireNames(input), 'input')
+      assertSemanticAvailable(parsed.cache, hasSemanticModel, 'input')
       const account = await accountFor(accountIdOrSlug)
       const workspace = await repositories.workspaces.create(account, fromWorkspaceWire(parsed) as CreateWorkspaceInput)
       await audit({ action: 'workspace.create', target: { type: 'workspace', id: workspace.id }, accountId: account.id, workspaceId: workspace.id, changes: parsed })
@@ -289,6 +291,7 @@ export const createAdmin = (repositories: Repositories, secrets: SecretBox, now:
 
     async updateWorkspace(accountIdOrSlug: string | undefined, workspaceIdOrSlug: string, input: WorkspaceSettingsInput) {
       const parsed = parseInput(UpdateWorkspaceBodySchema, toWireNames(input), 'input')
+      assertSemanticAvailable(parsed.cache, hasSemanticModel, 'input')
       const workspace = await workspaceFor(await accountFor(accountIdOrSlug), workspaceIdOrSlug)
       const updated = await repositories.workspaces.update(workspace.id, fromWorkspaceWire(parsed))
       if (!updated) throw new NotFoundError('Workspace not found')

@@ -514,7 +514,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     fetch: async (request) => toResponse(await reply(request)),
     reply,
     replyError,
-    admin: createAdmin(repositories, secrets, now, runtime.auditLog),
+    admin: createAdmin(repositories, secrets, now, runtime.auditLog, runtime.inference.responseCache.semantic !== undefined),
     storage,
     endStreams: (message) => runtime.inference.streams.endAll(message),
     metrics: (request) => metrics.reply(request),

@@ -36,9 +36,9 @@ export const cacheSettingToWire = (setting: ResponseCacheSetting | null | undefi
   setting ? { ttl_seconds: setting.ttlSeconds, ...(setting.semantic ? { semantic: true } : {}) } : null
 
 /** 400 for a workspace that asks for the semantic cache of a gateway that names no model for it. */
-export const assertSemanticAvailable = (wire: CacheSettingWire, hasSemanticModel: boolean) => {
+export const assertSemanticAvailable = (wire: CacheSettingWire, hasSemanticModel: boolean, where: 'body' | 'input' = 'body') => {
   if (wire?.semantic && !hasSemanticModel) {
-    throw new InvalidRequestError('body.cache.semantic: this gateway names no embedding model for the semantic cache (its responseCache.semantic option)')
+    throw new InvalidRequestError(`${where}.cache.semantic: this gateway names no embedding model for the semantic cache (its responseCache.semantic option)`)
   }
 }
 

@@ -127,4 +127,14 @@ describe('gateway.admin workspaces and the response cache', () => {
     expect(cleared.cache).toBeNull()
     await gateway.close()
   })
+
+  it('refuses the semantic cache, naming it, where the gateway names no embedding model for it, as the HTTP routes do', async () => {
+    const gateway = createGateway({ storage: memoryStorage(), logger: silentLogger })
+    const refusal = /^input\.cache\.semantic: this gateway names no embedding model/
+    await expect(gateway.admin.createWorkspace(undefined, { name: 'Near', slug: 'near', cache: { ttlSeconds: 60, semantic: true } })).rejects.toThrow(refusal)
+    const workspace = await gateway.admin.createWorkspace(undefined, { name: 'Exact', slug: 'exact', cache: { ttlSeconds: 60 } })
+    await expect(gateway.admin.updateWorkspace(undefined, workspace.id, { cache: { ttlSeconds: 60, semantic: true } })).rejects.toThrow(refusal)
+    expect((await gateway.admin.getWorkspace(undefined, workspace.id)).cache).toEqual({ ttlSeconds: 60 })
+    await gateway.close()
+  })
 })
