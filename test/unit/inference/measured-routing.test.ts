@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { StorageDriver } from '../../../src/storage/contract'
 import { memoryStorage } from '../../../src/storage/memory'
+import { ENDPOINT_PERFORMANCE } from '../../../src/repositories/endpoint-performance'
 import { createTestGateway, scriptedProvider, type ScriptedAnswer, type TestGateway, type TestGatewayOptions } from '../../../src/testing'
 
 /** Slow to the first token (150 ms), then a burst of 20 tokens. */
@@ -164,12 +165,44 @@ describe('two gateways sharing one store', () => {
     const store = memoryStorage()
     // The store outlives each gateway: closed once, by the test.
     const shared: StorageDriver = new Proxy(store, { get: (target, property) => (property === 'close' ? async () => {} : Reflect.get(target, property)) })
-    const options = { storage: shared, endpointPerformance: { mergeIntervalMs: 20 } }
-    const measuring = await gatewayWith(slowStart, quick, options)
-    const routing = await gatewayWith(slowStart, quick, options)
+    // The test goes on once the measuring gateway has published its figures after its warm-up, and a merge of the routing
+    // gateway has read them since.
+    let isWarm = false
+    let isPublished = false
+    let onFiguresRead: () => void
+    const figuresRead = new Promise<void>((resolve) => (onFiguresRead = resolve))
+    const isPerformanceWrite = (property: string | symbol) => property === 'create' || property === 'update'
+    const measuringStore: StorageDriver = new Proxy(shared, {
+      get: (target, property) => {
+        const value = Reflect.get(target, property)
+        if (!isPerformanceWrite(property)) return value
+        return async (collection: string, ...rest: unknown[]) => {
+          const wasWarm = isWarm
+          const result = await (value as (...args: unknown[]) => Promise<unknown>).call(target, collection, ...rest)
+          if (collection === ENDPOINT_PERFORMANCE && wasWarm) isPublished = true
+          return result
+        }
+      },
+    })
+    const routingStore: StorageDriver = new Proxy(shared, {
+      get: (target, property) => {
+        if (property !== 'list') return Reflect.get(target, property)
+        return async (...args: Parameters<StorageDriver['list']>) => {
+          const wasPublished = isPublished
+          const page = await target.list(...args)
+          if (args[0] === ENDPOINT_PERFORMANCE && wasPublished) onFiguresRead()
+          return page
+        }
+      },
+    })
+    const options = { endpointPerformance: { mergeIntervalMs: 20 } }
+    const measuring = await gatewayWith(slowStart, quick, { ...options, storage: measuringStore })
+    const routing = await gatewayWith(slowStart, quick, { ...options, storage: routingStore })
     await warmUp(measuring)
-    // A few merge periods: the measuring gateway publishes, the routing one reads.
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    isWarm = true
+    await figuresRead
+    // The merge that read them takes them in before its next turn.
+    await new Promise((resolve) => setImmediate(resolve))
     // The routing gateway measured nothing itself: without the other's figures it would try alpha, unmeasured, first.
     const answer = await ask(routing, { provider: { sort: 'latency' } })
     expect(servedBy(answer)).toBe('beta')
