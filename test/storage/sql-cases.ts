@@ -16,6 +16,7 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { describeStorageContract } from './contract'
 import { describeGenerationLedger } from './generations'
 import { describeAuditLog } from './audit-log'
+import { describeStoredResponses } from './stored-responses'
 import { describePresets } from './presets'
 import { describeSqlTallies } from './sql-tallies'
 
@@ -171,6 +172,7 @@ export function describeSqlDriver(target: SqlTarget): void {
 
   describePresets(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
   describeAuditLog(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
+  describeStoredResponses(target.name, () => openSqlStorage({ url: target.url(), schema: namespace }))
 
   describeSqlTallies({
     target,
