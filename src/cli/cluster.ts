@@ -10,6 +10,7 @@ import cluster, { type Worker } from 'node:cluster'
 import { availableParallelism } from 'node:os'
 import type { Logger } from '../core/logger'
 import type { RunnerConfig } from './config'
+import { createClusterScrapes } from './cluster-metrics'
 import { formatFirstManagementKey } from './first-run'
 import { shouldWatchParent, watchParent } from './parent-watch'
 import { STREAM_FLUSH_MS } from './serve'
@@ -118,6 +119,7 @@ export const runCluster = (config: RunnerConfig, count: number, logger: Logger):
     let stopWatchingParent = () => {}
 
     const liveWorkers = () => slots.flatMap((slot) => (slot.worker ? [slot.worker] : []))
+    const scrapes = createClusterScrapes(() => slots.flatMap((slot) => (slot.worker && slot.isReady ? [slot.worker] : [])))
 
     const finish = () => {
       clearTimeout(killTimer)
@@ -155,6 +157,7 @@ export const runCluster = (config: RunnerConfig, count: number, logger: Logger):
       worker.on('message', (message: unknown) => {
         if (isMessage(message, ASK)) worker.send({ type: 'modelgate:start', config, isFirst } satisfies StartMessage)
         else if (isMessage<ReadyMessage>(message, 'modelgate:ready')) onReady(slot, worker, message)
+        else scrapes.handle(worker, message)
       })
       worker.once('exit', (code, signal) => onExit(slot, worker, code, signal))
     }

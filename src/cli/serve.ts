@@ -21,6 +21,7 @@ import { explainStoreFailure } from './storage'
 import { runnerLog } from './stderr-lines'
 import { DEFAULT_DASHBOARD_PATH } from '../dashboard/page'
 import { createPrometheusMetrics } from '../metrics/prometheus'
+import { clusterMetricsExporter } from './cluster-metrics'
 import { listenMetrics, metricsOptions, metricsPathOf, type MetricsServer } from './metrics'
 import { isTraceExportConfigured, startTraceExport, type TraceExport } from './tracing'
 
@@ -73,7 +74,9 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
   // Every tenant shares this process's event loop: its delay goes to /health/ready, and a stall to the log.
   let traces: TraceExport | undefined
   const eventLoop = createEventLoopMonitor({ logger })
-  const metrics = config.metrics === 'off' ? undefined : createPrometheusMetrics(worker ? { defaultLabels: { worker: String(worker.id) } } : {})
+  const ownMetrics = config.metrics === 'off' ? undefined : createPrometheusMetrics(worker ? { defaultLabels: { worker: String(worker.id) } } : {})
+  // A worker's scrape answers for every worker (src/cli/cluster-metrics.ts): the connection reached just one of them.
+  const metrics = ownMetrics && worker ? clusterMetricsExporter(ownMetrics) : ownMetrics
   let gateway: Gateway
   try {
     // A protocol the runner does not ship, or another exporter named, refuses the start.

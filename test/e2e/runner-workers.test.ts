@@ -119,6 +119,36 @@ describe('modelgate serve --workers', () => {
     for (const pid of pids) expect(isRunning(pid)).toBe(false)
   })
 
+  it('answers a metrics scrape for every worker, whichever worker the scrape reaches', async () => {
+    const operator = 'operator-key-metrics-0123456789abcdef'
+    const gateway = await serveOnPostgres({ MODELGATE_MANAGEMENT_KEY: operator, MODELGATE_DEMO_MODELS: '1' })
+    const created = await request(`${gateway.url}/api/v1/keys`, { method: 'POST', key: operator, body: { name: 'traffic' } })
+    expect(created.status).toBe(201)
+    // One connection each, so round robin spreads them over both workers.
+    const n = 8
+    for (let index = 0; index < n; index++) {
+      const answered = await request(`${gateway.url}/api/v1/responses`, { method: 'POST', key: created.json.key, body: { model: 'demo/chat', input: 'hello' } })
+      expect(answered.status).toBe(200)
+    }
+    const scrape = () =>
+      new Promise<string>((resolvePromise, reject) => {
+        const outgoing = http.request(`${gateway.url}/metrics`, { agent: false, headers: { authorization: `Bearer ${operator}` } }, (response) => {
+          let text = ''
+          response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk))
+          response.on('end', () => resolvePromise(text))
+        })
+        outgoing.on('error', reject).end()
+      })
+    const answeredLines = (text: string) =>
+      text.split('\n').filter((line) => line.startsWith('modelgate_requests_total{') && line.includes('route="POST /responses"') && line.includes('status="200"'))
+    // Two scrapes on new connections reach both workers in turn; each counts all N requests, by worker.
+    for (const text of [await scrape(), await scrape()]) {
+      const lines = answeredLines(text)
+      expect(lines.reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0)).toBe(n)
+      expect(new Set(lines.map((line) => /worker="(\d+)"/.exec(line)?.[1])).size).toBe(2)
+    }
+  })
+
   it('replaces a worker that dies, and still stops cleanly', async () => {
     const gateway = await serveOnPostgres({ MODELGATE_MANAGEMENT_KEY: 'operator-key-0123456789abcdef' })
     const [victim, survivor] = workerPids(gateway)
