@@ -183,6 +183,20 @@ export const createTraceObserver = (provider?: TracerProvider): TraceObserver =>
       if (!parent || !open.has(parent)) return
       endedSpan(tracer(), `store ${event.operation}`, parent, event.durationMs, { 'db.operation.name': event.operation }, event.isError)
     },
+    // Neither event names its request: the span they land on is the one active where they happened, as for store
+    // calls (an SDK that propagates async context, as the runner's does).
+    outlierEjected(event) {
+      const span = trace.getSpan(context.active())
+      if (!span || !open.has(span)) return
+      span.addEvent(
+        'modelgate.outlier_ejected',
+        defined({ 'modelgate.ejected.kind': event.kind, 'gen_ai.provider.name': event.provider, 'modelgate.ejected.seconds': event.seconds }),
+      )
+    },
+    spendRefused(event) {
+      const span = trace.getSpan(context.active())
+      if (span && open.has(span)) span.addEvent('modelgate.spend_refused', { 'modelgate.spend_limit': event.limit })
+    },
     serverToolCalled(event) {
       endedSpan(
         tracer(),
