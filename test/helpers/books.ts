@@ -65,8 +65,8 @@ export const fixtureAnswer = (request: RecordedRequest): UpstreamReply => {
   return { status: 200, headers: { 'content-type': isStream ? 'text/event-stream' : 'application/json' }, body }
 }
 
-/** Writes the runner's config file naming the loopback upstream at `upstreamUrl`; resolves with its path. */
-export const writeBooksConfig = async (directory: string, upstreamUrl: string) => {
+/** Writes the runner's config file naming the loopback upstream at `upstreamUrl`, with any other `settings`; resolves with its path. */
+export const writeBooksConfig = async (directory: string, upstreamUrl: string, settings: Record<string, unknown> = {}) => {
   const path = join(directory, 'config.json')
   const endpoint = (provider: string) => ({ provider, model: `${provider}-model`, contextLength: 8192, pricing: PRICING })
   await writeFile(
@@ -82,6 +82,7 @@ export const writeBooksConfig = async (directory: string, upstreamUrl: string) =
         { slug: 'test/resp', name: 'Responses', endpoints: [endpoint('resp')] },
         { slug: LOOP_MODEL, name: 'Loop', endpoints: [endpoint('loop')] },
       ],
+      ...settings,
     }),
   )
   return path
