@@ -89,6 +89,22 @@ export const REFERENCE_PROVIDERS: Readonly<Record<string, string>> = {
   'z-ai': 'zai',
 }
 
+/**
+ * What a first-party API provider states for all of its API traffic, applied to every endpoint of that provider
+ * (docs/providers.md, "Data policies and distillation" names each source). `collectsData`: whether the provider
+ * trains on (improves its models with) prompts sent to its API by default; storage for abuse monitoring alone is
+ * not collection, which is the zero-retention question (`isZeroDataRetention`), left unknown. `isDistillable`:
+ * whether the terms let a customer use the outputs to develop competing models. Quantization stays unknown: none
+ * of them says how its closed weights are served. Only providers that author the models they serve are here: an
+ * open host's distillation terms are each model's licence, not the host's.
+ */
+export const PROVIDER_FACTS: Readonly<Record<string, { collectsData: boolean; isDistillable: boolean }>> = {
+  openai: { collectsData: false, isDistillable: false },
+  anthropic: { collectsData: false, isDistillable: false },
+  // The paid tier's terms, as the catalog's prices are the paid tier's: free-tier traffic is used to improve Google's products.
+  'google-ai-studio': { collectsData: false, isDistillable: false },
+}
+
 // Request fields (Responses API names) each wire format honours.
 export const PARAMETERS = {
   // Log probabilities come from the Responses API's `include` for models without reasoning only.

@@ -32,6 +32,13 @@ export interface Percentiles {
   p99: number
 }
 
+/** Percentiles to `digits` decimals, as answers show them. */
+export const roundedPercentiles = (percentiles: Percentiles, digits: number): Percentiles => {
+  const scale = 10 ** digits
+  const round = (value: number) => Math.round(value * scale) / scale
+  return { p50: round(percentiles.p50), p75: round(percentiles.p75), p90: round(percentiles.p90), p99: round(percentiles.p99) }
+}
+
 export interface EndpointFigures {
   latencyMs: Percentiles
   /** Absent when no answer of the endpoint counted output tokens. */

@@ -39,8 +39,9 @@ export interface ModelEndpoint {
   /** Whether the provider retains no prompt data (for `provider.zdr`); unknown when absent, which `zdr` excludes. */
   isZeroDataRetention?: boolean
   /**
-   * Whether the provider may store or train on prompts (for `provider.data_collection: deny` and the guardrails'
-   * `enable_*_model_training: false`); unknown when absent, which those exclude: only `false` is known not to.
+   * Whether the provider may train on prompts (for `provider.data_collection: deny` and the guardrails'
+   * `enable_*_model_training: false`); keeping them for abuse monitoring alone is the `isZeroDataRetention`
+   * question. Unknown when absent, which those exclude: only `false` is known not to.
    */
   collectsData?: boolean
   /** The weights' number format the provider serves (for `provider.quantizations`); `unknown` when absent. */

@@ -34,7 +34,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1744588800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-4.1-mini", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":4e-7,"completion":0.0000016,"cachedPrompt":1e-7,"webSearch":0.01}, supportedParameters: P0 },
+      { provider: "openai", model: "gpt-4.1-mini", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":4e-7,"completion":0.0000016,"cachedPrompt":1e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P0 },
     ],
   },
   {
@@ -44,7 +44,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1744588800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-4.1", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":0.000002,"completion":0.000008,"cachedPrompt":5e-7,"webSearch":0.01}, supportedParameters: P0 },
+      { provider: "openai", model: "gpt-4.1", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":0.000002,"completion":0.000008,"cachedPrompt":5e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P0 },
     ],
   },
   {
@@ -54,7 +54,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1744588800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-4.1-nano", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":1e-7,"completion":4e-7,"cachedPrompt":2.5e-8}, supportedParameters: P0 },
+      { provider: "openai", model: "gpt-4.1-nano", contextLength: 1047576, maxOutputTokens: 32768, pricing: {"prompt":1e-7,"completion":4e-7,"cachedPrompt":2.5e-8}, collectsData: false, isDistillable: false, supportedParameters: P0 },
     ],
   },
   {
@@ -64,7 +64,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1721260800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-4o-mini", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":7.5e-8,"webSearch":0.01}, supportedParameters: P0 },
+      { provider: "openai", model: "gpt-4o-mini", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":1.5e-7,"completion":6e-7,"cachedPrompt":7.5e-8,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P0 },
     ],
   },
   {
@@ -74,7 +74,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1715558400,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-4o", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":0.0000025,"completion":0.00001,"cachedPrompt":0.00000125,"webSearch":0.01}, supportedParameters: P0 },
+      { provider: "openai", model: "gpt-4o", contextLength: 128000, maxOutputTokens: 16384, pricing: {"prompt":0.0000025,"completion":0.00001,"cachedPrompt":0.00000125,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P0 },
     ],
   },
   {
@@ -84,7 +84,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1744761600,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "o3", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.000002,"completion":0.000008,"cachedPrompt":5e-7,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "o3", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.000002,"completion":0.000008,"cachedPrompt":5e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -93,7 +93,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "OpenAI o3-mini is a cost-efficient language model optimized for STEM reasoning tasks, particularly excelling in science, mathematics, and coding.",
     created: 1734652800,
     endpoints: [
-      { provider: "openai", model: "o3-mini", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.0000011,"completion":0.0000044,"cachedPrompt":5.5e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "o3-mini", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.0000011,"completion":0.0000044,"cachedPrompt":5.5e-7}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -103,7 +103,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1749513600,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "o3-pro", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.00002,"completion":0.00008}, supportedParameters: P1 },
+      { provider: "openai", model: "o3-pro", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.00002,"completion":0.00008}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -113,7 +113,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1744761600,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "o4-mini", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.0000011,"completion":0.0000044,"cachedPrompt":2.75e-7,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "o4-mini", contextLength: 200000, maxOutputTokens: 100000, pricing: {"prompt":0.0000011,"completion":0.0000044,"cachedPrompt":2.75e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -123,7 +123,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754524800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -133,7 +133,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754524800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5-mini", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":2.5e-7,"completion":0.000002,"cachedPrompt":2.5e-8,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5-mini", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":2.5e-7,"completion":0.000002,"cachedPrompt":2.5e-8,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -143,7 +143,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754524800,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5-nano", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":5e-8,"completion":4e-7,"cachedPrompt":5e-9,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5-nano", contextLength: 400000, maxOutputTokens: 128000, pricing: {"prompt":5e-8,"completion":4e-7,"cachedPrompt":5e-9,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -151,7 +151,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "GPT-5 Pro",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5-pro", contextLength: 400000, pricing: {"prompt":0.000015,"completion":0.00012,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5-pro", contextLength: 400000, pricing: {"prompt":0.000015,"completion":0.00012,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -160,7 +160,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The best model for coding and agentic tasks across industries",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.1", contextLength: 400000, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.1", contextLength: 400000, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -168,7 +168,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "GPT-5.1 Codex Mini",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.1-codex-mini", contextLength: 400000, pricing: {"prompt":2.5e-7,"completion":0.000002,"cachedPrompt":2.5e-8}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.1-codex-mini", contextLength: 400000, pricing: {"prompt":2.5e-7,"completion":0.000002,"cachedPrompt":2.5e-8}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -177,7 +177,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The best model for coding and agentic tasks across industries",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.2", contextLength: 400000, pricing: {"prompt":0.00000175,"completion":0.000014,"cachedPrompt":1.75e-7,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.2", contextLength: 400000, pricing: {"prompt":0.00000175,"completion":0.000014,"cachedPrompt":1.75e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -186,7 +186,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Version of GPT-5.2 that produces smarter and more precise responses.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.2-pro", contextLength: 400000, pricing: {"prompt":0.000021,"completion":0.000168,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.2-pro", contextLength: 400000, pricing: {"prompt":0.000021,"completion":0.000168,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -195,7 +195,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The most capable agentic coding model",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.3-codex", contextLength: 400000, pricing: {"prompt":0.00000175,"completion":0.000014,"cachedPrompt":1.75e-7}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.3-codex", contextLength: 400000, pricing: {"prompt":0.00000175,"completion":0.000014,"cachedPrompt":1.75e-7}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -204,7 +204,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "OpenAI's most capable model with a 1.05M token context window.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.4", contextLength: 1050000, pricing: {"prompt":0.0000025,"completion":0.000015,"cachedPrompt":2.5e-7,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.4", contextLength: 1050000, pricing: {"prompt":0.0000025,"completion":0.000015,"cachedPrompt":2.5e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -213,7 +213,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our strongest mini model yet for coding, computer use, and subagents.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.4-mini", contextLength: 400000, pricing: {"prompt":7.5e-7,"completion":0.0000045,"cachedPrompt":7.5e-8,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.4-mini", contextLength: 400000, pricing: {"prompt":7.5e-7,"completion":0.0000045,"cachedPrompt":7.5e-8,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -222,7 +222,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our cheapest GPT-5.4-class model for simple high-volume tasks.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.4-nano", contextLength: 400000, pricing: {"prompt":2e-7,"completion":0.00000125,"cachedPrompt":2e-8,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.4-nano", contextLength: 400000, pricing: {"prompt":2e-7,"completion":0.00000125,"cachedPrompt":2e-8,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -231,7 +231,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Version of GPT-5.4 that produces smarter and more precise responses.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.4-pro", contextLength: 1050000, pricing: {"prompt":0.00003,"completion":0.00018,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.4-pro", contextLength: 1050000, pricing: {"prompt":0.00003,"completion":0.00018,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -240,7 +240,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The best model for coding and agentic tasks across industries",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.00003,"cachedPrompt":5e-7,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.00003,"cachedPrompt":5e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -249,7 +249,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Version of GPT-5.5 that produces smarter and more precise responses.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.5-pro", contextLength: 1000000, pricing: {"prompt":0.00003,"completion":0.00018,"webSearch":0.01}, supportedParameters: P1 },
+      { provider: "openai", model: "gpt-5.5-pro", contextLength: 1000000, pricing: {"prompt":0.00003,"completion":0.00018,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P1 },
     ],
   },
   {
@@ -258,7 +258,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "GPT-5.6 model optimized for cost-sensitive workloads.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.6-luna", contextLength: 1050000, pricing: {"prompt":2e-7,"completion":0.0000012,"cachedPrompt":2e-8,"cacheWritePrompt":2.5e-7,"webSearch":0.01}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-5.6-luna", contextLength: 1050000, pricing: {"prompt":2e-7,"completion":0.0000012,"cachedPrompt":2e-8,"cacheWritePrompt":2.5e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P2 },
     ],
   },
   {
@@ -267,7 +267,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Frontier model for complex professional work.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.6-sol", contextLength: 1050000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":4e-7,"cacheWritePrompt":0.000005,"webSearch":0.01}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-5.6-sol", contextLength: 1050000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":4e-7,"cacheWritePrompt":0.000005,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P2 },
     ],
   },
   {
@@ -276,7 +276,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "GPT-5.6 model that balances intelligence and cost.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-5.6-terra", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"webSearch":0.01}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-5.6-terra", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P2 },
     ],
   },
   {
@@ -285,7 +285,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Efficient model for focused, high-volume tasks.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-6-luna", contextLength: 1050000, pricing: {"prompt":1e-7,"completion":5e-7,"cachedPrompt":1e-8,"cacheWritePrompt":1.25e-7,"webSearch":0.01}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-6-luna", contextLength: 1050000, pricing: {"prompt":1e-7,"completion":5e-7,"cachedPrompt":1e-8,"cacheWritePrompt":1.25e-7,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P2 },
     ],
   },
   {
@@ -294,7 +294,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Model for complex coding and agentic workflows.",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "openai", model: "gpt-6-sol", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"webSearch":0.01}, supportedParameters: P2 },
+      { provider: "openai", model: "gpt-6-sol", contextLength: 1050000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P2 },
     ],
   },
   {
@@ -324,7 +324,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our best combination of speed and intelligence",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-5", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-4-5", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -333,7 +333,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Fastest and most intelligent Haiku model",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-haiku-4-5", contextLength: 200000, pricing: {"prompt":0.000001,"completion":0.000005,"cachedPrompt":1e-7,"cacheWritePrompt":0.00000125,"cacheWrite1hPrompt":0.000002,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-haiku-4-5", contextLength: 200000, pricing: {"prompt":0.000001,"completion":0.000005,"cachedPrompt":1e-7,"cacheWritePrompt":0.00000125,"cacheWrite1hPrompt":0.000002,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -343,7 +343,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1754352000,
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-1", contextLength: 200000, maxOutputTokens: 32000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-1", contextLength: 200000, maxOutputTokens: 32000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -352,7 +352,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Most intelligent model for complex tasks",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-0", contextLength: 200000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-0", contextLength: 200000, pricing: {"prompt":0.000015,"completion":0.000075,"cachedPrompt":0.0000015,"cacheWritePrompt":0.00001875,"cacheWrite1hPrompt":0.00003,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -361,7 +361,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Optimal balance of intelligence, cost, and speed",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-0", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-4-0", contextLength: 200000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -370,7 +370,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Premium model combining maximum intelligence with practical performance",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-5", contextLength: 200000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-5", contextLength: 200000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -379,7 +379,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most intelligent model for building agents and coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-6", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-6", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -388,7 +388,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most capable model for complex reasoning and agentic coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-7", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-7", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -397,7 +397,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most capable model for complex reasoning and agentic coding",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-4-8", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-4-8", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -406,7 +406,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our best combination of speed and intelligence",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-4-6", contextLength: 1000000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-4-6", contextLength: 1000000, pricing: {"prompt":0.000003,"completion":0.000015,"cachedPrompt":3e-7,"cacheWritePrompt":0.00000375,"cacheWrite1hPrompt":0.000006,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -415,7 +415,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Our most agentic Sonnet model, approaching Opus 4.8 capability at lower cost",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-sonnet-5", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"cacheWrite1hPrompt":0.000004,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-sonnet-5", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.00001,"cachedPrompt":2e-7,"cacheWritePrompt":0.0000025,"cacheWrite1hPrompt":0.000004,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -424,7 +424,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For complex agentic coding and enterprise work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-5", contextLength: 1000000, pricing: {"prompt":0.000005,"completion":0.000025,"cachedPrompt":5e-7,"cacheWritePrompt":0.00000625,"cacheWrite1hPrompt":0.00001,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -433,7 +433,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For long-running agentic coding and knowledge work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-opus-5-5", contextLength: 1000000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":2e-7,"cacheWritePrompt":0.000005,"cacheWrite1hPrompt":0.000008,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-opus-5-5", contextLength: 1000000, pricing: {"prompt":0.000004,"completion":0.00002,"cachedPrompt":2e-7,"cacheWritePrompt":0.000005,"cacheWrite1hPrompt":0.000008,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -442,7 +442,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "For demanding reasoning and long-horizon agentic work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-fable-5", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":0.000001,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-fable-5", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":0.000001,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -451,7 +451,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Anthropic's most capable widely released model for demanding reasoning and long-horizon agentic work",
     inputModalities: ["text","image"],
     endpoints: [
-      { provider: "anthropic", model: "claude-fable-5-1", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":2.5e-7,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002,"webSearch":0.01}, supportedParameters: P4 },
+      { provider: "anthropic", model: "claude-fable-5-1", contextLength: 1000000, pricing: {"prompt":0.00001,"completion":0.00005,"cachedPrompt":2.5e-7,"cacheWritePrompt":0.0000125,"cacheWrite1hPrompt":0.00002,"webSearch":0.01}, collectsData: false, isDistillable: false, supportedParameters: P4 },
     ],
   },
   {
@@ -461,7 +461,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1742428800,
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-2.5-flash", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-2.5-flash", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -471,7 +471,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     created: 1742428800,
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-2.5-pro", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-2.5-pro", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.00000125,"completion":0.00001,"cachedPrompt":1.25e-7}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -480,7 +480,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Gemini 2.5 Flash-Lite is a lightweight reasoning model in the Gemini 2.5 family, optimized for ultra-low latency and cost efficiency. It offers improved throughput, faster token generation, and better performance across common benchmarks compared to earlier Flash models. By default, \"thinking\" (i.e. multi-pass reasoning) is disabled to prioritize speed, but developers can enable it via the Reasoning API parameter to selectively trade off cost for intelligence.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-2.5-flash-lite", contextLength: 1000000, pricing: {"prompt":1e-7,"completion":4e-7,"cachedPrompt":1e-8}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-2.5-flash-lite", contextLength: 1000000, pricing: {"prompt":1e-7,"completion":4e-7,"cachedPrompt":1e-8}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -490,7 +490,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     inputModalities: ["text","image"],
     outputModalities: ["image","text"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-2.5-flash-image", contextLength: 32768, maxOutputTokens: 32768, pricing: {"prompt":3e-7,"completion":0.0000025,"image":0.0387}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-2.5-flash-image", contextLength: 32768, maxOutputTokens: 32768, pricing: {"prompt":3e-7,"completion":0.0000025,"image":0.0387}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -499,7 +499,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's ultra-fast frontier model optimized for speed and efficiency. Delivers state-of-the-art performance while maintaining low latency and cost, with improved reasoning and coding capabilities.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3-flash-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003,"cachedPrompt":5e-8,"webSearch":0.014}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3-flash-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003,"cachedPrompt":5e-8,"webSearch":0.014}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -508,7 +508,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The best model in the world for multimodal understanding, and our most powerful agentic and vibe-coding model yet.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"webSearch":0.014}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"webSearch":0.014}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -517,7 +517,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "The latest performance, intelligence, and usability improvements to the best model family in the world for multimodal understanding, agentic capabilities, and vibe-coding.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.1-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"webSearch":0.014}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.1-pro-preview", contextLength: 1048576, maxOutputTokens: 65536, pricing: {"prompt":0.000002,"completion":0.000012,"cachedPrompt":2e-7,"webSearch":0.014}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -526,7 +526,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's fastest and most cost-efficient Gemini 3 series model, built for intelligence at scale. Optimized for high-volume, low-latency applications while maintaining strong multimodal capabilities.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.1-flash-lite", contextLength: 1000000, pricing: {"prompt":2.5e-7,"completion":0.0000015,"cachedPrompt":2.5e-8,"webSearch":0.014}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.1-flash-lite", contextLength: 1000000, pricing: {"prompt":2.5e-7,"completion":0.0000015,"cachedPrompt":2.5e-8,"webSearch":0.014}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -535,7 +535,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's most intelligent model built for speed, combining frontier intelligence with improved reasoning, coding, and multimodal understanding.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.5-flash", contextLength: 1000000, pricing: {"prompt":0.0000015,"completion":0.000009,"cachedPrompt":1.5e-7,"webSearch":0.014}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.5-flash", contextLength: 1000000, pricing: {"prompt":0.0000015,"completion":0.000009,"cachedPrompt":1.5e-7,"webSearch":0.014}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -544,7 +544,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Google's fastest and most cost-efficient Gemini 3.5 series model, optimized for high-volume, low-latency applications while maintaining strong multimodal capabilities.",
     inputModalities: ["text","image","file","audio","video"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.5-flash-lite", contextLength: 1000000, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8,"webSearch":0.014}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.5-flash-lite", contextLength: 1000000, pricing: {"prompt":3e-7,"completion":0.0000025,"cachedPrompt":3e-8,"webSearch":0.014}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -554,7 +554,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     inputModalities: ["text","image"],
     outputModalities: ["image","text"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3-pro-image-preview", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.000012,"image":0.1344,"webSearch":0.014}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3-pro-image-preview", contextLength: 1000000, pricing: {"prompt":0.000002,"completion":0.000012,"image":0.1344,"webSearch":0.014}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -564,7 +564,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     inputModalities: ["text","image"],
     outputModalities: ["image","text"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-3.1-flash-image-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003,"webSearch":0.014}, supportedParameters: P5 },
+      { provider: "google-ai-studio", model: "gemini-3.1-flash-image-preview", contextLength: 1000000, pricing: {"prompt":5e-7,"completion":0.000003,"webSearch":0.014}, collectsData: false, isDistillable: false, supportedParameters: P5 },
     ],
   },
   {
@@ -922,7 +922,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Text Embedding 3 is a model that offers a balance between cost and performance.",
     outputModalities: ["embeddings"],
     endpoints: [
-      { provider: "openai", model: "text-embedding-3-small", contextLength: 8192, pricing: {"prompt":2e-8,"completion":0}, supportedParameters: P11 },
+      { provider: "openai", model: "text-embedding-3-small", contextLength: 8192, pricing: {"prompt":2e-8,"completion":0}, collectsData: false, isDistillable: false, supportedParameters: P11 },
     ],
   },
   {
@@ -931,7 +931,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Text Embedding 3 is a model that offers a balance between cost and performance.",
     outputModalities: ["embeddings"],
     endpoints: [
-      { provider: "openai", model: "text-embedding-3-large", contextLength: 8192, pricing: {"prompt":1.3e-7,"completion":0}, supportedParameters: P11 },
+      { provider: "openai", model: "text-embedding-3-large", contextLength: 8192, pricing: {"prompt":1.3e-7,"completion":0}, collectsData: false, isDistillable: false, supportedParameters: P11 },
     ],
   },
   {
@@ -940,7 +940,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     description: "Text Embedding Ada is a model that offers a balance between cost and performance.",
     outputModalities: ["embeddings"],
     endpoints: [
-      { provider: "openai", model: "text-embedding-ada-002", contextLength: 8192, pricing: {"prompt":1e-7,"completion":0}, supportedParameters: P12 },
+      { provider: "openai", model: "text-embedding-ada-002", contextLength: 8192, pricing: {"prompt":1e-7,"completion":0}, collectsData: false, isDistillable: false, supportedParameters: P12 },
     ],
   },
   {
@@ -948,7 +948,7 @@ export const SNAPSHOT_MODELS: readonly ModelEntry[] = [
     name: "Gemini Embedding 001",
     outputModalities: ["embeddings"],
     endpoints: [
-      { provider: "google-ai-studio", model: "gemini-embedding-001", contextLength: 2048, pricing: {"prompt":1.5e-7,"completion":0}, supportedParameters: P13 },
+      { provider: "google-ai-studio", model: "gemini-embedding-001", contextLength: 2048, pricing: {"prompt":1.5e-7,"completion":0}, collectsData: false, isDistillable: false, supportedParameters: P13 },
     ],
   },
   {

@@ -291,6 +291,8 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   const policy = input.policy
   // Preference fields that left out endpoints whose facts (data policy, quantization) the catalog lacks.
   const unknownFacts = new Set<string>()
+  // Preference fields that left out endpoints the catalog knows fail them, each with what the facts say.
+  const failedFacts = new Map<string, string>()
   // Requested `:free` and `:thinking` models none of whose endpoints is free, or reasons.
   const unservedVariants: Array<{ slug: string; variant: 'free' | 'thinking' }> = []
   // Whether a guardrail left out a model or an endpoint: with nothing left, the guardrail is what to name.
@@ -333,6 +335,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     for (const filter of factFilters(preferences)) {
       const kept = endpoints.filter(filter.keeps)
       if (kept.length < endpoints.length && endpoints.some((endpoint) => filter.isUnknown(endpoint))) unknownFacts.add(filter.field)
+      if (endpoints.some((endpoint) => !filter.keeps(endpoint) && !filter.isUnknown(endpoint))) failedFacts.set(filter.field, filter.failedAs)
       endpoints = kept
     }
     if (mustHonour.length > 0) {
@@ -408,6 +411,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   if (attempts.length === 0) {
     throw new NotFoundError(
       `No endpoints found for ${input.models.join(', ')} that match the provider preferences and available credentials` +
+        [...failedFacts].map(([field, failedAs]) => `; ${field} left out endpoints ${failedAs}`).join('') +
         (unknownFacts.size > 0
           ? `; ${listed([...unknownFacts])} left out endpoints the catalog has no such facts for (an operator adds them to the model entries: collectsData, quantization, isDistillable)`
           : ''),
@@ -422,16 +426,28 @@ interface FactFilter {
   field: string
   keeps(endpoint: ModelEndpoint): boolean
   isUnknown(endpoint: ModelEndpoint): boolean
+  /** What the catalog's facts say of an endpoint the filter leaves out, as the 404 words it. */
+  failedAs: string
 }
 
 /** The preferences that filter on catalog facts: only an endpoint known to meet one is kept. */
 const factFilters = (preferences: ProviderPreferences): FactFilter[] => {
   const filters: FactFilter[] = []
   if (preferences.data_collection === 'deny') {
-    filters.push({ field: 'provider.data_collection "deny"', keeps: (endpoint) => endpoint.collectsData === false, isUnknown: (endpoint) => endpoint.collectsData === undefined })
+    filters.push({
+      field: 'provider.data_collection "deny"',
+      keeps: (endpoint) => endpoint.collectsData === false,
+      isUnknown: (endpoint) => endpoint.collectsData === undefined,
+      failedAs: 'whose provider trains on the prompts it is sent',
+    })
   }
   if (preferences.enforce_distillable_text === true) {
-    filters.push({ field: 'provider.enforce_distillable_text', keeps: (endpoint) => endpoint.isDistillable === true, isUnknown: (endpoint) => endpoint.isDistillable === undefined })
+    filters.push({
+      field: 'provider.enforce_distillable_text',
+      keeps: (endpoint) => endpoint.isDistillable === true,
+      isUnknown: (endpoint) => endpoint.isDistillable === undefined,
+      failedAs: "whose terms forbid using the model's output to train other models",
+    })
   }
   const quantizations = preferences.quantizations
   if (quantizations && quantizations.length > 0) {
@@ -440,6 +456,7 @@ const factFilters = (preferences: ProviderPreferences): FactFilter[] => {
       // `unknown` in the list admits the endpoints whose format the catalog does not say.
       keeps: (endpoint) => (quantizations as readonly string[]).includes(endpoint.quantization ?? 'unknown'),
       isUnknown: (endpoint) => endpoint.quantization === undefined,
+      failedAs: `served in a quantization not listed (${quantizations.join(', ')})`,
     })
   }
   return filters

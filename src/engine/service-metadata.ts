@@ -1,6 +1,6 @@
 /** `service_metadata` (docs/decisions.md): how a response was routed, for callers who opted in. */
 
-import type { EndpointFigures, Percentiles } from './endpoint-performance'
+import { roundedPercentiles, type EndpointFigures } from './endpoint-performance'
 import type { Served } from './fallback'
 import type { InferenceRequest } from './request'
 import type { InferenceService } from './service'
@@ -9,20 +9,14 @@ const strategyOf = (served: Served | null, request: InferenceRequest) =>
   request.routing?.strategy ??
   (!served || served.attemptNumber > 1 || served.attempt.model.slug !== request.requestedModel ? 'fallback' : 'direct')
 
-const rounded = (percentiles: Percentiles, digits: number) => {
-  const scale = 10 ** digits
-  const round = (value: number) => Math.round(value * scale) / scale
-  return { p50: round(percentiles.p50), p75: round(percentiles.p75), p90: round(percentiles.p90), p99: round(percentiles.p99) }
-}
-
 /**
  * The measured figures a speed sort or preference ordered an endpoint by: latency to the first token in seconds,
  * output tokens per second; null for an endpoint not measured yet (tried first, so it gets measured).
  */
 const performanceOf = (figures: EndpointFigures | null) =>
   figures && {
-    latency: rounded({ p50: figures.latencyMs.p50 / 1000, p75: figures.latencyMs.p75 / 1000, p90: figures.latencyMs.p90 / 1000, p99: figures.latencyMs.p99 / 1000 }, 3),
-    throughput: figures.tokensPerSecond ? rounded(figures.tokensPerSecond, 1) : null,
+    latency: roundedPercentiles({ p50: figures.latencyMs.p50 / 1000, p75: figures.latencyMs.p75 / 1000, p90: figures.latencyMs.p90 / 1000, p99: figures.latencyMs.p99 / 1000 }, 3),
+    throughput: figures.tokensPerSecond ? roundedPercentiles(figures.tokensPerSecond, 1) : null,
   }
 
 /**

@@ -50,6 +50,11 @@ export interface ResponseResult {
   incompleteDetails: { reason: string } | null
   /** The requested stop sequence that ended the answer, when the upstream said which. */
   stopSequence?: string
+  /**
+   * The processing tier the upstream says served the answer (`default`, `flex`, `scale`, `priority`); absent when it
+   * said none, and the writers then echo the tier asked for.
+   */
+  serviceTier?: string
   /** Present when the caller asked for it. */
   serviceMetadata?: Record<string, unknown>
   servedBy: ServedBy | null

@@ -113,7 +113,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
       return { usage: billAttempt(used, started.attempt, service.byokFeeRate, items.filter(Boolean)), isEstimated: usage === undefined }
     }
     const result = (
-      fields: Pick<ResponseResult, 'model' | 'status' | 'output' | 'usage' | 'error' | 'incompleteDetails' | 'servedBy' | 'stopSequence'>,
+      fields: Pick<ResponseResult, 'model' | 'status' | 'output' | 'usage' | 'error' | 'incompleteDetails' | 'servedBy' | 'stopSequence' | 'serviceTier'>,
     ): ResponseResult => ({
       id,
       createdAt,
@@ -126,8 +126,9 @@ export const openSession = async (service: InferenceService, request: InferenceR
       status: ResponseResult['status'],
       failure: ResponseFailure | null,
       incompleteDetails: { reason: string } | null,
-      stopSequence?: string,
+      ended: { stopSequence?: string | undefined; serviceTier?: string | undefined } = {},
     ) => {
+      const { stopSequence, serviceTier } = ended
       const output = items.filter(Boolean)
       if (status === 'completed' && open) {
         const end = performance.now()
@@ -148,6 +149,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
         incompleteDetails,
         servedBy: servedBy(served),
         ...(stopSequence === undefined ? {} : { stopSequence }),
+        ...(serviceTier === undefined ? {} : { serviceTier }),
         ...(usage === undefined ? { isUsageEstimated: true } : {}),
       })
       kit.finish(billed, failure, { ...finished, ...metadataIfRequested(service, request, served, served.attemptNumber, startedAt) })
@@ -214,7 +216,7 @@ export const openSession = async (service: InferenceService, request: InferenceR
           else if (event.type === 'upstream.finish') {
             // Nothing after the finish reaches the client: answer now, and let the upstream end its body in the background.
             drainThenRelease(iterator, attempt)
-            return finish(served, event.status satisfies FinishStatus, null, event.incompleteDetails, event.stopSequence)
+            return finish(served, event.status satisfies FinishStatus, null, event.incompleteDetails, event)
           } else {
             if (event.type === 'response.output_item.done') items[event.output_index] = event.item
             if (firstContentAt === undefined && isContent(event.type)) firstContentAt = performance.now()

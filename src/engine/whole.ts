@@ -45,6 +45,7 @@ export const answerWhole = async (service: InferenceService, request: InferenceR
       error: null,
       incompleteDetails: result.incompleteDetails,
       ...(result.stopSequence === undefined ? {} : { stopSequence: result.stopSequence }),
+      ...(result.serviceTier === undefined ? {} : { serviceTier: result.serviceTier }),
       ...metadataIfRequested(service, request, served, served.attemptNumber, startedAt),
       servedBy: servedBy(served),
     },

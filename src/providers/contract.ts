@@ -72,6 +72,11 @@ export interface UpstreamResult {
   incompleteDetails: { reason: string } | null
   /** The stop sequence (`UpstreamCall.extensions.stop`) that ended the answer, when the upstream says which. */
   stopSequence?: string
+  /**
+   * The processing tier the upstream says it served the answer on, in the canonical (OpenAI) names `default`, `flex`,
+   * `scale`, `priority`; absent when it says none the canonical names have.
+   */
+  serviceTier?: string
   /** The provider's own response id, for logs. */
   upstreamId?: string
 }
@@ -154,7 +159,8 @@ export interface ProviderAdapter {
   /**
    * The `service_tier` values (`flex`, `priority`, `scale`; `fast` is `priority`) this adapter sends upstream.
    * Routing hands an adapter a request asking for another tier than `auto` or `default` only when it declares that
-   * tier, so a tier is never echoed that was not asked of the provider. Absent: none.
+   * tier, so a tier is never asked of a provider that would drop it. The answer echoes the tier the provider reports
+   * having used (`UpstreamResult.serviceTier`). Absent: none.
    */
   readonly serviceTiers?: readonly string[]
   /**

@@ -70,8 +70,11 @@ export type UpstreamStreamEvent =
   | ItemEvent
   | { type: 'relayed'; event: RelayedEvent }
   | { type: 'upstream.usage'; usage: Usage }
-  /** `stopSequence`: the requested stop sequence that ended the answer, when the upstream says which. */
-  | { type: 'upstream.finish'; status: FinishStatus; incompleteDetails: { reason: string } | null; stopSequence?: string }
+  /**
+   * `stopSequence`: the requested stop sequence that ended the answer, when the upstream says which. `serviceTier`:
+   * the processing tier the upstream says it used, as `UpstreamResult.serviceTier`.
+   */
+  | { type: 'upstream.finish'; status: FinishStatus; incompleteDetails: { reason: string } | null; stopSequence?: string; serviceTier?: string }
 
 const ITEM_EVENT_TYPES: ReadonlySet<string> = new Set<ItemEventType>([
   'response.output_item.added',

@@ -2,10 +2,12 @@
  * The answers of `GET /models`, `GET /models/{author}/{slug}/endpoints` and `GET /providers`, built
  * once per catalog revision: the models and providers are fixed when `createGateway` returns and only
  * refreshed prices change them, so each JSON text (and its ETag) is computed on first use and served from
- * memory until the next price refresh.
+ * memory until the next price refresh. What shows or orders by measured speed (the speed sorts, the endpoints'
+ * latency and throughput) changes with the traffic, so it is built per request.
  */
 
 import { cacheJson, type CachedJson } from '../core/cached-json'
+import { endpointKey, type EndpointFigures } from '../engine/endpoint-performance'
 import type { ModelEntry } from '../engine/models'
 import { honouredParameters } from '../engine/routing'
 import type { InferenceService } from '../engine/service'
@@ -40,6 +42,8 @@ interface ListedModel {
   /** Lowercase provider slugs and display names, for `providers`. */
   providerNames: ReadonlySet<string>
   isZeroDataRetention: boolean
+  /** Whether the model's terms allow training other models on its output (`distillable`); unknown counts as no. */
+  isDistillable: boolean
 }
 
 const DAY_SECONDS = 86_400
@@ -70,6 +74,7 @@ const toListed = (entry: ModelEntry, served: ServedEndpoint[]): ListedModel => {
     searchText: `${entry.slug}\n${entry.name}`.toLowerCase(),
     providerNames: new Set(served.flatMap(({ provider }) => [provider.id.toLowerCase(), provider.displayName.toLowerCase()])),
     isZeroDataRetention: served.some(({ endpoint }) => endpoint.isZeroDataRetention === true),
+    isDistillable: served.some(({ endpoint }) => endpoint.isDistillable === true),
   }
 }
 
@@ -97,6 +102,8 @@ const matches = (model: ListedModel, query: ListModelsQuery, nowSeconds: number)
   if (query.providers && !query.providers.some((provider) => model.providerNames.has(provider.toLowerCase()))) return false
   if (query.arch && tokenizerOf(entry).toLowerCase() !== query.arch.toLowerCase()) return false
   if (query.zdr && !model.isZeroDataRetention) return false
+  // OpenRouter's meaning: `true` keeps only the distillable models, `false` leaves them out.
+  if (query.distillable !== undefined && model.isDistillable !== (query.distillable === 'true')) return false
   if (query.min_age_days !== undefined || query.max_age_days !== undefined) {
     if (!entry.created) return false
     const ageDays = Math.floor((nowSeconds - entry.created) / DAY_SECONDS)
@@ -105,8 +112,27 @@ const matches = (model: ListedModel, query: ListModelsQuery, nowSeconds: number)
   return true
 }
 
+/** The orders measured speed decides: their answers change with the traffic, so they are never cached. */
+const SPEED_SORTS: ReadonlySet<ListModelsQuery['sort']> = new Set(['throughput-high-to-low', 'latency-low-to-high'] as const)
+
+/** A model's measured speed: its best measured endpoint's median (`undefined` while none is measured). */
+interface ModelSpeed {
+  latencyMs(model: ListedModel): number | undefined
+  tokensPerSecond(model: ListedModel): number | undefined
+}
+
+/** Measured models first, best first; the unmeasured after them in the catalog's order. */
+const bySpeed = (models: ListedModel[], figureOf: (model: ListedModel) => number | undefined, isHigherBetter: boolean): ListedModel[] => {
+  const figures = new Map(models.map((model) => [model, figureOf(model)]))
+  return [...models].sort((left, right) => {
+    const [one, other] = [figures.get(left), figures.get(right)]
+    if (one === undefined || other === undefined) return (one === undefined ? 1 : 0) - (other === undefined ? 1 : 0)
+    return isHigherBetter ? other - one : one - other
+  })
+}
+
 /** Stable, so models that tie keep the catalog's order. */
-const sorted = (models: ListedModel[], sort: ListModelsQuery['sort']): ListedModel[] => {
+const sorted = (models: ListedModel[], sort: ListModelsQuery['sort'], speed: ModelSpeed): ListedModel[] => {
   // In whole millionths of a dollar per million tokens: prices that are equal on paper (0.4 + 1.6 and 0.5 + 1.5)
   // must tie, which their binary floating-point sums do not always do.
   const averagePrice = (model: ListedModel) => Math.round((model.promptPrice + model.outputPrice) * 500_000)
@@ -121,6 +147,10 @@ const sorted = (models: ListedModel[], sort: ListModelsQuery['sort']): ListedMod
       return [...models].sort((left, right) => right.contextLength - left.contextLength)
     case 'newest':
       return [...models].sort((left, right) => (right.entry.created ?? 0) - (left.entry.created ?? 0))
+    case 'latency-low-to-high':
+      return bySpeed(models, speed.latencyMs, false)
+    case 'throughput-high-to-low':
+      return bySpeed(models, speed.tokensPerSecond, true)
   }
 }
 
@@ -147,9 +177,25 @@ const createCatalogAnswers = (inference: InferenceService) => {
     return served.length > 0 ? [toListed(entry, served)] : []
   })
   const lists = new Map<string, Promise<CachedJson>>()
-  const endpoints = new Map<string, Promise<CachedJson> | null>()
+  /**
+   * An endpoint's figures as an anonymous caller's request routes on them: those of the gateway's shared key, or of
+   * callers' own keys for a provider the gateway has no key for (src/engine/routing.ts reads them the same way).
+   */
+  const figuresOf = ({ endpoint, provider }: ServedEndpoint): EndpointFigures | undefined =>
+    inference.performance.figures(endpointKey(inference.providers.get(provider.id)?.shared === null ? 'byok' : 'shared', provider.id, endpoint.model))
+  const best = (model: ListedModel, figureOf: (figures: EndpointFigures) => number | undefined, pick: (...values: number[]) => number) => {
+    const measured = model.served.flatMap((one) => {
+      const figures = figuresOf(one)
+      const value = figures && figureOf(figures)
+      return value === undefined ? [] : [value]
+    })
+    return measured.length > 0 ? pick(...measured) : undefined
+  }
+  const speed: ModelSpeed = {
+    latencyMs: (model) => best(model, (figures) => figures.latencyMs.p50, Math.min),
+    tokensPerSecond: (model) => best(model, (figures) => figures.tokensPerSecond?.p50, Math.max),
+  }
   let providers: Promise<CachedJson> | undefined
-  let zeroDataRetention: Promise<CachedJson> | undefined
   let imageModels: Promise<CachedJson> | undefined
 
   const buildList = (query: ListModelsQuery, basePath: string, isIncluded?: (entry: ModelEntry) => boolean): Promise<CachedJson> => {
@@ -157,6 +203,7 @@ const createCatalogAnswers = (inference: InferenceService) => {
     const selected = sorted(
       listed.filter((model) => matches(model, query, nowSeconds) && (!isIncluded || isIncluded(model.entry))),
       query.sort,
+      speed,
     )
     const page = selected.slice(query.offset, query.limit === undefined ? undefined : query.offset + query.limit)
     const nextOffset = query.offset + page.length
@@ -174,8 +221,8 @@ const createCatalogAnswers = (inference: InferenceService) => {
      */
     list(query: ListModelsQuery, basePath: string, isIncluded?: (entry: ModelEntry) => boolean): Promise<CachedJson> {
       if (isIncluded) return buildList(query, basePath, isIncluded)
-      // An age filter's answer changes with the clock: built each time.
-      if (query.min_age_days !== undefined || query.max_age_days !== undefined) return buildList(query, basePath)
+      // An age filter's answer changes with the clock, a speed sort's with the traffic: built each time.
+      if (query.min_age_days !== undefined || query.max_age_days !== undefined || SPEED_SORTS.has(query.sort)) return buildList(query, basePath)
       const key = cacheKey(query)
       const known = lists.get(key)
       if (known) return known
@@ -183,16 +230,11 @@ const createCatalogAnswers = (inference: InferenceService) => {
       if (lists.size < FILTERED_LISTS_MAX) lists.set(key, built)
       return built
     },
-    /** `GET /models/{author}/{slug}/endpoints`, or `null` for a model this gateway cannot serve. */
+    /** `GET /models/{author}/{slug}/endpoints` with the figures measured so far, or `null` for a model this gateway cannot serve. */
     endpoints(slug: string): Promise<CachedJson> | null {
       const entry = inference.models.find(slug)
-      if (!entry) return null
-      const known = endpoints.get(entry.slug)
-      if (known !== undefined) return known
-      const model = listed.find((candidate) => candidate.entry === entry)
-      const built = model ? cacheJson({ data: toModelEndpointsWire(entry, model.served) }) : null
-      endpoints.set(entry.slug, built)
-      return built
+      const model = entry && listed.find((candidate) => candidate.entry === entry)
+      return model ? cacheJson({ data: toModelEndpointsWire(model.entry, model.served, figuresOf) }) : null
     },
     /** `GET /model/{author}/{slug}`: the model as `GET /models` lists it, or `null` for one this gateway cannot serve. */
     model(slug: string, basePath: string): Promise<CachedJson> | null {
@@ -207,10 +249,9 @@ const createCatalogAnswers = (inference: InferenceService) => {
     },
     /** `GET /endpoints/zdr`: every served endpoint that keeps no data (`isZeroDataRetention`). */
     zeroDataRetentionEndpoints(): Promise<CachedJson> {
-      zeroDataRetention ??= cacheJson({
-        data: listed.flatMap(({ entry, served }) => served.filter(({ endpoint }) => endpoint.isZeroDataRetention === true).map((one) => toEndpointWire(entry, one))),
+      return cacheJson({
+        data: listed.flatMap(({ entry, served }) => served.filter(({ endpoint }) => endpoint.isZeroDataRetention === true).map((one) => toEndpointWire(entry, one, figuresOf(one)))),
       })
-      return zeroDataRetention
     },
     /** `GET /images/models`: the models that draw. */
     imageModels(basePath: string): Promise<CachedJson> {

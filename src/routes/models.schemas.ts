@@ -16,15 +16,16 @@ export const OUTPUT_MODALITY_FILTERS = ['text', 'image', 'audio', 'video', 'embe
 /** OpenRouter's `input_modalities` values, which are the catalog's (src/engine/models.ts `Modality`). */
 export const INPUT_MODALITY_FILTERS = ['text', 'image', 'audio', 'file', 'video'] as const
 
-/** The `sort` orders the catalog's own data decides (docs/decisions.md, "Model and provider catalog"). */
-export const MODEL_SORTS = ['pricing-low-to-high', 'pricing-high-to-low', 'context-high-to-low', 'newest'] as const
+/**
+ * The `sort` orders the catalog's own data decides, and the two speed orders the gateway's measurements decide
+ * (docs/decisions.md, "Model and provider catalog").
+ */
+export const MODEL_SORTS = ['pricing-low-to-high', 'pricing-high-to-low', 'context-high-to-low', 'newest', 'throughput-high-to-low', 'latency-low-to-high'] as const
 
-/** OpenRouter's orders that need live statistics or benchmark scores this gateway does not have. */
-const MEASURED_SORTS = [
+/** OpenRouter's orders that need usage rankings or benchmark scores this gateway does not have. */
+const UNKNOWABLE_SORTS = [
   'most-popular',
   'top-weekly',
-  'throughput-high-to-low',
-  'latency-low-to-high',
   'intelligence-high-to-low',
   'coding-high-to-low',
   'agentic-high-to-low',
@@ -57,7 +58,7 @@ const unknowable = (what: string) => v.optional(v.custom<never>(() => false, `ca
 
 const SortSchema = v.pipe(
   v.string(),
-  v.check((sort) => !MEASURED_SORTS.includes(sort), 'cannot be applied: this gateway keeps no usage, speed or benchmark figures to sort by'),
+  v.check((sort) => !UNKNOWABLE_SORTS.includes(sort), 'cannot be applied: this gateway keeps no usage rankings or benchmark scores to sort by'),
   v.picklist(MODEL_SORTS, `must be one of ${MODEL_SORTS.join(', ')}`),
 )
 
@@ -87,7 +88,8 @@ export const ListModelsQuerySchema = v.pipe(
       offset: v.optional(integerQuery(0, Number.MAX_SAFE_INTEGER), '0'),
       limit: v.optional(integerQuery(1, MODELS_PAGE_MAX)),
       category: unknowable("use-case categories (OpenRouter's come from its usage rankings)"),
-      distillable: unknowable('distillation terms for its models'),
+      // Whether the model's terms allow training other models on its output, as the catalog states it (`isDistillable`).
+      distillable: v.optional(v.picklist(['true', 'false'], 'must be true or false')),
       region: unknowable('data regions for its endpoints'),
       min_intelligence_index: unknowable('benchmark scores'),
       max_intelligence_index: unknowable('benchmark scores'),

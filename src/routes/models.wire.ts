@@ -4,6 +4,7 @@
  * `@openrouter/sdk` response schemas validate them (docs/decisions.md, "Model and provider catalog").
  */
 
+import { roundedPercentiles, type EndpointFigures } from '../engine/endpoint-performance'
 import type { EndpointPricing, Modality, ModelEndpoint, ModelEntry, OutputModality } from '../engine/models'
 import type { RegisteredProvider } from '../engine/providers'
 import type { ProviderAdapter } from '../providers/contract'
@@ -108,8 +109,13 @@ export const toModelWire = (entry: ModelEntry, served: readonly ServedEndpoint[]
   }
 }
 
-/** One endpoint of `GET /models/{author}/{slug}/endpoints`; no live statistics are kept, so those are null. */
-export const toEndpointWire = (entry: ModelEntry, { endpoint, provider, adapter }: ServedEndpoint) => {
+/**
+ * One endpoint of `GET /models/{author}/{slug}/endpoints`. Latency (ms to the first token) and throughput (output
+ * tokens per second) are the gateway's measured `figures`, null while the endpoint is unmeasured; they follow the
+ * recent traffic's decayed window rather than exactly 30 minutes (docs/decisions.md, "Model and provider catalog").
+ * Uptime is not kept, so it is null.
+ */
+export const toEndpointWire = (entry: ModelEntry, { endpoint, provider, adapter }: ServedEndpoint, figures: EndpointFigures | undefined) => {
   const parameters = toParameterWireNames(endpoint.supportedParameters)
   const toolChoice = parameters.includes('tool_choice')
   return {
@@ -130,13 +136,13 @@ export const toEndpointWire = (entry: ModelEntry, { endpoint, provider, adapter 
     uptime_last_30m: null,
     uptime_last_5m: null,
     uptime_last_1d: null,
-    latency_last_30m: null,
-    throughput_last_30m: null,
+    latency_last_30m: figures ? roundedPercentiles(figures.latencyMs, 1) : null,
+    throughput_last_30m: figures?.tokensPerSecond ? roundedPercentiles(figures.tokensPerSecond, 1) : null,
   }
 }
 
 /** The `data` of `GET /models/{author}/{slug}/endpoints`. */
-export const toModelEndpointsWire = (entry: ModelEntry, served: readonly ServedEndpoint[]) => {
+export const toModelEndpointsWire = (entry: ModelEntry, served: readonly ServedEndpoint[], figuresOf: (one: ServedEndpoint) => EndpointFigures | undefined) => {
   const architecture = toArchitectureWire(entry)
   return {
     id: entry.slug,
@@ -144,7 +150,7 @@ export const toModelEndpointsWire = (entry: ModelEntry, served: readonly ServedE
     created: entry.created ?? 0,
     description: descriptionOf(entry, served),
     architecture,
-    endpoints: served.map((one) => toEndpointWire(entry, one)),
+    endpoints: served.map((one) => toEndpointWire(entry, one, figuresOf(one))),
   }
 }
 

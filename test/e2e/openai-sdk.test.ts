@@ -674,6 +674,20 @@ describe.each(FAMILY_IDS)('openai SDK → %s family: errors', (id) => {
   })
 })
 
+describe('openai SDK: service_tier', () => {
+  it('is the tier the upstream says served the answer, from create, create({stream: true}) and stream()', async () => {
+    // Asked for priority; the recorded answer was served on the default tier, and says so.
+    const body = { ...params(FAMILIES.openai, { input: QUESTION }), service_tier: 'priority' as const }
+    const whole = await sdk.client.responses.create(body)
+    expect(lastRequest('openai').json.service_tier).toBe('priority')
+    expect(whole.service_tier).toBe('default')
+    const events = await collect(await sdk.client.responses.create({ ...body, stream: true }))
+    expect((events[0] as Extract<ResponseStreamEvent, { type: 'response.created' }>).response.service_tier).toBe('priority')
+    expect((events.at(-1) as Extract<ResponseStreamEvent, { type: 'response.completed' }>).response.service_tier).toBe('default')
+    expect((await runStream(sdk.client, body)).final.service_tier).toBe('default')
+  })
+})
+
 describe('openai SDK: request errors', () => {
   it('an unknown model throws NotFoundError, streamed or not', async () => {
     const body = { model: 'nobody/nothing', input: QUESTION }

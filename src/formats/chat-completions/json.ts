@@ -17,6 +17,7 @@ import {
   type ReasoningDetail,
 } from './shared'
 import { asGeneratedImage } from '../shared/server-tool-images'
+import { echoedServiceTier } from '../shared/service-tier'
 
 const reasoningTextOf = (item: OutputReasoning) => {
   const parts = item.content?.length ? item.content : item.summary
@@ -77,7 +78,8 @@ const logprobsOf = (result: ResponseResult, options: ChatWriterOptions) => {
   return { content: toChatLogprobs(entries), refusal: null }
 }
 
-export const toChatCompletion = (result: ResponseResult, options: ChatWriterOptions) => {
+/** `askedTier`: the `service_tier` the request asked for, echoed when the upstream names none. */
+export const toChatCompletion = (result: ResponseResult, options: ChatWriterOptions, askedTier: string | null | undefined) => {
   const provider = providerNameOf(result.servedBy)
   return {
   id: chatCompletionId(result.id),
@@ -85,6 +87,8 @@ export const toChatCompletion = (result: ResponseResult, options: ChatWriterOpti
   created: result.createdAt,
   model: result.model,
   ...(provider === undefined ? {} : { provider }),
+  // The tier that served the answer, as OpenAI reports it.
+  service_tier: echoedServiceTier(result, askedTier),
   // OpenRouter's SDK requires the key; no provider fingerprint is carried through.
   system_fingerprint: null,
   choices: [{ index: 0, message: toMessage(result, options), logprobs: logprobsOf(result, options), finish_reason: finishReasonOf(result) }],

@@ -7,6 +7,6 @@ import { toChatCompletionsSse } from './sse'
 import { OVERHEAD_HEADER, sseReply, type WireFormat } from '../shared/reply'
 
 export const chatCompletionsFormat = (options: ChatWriterOptions): WireFormat => ({
-  whole: (answer) => json(toChatCompletion(answer.result, options), 200, { [OVERHEAD_HEADER]: answer.overheadMs.toFixed(3) }),
+  whole: (answer) => json(toChatCompletion(answer.result, options, answer.request.service_tier), 200, { [OVERHEAD_HEADER]: answer.overheadMs.toFixed(3) }),
   stream: (session) => sseReply(toChatCompletionsSse(session, options), session.overheadMs),
 })

@@ -28,6 +28,7 @@ import {
   type ReasoningDetail,
 } from './shared'
 import { asGeneratedImage } from '../shared/server-tool-images'
+import { echoedServiceTier } from '../shared/service-tier'
 
 const KEEP_ALIVE = ': PROCESSING\n\n'
 const DONE = 'data: [DONE]\n\n'
@@ -96,14 +97,16 @@ export const toChatCompletionsSse =
       call.sentLength = item.arguments.length
       return delta({ tool_calls: [{ index: call.index, function: { arguments: rest } }] })
     }
+    // Only the last chunks carry `service_tier`: the tier that served is known once the upstream has finished.
     const end = (result: ResponseResult) => {
       const ended = failure ?? result.error
+      const tier = `"service_tier":${JSON.stringify(echoedServiceTier(result, session.request.service_tier))},`
       const last = ended
         ? chunk(`"error":${JSON.stringify(toChatError(ended))},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]`)
-        : delta({}, finishReasonOf(result))
+        : chunk(`${tier}"choices":[{"index":0,"delta":{},"finish_reason":"${finishReasonOf(result)}"}]`)
       const billed = usage ?? result.usage
       const metadata = result.serviceMetadata ? `,"service_metadata":${JSON.stringify(result.serviceMetadata)}` : ''
-      const usageChunk = billed ? chunk(`"choices":[],"usage":${JSON.stringify(toChatUsage(billed))}${metadata}`) : ''
+      const usageChunk = billed ? chunk(`${tier}"choices":[],"usage":${JSON.stringify(toChatUsage(billed))}${metadata}`) : ''
       return last + usageChunk + DONE
     }
 

@@ -12,7 +12,7 @@ export const MESSAGES_FORMAT: WireFormat = {
     const { error } = answer.result
     // A message has no room for a failure: it is answered as Anthropic answers one, with its status.
     if (answer.result.status === 'failed' && error) return errorReply(new GatewayError(error.status, error.message), 'anthropic', headers)
-    return json(toMessage(answer.result), 200, headers)
+    return json(toMessage(answer.result, answer.request.service_tier), 200, headers)
   },
   stream: (session) => sseReply(toMessagesSse(session), session.overheadMs),
 }

@@ -54,6 +54,19 @@ export const toMessagesUsage = (usage: BilledUsage | null | undefined) => {
   }
 }
 
+/** The canonical (OpenAI) tiers Anthropic has a name for; `flex` and `scale` have none. */
+const MESSAGES_SERVICE_TIERS: Readonly<Record<string, 'standard' | 'priority'>> = { default: 'standard', priority: 'priority' }
+
+/**
+ * `usage.service_tier` in Anthropic's names: the tier the upstream said served the answer, else `standard` when the
+ * request asked for it (`standard_only`, the engine's `default`); `null`, as Anthropic's type allows, when neither
+ * says, or for a tier Anthropic has no name for.
+ */
+export const toMessagesServiceTier = (result: Pick<ResponseResult, 'serviceTier'> | null, asked: string | null | undefined): 'standard' | 'priority' | null => {
+  const tier = result?.serviceTier ?? (asked === 'default' ? asked : undefined)
+  return tier !== undefined && Object.hasOwn(MESSAGES_SERVICE_TIERS, tier) ? MESSAGES_SERVICE_TIERS[tier]! : null
+}
+
 /** A failure as the body of Anthropic's stream `error` event. */
 export const toMessagesError = (failure: ResponseFailure) => ({ type: 'error' as const, error: { type: anthropicErrorType(failure.status), message: failure.message } })
 

@@ -12,7 +12,17 @@ import { startEncoded } from '../shared/reply'
 import type { BilledUsage } from '../../engine/billing'
 import type { ResponseFailure, ResponseResult, ResponseSession, SessionEvent } from '../../engine/session-events'
 import { completedImages, type OutputFunctionCall, type OutputImage, type OutputReasoning } from '../../providers/types'
-import { imageBlockOf, messageId, reasoningTextOf, redactedDataOf, stopReasonOf, stopSequenceOf, toMessagesError, toMessagesUsage } from './shared'
+import {
+  imageBlockOf,
+  messageId,
+  reasoningTextOf,
+  redactedDataOf,
+  stopReasonOf,
+  stopSequenceOf,
+  toMessagesError,
+  toMessagesServiceTier,
+  toMessagesUsage,
+} from './shared'
 import { asGeneratedImage } from '../shared/server-tool-images'
 
 const PING = 'event: ping\ndata: {"type":"ping"}\n\n'
@@ -106,7 +116,11 @@ export const toMessagesSse =
       if (ended) return text + event('error', toMessagesError(ended))
       return (
         text +
-        event('message_delta', { delta: { stop_reason: stopReasonOf(result), stop_sequence: stopSequenceOf(result) }, usage: toMessagesUsage(usage ?? result.usage) }) +
+        event('message_delta', {
+          delta: { stop_reason: stopReasonOf(result), stop_sequence: stopSequenceOf(result) },
+          // The tier that served is known only now; Anthropic's own delta leaves it out, which clients tolerate.
+          usage: { ...toMessagesUsage(usage ?? result.usage), service_tier: toMessagesServiceTier(result, session.request.service_tier) },
+        }) +
         event('message_stop', {})
       )
     }
@@ -125,8 +139,8 @@ export const toMessagesSse =
               content: [],
               stop_reason: null,
               stop_sequence: null,
-              // Counted when the answer ends: the final `message_delta` carries every figure.
-              usage: toMessagesUsage(null),
+              // Counted when the answer ends: the final `message_delta` carries every figure, and the tier that served.
+              usage: { ...toMessagesUsage(null), service_tier: toMessagesServiceTier(null, session.request.service_tier) },
             },
           })
         case 'response.output_item.added': {

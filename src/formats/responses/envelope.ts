@@ -6,6 +6,7 @@
 import type { BilledUsage } from '../../engine/billing'
 import { MAX_TOOL_CALLS_MAX, type ResponsesRequestBody } from '../../engine/request.schemas'
 import type { OutputItem } from '../../providers/types'
+import { echoedServiceTier } from '../shared/service-tier'
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed'
 
@@ -18,10 +19,9 @@ export interface ResponseState {
   incompleteDetails: { reason: string } | null
   completedAt: number | null
   serviceMetadata?: Record<string, unknown>
+  /** The tier the upstream said served the answer; the one asked for is echoed without it. */
+  serviceTier?: string
 }
-
-// spec service_tier: `fast` is an alias of `priority`.
-const normalizeServiceTier = (tier: string | null | undefined) => (tier === 'fast' ? 'priority' : (tier ?? 'auto'))
 
 type RequestTool = NonNullable<ResponsesRequestBody['tools']>[number]
 
@@ -71,7 +71,7 @@ export const toResponseObject = (
     prompt_cache_options: request.prompt_cache_options ?? null,
     reasoning: request.reasoning ?? null,
     safety_identifier: request.safety_identifier ?? null,
-    service_tier: normalizeServiceTier(request.service_tier),
+    service_tier: echoedServiceTier(state, request.service_tier),
     store: request.store ?? false,
     background: false,
     text: request.text ?? { format: { type: 'text' } },

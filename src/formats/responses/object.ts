@@ -25,5 +25,6 @@ export const resultObject = (request: ResponsesRequestBody, result: ResponseResu
       incompleteDetails: result.incompleteDetails,
       completedAt: result.completedAt,
       ...(result.serviceMetadata ? { serviceMetadata: result.serviceMetadata } : {}),
+      ...(result.serviceTier === undefined ? {} : { serviceTier: result.serviceTier }),
     },
   )

@@ -10,6 +10,7 @@ import { UpstreamFailure } from '../../core/upstream-failure'
 import type { ItemEvent, RelayedEvent } from '../events'
 import { inputTokensDetails, type Usage } from '../types'
 import { toInBandFailure } from './errors'
+import { servedTier } from '../shared/service-tier'
 import { createWebSearchReader, type WebSearchReader } from './web-search'
 import { ANTHROPIC_REASONING_FORMAT, isRecord, type WireContentBlock, type WireError, type WireUsage } from './wire'
 
@@ -100,6 +101,16 @@ export const feedBlock = (builder: OutputBuilder, block: WireContentBlock, index
   }
 }
 
+/**
+ * Anthropic's tier in the canonical (OpenAI) names: `standard` is `default`, `priority` is `priority`; `batch` (the
+ * Message Batches API, which the gateway never calls) and anything else have none, so are dropped.
+ */
+const ANTHROPIC_SERVICE_TIERS: Readonly<Record<string, string>> = { standard: 'default', priority: 'priority' }
+
+/** The tier a message's usage reports, as `UpstreamResult.serviceTier`. */
+export const toServiceTier = (usage: WireUsage | undefined) =>
+  servedTier(typeof usage?.service_tier === 'string' && Object.hasOwn(ANTHROPIC_SERVICE_TIERS, usage.service_tier) ? ANTHROPIC_SERVICE_TIERS[usage.service_tier] : undefined)
+
 const malformed = () => new UpstreamFailure('provider_unavailable', 'Anthropic returned a malformed message', { upstreamStatus: 200 })
 
 /** `readResult` for a non-streaming Message body. */
@@ -118,6 +129,7 @@ export const readMessagesResult = (body: unknown, _call: UpstreamCall): Upstream
     status: finish.status,
     incompleteDetails: finish.incompleteDetails,
     ...(finish.stopSequence === undefined ? {} : { stopSequence: finish.stopSequence }),
+    ...toServiceTier(body.usage as WireUsage | undefined),
     ...(typeof body.id === 'string' ? { upstreamId: body.id } : {}),
   }
 }

@@ -10,7 +10,7 @@ import { createOutputBuilder } from '../shared/output-builder'
 import { UpstreamFailure } from '../../core/upstream-failure'
 import { parseSseJson, readSse } from '../shared/sse'
 import { toInBandFailure } from './errors'
-import { feedBlock, toFinish, toUsage } from './result'
+import { feedBlock, toFinish, toServiceTier, toUsage } from './result'
 import { createWebSearchReader } from './web-search'
 import { ANTHROPIC_REASONING_FORMAT, isRecord, type WireContentBlock, type WireError, type WireUsage } from './wire'
 
@@ -25,6 +25,8 @@ const mergeUsage = (into: WireUsage, update: unknown) => {
   for (const key of USAGE_COUNTS) if (typeof update[key] === 'number') into[key] = update[key]
   if (isRecord(update.output_tokens_details)) into.output_tokens_details = update.output_tokens_details as WireUsage['output_tokens_details']
   if (isRecord(update.cache_creation)) into.cache_creation = update.cache_creation as WireUsage['cache_creation']
+  // On message_start's usage; message_delta's leaves it out.
+  if (typeof update.service_tier === 'string') into.service_tier = update.service_tier
 }
 
 /** A web search's input: the streamed JSON when there was some, else what the block started with. */
@@ -150,8 +152,8 @@ export async function* readMessagesStream(body: AsyncIterable<Uint8Array>, call:
         const finish = toFinish(stopReason, stopSequence)
         yield* builder.finish(finish.status)
         // Anthropic counts every message; a stream that carried no count leaves the estimate to the engine.
-        if (Object.keys(usage).length > 0) yield { type: 'upstream.usage', usage: toUsage(usage) }
-        yield { type: 'upstream.finish', ...finish }
+        if (Object.keys(usage).some((key) => key !== 'service_tier')) yield { type: 'upstream.usage', usage: toUsage(usage) }
+        yield { type: 'upstream.finish', ...finish, ...toServiceTier(usage) }
         break
       }
 

@@ -117,6 +117,8 @@ export type WireUsage = {
   cache_read_input_tokens?: number | null
   /** The cache writes split by how long the cache is kept; their sum is `cache_creation_input_tokens`. */
   cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } | null
+  /** The tier that served the message: `standard`, `priority` or `batch`. */
+  service_tier?: unknown
   /** Newer API versions split thinking out of `output_tokens` (already included in it). */
   output_tokens_details?: { thinking_tokens?: number | null } | null
   [key: string]: unknown

@@ -7,6 +7,7 @@
 import { inputTokensDetails, type Usage } from '../types'
 import type { FinishStatus, UpstreamCall, UpstreamResult } from '../contract'
 import { createOutputBuilder, type OutputBuilder } from '../shared/output-builder'
+import { openAIServiceTier, servedTier } from '../shared/service-tier'
 import { toInBandFailure } from './errors'
 import type { ChatChoiceWire, ChatCompletionWire, ChatMessageWire, ChatTopLogprobWire, ChatUsageWire } from './wire'
 
@@ -131,6 +132,7 @@ export const readChatResult = (body: unknown, call?: UpstreamCall): UpstreamResu
     status: finish.status,
     incompleteDetails: finish.incompleteDetails,
     ...(finish.stopSequence === undefined ? {} : { stopSequence: finish.stopSequence }),
+    ...servedTier(openAIServiceTier(completion.service_tier)),
     ...(typeof completion.id === 'string' && completion.id ? { upstreamId: completion.id } : {}),
   }
 }

@@ -16,6 +16,7 @@ import type { UpstreamCall, UpstreamStreamEvent } from '../contract'
 import { createOutputBuilder } from '../shared/output-builder'
 import { parseSseJson, type SseMessage } from '../shared/sse'
 import { readSseEvents } from '../shared/sse-events'
+import { openAIServiceTier, servedTier } from '../shared/service-tier'
 import { toInBandFailure, truncatedStreamFailure } from './errors'
 import { argumentsText, feedContent, readFinish, readLogprobs, readUsage } from './result'
 import type { ChatCompletionWire, ChatErrorWire, ChatToolCallWire } from './wire'
@@ -26,6 +27,8 @@ export const readChatStream = (body: AsyncIterable<Uint8Array>, call: UpstreamCa
   let usage: Usage | undefined
   let finishReason: string | null = null
   let stopReason: unknown
+  // Every chunk names the tier; the last one named is the answer's.
+  let serviceTier: string | undefined
   let hasEnded = false
   let lastToolKey: string | number | undefined
 
@@ -40,7 +43,7 @@ export const readChatStream = (body: AsyncIterable<Uint8Array>, call: UpstreamCa
     out.push(...builder.finish(finish.status))
     // No usage chunk (a member that ignores `stream_options.include_usage`): the engine estimates what was used.
     if (usage) out.push({ type: 'upstream.usage', usage })
-    out.push({ type: 'upstream.finish', ...finish })
+    out.push({ type: 'upstream.finish', ...finish, ...servedTier(serviceTier) })
   }
 
   const translate = (message: SseMessage, out: UpstreamStreamEvent[]) => {
@@ -55,6 +58,7 @@ export const readChatStream = (body: AsyncIterable<Uint8Array>, call: UpstreamCa
     if (chunk.error !== undefined && chunk.error !== null) throw toInBandFailure(chunk.error)
     const chunkUsage = chunk.usage ?? chunk.x_groq?.usage
     if (chunkUsage) usage = readUsage(chunkUsage)
+    serviceTier = openAIServiceTier(chunk.service_tier) ?? serviceTier
     for (const choice of chunk.choices ?? []) {
       // One answer is asked for; other choices (n > 1) are not ours to translate.
       if ((choice.index ?? 0) !== 0) continue

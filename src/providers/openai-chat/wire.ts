@@ -86,6 +86,8 @@ export interface ChatCompletionWire {
   id?: string
   choices?: ChatChoiceWire[]
   usage?: ChatUsageWire | null
+  /** The processing tier that served the answer, on the body and on every chunk (OpenAI's names; hosts may use their own). */
+  service_tier?: unknown
   /** Groq's older streams carry usage only here, on the last chunk. */
   x_groq?: { usage?: ChatUsageWire } | null
   /** An in-band failure (a 200 body, or an SSE data line mid-stream). */

@@ -34,6 +34,21 @@ const objectEnd = (text: string, start: number): number => {
   return -1
 }
 
+/**
+ * The response's own `service_tier` in OpenAI's layout, where it sits among the flat fields between the items and
+ * the tools, right before `store`. Only that neighbourhood is trusted: a tool's schema or an item could hold the
+ * same key deeper, but not followed by the response's `store` flag. Undefined when it is not found so.
+ */
+const SERVICE_TIER = /,"service_tier":"([a-z_]+)","store":(?:true|false),/g
+
+/** The tier a `response.completed` in OpenAI's compact layout reports, read as `readCompletedUsage` reads the usage. */
+export const readCompletedServiceTier = (data: string): string | undefined => {
+  let tier: string | undefined
+  // The last match: the response's own fields come after every item.
+  for (const match of data.matchAll(SERVICE_TIER)) tier = match[1]
+  return tier
+}
+
 /** The response's usage (`null` when it has none), or `undefined` when `data` is not in OpenAI's compact layout. */
 export const readCompletedUsage = (data: string): OpenAIUsage | null | undefined => {
   if (!HEAD.test(data)) return undefined

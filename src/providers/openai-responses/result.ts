@@ -7,6 +7,7 @@
 import type { FinishStatus, UpstreamResult } from '../contract'
 import { UpstreamFailure } from '../../core/upstream-failure'
 import { inputTokensDetails, type OutputItem, type Usage } from '../types'
+import { openAIServiceTier, servedTier } from '../shared/service-tier'
 import { toInBandFailure } from './errors'
 import { OPENAI_REASONING_FORMAT, type OpenAIItem, type OpenAIResponse, type OpenAIUsage } from './wire'
 
@@ -53,6 +54,7 @@ export const readOpenAIResult = (body: unknown): UpstreamResult => {
     output: response.output.map(toOutputItem),
     ...(response.usage ? { usage: toUsage(response.usage) } : {}),
     ...toFinish(response, false),
+    ...servedTier(openAIServiceTier(response.service_tier)),
     ...(typeof response.id === 'string' ? { upstreamId: response.id } : {}),
   }
 }

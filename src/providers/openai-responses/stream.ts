@@ -11,7 +11,8 @@ import { UpstreamFailure } from '../../core/upstream-failure'
 import { parseSseJson } from '../shared/sse'
 import { readSseEvents } from '../shared/sse-events'
 import { readAsSent } from './as-sent'
-import { readCompletedUsage } from './completed-usage'
+import { openAIServiceTier, servedTier } from '../shared/service-tier'
+import { readCompletedServiceTier, readCompletedUsage } from './completed-usage'
 import { toInBandFailure } from './errors'
 import { toFinish, toOutputItem, toUsage } from './result'
 import type { OpenAIStreamEvent } from './wire'
@@ -69,7 +70,7 @@ export const readOpenAIStream = (body: AsyncIterable<Uint8Array>, call: Upstream
           const usage = readCompletedUsage(message.data)
           if (usage !== undefined) {
             if (usage) out.push({ type: 'upstream.usage', usage: toUsage(usage) })
-            out.push({ type: 'upstream.finish', status: 'completed', incompleteDetails: null })
+            out.push({ type: 'upstream.finish', status: 'completed', incompleteDetails: null, ...servedTier(openAIServiceTier(readCompletedServiceTier(message.data))) })
             isFinished = true
             return
           }
@@ -89,7 +90,7 @@ export const readOpenAIStream = (body: AsyncIterable<Uint8Array>, call: Upstream
             const response = event.response ?? {}
             // A response without usage: the engine estimates what was used.
             if (response.usage) out.push({ type: 'upstream.usage', usage: toUsage(response.usage) })
-            out.push({ type: 'upstream.finish', ...toFinish(response, type === 'response.incomplete') })
+            out.push({ type: 'upstream.finish', ...toFinish(response, type === 'response.incomplete'), ...servedTier(openAIServiceTier(response.service_tier)) })
             isFinished = true
             return
           }

@@ -33,6 +33,8 @@ export interface OpenAIResponse {
   incomplete_details?: { reason?: string | null } | null
   output?: OpenAIItem[]
   usage?: OpenAIUsage | null
+  /** The processing tier that served the response (`default`, `flex`, `priority`…), which may differ from the one asked. */
+  service_tier?: unknown
 }
 
 /**

@@ -55,7 +55,8 @@ describe('POST /responses, non-streaming', () => {
       parallel_tool_calls: true,
       tools: [],
       tool_choice: 'auto',
-      service_tier: 'auto',
+      // Anthropic's `standard`, the tier that served, in the Responses names.
+      service_tier: 'default',
     })
     // Absent rather than null without an error: OpenRouter's SDK rejects a null error_type.
     expect(body).not.toHaveProperty('error_type')

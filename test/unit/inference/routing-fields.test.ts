@@ -82,6 +82,26 @@ describe('filters on catalog facts', () => {
   })
 })
 
+describe('the built-in catalog\'s provider facts', () => {
+  it('route data_collection "deny" to a first-party provider, and enforce_distillable_text names the terms', async () => {
+    const openai = scriptedProvider({ reply: 'from openai' })
+    const groq = scriptedProvider({ reply: 'from groq' })
+    harness = await createTestGateway({ providers: { openai, groq } })
+    // gpt-oss-120b's open hosts state no policy; OpenAI states it does not train on API traffic.
+    const denied = await harness.responses({ input: 'hi', model: 'openai/gpt-oss-120b', models: ['openai/gpt-4.1-mini'], provider: { data_collection: 'deny' } })
+    expect(denied.status).toBe(200)
+    expect((await denied.json()).model).toBe('openai/gpt-4.1-mini')
+    expect(openai.lastCall!.model).toBe('gpt-4.1-mini')
+    expect(groq.calls).toHaveLength(0)
+    const distilled = await harness.responses({ input: 'hi', model: 'openai/gpt-4.1-mini', provider: { enforce_distillable_text: true } })
+    expect(distilled.status).toBe(404)
+    expect((await distilled.json()).error.message).toBe(
+      'No endpoints found for openai/gpt-4.1-mini that match the provider preferences and available credentials; provider.enforce_distillable_text ' +
+        "left out endpoints whose terms forbid using the model's output to train other models",
+    )
+  })
+})
+
 describe('the x-session-id header', () => {
   it('is held to 256 characters, as the body field', async () => {
     await start()

@@ -592,9 +592,11 @@ describe('anthropic readStream', () => {
         assertValidEventSequence(events.filter((event) => !event.type.startsWith('upstream.')))
         const expected = anthropicAdapter.readResult(json(body), makeCall({}))
         expect(comparable(itemsOf(events))).toEqual(comparable(expected.output))
+        // Anthropic's `standard` tier, in the canonical names.
+        expect(expected.serviceTier).toBe('default')
         expect(events.slice(-2)).toEqual([
           { type: 'upstream.usage', usage: expected.usage },
-          { type: 'upstream.finish', status: 'completed', incompleteDetails: null },
+          { type: 'upstream.finish', status: 'completed', incompleteDetails: null, serviceTier: 'default' },
         ])
       })
     }
@@ -621,16 +623,26 @@ describe('anthropic readStream', () => {
       ])
       expect(events.slice(-2)).toEqual([
         { type: 'upstream.usage', usage: usage(21, 0, 24) },
-        { type: 'upstream.finish', status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' } },
+        { type: 'upstream.finish', status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' }, serviceTier: 'default' },
       ])
     }
+  })
+
+  it('reports the tier that served, from the JSON usage and message_start, in the canonical names', async () => {
+    const priority = (name: string) => text(name).replace('"service_tier":"standard"', '"service_tier":"priority"')
+    expect(anthropicAdapter.readResult(JSON.parse(priority('text.json')), makeCall({})).serviceTier).toBe('priority')
+    const events = await collect(anthropicAdapter.readStream(chunked(priority('text.sse'), 7), makeCall({}, { stream: true })))
+    expect(events.at(-1)).toEqual({ type: 'upstream.finish', status: 'completed', incompleteDetails: null, serviceTier: 'priority' })
+    // `batch` (never a call of ours) and unknown words have no canonical name: nothing is reported.
+    const batch = text('text.sse').replace('"service_tier":"standard"', '"service_tier":"batch"')
+    expect((await collect(anthropicAdapter.readStream(chunked(batch, 7), makeCall({}, { stream: true })))).at(-1)).not.toHaveProperty('serviceTier')
   })
 
   it('reports a refusal as incomplete (content_filter) with no output', async () => {
     const events = await collect(streamOf('refusal.sse', 7))
     expect(events).toEqual([
       { type: 'upstream.usage', usage: usage(18, 0, 5) },
-      { type: 'upstream.finish', status: 'incomplete', incompleteDetails: { reason: 'content_filter' } },
+      { type: 'upstream.finish', status: 'incomplete', incompleteDetails: { reason: 'content_filter' }, serviceTier: 'default' },
     ])
   })
 

@@ -461,7 +461,9 @@ describe('openAIChatAdapter.readStream', () => {
         expect(withoutIds(doneItems(events))).toEqual(withoutIds(result.output))
         const [usage, finish] = events.slice(-2)
         expect(usage).toEqual({ type: 'upstream.usage', usage: result.usage })
-        expect(finish).toEqual({ type: 'upstream.finish', status: result.status, incompleteDetails: result.incompleteDetails })
+        // The tier the fixture's chunks name (OpenAI's `default`; the reasoning one, from another host, names none).
+        expect(result.serviceTier).toBe(sse === 'reasoning.sse' ? undefined : 'default')
+        expect(finish).toEqual({ type: 'upstream.finish', status: result.status, incompleteDetails: result.incompleteDetails, ...(result.serviceTier ? { serviceTier: result.serviceTier } : {}) })
         expect(events.filter((event) => event.type.startsWith('upstream.'))).toHaveLength(2)
       })
     }
@@ -502,11 +504,20 @@ describe('openAIChatAdapter.readStream', () => {
     expect(events.some((event) => event.type === 'response.output_text.delta')).toBe(true)
   })
 
+  it('reports the tier the chunks and the body name, and drops a host\'s own tier names', async () => {
+    const withTier = (name: string, tier: string) => fixture(PROVIDER, name).toString('utf8').replace(/"service_tier": ?"default"/g, `"service_tier":"${tier}"`)
+    expect(openAIChatAdapter.readResult(JSON.parse(withTier('text.json', 'flex')), callOf()).serviceTier).toBe('flex')
+    expect((await streamOf(withTier('text.sse', 'priority'))).at(-1)).toEqual({ type: 'upstream.finish', status: 'completed', incompleteDetails: null, serviceTier: 'priority' })
+    // Groq's `on_demand` is no tier an OpenAI client knows.
+    expect(openAIChatAdapter.readResult(JSON.parse(withTier('text.json', 'on_demand')), callOf())).not.toHaveProperty('serviceTier')
+    expect((await streamOf(withTier('text.sse', 'on_demand'))).at(-1)).not.toHaveProperty('serviceTier')
+  })
+
   it('finishes without [DONE] once a finish reason arrived', async () => {
     const text = fixture(PROVIDER, 'text.sse').toString('utf8')
     const events = await streamOf(text.slice(0, text.indexOf('data: [DONE]')))
     assertValidEventSequence(events)
-    expect(events.at(-1)).toEqual({ type: 'upstream.finish', status: 'completed', incompleteDetails: null })
+    expect(events.at(-1)).toEqual({ type: 'upstream.finish', status: 'completed', incompleteDetails: null, serviceTier: 'default' })
   })
 
   it('finishes at [DONE], then reads the body to its end without letting the rest change the answer', async () => {

@@ -435,7 +435,8 @@ describe('openAIResponsesAdapter', () => {
           const expected = adapter.readResult(json(pair.json), makeCall({}))
           expect(withoutIds(doneItems(events))).toEqual(withoutIds(expected.output))
           expect(events.at(-2)).toEqual({ type: 'upstream.usage', usage: expected.usage })
-          expect(events.at(-1)).toEqual({ type: 'upstream.finish', ...pair.finish })
+          expect(expected.serviceTier).toBe('default')
+          expect(events.at(-1)).toEqual({ type: 'upstream.finish', ...pair.finish, serviceTier: 'default' })
         })
       }
 
@@ -519,6 +520,23 @@ describe('openAIResponsesAdapter', () => {
         if (read === undefined) expect(events.some((event) => event.type === 'upstream.usage'), name).toBe(false)
         else expect(events.at(-2), name).toEqual({ type: 'upstream.usage', usage: read })
         expect(events.at(-1), name).toEqual({ type: 'upstream.finish', ...(response.status === 'incomplete' ? { status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' } } : { status: 'completed', incompleteDetails: null }) })
+      }
+    })
+
+    it('reports the tier response.completed names, in OpenAI\'s layout and in any other', async () => {
+      const priority = (name: string) => fixture(PROVIDER, name).toString('utf8').replace(/"service_tier": ?"default"/, '"service_tier":"priority"')
+      expect(adapter.readResult(JSON.parse(priority('text.json')), makeCall({})).serviceTier).toBe('priority')
+      const compact = await collect(adapter.readStream(chunked(priority('text.sse'), 7), makeCall({}, { stream: true })))
+      expect(compact.at(-1)).toEqual({ type: 'upstream.finish', status: 'completed', incompleteDetails: null, serviceTier: 'priority' })
+      // A tool schema holding the same key deeper, after the response's own: the response's tier is read.
+      const head = { id: 'resp_1', object: 'response', created_at: 1, status: 'completed' }
+      const decoy = { type: 'function', parameters: { properties: { mode: { default: { service_tier: 'scale', flag: true } } } } }
+      for (const response of [
+        { ...head, output: [], service_tier: 'flex', store: false, tools: [decoy], usage: null },
+        { ...head, output: [], usage: null, service_tier: 'flex', reasoning: { effort: null } },
+      ]) {
+        const events = await collect(adapter.readStream(chunked(sse({ type: 'response.completed', sequence_number: 0, response }), 11), makeCall({}, { stream: true })))
+        expect(events.at(-1)).toEqual({ type: 'upstream.finish', status: 'completed', incompleteDetails: null, serviceTier: 'flex' })
       }
     })
 

@@ -49,6 +49,8 @@ describe('POST /chat/completions, whole answers', () => {
       model: 'test/model',
       // OpenRouter's display name of the provider that served (the scripted provider's id, as it has none).
       provider: 'scripted',
+      // The scripted upstream names no tier: the one asked for (none, so auto) is echoed.
+      service_tier: 'auto',
       system_fingerprint: null,
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there', refusal: null }, logprobs: null, finish_reason: 'stop' }],
       usage: {

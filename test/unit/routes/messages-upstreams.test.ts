@@ -69,7 +69,8 @@ describe('POST /messages → Anthropic', () => {
     const body = await response.json()
     expect(body).toMatchObject({ type: 'message', role: 'assistant', model: CLAUDE, stop_reason: 'end_turn', content: [{ type: 'text', text: expect.stringContaining('Paris') }] })
     // As /chat/completions prices it: 14 fresh + 2048 cached input tokens, 38 output tokens.
-    expect(body.usage).toEqual({ input_tokens: 14, output_tokens: 38, cache_read_input_tokens: 2048, cache_creation_input_tokens: 0, cost: 0.0012264 })
+    // The fixture's `standard` tier, through the canonical `default` and back.
+    expect(body.usage).toEqual({ input_tokens: 14, output_tokens: 38, cache_read_input_tokens: 2048, cache_creation_input_tokens: 0, cost: 0.0012264, service_tier: 'standard' })
     const sent = harness.upstreams.anthropic!.requests[0]!.json
     expect(sent).toMatchObject({ model: 'claude-sonnet-4-5', max_tokens: 300, system: [{ type: 'text', text: 'Answer briefly.' }], messages: [{ role: 'user' }] })
   })

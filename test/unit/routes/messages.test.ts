@@ -55,7 +55,8 @@ describe('POST /messages, whole answers', () => {
       stop_reason: 'end_turn',
       stop_sequence: null,
       // 10 fresh + 2 cached input tokens at $1/M (no cached price: the prompt price), 4 output tokens at $2/M.
-      usage: { input_tokens: 10, output_tokens: 4, cache_read_input_tokens: 2, cache_creation_input_tokens: 0, cost: 0.00002 },
+      // No tier named by the upstream nor asked for: null, as Anthropic's type allows.
+      usage: { input_tokens: 10, output_tokens: 4, cache_read_input_tokens: 2, cache_creation_input_tokens: 0, cost: 0.00002, service_tier: null },
     })
   })
 
@@ -240,7 +241,7 @@ describe('POST /messages, streamed', () => {
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+            usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, service_tier: null },
           },
         },
       ],
@@ -253,7 +254,7 @@ describe('POST /messages, streamed', () => {
         {
           type: 'message_delta',
           delta: { stop_reason: 'end_turn', stop_sequence: null },
-          usage: { input_tokens: 3, output_tokens: 2, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, cost: 0.000007 },
+          usage: { input_tokens: 3, output_tokens: 2, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, cost: 0.000007, service_tier: null },
         },
       ],
       ['message_stop', { type: 'message_stop' }],
