@@ -14,6 +14,7 @@ import type { ProviderPreferences } from './request.schemas'
 import type { EndpointPolicy } from './endpoint-policy'
 import { endpointKey, type EndpointFigures, type EndpointPerformance, type KeyKind, type Percentiles } from './endpoint-performance'
 import { routingVariantOf } from './model-variants'
+import { balanceByPrice } from './balancing'
 
 export interface Attempt {
   model: ModelEntry
@@ -23,6 +24,18 @@ export interface Attempt {
   credential: ByokRecord | null
   /** The measured figures a speed sort or preference ordered this endpoint by (`service_metadata`); absent otherwise. */
   figures?: EndpointFigures | null
+  /** Under the default load balancing, the chance the weighted pick gave this endpoint; absent when it was no candidate. */
+  share?: number
+  /** Whether the weighted pick chose this endpoint (balancing.ts). */
+  isWeightedPick?: boolean
+}
+
+/** What the default load balancing needs of the engine (balancing.ts): a random source and the endpoints' health. */
+export interface RoutingBalancing {
+  /** A number in [0, 1); `Math.random` unless a test injects its own. */
+  random: () => number
+  /** Whether `endpoint` is set aside: its upstream failed within the last 30 s, or it is ejected. */
+  isSetAside(model: ModelEntry, endpoint: ModelEndpoint, provider: ResolvedProvider): boolean
 }
 
 export interface RoutingInput {
@@ -56,6 +69,11 @@ export interface RoutingInput {
   performance?: Pick<EndpointPerformance, 'figures'>
   /** The workspace's `default_provider_sort`, for a request that sets no `provider.sort`. */
   defaultSort?: SortBy
+  /**
+   * The default load balancing, for a model whose order the caller leaves to the gateway; absent (`routing.balancing:
+   * 'cheapest'`), such a model's endpoints go cheapest first.
+   */
+  balancing?: RoutingBalancing
 }
 
 /** What endpoints are ordered by. */
@@ -113,6 +131,22 @@ const missesPreferences = (figures: EndpointFigures | null, maxLatency: Partial<
   }
   return false
 }
+
+/** Which endpoints miss the caller's `preferred_*` (never one, without them). */
+const missesOf = (preferences: ProviderPreferences, figuresOf: FiguresOf) => {
+  const maxLatency = thresholdsOf(preferences.preferred_max_latency)
+  const minThroughput = thresholdsOf(preferences.preferred_min_throughput)
+  if (!maxLatency && !minThroughput) return () => false
+  return (endpoint: ModelEndpoint) => missesPreferences(figuresOf(endpoint), maxLatency, minThroughput)
+}
+
+/**
+ * Whether the caller left the order of a model's endpoints to the gateway (OpenRouter: load balancing applies): no
+ * `provider.sort` or `provider.order`, no `:nitro` or `:floor`, and no workspace default sort but `price`, the one every
+ * workspace starts with, which names OpenRouter's default: balancing that favours the cheap.
+ */
+const leavesOrderToGateway = (preferences: ProviderPreferences, input: RoutingInput, variant: string | undefined) =>
+  preferences.sort === undefined && preferences.order === undefined && (input.defaultSort === undefined || input.defaultSort === 'price') && variant !== 'nitro' && variant !== 'floor'
 
 /**
  * The sort key of an endpoint under `by`, smaller first. Price: the list price. Latency and throughput: unmeasured
@@ -354,6 +388,13 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     const by: SortBy = variant === 'nitro' ? 'throughput' : variant === 'floor' ? 'price' : (sort?.by ?? 'price')
     const figuresOf = figuresFor(input, registry)
     endpoints = orderBySpeedAndPrice(endpoints, (endpoint) => endpoint, by, preferences, figuresOf)
+    // Balanced: stable endpoints that meet the preferences first, then those that miss them, then those set aside.
+    const balancing = input.balancing
+    const balanced =
+      balancing && endpoints.length > 1 && leavesOrderToGateway(preferences, input, variant)
+        ? balanceByPrice(endpoints, listPrice, tierOf(model, balancing, registry, missesOf(preferences, figuresOf)), balancing.random)
+        : undefined
+    if (balanced) endpoints = balanced.order
     if (preferences.order) {
       const rank = (endpoint: ModelEndpoint) => {
         const index = preferences.order!.findIndex((wanted) => matchesProvider(endpoint.provider, wanted))
@@ -378,7 +419,10 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       const usable = active
         .filter((credential) => credentialApplies(credential, model, input) && credentialMeetsZdr(credential, endpoint, requiresZdrHere))
         .sort((left, right) => left.sortOrder - right.sortOrder || left.createdAt.localeCompare(right.createdAt))
-      const figures = readsFigures(by, preferences) ? { figures: figuresOf(endpoint) } : {}
+      const figures = {
+        ...(readsFigures(by, preferences) ? { figures: figuresOf(endpoint) } : {}),
+        ...(balanced?.shares.has(endpoint) ? { share: balanced.shares.get(endpoint)!, ...(balanced.pick === endpoint ? { isWeightedPick: true } : {}) } : {}),
+      }
       for (const credential of usable) {
         ;(credential.isFallback ? fallbackKeys : prioritized).push({ model, endpoint, provider, credential, ...figures })
       }
@@ -416,6 +460,12 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   }
   return attempts
 }
+
+/** A balanced endpoint's tier: 0 stable, 1 stable but missing a `preferred_*`, 2 and 3 the same set aside. */
+const tierOf =
+  (model: ModelEntry, balancing: RoutingBalancing, registry: ProviderRegistry, misses: (endpoint: ModelEndpoint) => boolean) =>
+  (endpoint: ModelEndpoint) =>
+    (balancing.isSetAside(model, endpoint, registry.get(endpoint.provider)!) ? 2 : 0) + (misses(endpoint) ? 1 : 0)
 
 interface FactFilter {
   /** The preference, as the 404 names it. */
