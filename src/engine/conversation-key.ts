@@ -5,7 +5,12 @@
  */
 
 import { sha256Hex } from '../core/crypto'
-import type { ResponsesRequestBody } from './request.schemas'
+
+/** What the opening is read from: a Responses body's instructions and input, any shape of input items. */
+interface Prompt {
+  instructions?: string | null | undefined
+  input?: unknown
+}
 
 /**
  * How much of the opening is read, in characters. Every turn pays for the hash, so it reads a bounded prefix: past
@@ -57,11 +62,11 @@ const isUserMessage = (item: unknown) => (item as { role?: unknown }).role === '
  * and developer messages before it, as Chat Completions and Messages requests arrive), read up to
  * `OPENING_CHARACTERS`.
  */
-export const conversationOpening = (body: Pick<ResponsesRequestBody, 'instructions' | 'input'>): string => {
+export const conversationOpening = (body: Prompt): string => {
   const parts: string[] = []
   const budget: Budget = { left: OPENING_CHARACTERS }
   appendBounded(body.instructions ?? '', parts, budget)
-  const input: unknown = body.input
+  const input = body.input
   if (!Array.isArray(input)) appendBounded(input ?? '', parts, budget)
   else {
     for (const item of input) {
@@ -77,5 +82,5 @@ export const conversationOpening = (body: Pick<ResponsesRequestBody, 'instructio
 export const conversationKey = async (
   caller: { workspaceId: string; keyHash: string; endUserId: string },
   models: readonly string[],
-  body: Pick<ResponsesRequestBody, 'instructions' | 'input'>,
+  body: Prompt,
 ): Promise<string> => `${caller.workspaceId} ${caller.keyHash} ${caller.endUserId} ${models.join(',')} ${await sha256Hex(conversationOpening(body))}`
