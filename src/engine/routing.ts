@@ -388,13 +388,6 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     const by: SortBy = variant === 'nitro' ? 'throughput' : variant === 'floor' ? 'price' : (sort?.by ?? 'price')
     const figuresOf = figuresFor(input, registry)
     endpoints = orderBySpeedAndPrice(endpoints, (endpoint) => endpoint, by, preferences, figuresOf)
-    // Balanced: stable endpoints that meet the preferences first, then those that miss them, then those set aside.
-    const balancing = input.balancing
-    const balanced =
-      balancing && endpoints.length > 1 && leavesOrderToGateway(preferences, input, variant)
-        ? balanceByPrice(endpoints, listPrice, tierOf(model, balancing, registry, missesOf(preferences, figuresOf)), balancing.random)
-        : undefined
-    if (balanced) endpoints = balanced.order
     if (preferences.order) {
       const rank = (endpoint: ModelEndpoint) => {
         const index = preferences.order!.findIndex((wanted) => matchesProvider(endpoint.provider, wanted))
@@ -405,10 +398,12 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       if (preferences.allow_fallbacks === false) endpoints = endpoints.filter((endpoint) => rank(endpoint) !== Number.MAX_SAFE_INTEGER)
     }
 
-    const prioritized: Attempt[] = []
-    const shared: Attempt[] = []
-    const fallbackKeys: Attempt[] = []
+    // Each endpoint's attempts: the caller's prioritized keys, the shared key, the caller's fallback keys.
+    const servable: EndpointAttempts[] = []
     for (const endpoint of endpoints) {
+      const prioritized: Attempt[] = []
+      const shared: Attempt[] = []
+      const fallbackKeys: Attempt[] = []
       const provider = registry.get(endpoint.provider)!
       const forProvider = input.credentials.filter((credential) => baseSlug(credential.provider) === baseSlug(endpoint.provider) && (!credential.provider.includes('/') || credential.provider === endpoint.provider))
       const active = forProvider.filter((credential) => !credential.disabled)
@@ -419,10 +414,7 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       const usable = active
         .filter((credential) => credentialApplies(credential, model, input) && credentialMeetsZdr(credential, endpoint, requiresZdrHere))
         .sort((left, right) => left.sortOrder - right.sortOrder || left.createdAt.localeCompare(right.createdAt))
-      const figures = {
-        ...(readsFigures(by, preferences) ? { figures: figuresOf(endpoint) } : {}),
-        ...(balanced?.shares.has(endpoint) ? { share: balanced.shares.get(endpoint)!, ...(balanced.pick === endpoint ? { isWeightedPick: true } : {}) } : {}),
-      }
+      const figures = readsFigures(by, preferences) ? { figures: figuresOf(endpoint) } : {}
       for (const credential of usable) {
         ;(credential.isFallback ? fallbackKeys : prioritized).push({ model, endpoint, provider, credential, ...figures })
       }
@@ -430,8 +422,15 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       if (!sharedMayServe && requiresZdrHere && !requiresZdr && usable.length === 0) isNarrowedByPolicy = true
       if (sharedMayServe && provider.shared !== null) shared.push({ model, endpoint, provider, credential: null, ...figures })
       else if (sharedMayServe && usable.length === 0) withoutKey.set(provider.descriptor.id, provider)
+      if (prioritized.length + shared.length + fallbackKeys.length > 0) servable.push({ endpoint, prioritized, shared, fallbackKeys })
     }
-    perModel.push([...prioritized, ...shared, ...fallbackKeys])
+    // Balanced among the endpoints some key can reach: a pick no key serves would hand its share to the next one.
+    const balancing = input.balancing
+    const ordered =
+      balancing && servable.length > 1 && leavesOrderToGateway(preferences, input, variant)
+        ? balanceAttempts(servable, tierOf(model, balancing, registry, missesOf(preferences, figuresOf)), balancing.random)
+        : servable
+    perModel.push([...ordered.flatMap((entry) => entry.prioritized), ...ordered.flatMap((entry) => entry.shared), ...ordered.flatMap((entry) => entry.fallbackKeys)])
   }
 
   if (incapable.length === input.models.length && input.modalities) throw modalitiesError(incapable, input.modalities)
@@ -459,6 +458,29 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
     )
   }
   return attempts
+}
+
+/** An endpoint's attempts, by the group each goes in (BYOK routing: prioritized keys, shared, fallback keys). */
+interface EndpointAttempts {
+  endpoint: ModelEndpoint
+  prioritized: Attempt[]
+  shared: Attempt[]
+  fallbackKeys: Attempt[]
+}
+
+/**
+ * A model's endpoints in the load balancing's order (balancing.ts), the weighted pick first; each candidate's attempts
+ * carry its chance (`share`) and the pick's are marked, for `service_metadata`.
+ */
+const balanceAttempts = (servable: EndpointAttempts[], tier: (endpoint: ModelEndpoint) => number, random: () => number): EndpointAttempts[] => {
+  const balanced = balanceByPrice(servable, (entry) => listPrice(entry.endpoint), (entry) => tier(entry.endpoint), random)!
+  for (const [entry, share] of balanced.shares) {
+    for (const attempt of [...entry.prioritized, ...entry.shared, ...entry.fallbackKeys]) {
+      attempt.share = share
+      if (entry === balanced.pick) attempt.isWeightedPick = true
+    }
+  }
+  return balanced.order
 }
 
 /** A balanced endpoint's tier: 0 stable, 1 stable but missing a `preferred_*`, 2 and 3 the same set aside. */

@@ -11,12 +11,16 @@ import { createResponsesHarness, type ResponsesHarness } from '../../helpers/res
 import type { RecordedRequest, UpstreamReply } from '../../helpers/upstream'
 
 const MODEL = 'test/balanced'
-/** Groq at p, Together at 2p: the weighted pick gives them 4/5 and 1/5. */
+/**
+ * Groq at p, Together at 2p: the weighted pick gives them 4/5 and 1/5. Mistral, cheapest of all, has no key here: no
+ * attempt can reach it, so it takes no part in the pick.
+ */
 const BALANCED: ModelEntry[] = [
   {
     slug: MODEL,
     name: 'Balanced test model',
     endpoints: [
+      { provider: 'mistral', model: 'mistral-model', contextLength: 8192, pricing: { prompt: 0.0000005, completion: 0.000001 } },
       { provider: 'groq', model: 'groq-model', contextLength: 8192, pricing: { prompt: 0.000001, completion: 0.000002 } },
       { provider: 'together', model: 'together-model', contextLength: 8192, pricing: { prompt: 0.000002, completion: 0.000004 } },
     ],
