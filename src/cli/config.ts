@@ -89,6 +89,8 @@ export const RunnerSettingsSchema = v.strictObject({
   spendLeaseMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1_000), v.maxValue(3_600_000))),
   /** `off` reads keys, accounts, workspaces and the like from the store on every request (see `createGateway`'s `readCache`). */
   readCache: v.optional(v.picklist(['on', 'off'])),
+  /** How a model's endpoints are ordered when a request orders none (see `createGateway`'s `routing.balancing`). */
+  routingBalancing: v.optional(v.picklist(['weighted', 'cheapest'], 'must be weighted or cheapest')),
   logLevel: v.optional(v.picklist(['debug', 'info', 'warn', 'error']), 'info'),
   /** Master keys for BYOK secrets, primary first, comma-separated in the environment (never logged). */
   encryptionKeys: v.optional(v.array(v.string())),

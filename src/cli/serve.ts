@@ -108,6 +108,7 @@ export const serve = async (config: RunnerConfig, storage: StorageDriver, logger
         : {}),
       ...(config.spendLeaseMs ? { spend: { leaseMs: config.spendLeaseMs } } : {}),
       ...(config.readCache === 'off' ? { readCache: false } : {}),
+      ...(config.routingBalancing ? { routing: { balancing: config.routingBalancing } } : {}),
       ...(config.dashboard ? { dashboard: config.dashboardPath ? { path: config.dashboardPath } : true } : {}),
       ...(worker ? { worker: worker.id } : {}),
       ...(isDemoOn(config) ? { demoModels: true } : {}),

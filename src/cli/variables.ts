@@ -83,6 +83,12 @@ export const RUNNER_VARIABLES: readonly RunnerVariable[] = [
     setting: 'spendLeaseMs',
     description: "a spend hold's lease, renewed while its request runs; a dead process's holds return within 1.5 leases (default 60000)",
   },
+  {
+    name: 'MODELGATE_ROUTING_BALANCING',
+    section: 'Upstream calls',
+    setting: 'routingBalancing',
+    description: "a model's endpoints where the request orders none: weighted (default: a pick among the cheapest, by 1/price²) or cheapest (always first)",
+  },
   { name: 'MODELGATE_UPSTREAM_CONNECT_TIMEOUT_MS', section: 'Upstream calls', setting: 'upstream', upstreamField: 'connectTimeoutMs', description: 'time to connect to an upstream (default 10000)' },
   {
     name: 'MODELGATE_UPSTREAM_FIRST_BYTE_TIMEOUT_MS',

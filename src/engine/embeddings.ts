@@ -17,6 +17,7 @@ import type { InferenceRequest } from './request'
 import type { ProviderPreferences, ResponsesRequestBody } from './request.schemas'
 import { newResponseId, nowSeconds } from './response-identity'
 import { loadCallerScope } from './caller-scope'
+import { routingBalancing } from './set-aside'
 import { planAttempts } from './routing'
 import { WORKSPACE_GONE, type RunContext } from './run'
 import type { InferenceService } from './service'
@@ -96,6 +97,7 @@ export const prepareEmbeddings = async (service: InferenceService, context: RunC
     performance: service.performance,
     // A workspace's throughput default has nothing to sort embeddings by: they keep price order.
     ...(workspace.defaultProviderSort === 'throughput' ? {} : { defaultSort: workspace.defaultProviderSort }),
+    balancing: routingBalancing(service),
   })
   const endUserId = await endUserIdFor(service.endUserSecret, caller.account.id, body.user)
   // The fields the spend estimate and the ledger read; nothing here is sent upstream.

@@ -12,6 +12,7 @@ import type { ResponsesRequest } from '../providers/types'
 import { outcomeOf, outlierKeys } from './attempt-health'
 import { ClientClosedError, openAttempt, toAttemptFailure, type AttemptBuilder, type AttemptRequest, type OpenedAttempt } from './attempts'
 import type { AttemptOutcome } from './outlier-detection'
+import { failureKey } from './recent-failures'
 import type { InferenceRequest } from './request'
 import { RequestDeadlineError } from './request-deadline'
 import { boundedRetryAfter } from './retry-after'
@@ -209,7 +210,7 @@ export const firstServedAttempt = async <T>(
       const value = await use(opened, call, attempt, attemptStarted)
       outcome = 'answered'
       report(200, 'answered')
-      if (request.sticky) service.sessions.remember(request.sticky.key, attempt)
+      if (request.sticky) (request.sticky.by === 'session' ? service.sessions : service.conversations).remember(request.sticky.key, attempt)
       return { isServed: true, value, served: { attempt, attemptNumber: attemptsMade }, opened }
     } catch (error) {
       opened?.abort()
@@ -230,6 +231,7 @@ export const firstServedAttempt = async <T>(
       }
     } finally {
       outliers.record(keys, outcome)
+      if (outcome === 'failed') service.recentFailures.record(failureKey(attempt.provider.descriptor.id, attempt.endpoint.model))
     }
   }
   return { isServed: false, failure: lastFailure ?? new InternalError('No attempt was made'), attempt: lastAttempt, attemptsMade }

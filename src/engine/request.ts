@@ -42,8 +42,11 @@ export interface InferenceRequest {
   extensions?: RequestExtensions
   /** Filled by the fallback loop as attempts end, in the order they were sent. */
   attemptReports: AttemptReport[]
-  /** The request's session, whose endpoint it sticks to (sticky-sessions.ts); `isHeld` when that endpoint leads the attempts. */
-  sticky?: { key: string; isHeld: boolean }
+  /**
+   * The request's session, or its conversation (same caller, same prompt prefix), whose endpoint it sticks to
+   * (sticky-sessions.ts); `isHeld` when that endpoint leads the attempts.
+   */
+  sticky?: { key: string; isHeld: boolean; by: 'session' | 'conversation' }
   /** How the models were chosen when a stage chose them (a router, fusion: `service_metadata.strategy`); its stage is in `pipeline`. */
   routing?: { strategy: 'auto' | 'pareto' | 'fusion' }
   /** A batch of prompts, each within the context length (embeddings), rather than one prompt bounded by it. */

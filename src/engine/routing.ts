@@ -14,6 +14,7 @@ import type { ProviderPreferences } from './request.schemas'
 import type { EndpointPolicy } from './endpoint-policy'
 import { endpointKey, type EndpointFigures, type EndpointPerformance, type KeyKind, type Percentiles } from './endpoint-performance'
 import { routingVariantOf } from './model-variants'
+import { balanceByPrice } from './balancing'
 
 export interface Attempt {
   model: ModelEntry
@@ -23,6 +24,18 @@ export interface Attempt {
   credential: ByokRecord | null
   /** The measured figures a speed sort or preference ordered this endpoint by (`service_metadata`); absent otherwise. */
   figures?: EndpointFigures | null
+  /** Under the default load balancing, the chance the weighted pick gave this endpoint; absent when it was no candidate. */
+  share?: number
+  /** Whether the weighted pick chose this endpoint (balancing.ts). */
+  isWeightedPick?: boolean
+}
+
+/** What the default load balancing needs of the engine (balancing.ts): a random source and the endpoints' health. */
+export interface RoutingBalancing {
+  /** A number in [0, 1); `Math.random` unless a test injects its own. */
+  random: () => number
+  /** Whether `endpoint` is set aside: its upstream failed within the last 30 s, or it is ejected. */
+  isSetAside(model: ModelEntry, endpoint: ModelEndpoint, provider: ResolvedProvider): boolean
 }
 
 export interface RoutingInput {
@@ -56,6 +69,11 @@ export interface RoutingInput {
   performance?: Pick<EndpointPerformance, 'figures'>
   /** The workspace's `default_provider_sort`, for a request that sets no `provider.sort`. */
   defaultSort?: SortBy
+  /**
+   * The default load balancing, for a model whose order the caller leaves to the gateway; absent (`routing.balancing:
+   * 'cheapest'`), such a model's endpoints go cheapest first.
+   */
+  balancing?: RoutingBalancing
 }
 
 /** What endpoints are ordered by. */
@@ -113,6 +131,22 @@ const missesPreferences = (figures: EndpointFigures | null, maxLatency: Partial<
   }
   return false
 }
+
+/** Which endpoints miss the caller's `preferred_*` (never one, without them). */
+const missesOf = (preferences: ProviderPreferences, figuresOf: FiguresOf) => {
+  const maxLatency = thresholdsOf(preferences.preferred_max_latency)
+  const minThroughput = thresholdsOf(preferences.preferred_min_throughput)
+  if (!maxLatency && !minThroughput) return () => false
+  return (endpoint: ModelEndpoint) => missesPreferences(figuresOf(endpoint), maxLatency, minThroughput)
+}
+
+/**
+ * Whether the caller left the order of a model's endpoints to the gateway (OpenRouter: load balancing applies): no
+ * `provider.sort` or `provider.order`, no `:nitro` or `:floor`, and no workspace default sort but `price`, the one every
+ * workspace starts with, which names OpenRouter's default: balancing that favours the cheap.
+ */
+const leavesOrderToGateway = (preferences: ProviderPreferences, input: RoutingInput, variant: string | undefined) =>
+  preferences.sort === undefined && preferences.order === undefined && (input.defaultSort === undefined || input.defaultSort === 'price') && variant !== 'nitro' && variant !== 'floor'
 
 /**
  * The sort key of an endpoint under `by`, smaller first. Price: the list price. Latency and throughput: unmeasured
@@ -367,10 +401,12 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       if (preferences.allow_fallbacks === false) endpoints = endpoints.filter((endpoint) => rank(endpoint) !== Number.MAX_SAFE_INTEGER)
     }
 
-    const prioritized: Attempt[] = []
-    const shared: Attempt[] = []
-    const fallbackKeys: Attempt[] = []
+    // Each endpoint's attempts: the caller's prioritized keys, the shared key, the caller's fallback keys.
+    const servable: EndpointAttempts[] = []
     for (const endpoint of endpoints) {
+      const prioritized: Attempt[] = []
+      const shared: Attempt[] = []
+      const fallbackKeys: Attempt[] = []
       const provider = registry.get(endpoint.provider)!
       const forProvider = input.credentials.filter((credential) => baseSlug(credential.provider) === baseSlug(endpoint.provider) && (!credential.provider.includes('/') || credential.provider === endpoint.provider))
       const active = forProvider.filter((credential) => !credential.disabled)
@@ -389,8 +425,15 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
       if (!sharedMayServe && requiresZdrHere && !requiresZdr && usable.length === 0) isNarrowedByPolicy = true
       if (sharedMayServe && provider.shared !== null) shared.push({ model, endpoint, provider, credential: null, ...figures })
       else if (sharedMayServe && usable.length === 0) withoutKey.set(provider.descriptor.id, provider)
+      if (prioritized.length + shared.length + fallbackKeys.length > 0) servable.push({ endpoint, prioritized, shared, fallbackKeys })
     }
-    perModel.push([...prioritized, ...shared, ...fallbackKeys])
+    // Balanced among the endpoints some key can reach: a pick no key serves would hand its share to the next one.
+    const balancing = input.balancing
+    const ordered =
+      balancing && servable.length > 1 && leavesOrderToGateway(preferences, input, variant)
+        ? balanceAttempts(servable, tierOf(model, balancing, registry, missesOf(preferences, figuresOf)), balancing.random)
+        : servable
+    perModel.push([...ordered.flatMap((entry) => entry.prioritized), ...ordered.flatMap((entry) => entry.shared), ...ordered.flatMap((entry) => entry.fallbackKeys)])
   }
 
   if (incapable.length === input.models.length && input.modalities) throw modalitiesError(incapable, input.modalities)
@@ -420,6 +463,35 @@ export const planAttempts = (catalog: ModelCatalog, registry: ProviderRegistry, 
   }
   return attempts
 }
+
+/** An endpoint's attempts, by the group each goes in (BYOK routing: prioritized keys, shared, fallback keys). */
+interface EndpointAttempts {
+  endpoint: ModelEndpoint
+  prioritized: Attempt[]
+  shared: Attempt[]
+  fallbackKeys: Attempt[]
+}
+
+/**
+ * A model's endpoints in the load balancing's order (balancing.ts), the weighted pick first; each candidate's attempts
+ * carry its chance (`share`) and the pick's are marked, for `service_metadata`.
+ */
+const balanceAttempts = (servable: EndpointAttempts[], tier: (endpoint: ModelEndpoint) => number, random: () => number): EndpointAttempts[] => {
+  const balanced = balanceByPrice(servable, (entry) => listPrice(entry.endpoint), (entry) => tier(entry.endpoint), random)!
+  for (const [entry, share] of balanced.shares) {
+    for (const attempt of [...entry.prioritized, ...entry.shared, ...entry.fallbackKeys]) {
+      attempt.share = share
+      if (entry === balanced.pick) attempt.isWeightedPick = true
+    }
+  }
+  return balanced.order
+}
+
+/** A balanced endpoint's tier: 0 stable, 1 stable but missing a `preferred_*`, 2 and 3 the same set aside. */
+const tierOf =
+  (model: ModelEntry, balancing: RoutingBalancing, registry: ProviderRegistry, misses: (endpoint: ModelEndpoint) => boolean) =>
+  (endpoint: ModelEndpoint) =>
+    (balancing.isSetAside(model, endpoint, registry.get(endpoint.provider)!) ? 2 : 0) + (misses(endpoint) ? 1 : 0)
 
 interface FactFilter {
   /** The preference, as the 404 names it. */

@@ -19,6 +19,8 @@ import { createRequestDeadline } from './request-deadline'
 import { applyRequestVariants } from './model-variants'
 import { outlierKeys } from './attempt-health'
 import { stickyKey } from './sticky-sessions'
+import { conversationKey } from './conversation-key'
+import { isSetAside, routingBalancing } from './set-aside'
 import { mustHonour, parametersUsed, planAttempts, requestedModels } from './routing'
 import type { InferenceService } from './service'
 import type { ResponseSession, WholeAnswer } from './session-events'
@@ -83,7 +85,20 @@ const holdSession = (service: InferenceService, request: InferenceRequest, key: 
   if (provider?.order || provider?.sort) return
   const held = service.sessions.order(key, request.attempts, (attempt) => !service.outliers.isEjected(outlierKeys(attempt)))
   request.attempts = held.attempts
-  request.sticky = { key, isHeld: held.isHeld }
+  request.sticky = { key, isHeld: held.isHeld, by: 'session' }
+}
+
+/**
+ * A conversation without a session goes to the endpoint that served it before while that endpoint is not set aside
+ * (failed in the last 30 s, or ejected), so its prompt cache keeps hitting. Only where the load balancing chose among
+ * endpoints (no sort or order of the caller's, more than one endpoint): elsewhere the order is the same every time.
+ */
+const holdConversation = async (service: InferenceService, request: InferenceRequest, caller: Caller, models: readonly string[], body: ResponsesRequestBody) => {
+  if (!request.attempts.some((attempt) => attempt.share !== undefined)) return
+  const key = await conversationKey({ workspaceId: caller.key.workspaceId, keyHash: caller.key.hash, endUserId: request.endUserId }, models, body)
+  const held = service.conversations.order(key, request.attempts, (attempt) => !isSetAside(service, attempt))
+  request.attempts = held.attempts
+  request.sticky = { key, isHeld: held.isHeld, by: 'conversation' }
 }
 
 /**
@@ -159,6 +174,7 @@ export const prepareRequest = async (
     policy,
     performance: service.performance,
     defaultSort: workspace.defaultProviderSort,
+    balancing: routingBalancing(service),
   }
   prepared.routeNested = (planBody, model, nestedBody) =>
     planAttempts(service.models, service.providers, {
@@ -198,7 +214,10 @@ export const prepareRequest = async (
   }
   const request = prepared.plan(chosenBody, models)
   // A router's or fusion's choice is its own; a session sticks to its endpoint only among the models it asked for.
-  if (context.sessionId !== undefined && chosen === undefined) holdSession(service, request, stickyKey(caller.key.workspaceId, context.sessionId, models))
+  if (chosen === undefined) {
+    if (context.sessionId !== undefined) holdSession(service, request, stickyKey(caller.key.workspaceId, context.sessionId, models))
+    else await holdConversation(service, request, caller, models, chosenBody)
+  }
   // Stages in the order they ran: the guardrails' input scans, then the router's choice (plugins' follow).
   request.pipeline.push(...prepared.pipeline)
   service.logger.debug('response requested', { requestId, models, stream: body.stream, attempts: request.attempts.length, sessionId: context.sessionId })

@@ -29,7 +29,10 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
     provider: attempt.provider.descriptor.id,
     selected: served?.attempt === attempt,
     ...(attempt.figures === undefined ? {} : { performance: performanceOf(attempt.figures) }),
+    // The chance the default load balancing's weighted pick gave this endpoint, among the cheapest stable ones.
+    ...(attempt.share === undefined ? {} : { share: Math.round(attempt.share * 1000) / 1000 }),
   }))
+  const isBalanced = request.attempts.some((attempt) => attempt.share !== undefined)
   return {
     attempt: served?.attemptNumber ?? attemptsMade,
     endpoints: { available, total: available.length },
@@ -39,12 +42,14 @@ export const serviceMetadata = (service: InferenceService, request: InferenceReq
     pipeline: request.pipeline,
     region: service.region,
     requested: request.requestedModel,
-    // With a session: whether the endpoint that served it before leads this request's attempts.
-    ...(request.sticky ? { sticky: request.sticky.isHeld } : {}),
+    // With a session or a conversation: whether the endpoint that served it before leads this request's attempts.
+    ...(request.sticky ? { sticky: request.sticky.isHeld, sticky_by: request.sticky.by } : {}),
     strategy: strategyOf(served, request),
     summary: served
       ? `${served.attempt.model.slug} via ${served.attempt.provider.descriptor.id} on attempt ${served.attemptNumber} of ${request.attempts.length}`
       : `no endpoint succeeded after ${attemptsMade} attempt${attemptsMade === 1 ? '' : 's'}`,
+    // Load balanced: whether the endpoint that served was the weighted pick (not a fallback, nor a held one).
+    ...(isBalanced ? { weighted_pick: served?.attempt.isWeightedPick === true } : {}),
   }
 }
 

@@ -19,6 +19,8 @@ import type { SpendRepository } from '../repositories/spend-counters'
 import { createEndpointPerformance, disabledEndpointPerformance, type EndpointPerformance } from './endpoint-performance'
 import type { EndpointPerformanceRepository } from '../repositories/endpoint-performance'
 import { createStickySessions, type StickySessions } from './sticky-sessions'
+import type { Balancing } from './balancing'
+import { createRecentFailures, type RecentFailures } from './recent-failures'
 import { createRetryBudget, unlimitedRetryBudget, type RetryBudget, type RetryBudgetOptions } from './retry-budget'
 import { fetchTransport, type UpstreamLimits, type UpstreamTimeouts, type UpstreamTransport } from '../transport/contract'
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './request-deadline'
@@ -88,6 +90,12 @@ export interface InferenceService extends FeatureSettings {
   readonly performance: EndpointPerformance
   /** Which endpoint served each recent session, which its next requests go to while it is healthy. */
   readonly sessions: StickySessions
+  /** Which endpoint served each recent conversation without a session (same caller, same prompt prefix): the same rule. */
+  readonly conversations: StickySessions
+  /** How a model's endpoints are ordered when the caller orders none (docs/decisions.md, "Load balancing"). */
+  readonly routing: RoutingSettings
+  /** When each endpoint's upstream last failed: balancing sets those of the last 30 s aside. */
+  readonly recentFailures: RecentFailures
   /** Streams in flight, ended in-band by `gateway.endStreams()`. */
   readonly streams: ActiveStreams
   /** Credits enforcement and the spend settlements being written. */
@@ -182,6 +190,19 @@ const upstreamLimits = (upstream: UpstreamOptions = {}): UpstreamLimits => ({
   maxEventBytes: upstream.maxEventBytes ?? 8 * 1024 * 1024,
 })
 
+export interface RoutingSettings {
+  readonly balancing: Balancing
+  /** The weighted pick's random source, a number in [0, 1). */
+  readonly random: () => number
+}
+
+export interface RoutingOptions {
+  /** `weighted` (default): OpenRouter's price-weighted pick; `cheapest`: the cheapest endpoint first, always. */
+  balancing?: Balancing
+  /** The weighted pick's random source (`Math.random` by default), for tests that need the pick repeatable. */
+  random?: () => number
+}
+
 export interface InferenceServiceOptions {
   providers?: Record<string, ProviderConfig>
   models?: ModelEntry[]
@@ -200,6 +221,8 @@ export interface InferenceServiceOptions {
   keepAliveMs?: number
   retry?: RetryOptions
   outlierDetection?: false | Partial<OutlierDetectionOptions>
+  /** How a model's endpoints are ordered when the caller orders none (docs/decisions.md, "Load balancing"). */
+  routing?: RoutingOptions
   /** Endpoint speed measurement (docs/decisions.md, "Routing by measured speed"); `false` turns it off. */
   endpointPerformance?: false | EndpointPerformanceSettings
   /** Where processes share what they measured (the gateway's store); each process keeps its own without it. */
@@ -241,6 +264,9 @@ export const createInferenceService = (options: InferenceServiceOptions): Infere
     outliers: outlierDetector(options.outlierDetection, now, options.logger, telemetry),
     performance: endpointPerformance(options, now),
     sessions: createStickySessions(),
+    conversations: createStickySessions(),
+    routing: { balancing: options.routing?.balancing ?? 'weighted', random: options.routing?.random ?? Math.random },
+    recentFailures: createRecentFailures(now),
     streams: createActiveStreams(telemetry),
     spend: {
       enforceCredits: options.enforceCredits ?? false,

@@ -212,6 +212,12 @@ export const OutlierDetectionOptionsSchema = v.union([
   }),
 ])
 
+/** How a model's endpoints are ordered when the caller orders none (docs/decisions.md, "Load balancing"). */
+export const RoutingOptionsSchema = v.strictObject({
+  balancing: v.optional(v.picklist(['weighted', 'cheapest'], 'must be weighted or cheapest')),
+  random: v.optional(v.custom<() => number>((value) => typeof value === 'function', 'must be a function returning a number in [0, 1)')),
+})
+
 /** Endpoint speed measurement for the speed sorts and preferences (docs/decisions.md, "Routing by measured speed"). */
 export const EndpointPerformanceOptionsSchema = v.union([
   v.literal(false),
@@ -460,6 +466,14 @@ export const GatewayOptionsSchema = v.strictObject({
   retry: v.optional(RetryOptionsSchema),
   /** Skipping endpoints and BYOK keys that keep failing (`false` turns it off). */
   outlierDetection: v.optional(OutlierDetectionOptionsSchema),
+  /**
+   * The order of a model's endpoints when the request names none (no `provider.sort` or `order`): `balancing:
+   * 'weighted'` (default), OpenRouter's load balancing (a random pick among the cheapest stable endpoints, weighted by
+   * the inverse square of the price; endpoints that failed in the last 30 s last), or `'cheapest'`, the cheapest
+   * endpoint first every time (the testing kit's default, so tests see one order). `random` replaces `Math.random`
+   * for the pick, in tests.
+   */
+  routing: v.optional(RoutingOptionsSchema),
   /**
    * Latency and throughput measured per endpoint from the gateway's own traffic, decayed with a half-life of
    * `halfLifeSeconds` (default 150) and merged across processes through the store every `mergeIntervalMs`

@@ -42,7 +42,8 @@ const scriptedConfig = (id: string, provider: ScriptedProvider): ProviderConfig 
 /**
  * Turns options with scripted providers into `createGateway` options: each scripted provider becomes a provider
  * with the scripted adapter, the transport answers them in-process (other upstreams go to `transport` as before),
- * and `test/model` is served by the scripted providers unless `models` has an entry of that slug.
+ * and `test/model` is served by the scripted providers unless `models` has an entry of that slug. Endpoints go cheapest
+ * first (`routing.balancing: 'cheapest'`) unless `routing` says otherwise, so the scripted providers keep their order.
  * @example
  * const gateway = createGateway(withScriptedProviders({ storage: myStore, providers: { alpha: scriptedProvider({ reply: 'Hi' }) } }))
  */
@@ -64,6 +65,8 @@ export const withScriptedProviders = (options: TestGatewayOptions): GatewayOptio
   }
   return {
     ...options,
+    // Scripted providers serve in the order given, which the weighted pick among their equal prices would not keep.
+    routing: { balancing: 'cheapest', ...options.routing },
     providers,
     models: [testModel, ...(options.models ?? [])],
     transport: scriptedTransport(scripted, options.transport),
@@ -112,7 +115,9 @@ export interface TestGateway {
 
 /**
  * Creates a gateway for tests: the memory store (unless `storage` is given), no logging (unless `logger` is),
- * a fresh encryption key so BYOK works, and the default account with a management and a regular key.
+ * a fresh encryption key so BYOK works, and the default account with a management and a regular key. Endpoints go
+ * cheapest first (`routing: { balancing: 'cheapest' }`) unless `routing` says otherwise, so a test sees one order
+ * where a gateway's default would pick among the cheapest at random.
  * @example
  * const model = scriptedProvider({ reply: 'Hello!' })
  * const testGateway = await createTestGateway({ providers: { scripted: model } })
@@ -128,6 +133,7 @@ export const createTestGateway = async (options: TestGatewayOptions = {}): Promi
       // Hex of 32 random bytes: BYOK keys sealed in this gateway's store are opened only by it.
       encryptionKeys: [randomHex(32)],
       ...options,
+      routing: { balancing: 'cheapest', ...options.routing },
     }),
   )
   const management = await gateway.admin.createKey({ kind: 'management', name: 'test management' })

@@ -95,6 +95,8 @@ describe('runner: traces over OTLP', () => {
       path,
       JSON.stringify({
         storage: 'memory',
+        // Alpha first every time, so the request falls back from it to beta (the weighted pick could start at beta).
+        routingBalancing: 'cheapest',
         providers: {
           alpha: { api: 'openai-chat', baseURL: alpha.url, apiKey: 'sk-alpha-0123456789abcdef' },
           beta: { api: 'openai-chat', baseURL: beta.url, apiKey: 'sk-beta-0123456789abcdef' },

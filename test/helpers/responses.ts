@@ -47,6 +47,8 @@ export const createResponsesHarness = async (
     logger: silentLogger,
     encryptionKeys: [TEST_ENCRYPTION_KEY],
     providers: configured,
+    // Tests assert which endpoint serves: the cheapest first every time, not the weighted pick.
+    routing: { balancing: 'cheapest' },
     ...options,
   })
   const management = await gateway.admin.createKey({ kind: 'management' })

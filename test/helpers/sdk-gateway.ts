@@ -173,6 +173,8 @@ export const createSdkHarness = (): SdkHarness => {
           // DeepSeek speaks Chat Completions too; its reasoner is the chat family's reasoning model.
           deepseek: { baseURL: upstreams.chat.url, apiKey: 'sk-deepseek-test-0123456789abcdef' },
         },
+        // Tests assert which endpoint serves: the cheapest first every time, not the weighted pick.
+        routing: { balancing: 'cheapest' },
         ...options,
       })
       const { key } = await gateway.admin.createKey({ kind: 'regular', name: 'sdk tests' })

@@ -73,6 +73,15 @@ describe('runner configuration', () => {
     expect(() => resolveConfig(configFromEnvironment({ MODELGATE_READ_CACHE: '0' }))).toThrow('modelgate: invalid configuration: readCache:')
   })
 
+  it('reads the load balancing from the environment, and takes only weighted or cheapest', () => {
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_ROUTING_BALANCING: 'cheapest' })).routingBalancing).toBe('cheapest')
+    expect(resolveConfig(configFromEnvironment({ MODELGATE_ROUTING_BALANCING: 'weighted' })).routingBalancing).toBe('weighted')
+    expect(resolveConfig({}).routingBalancing).toBeUndefined()
+    expect(() => resolveConfig(configFromEnvironment({ MODELGATE_ROUTING_BALANCING: 'random' }))).toThrow(
+      'modelgate: invalid configuration: routingBalancing: must be weighted or cheapest',
+    )
+  })
+
   it("reads the usage ledger's retention from the environment, in whole days", () => {
     expect(resolveConfig(configFromEnvironment({ MODELGATE_LEDGER_RETENTION_DAYS: '90' })).ledgerRetentionDays).toBe(90)
     expect(resolveConfig({}).ledgerRetentionDays).toBeUndefined()

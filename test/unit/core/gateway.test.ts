@@ -49,6 +49,11 @@ describe('routing', () => {
   it('rejects a storage that does not implement the contract', () => {
     expect(() => createGateway({ storage: {} as StorageDriver })).toThrow('options.storage: must implement the StorageDriver contract')
   })
+
+  it('rejects a load balancing it does not know, and a random source that is not a function', () => {
+    expect(() => createGateway({ routing: { balancing: 'random' as 'weighted' } })).toThrow('options.routing.balancing: must be weighted or cheapest')
+    expect(() => createGateway({ routing: { random: 0.5 as unknown as () => number } })).toThrow('options.routing.random: must be a function returning a number in [0, 1)')
+  })
 })
 
 describe('request ids', () => {

@@ -7,20 +7,13 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestGateway, scriptedProvider, type TestGateway } from '../../../src/testing'
+import { seededRandom } from '../../helpers/seeded-random'
 
 const SEED = 0x6d6f6467
 const CASES = 250
 
-/** mulberry32: small, fast and good enough to spread cases over the input space. */
 const generator = (seed: number) => {
-  let state = seed >>> 0
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let value = state
-    value = Math.imul(value ^ (value >>> 15), value | 1)
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61)
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296
-  }
+  const next = seededRandom(seed)
   const integer = (below: number) => Math.floor(next() * below)
   const pick = <T>(items: readonly T[]): T => items[integer(items.length)]!
   return { next, integer, pick }
