@@ -1,0 +1,145 @@
+/**
+ * Background responses (docs/decisions.md, Background runs): `background: true` answers the queued Response object at
+ * once and runs detached; `GET /responses/{id}` polls it and, with `stream=true&starting_after=N`, replays and follows
+ * its events; `POST /responses/{id}/cancel` stops it here or in another gateway on the same store; a run whose gateway
+ * was abandoned is taken over by another's sweep; each run leaves exactly one usage record.
+ */
+
+import { afterEach, describe, expect, it } from 'vitest'
+import { createTestGateway, gate, readEvents, scriptedProvider, TEST_MODEL, type ScriptedProvider, type TestGateway } from '../../../src/testing'
+import { memoryStorage } from '../../../src/storage/memory'
+import type { StorageDriver } from '../../../src/storage/contract'
+import { expectOpenResponsesObject } from '../../helpers/open-responses'
+
+const REPLY = [{ type: 'text' as const, text: ['Hel', 'lo'] }, { type: 'usage' as const, inputTokens: 5, outputTokens: 2 }]
+
+const opened: TestGateway[] = []
+afterEach(async () => {
+  // Gateways sharing a store close it once, last.
+  for (const gateway of opened.splice(0).reverse()) await gateway.close()
+})
+
+/** A store another gateway shares: closing through this view leaves it open. */
+const shared = (storage: StorageDriver): StorageDriver => Object.assign(Object.create(storage) as StorageDriver, { close: async () => {} })
+
+const start = async (providers: Record<string, ScriptedProvider>, options: Parameters<typeof createTestGateway>[0] = {}) => {
+  const gateway = await createTestGateway({ providers, storedResponses: { sweepIntervalMs: false, background: { sweepIntervalMs: false, flushIntervalMs: 5 } }, ...options })
+  opened.push(gateway)
+  return gateway
+}
+
+const get = (t: TestGateway, id: string, query = '', key = t.regularKey) => t.call('GET', `/responses/${id}${query}`, { key })
+/** Follows the run to its end (the stream ends with it) and answers its final object. */
+const settled = async (t: TestGateway, id: string) => {
+  await readEvents(await get(t, id, '?stream=true'))
+  return (await get(t, id)).json()
+}
+/** Reads a stream's events one at a time, as they come. */
+const eventReader = (response: Response) => {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let buffered = ''
+  const next = async (): Promise<Record<string, any>> => {
+    for (;;) {
+      const end = buffered.indexOf('\n\n')
+      if (end >= 0) {
+        const block = buffered.slice(0, end)
+        buffered = buffered.slice(end + 2)
+        const data = block.split('\n').find((line) => line.startsWith('data: '))
+        if (data && data !== 'data: [DONE]') return JSON.parse(data.slice(6))
+        continue
+      }
+      const { value, done } = await reader.read()
+      if (done) throw new Error('the stream ended')
+      buffered += value
+    }
+  }
+  return {
+    async until(predicate: (event: Record<string, any>) => boolean) {
+      for (;;) {
+        const event = await next()
+        if (predicate(event)) return event
+      }
+    },
+    cancel: () => reader.cancel(),
+  }
+}
+
+const generations = async (storage: StorageDriver) => (await storage.list('generations')).items.length
+
+describe('background responses', () => {
+  it('answers queued at once, runs detached to completed, and is billed once', async () => {
+    const storage = memoryStorage()
+    const t = await start({ alpha: scriptedProvider({ reply: REPLY }) }, { storage })
+    const response = await t.responses({ model: TEST_MODEL, input: 'Hi', background: true })
+    expect(response.status).toBe(200)
+    const queued = await response.json()
+    expect(queued).toMatchObject({ object: 'response', status: 'queued', background: true, store: true, output: [] })
+    expect(queued.id).toMatch(/^resp_/)
+    expectOpenResponsesObject(queued)
+
+    const done = await settled(t, queued.id)
+    expect(done).toMatchObject({ id: queued.id, status: 'completed', background: true, created_at: queued.created_at })
+    expect(done.output[0].content[0].text).toBe('Hello')
+    expectOpenResponsesObject(done)
+    expect(await generations(storage)).toBe(1)
+    // The answer is stored: it is continued and its input listed as any stored response's.
+    expect((await (await t.call('GET', `/responses/${queued.id}/input_items`, { key: t.regularKey })).json()).data).toHaveLength(1)
+    const next = await t.responses({ model: TEST_MODEL, input: 'More', previous_response_id: queued.id })
+    expect(next.status).toBe(200)
+  })
+
+  it('streams from response.created (queued); the client leaving changes nothing; starting_after replays the rest', async () => {
+    const thinking = gate()
+    const t = await start({ alpha: scriptedProvider({ reply: [{ type: 'text', text: 'Hel' }, { type: 'wait', until: thinking }, { type: 'text', text: 'lo' }] }) })
+    const streamed = await t.responses({ model: TEST_MODEL, input: 'Hi', background: true, stream: true })
+    expect(streamed.headers.get('content-type')).toMatch(/^text\/event-stream/)
+    const reader = eventReader(streamed)
+    const first = await reader.until(() => true)
+    expect(first).toMatchObject({ type: 'response.created', sequence_number: 0, response: { status: 'queued', background: true } })
+    const delta = await reader.until((event) => event.type === 'response.output_text.delta')
+    await reader.cancel()
+    thinking.open()
+    const id = first.response.id as string
+
+    const rest = await readEvents(await get(t, id, `?stream=true&starting_after=${delta.sequence_number}`))
+    expect(rest.map((event) => event.sequence_number)).toEqual(rest.map((_, index) => delta.sequence_number + 1 + index))
+    expect(rest.at(-1)).toMatchObject({ type: 'response.completed', response: { id, status: 'completed', background: true } })
+    const all = await readEvents(await get(t, id, '?stream=true'))
+    expect(all.map((event) => event.type).slice(0, 3)).toEqual(['response.created', 'response.queued', 'response.in_progress'])
+    expect(all.map((event) => event.sequence_number)).toEqual(all.map((_, index) => index))
+    expect((await get(t, id)).status).toBe(200)
+  })
+
+  it('fails a run the engine refuses, with the reason on the response', async () => {
+    const t = await start({ alpha: scriptedProvider({ reply: [{ type: 'http_error', status: 400, message: 'bad prompt' }] }) })
+    const queued = await (await t.responses({ model: TEST_MODEL, input: 'Hi', background: true })).json()
+    const done = await settled(t, queued.id)
+    expect(done.status).toBe('failed')
+    expect(done.error).toMatchObject({ code: expect.any(String), message: expect.any(String) })
+  })
+})
+
+describe('refusals', () => {
+  it('needs stored responses, and store left out or true', async () => {
+    const plain = await createTestGateway({ providers: { alpha: scriptedProvider({ reply: 'Hi' }) } })
+    opened.push(plain)
+    const off = await plain.responses({ model: TEST_MODEL, input: 'Hi', background: true })
+    expect(off.status).toBe(400)
+    expect((await off.json()).error.message).toMatch(/^body\.background: /)
+    const t = await start({ alpha: scriptedProvider({ reply: 'Hi' }) })
+    const unstored = await t.responses({ model: TEST_MODEL, input: 'Hi', background: true, store: false })
+    expect(unstored.status).toBe(400)
+    expect((await unstored.json()).error.message).toBe('body.background: a background response is a stored one; leave store out or send true')
+  })
+
+  it('streams only a background response again, and cancels only one', async () => {
+    const t = await start({ alpha: scriptedProvider({ reply: 'Hi' }) })
+    const whole = await (await t.responses({ model: TEST_MODEL, input: 'Hi' })).json()
+    const stream = await get(t, whole.id, '?stream=true')
+    expect(stream.status).toBe(400)
+    expect((await stream.json()).error.message).toMatch(/^query\.stream: /)
+    const cancel = await t.call('POST', `/responses/${whole.id}/cancel`, { key: t.regularKey })
+    expect(cancel.status).toBe(400)
+    expect((await get(t, whole.id, '?starting_after=3')).status).toBe(400)
+  })
+})
