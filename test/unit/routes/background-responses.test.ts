@@ -13,6 +13,9 @@ import { expectOpenResponsesObject } from '../../helpers/open-responses'
 
 const REPLY = [{ type: 'text' as const, text: ['Hel', 'lo'] }, { type: 'usage' as const, inputTokens: 5, outputTokens: 2 }]
 
+/** Gateways on one store share its encryption key, as a deployment's processes do. */
+const KEYS = ['ab'.repeat(32)]
+
 const opened: TestGateway[] = []
 afterEach(async () => {
   // Gateways sharing a store close it once, last.
@@ -116,6 +119,106 @@ describe('background responses', () => {
     const done = await settled(t, queued.id)
     expect(done.status).toBe('failed')
     expect(done.error).toMatchObject({ code: expect.any(String), message: expect.any(String) })
+  })
+})
+
+describe('cancel', () => {
+  it('stops a run of this gateway at once, answers cancelled (again when repeated), and bills what it used once', async () => {
+    const storage = memoryStorage()
+    const thinking = gate()
+    const alpha = scriptedProvider({ reply: [{ type: 'text', text: 'Hel' }, { type: 'usage', inputTokens: 5, outputTokens: 1 }, { type: 'wait', until: thinking }, { type: 'text', text: 'lo' }] })
+    const t = await start({ alpha }, { storage })
+    const queued = await (await t.responses({ model: TEST_MODEL, input: 'Hi', background: true })).json()
+    await thinking.reached
+    const stopped = new Promise((resolve) => alpha.lastCall!.signal.addEventListener('abort', resolve, { once: true }))
+    const cancel = await t.call('POST', `/responses/${queued.id}/cancel`, { key: t.regularKey })
+    expect(cancel.status).toBe(200)
+    const cancelled = await cancel.json()
+    expect(cancelled).toMatchObject({ id: queued.id, status: 'cancelled', background: true })
+    expectOpenResponsesObject(cancelled)
+    await stopped
+    const again = await t.call('POST', `/responses/${queued.id}/cancel`, { key: t.regularKey })
+    expect(await again.json()).toMatchObject({ id: queued.id, status: 'cancelled' })
+    expect(await settled(t, queued.id)).toMatchObject({ status: 'cancelled' })
+    await t.gateway.flushSpend()
+    expect(await generations(storage)).toBe(1)
+    thinking.open()
+  })
+
+  it('stops a run of another gateway on the same store at its next heartbeat', async () => {
+    const storage = memoryStorage()
+    const thinking = gate()
+    const alpha = scriptedProvider({ reply: [{ type: 'text', text: 'Hel' }, { type: 'wait', until: thinking }, { type: 'text', text: 'lo' }] })
+    const background = { sweepIntervalMs: false as const, flushIntervalMs: 5, leaseTtlMs: 30 }
+    const first = await start({ alpha }, { storage: shared(storage), encryptionKeys: KEYS, storedResponses: { sweepIntervalMs: false, background } })
+    const second = await start({ alpha: scriptedProvider({ reply: 'unused' }) }, { storage: shared(storage), encryptionKeys: KEYS, storedResponses: { sweepIntervalMs: false, background } })
+    const queued = await (await first.responses({ model: TEST_MODEL, input: 'Hi', background: true })).json()
+    await thinking.reached
+    const stopped = new Promise((resolve) => alpha.lastCall!.signal.addEventListener('abort', resolve, { once: true }))
+    const cancel = await second.call('POST', `/responses/${queued.id}/cancel`, { key: first.regularKey })
+    expect(await cancel.json()).toMatchObject({ id: queued.id, status: 'cancelled' })
+    await stopped
+    thinking.open()
+  })
+
+  it('is a 400 for a finished run and a 404 for another workspace', async () => {
+    const t = await start({ alpha: scriptedProvider({ reply: REPLY }) })
+    const queued = await (await t.responses({ model: TEST_MODEL, input: 'Hi', background: true })).json()
+    await settled(t, queued.id)
+    const finished = await t.call('POST', `/responses/${queued.id}/cancel`, { key: t.regularKey })
+    expect(finished.status).toBe(400)
+    expect((await finished.json()).error.message).toBe('Cannot cancel a response that is already completed')
+    const workspace = await t.gateway.admin.createWorkspace(undefined, { name: 'Other', slug: 'other' })
+    const other = (await t.gateway.admin.createKey({ kind: 'regular', name: 'other', workspaceId: workspace.id })).key
+    expect((await t.call('POST', `/responses/${queued.id}/cancel`, { key: other })).status).toBe(404)
+    expect((await get(t, queued.id, '', other)).status).toBe(404)
+    expect((await get(t, queued.id, '?stream=true', other)).status).toBe(404)
+  })
+})
+
+describe('a run whose gateway was abandoned', () => {
+  it('is taken over by another gateway’s sweep, run again from the start and billed once', async () => {
+    const storage = memoryStorage()
+    const thinking = gate()
+    // The first gateway stands for a process that died: it never renews in time and writes no usage record.
+    const first = await start(
+      { alpha: scriptedProvider({ reply: [{ type: 'text', text: 'Lost' }, { type: 'wait', until: thinking }] }) },
+      { storage: shared(storage), encryptionKeys: KEYS, ledger: { enabled: false }, storedResponses: { sweepIntervalMs: false, background: { sweepIntervalMs: false, flushIntervalMs: 5, leaseTtlMs: 60_000 } } },
+    )
+    const queued = await (await first.responses({ model: TEST_MODEL, input: 'Hi', background: true })).json()
+    await thinking.reached
+    // The second gateway's clock is past the first one's lease: to it, that process is gone.
+    const later = () => new Date(Date.now() + 3_600_000)
+    const second = await start(
+      { alpha: scriptedProvider({ reply: REPLY }) },
+      { storage: shared(storage), encryptionKeys: KEYS, now: later, storedResponses: { sweepIntervalMs: false, background: { sweepIntervalMs: 5, flushIntervalMs: 5 } } },
+    )
+    const done = await settled(second, queued.id)
+    expect(done).toMatchObject({ id: queued.id, status: 'completed' })
+    expect(done.output[0].content[0].text).toBe('Hello')
+    expect(await generations(storage)).toBe(1)
+    thinking.open()
+  })
+})
+
+describe('gateway close', () => {
+  it('does not wait for a detached run: the run stops and is failed with the reason, billed once for what it used', async () => {
+    const storage = memoryStorage()
+    const thinking = gate()
+    const closing = await createTestGateway({
+      providers: { alpha: scriptedProvider({ reply: [{ type: 'text', text: 'Hel' }, { type: 'wait', until: thinking }] }) },
+      storage: shared(storage),
+      encryptionKeys: KEYS,
+      storedResponses: { sweepIntervalMs: false, background: { sweepIntervalMs: false, flushIntervalMs: 5 } },
+    })
+    const queued = await (await closing.responses({ model: TEST_MODEL, input: 'Hi', background: true })).json()
+    await thinking.reached
+    await closing.close()
+    const reader = await start({ alpha: scriptedProvider({ reply: 'unused' }) }, { storage: shared(storage), encryptionKeys: KEYS })
+    const failed = await (await get(reader, queued.id, '', closing.regularKey)).json()
+    expect(failed).toMatchObject({ id: queued.id, status: 'failed', error: { code: 'server_error', message: 'The gateway running this response shut down; create it again' } })
+    expect(await generations(storage)).toBe(1)
+    thinking.open()
   })
 })
 
