@@ -396,7 +396,13 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             now,
             logger,
           ),
-    backgroundRuns: isStoring(config.storedResponses) ? createBackgroundRuns(repositories.backgroundRuns, secrets, backgroundSettings(config.storedResponses?.background), now) : null,
+    backgroundRuns: isStoring(config.storedResponses)
+      ? createBackgroundRuns(repositories.backgroundRuns, secrets, backgroundSettings(config.storedResponses?.background), now, {
+          retentionDays: config.storedResponses!.retentionDays ?? DEFAULT_STORED_RESPONSE_RETENTION_DAYS,
+          sweepIntervalMs: config.storedResponses!.sweepIntervalMs ?? DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS,
+          logger,
+        })
+      : null,
     auditLog: createAuditLog(
       repositories.auditLog,
       {
@@ -562,6 +568,7 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
       await runtime.ledger?.close()
       await runtime.auditLog.close()
       await runtime.storedResponses?.close()
+      await runtime.backgroundRuns?.close()
       await runtime.inference.spend.book.close()
       await runtime.inference.performance.close()
       await settlementRecovery?.close()

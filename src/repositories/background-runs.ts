@@ -104,6 +104,18 @@ export const createBackgroundRunsRepository = (storage: StorageDriver) => ({
     return reads.flatMap((read) => (read ? [read.data] : []))
   },
 
+  /**
+   * Deletes up to `limit` of the oldest runs (record and events) created before `before` (ISO 8601). Resolves with how
+   * many went, and whether older ones may remain (the page was all expired).
+   */
+  async deleteOlderThan(before: string, limit: number): Promise<{ deleted: number; hasMore: boolean }> {
+    const page = await storage.list<BackgroundRunRecord>(BACKGROUND_RUNS, { limit })
+    const expired = page.items.filter((item) => item.data.createdAt < before)
+    // Another process sweeping the same runs deletes some first; `delete` then answers false, which is fine.
+    const outcomes = await Promise.all(expired.map((item) => this.delete(item.id)))
+    return { deleted: outcomes.filter(Boolean).length, hasMore: expired.length === limit && expired.length > 0 }
+  },
+
   /** Removes a run's record and its events. */
   async delete(id: string): Promise<boolean> {
     const record = await this.get(id)

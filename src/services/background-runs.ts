@@ -6,6 +6,8 @@
  */
 
 import { randomId } from '../core/crypto'
+import type { Logger } from '../core/logger'
+import { startPeriodicTask, sweepOlderThan } from '../core/periodic'
 import { isLeaseLive, newLease, type LeaseSettings } from '../core/lease'
 import type { SecretBox } from '../core/secrets'
 import type { BackgroundRunContent, BackgroundRunRecord, BackgroundRunsRepository, BackgroundStatus } from '../repositories/background-runs'
@@ -54,8 +56,21 @@ const newLocalRun = (runId: string): LocalRun => {
   }
 }
 
-export const createBackgroundRuns = (repository: BackgroundRunsRepository, secrets: SecretBox, settings: BackgroundRunsSettings, now: () => Date) => {
+/** Background records go with their stored responses: the same retention, swept as often. */
+export interface BackgroundRetention {
+  retentionDays: number
+  sweepIntervalMs: number | false
+  logger: Logger
+}
+
+const DAY_MS = 86_400_000
+
+export const createBackgroundRuns = (repository: BackgroundRunsRepository, secrets: SecretBox, settings: BackgroundRunsSettings, now: () => Date, retention: BackgroundRetention) => {
   const local = new Map<string, LocalRun>()
+  const { logger } = retention
+  const cutoff = () => new Date(now().getTime() - retention.retentionDays * DAY_MS).toISOString()
+  const sweepExpired = () => sweepOlderThan(repository.deleteOlderThan.bind(repository), cutoff(), logger, 'background runs')
+  const sweeping = startPeriodicTask(retention.sweepIntervalMs, sweepExpired, (error) => logger.warn('background runs retention sweep failed; retrying at the next', { error }))
   const isReadable = (record: BackgroundRunRecord) => 'plain' in record.content
 
   return {
@@ -81,10 +96,12 @@ export const createBackgroundRuns = (repository: BackgroundRunsRepository, secre
       })
     },
 
-    /** The record of `id` if `owner` may see it. */
+    /** The record of `id` if `owner` may see it and its retention has not run out. */
     async find(id: string, owner: ResponseOwner): Promise<BackgroundRunRecord | null> {
       const record = await repository.get(id)
-      return record && record.accountId === owner.accountId && record.workspaceId === owner.workspaceId ? record : null
+      if (!record || record.accountId !== owner.accountId || record.workspaceId !== owner.workspaceId) return null
+      // Past its retention it reads as absent at once, as a stored response does, whenever the sweep deletes it.
+      return record.createdAt < cutoff() ? null : record
     },
 
     get: (id: string) => repository.get(id),
@@ -154,6 +171,8 @@ export const createBackgroundRuns = (repository: BackgroundRunsRepository, secre
     },
 
     delete: (id: string) => repository.delete(id),
+    sweepExpired,
+    close: () => sweeping.stop(),
 
     /** Runs of `status`, a page at a time, for the sweep. */
     listByStatus: (status: BackgroundStatus, offset: number, limit: number) => repository.listByStatus(status, offset, limit),

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createTestGateway, gate, readEvents, scriptedProvider, TEST_MODEL, type ScriptedProvider, type TestGateway } from '../../../src/testing'
 import { memoryStorage } from '../../../src/storage/memory'
 import type { StorageDriver } from '../../../src/storage/contract'
-import { expectOpenResponsesObject } from '../../helpers/open-responses'
+import { expectOpenResponsesObject, expectOpenResponsesStream } from '../../helpers/open-responses'
 
 const REPLY = [{ type: 'text' as const, text: ['Hel', 'lo'] }, { type: 'usage' as const, inputTokens: 5, outputTokens: 2 }]
 
@@ -110,6 +110,7 @@ describe('background responses', () => {
     const all = await readEvents(await get(t, id, '?stream=true'))
     expect(all.map((event) => event.type).slice(0, 3)).toEqual(['response.created', 'response.queued', 'response.in_progress'])
     expect(all.map((event) => event.sequence_number)).toEqual(all.map((_, index) => index))
+    expectOpenResponsesStream(all)
     expect((await get(t, id)).status).toBe(200)
   })
 
@@ -219,6 +220,36 @@ describe('gateway close', () => {
     expect(failed).toMatchObject({ id: queued.id, status: 'failed', error: { code: 'server_error', message: 'The gateway running this response shut down; create it again' } })
     expect(await generations(storage)).toBe(1)
     thinking.open()
+  })
+})
+
+describe('delete', () => {
+  it('stops a running background response and removes it, its events and its answer', async () => {
+    const thinking = gate()
+    const alpha = scriptedProvider({ reply: [{ type: 'text', text: 'Hel' }, { type: 'wait', until: thinking }] })
+    const t = await start({ alpha })
+    const queued = await (await t.responses({ model: TEST_MODEL, input: 'Hi', background: true })).json()
+    await thinking.reached
+    const stopped = new Promise((resolve) => alpha.lastCall!.signal.addEventListener('abort', resolve, { once: true }))
+    const deleted = await t.call('DELETE', `/responses/${queued.id}`, { key: t.regularKey })
+    expect(await deleted.json()).toEqual({ id: queued.id, object: 'response', deleted: true })
+    await stopped
+    expect((await get(t, queued.id)).status).toBe(404)
+    expect((await get(t, queued.id, '?stream=true')).status).toBe(404)
+    expect((await t.call('DELETE', `/responses/${queued.id}`, { key: t.regularKey })).status).toBe(404)
+    thinking.open()
+  })
+})
+
+describe('retention', () => {
+  it('reads a background response as absent once the stored responses’ retention ran out', async () => {
+    let clock = new Date('2026-01-01T00:00:00Z')
+    const t = await start({ alpha: scriptedProvider({ reply: REPLY }) }, { now: () => clock, storedResponses: { sweepIntervalMs: false, retentionDays: 1, background: { sweepIntervalMs: false, flushIntervalMs: 5 } } })
+    const queued = await (await t.responses({ model: TEST_MODEL, input: 'Hi', background: true })).json()
+    expect(await settled(t, queued.id)).toMatchObject({ status: 'completed' })
+    clock = new Date('2026-01-03T00:00:00Z')
+    expect((await get(t, queued.id)).status).toBe(404)
+    expect((await t.call('POST', `/responses/${queued.id}/cancel`, { key: t.regularKey })).status).toBe(404)
   })
 })
 
