@@ -9,6 +9,8 @@ import * as v from 'valibot'
 import { InvalidRequestError, NotFoundError } from '../core/errors'
 import { unknownFieldsRefused } from '../core/validation'
 import type { Reply } from '../core/reply'
+import type { Caller } from '../pipeline/auth'
+import type { GatewayRuntime } from '../pipeline/runtime'
 import { defineRoute, json, type RouteContext } from '../pipeline/route'
 import { BACKGROUND_REFUSED, type ResponsesRequestBody } from '../engine/request.schemas'
 import { ResponsesRequestSchema } from '../features/request-body'
@@ -133,6 +135,15 @@ const backgroundObject = async (background: BackgroundRuns, record: BackgroundRu
   return TERMINAL.has(record.status) ? response : withStatus(response, record.status)
 }
 
+/** What the routes of one response read first: the response store, whose it is, and its background run if it had one. */
+const lookUp = async (runtime: GatewayRuntime, id: string, caller: Caller) => {
+  const stored = requireStore(runtime.storedResponses, id)
+  const owner = ownerOf(caller)
+  const background = runtime.backgroundRuns
+  const run = background ? await background.find(id, owner) : null
+  return { stored, owner, background, run }
+}
+
 export const getResponse = defineRoute({
   method: 'GET',
   path: '/responses/:id',
@@ -140,10 +151,7 @@ export const getResponse = defineRoute({
   params: ResponseParamsSchema,
   query: GetResponseQuerySchema,
   async handle({ params, query, caller, runtime }) {
-    const stored = requireStore(runtime.storedResponses, params.id)
-    const owner = ownerOf(caller)
-    const background = runtime.backgroundRuns
-    const run = background ? await background.find(params.id, owner) : null
+    const { stored, owner, background, run } = await lookUp(runtime, params.id, caller)
     if (run && background) {
       if (query.stream === 'true') return backgroundStreamReply(background, params.id, query.starting_after ?? -1)
       return json(await backgroundObject(background, run))
@@ -167,10 +175,7 @@ export const cancelResponse = defineRoute({
   auth: 'inference',
   params: ResponseParamsSchema,
   async handle({ params, caller, runtime }) {
-    const stored = requireStore(runtime.storedResponses, params.id)
-    const owner = ownerOf(caller)
-    const background = runtime.backgroundRuns
-    const run = background ? await background.find(params.id, owner) : null
+    const { stored, owner, background, run } = await lookUp(runtime, params.id, caller)
     if (!run || !background) {
       if (await stored.load(params.id, owner)) throw new InvalidRequestError('Only responses created with background: true can be cancelled')
       throw notFound(params.id)
@@ -193,10 +198,7 @@ export const deleteResponse = defineRoute({
   auth: 'inference',
   params: ResponseParamsSchema,
   async handle({ params, caller, runtime }) {
-    const stored = requireStore(runtime.storedResponses, params.id)
-    const owner = ownerOf(caller)
-    const background = runtime.backgroundRuns
-    const run = background ? await background.find(params.id, owner) : null
+    const { stored, owner, background, run } = await lookUp(runtime, params.id, caller)
     if (run && background) {
       // A run still going stops first: nothing is left to write a record that is gone.
       background.local.get(params.id)?.controller.abort()
