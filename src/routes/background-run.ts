@@ -86,6 +86,7 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
   let persisted = 0
   let final: { status: BackgroundStatus; response: JsonObject } | undefined
   let generationId: string | null = null
+  let recordingGeneration: Promise<unknown> = Promise.resolve()
 
   const emit = (event: JsonObject) => {
     const numbered = { ...event, sequence_number: local.events.length }
@@ -122,7 +123,15 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
     if (event.type === 'response.created') return
     const response = event.response as JsonObject | undefined
     if (response) {
-      generationId ??= response.id as string
+      if (generationId === null) {
+        generationId = response.id as string
+        const noted = generationId
+        // Written as soon as it is known, long before the run's usage record: a takeover reads it to tell a billed run.
+        recordingGeneration = background.ifCurrent(id, runId, (current) => ({ ...current, generationId: noted })).catch((error: unknown) => {
+          logger.warn('could not note a background run’s generation', { responseId: id, error })
+          return null
+        })
+      }
       const patched = { ...response, id, created_at: queued.created_at ?? null, background: true }
       const status = FINAL_TYPES[event.type as string]
       if (status) final = { status, response: patched }
@@ -166,7 +175,7 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
         emit({ type: 'response.failed', response: failed })
       }
     }
-    if (generationId) await background.ifCurrent(id, runId, (current) => ({ ...current, generationId })).catch(() => null)
+    await recordingGeneration
     await flushing.stop()
     await flush()
     if (local.controller.signal.aborted) return

@@ -17,6 +17,8 @@ const encode = (event: JsonObject) => `event: ${String(event.type)}\ndata: ${JSO
 const followRun = (background: BackgroundRuns, id: string, startingAfter: number): ChunkProducer => (sink: ChunkSink) => {
   let isStopped = false
   let last = startingAfter
+  let nextChunk = 0
+  let runId: string | undefined
   const send = async (events: JsonObject[]) => {
     for (const event of events) {
       if (isStopped) return
@@ -35,7 +37,12 @@ const followRun = (background: BackgroundRuns, id: string, startingAfter: number
       }
       const record = await background.get(id)
       if (!record) break
-      await send(await background.eventsAfter(record, last))
+      // A run taken over meanwhile numbers its events from 0 again: its chunks are read from the first.
+      if (record.runId !== runId) nextChunk = 0
+      runId = record.runId
+      const read = await background.eventsAfter(record, last, nextChunk)
+      nextChunk = read.nextChunk
+      await send(read.events)
       if (TERMINAL.has(record.status)) break
       await unrefSleep(background.settings.flushIntervalMs)
     }

@@ -154,13 +154,16 @@ export const createBackgroundRuns = (repository: BackgroundRunsRepository, secre
       return counted !== null && !TERMINAL.has(counted.status)
     },
 
-    /** The persisted events of `record` with `sequence_number > after`. */
-    async eventsAfter(record: BackgroundRunRecord, after: number): Promise<JsonObject[]> {
-      const chunks = await repository.chunksFrom(record.id, 0, record.chunkCount)
+    /**
+     * The persisted events of `record` with `sequence_number > after`, read from chunk `fromChunk` on (a stream that
+     * follows the run reads each chunk once), and the chunk to read from next.
+     */
+    async eventsAfter(record: BackgroundRunRecord, after: number, fromChunk = 0): Promise<{ events: JsonObject[]; nextChunk: number }> {
+      const chunks = await repository.chunksFrom(record.id, fromChunk, record.chunkCount)
       // A run taken over starts its events again; the lost run's chunks are not its.
       const wanted = chunks.filter((chunk) => chunk.runId === record.runId)
       const opened = await Promise.all(wanted.map((chunk) => openContent(secrets, chunk.events, eventsData(record.id, chunk.index, record))))
-      return opened.flat().filter((event) => (event.sequence_number as number) > after)
+      return { events: opened.flat().filter((event) => (event.sequence_number as number) > after), nextChunk: Math.max(fromChunk, record.chunkCount) }
     },
 
     /** Registers a run this process starts. */

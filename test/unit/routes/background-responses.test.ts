@@ -202,6 +202,27 @@ describe('a run whose gateway was abandoned', () => {
   })
 })
 
+describe('a run lost after it was billed', () => {
+  it('is failed by the takeover rather than run (and billed) again', async () => {
+    const storage = memoryStorage()
+    const first = await start({ alpha: scriptedProvider({ reply: REPLY }) }, { storage: shared(storage), encryptionKeys: KEYS })
+    const queued = await (await first.responses({ model: TEST_MODEL, input: 'Hi', background: true })).json()
+    await settled(first, queued.id)
+    expect(await generations(storage)).toBe(1)
+    // As the store would hold it had its process died between the usage record and the record's end.
+    const record = (await storage.get<Record<string, any>>('background_runs', queued.id))!
+    const lost = { ...record.data, status: 'in_progress', lease: { holder: 'gone', expiresAt: '2000-01-01T00:00:00.000Z' } }
+    await storage.update('background_runs', queued.id, record.version, { id: queued.id, data: lost, indexes: { status: 'in_progress' }, sortKey: record.sortKey })
+    const second = await start(
+      { alpha: scriptedProvider({ reply: REPLY }) },
+      { storage: shared(storage), encryptionKeys: KEYS, storedResponses: { sweepIntervalMs: false, background: { sweepIntervalMs: 5, flushIntervalMs: 5 } } },
+    )
+    const failed = await settled(second, queued.id)
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'server_error', message: 'The gateway running this response stopped after it was billed; its output was lost' } })
+    expect(await generations(storage)).toBe(1)
+  })
+})
+
 describe('gateway close', () => {
   it('does not wait for a detached run: the run stops and is failed with the reason, billed once for what it used', async () => {
     const storage = memoryStorage()
