@@ -132,7 +132,8 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
           return null
         })
       }
-      const patched = { ...response, id, created_at: queued.created_at ?? null, background: true }
+      // The engine named the run's response itself: the client knows it by the id and time it was queued with.
+      const patched = { ...response, id, created_at: queued.created_at ?? null }
       const status = FINAL_TYPES[event.type as string]
       if (status) final = { status, response: patched }
       emit({ ...event, response: patched })
@@ -142,8 +143,8 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
   const run = async () => {
     const started = await background.ifCurrent(id, runId, (current) => ({ ...current, status: 'in_progress' }))
     if (!started) return
-    const body = { ...(content.request as unknown as ResponsesRequestBody), stream: true } as ResponsesRequestBody
-    delete (body as { background?: unknown }).background
+    // Run as a stream this module reads; `background` stays, so the response cache leaves the run alone.
+    const body = { ...(content.request as unknown as ResponsesRequestBody), stream: true }
     const context = {
       request: request ?? new Request('http://background.invalid/'),
       requestId: `bg-${randomId()}`,
@@ -170,7 +171,7 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
       }
     } catch (error) {
       if (!local.controller.signal.aborted) {
-        const failed = { ...withStatus(queued, 'failed', failure(error)), background: true }
+        const failed = withStatus(queued, 'failed', failure(error))
         final = { status: 'failed', response: failed }
         emit({ type: 'response.failed', response: failed })
       }
@@ -179,7 +180,7 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
     await flushing.stop()
     await flush()
     if (local.controller.signal.aborted) return
-    const ending = final ?? { status: 'failed' as const, response: { ...withStatus(queued, 'failed', { code: 'server_error', message: 'The background run ended without an answer' }), background: true } }
+    const ending = final ?? { status: 'failed' as const, response: withStatus(queued, 'failed', { code: 'server_error', message: 'The background run ended without an answer' }) }
     const finished = await background.finish(record, runId, ending.status, ending.response)
     if (finished && ending.status !== 'failed' && runner.runtime.storedResponses) {
       const owner = { accountId: record.accountId, workspaceId: record.workspaceId }
@@ -215,7 +216,7 @@ const takeOver = async (runner: BackgroundRunner, abandoned: BackgroundRunRecord
   const caller = billed ? null : await callerOf(runner.repositories, claimed)
   if (!caller) {
     const message = billed ? 'The gateway running this response stopped after it was billed; its output was lost' : 'The API key of this response is no longer usable'
-    await runner.background.finish(claimed, claimed.runId, 'failed', { ...withStatus(content.response, 'failed', { code: 'server_error', message }), background: true })
+    await runner.background.finish(claimed, claimed.runId, 'failed', withStatus(content.response, 'failed', { code: 'server_error', message }))
     return
   }
   startBackgroundRun(runner, claimed, content, caller)
@@ -247,7 +248,7 @@ export const stopLocalRuns = async (runner: BackgroundRunner) => {
     const record = await runner.background.get(id)
     if (!record || TERMINAL.has(record.status)) return
     const content = await runner.background.content(record)
-    const failed = { ...withStatus(content.response, 'failed', { code: 'server_error', message: 'The gateway running this response shut down; create it again' }), background: true }
+    const failed = withStatus(content.response, 'failed', { code: 'server_error', message: 'The gateway running this response shut down; create it again' })
     await runner.background.finish(record, run.runId, 'failed', failed)
   })
   await Promise.allSettled(stopping)

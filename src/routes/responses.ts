@@ -109,7 +109,7 @@ const startBackground = async (context: CreateContext, request: ResponsesRequest
   const background = runtime.backgroundRuns!
   const id = newResponseId()
   const started = { id, createdAt: Math.floor(context.now().getTime() / 1000), model: request.model ?? workspace.defaultTextModel }
-  const queued = { ...withStatus(inProgressObject(request, started) as unknown as JsonObject, 'queued'), background: true }
+  const queued = withStatus(inProgressObject(request, started) as unknown as JsonObject, 'queued')
   const content = { request: request as unknown as JsonObject, input, history, response: queued }
   const record = await background.queue(id, { ...ownerOf(caller), keyHash: caller.key.hash }, workspace, content)
   startBackgroundRun({ runtime, background, repositories: context.repositories, logger: context.logger, now: context.now }, record, content, caller, context.request)

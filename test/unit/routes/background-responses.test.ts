@@ -123,6 +123,18 @@ describe('background responses', () => {
   })
 })
 
+describe('response cache', () => {
+  it('never answers a background run from the cache: each one reaches the upstream', async () => {
+    const alpha = scriptedProvider({ reply: REPLY })
+    const t = await start({ alpha }, { responseCache: {} })
+    for (let round = 0; round < 2; round++) {
+      const queued = await (await t.responses({ model: TEST_MODEL, input: 'Hi', background: true }, { headers: { 'x-modelgate-cache-ttl': '60' } })).json()
+      expect(await settled(t, queued.id)).toMatchObject({ status: 'completed' })
+    }
+    expect(alpha.calls).toHaveLength(2)
+  })
+})
+
 describe('cancel', () => {
   it('stops a run of this gateway at once, answers cancelled (again when repeated), and bills what it used once', async () => {
     const storage = memoryStorage()
