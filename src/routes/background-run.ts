@@ -6,7 +6,7 @@
  * cancel stops it as a client leaving stops a stream (it pays for what the upstream produced).
  */
 
-import { every } from '../core/lease'
+import { every, newLease } from '../core/lease'
 import { isGatewayError } from '../core/errors'
 import { randomId } from '../core/crypto'
 import type { Logger } from '../core/logger'
@@ -110,7 +110,7 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
 
   const stopHeartbeat = every(background.settings.heartbeatIntervalMs, async () => {
     try {
-      const renewed = await background.ifCurrent(id, runId, (current) => ({ ...current, lease: { holder: background.settings.holder, expiresAt: new Date(runner.now().getTime() + background.settings.leaseTtlMs).toISOString() } }))
+      const renewed = await background.ifCurrent(id, runId, (current) => ({ ...current, lease: newLease(background.settings, runner.now()) }))
       // Cancelled (here or by another gateway) or taken over: stop the upstream call.
       if (!renewed || renewed.isCancelRequested) local.controller.abort()
     } catch (error) {
@@ -181,12 +181,16 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
     await flush()
     if (local.controller.signal.aborted) return
     const ending = final ?? { status: 'failed' as const, response: withStatus(queued, 'failed', { code: 'server_error', message: 'The background run ended without an answer' }) }
-    const finished = await background.finish(record, runId, ending.status, ending.response)
-    if (finished && ending.status !== 'failed' && runner.runtime.storedResponses) {
-      const owner = { accountId: record.accountId, workspaceId: record.workspaceId }
+    // Stored before the record says it ended, so a client that polls `completed` can continue it at once; a cancel
+    // that won the race meanwhile takes the stored answer away again.
+    const stored = ending.status === 'failed' ? null : runner.runtime.storedResponses
+    const owner = { accountId: record.accountId, workspaceId: record.workspaceId }
+    if (stored) {
       const workspace = { isObservabilityIoLoggingEnabled: 'plain' in record.content }
-      await runner.runtime.storedResponses.save(id, owner, workspace, { response: ending.response, input: content.input, history: content.history })
+      await stored.save(id, owner, workspace, { response: ending.response, input: content.input, history: content.history })
     }
+    const finished = await background.finish(record, runId, ending.status, ending.response)
+    if (!finished && stored) await stored.delete(id, owner)
   }
 
   const task = run()
