@@ -183,14 +183,17 @@ export const startBackgroundRun = (runner: BackgroundRunner, record: BackgroundR
     const ending = final ?? { status: 'failed' as const, response: withStatus(queued, 'failed', { code: 'server_error', message: 'The background run ended without an answer' }) }
     // Stored before the record says it ended, so a client that polls `completed` can continue it at once; a cancel
     // that won the race meanwhile takes the stored answer away again.
-    const stored = ending.status === 'failed' ? null : runner.runtime.storedResponses
+    // A run taken over meanwhile (its process thought dead) stores nothing: the run that took it over answers.
+    const latest = await background.get(id)
+    const isCurrent = latest !== null && latest.runId === runId && !TERMINAL.has(latest.status)
+    const stored = ending.status === 'failed' || !isCurrent ? null : runner.runtime.storedResponses
     const owner = { accountId: record.accountId, workspaceId: record.workspaceId }
     if (stored) {
       const workspace = { isObservabilityIoLoggingEnabled: 'plain' in record.content }
       await stored.save(id, owner, workspace, { response: ending.response, input: content.input, history: content.history })
     }
     const finished = await background.finish(record, runId, ending.status, ending.response)
-    if (!finished && stored) await stored.delete(id, owner)
+    if (!finished && stored && (await background.get(id))?.status === 'cancelled') await stored.delete(id, owner)
   }
 
   const task = run()

@@ -210,7 +210,12 @@ describe('a run whose gateway was abandoned', () => {
     expect(done).toMatchObject({ id: queued.id, status: 'completed' })
     expect(done.output[0].content[0].text).toBe('Hello')
     expect(await generations(storage)).toBe(1)
+    // The abandoned run, let go, finds itself taken over: it neither ends the record nor stores its answer.
+    const abandonedEnds = get(first, queued.id, '?stream=true').then(readEvents)
     thinking.open()
+    await abandonedEnds
+    expect(await (await get(second, queued.id)).json()).toMatchObject({ status: 'completed', output: [{ content: [{ text: 'Hello' }] }] })
+    expect((await second.call('GET', `/responses/${queued.id}/input_items`, { key: second.regularKey })).status).toBe(200)
   })
 })
 
@@ -297,6 +302,11 @@ describe('refusals', () => {
     const unstored = await t.responses({ model: TEST_MODEL, input: 'Hi', background: true, store: false })
     expect(unstored.status).toBe(400)
     expect((await unstored.json()).error.message).toBe('body.background: a background response is a stored one; leave store out or send true')
+    const workspace = await t.gateway.admin.createWorkspace(undefined, { name: 'Unstored', slug: 'unstored', isResponseStorageEnabled: false })
+    const key = (await t.gateway.admin.createKey({ kind: 'regular', name: 'unstored', workspaceId: workspace.id })).key
+    const refused = await t.responses({ model: TEST_MODEL, input: 'Hi', background: true }, { key })
+    expect(refused.status).toBe(400)
+    expect((await refused.json()).error.message).toMatch(/^body\.background: this workspace does not store responses \(its is_response_storage_enabled is false\)/)
   })
 
   it('streams only a background response again, and cancels only one', async () => {
