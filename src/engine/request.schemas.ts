@@ -276,6 +276,12 @@ export const isImageConfigUsable = (body: { image_config?: unknown; modalities?:
 export const IMAGE_CONFIG_WITHOUT_IMAGES = 'image_config applies only to a request whose modalities include "image"'
 
 /** The `POST /responses` body, its `plugins` entries checked by `plugin` (the features' schema of them). */
+/**
+ * `background: true` is `POST /responses`' own (docs/decisions.md, Background runs): that route drops the check with this message and
+ * runs the request detached; every other body read as a Responses request (an intern's turn, a preset) refuses it.
+ */
+export const BACKGROUND_REFUSED = 'background mode is only for POST /responses, with stored responses on'
+
 export const responsesRequestSchema = <const P extends v.GenericSchema<unknown, PluginEntry>>(plugin: P) => v.pipe(
   sparseLooseObject({
     // By the value's kind, so an item's own error is not swallowed by a string-or-array union.
@@ -369,7 +375,7 @@ export const responsesRequestSchema = <const P extends v.GenericSchema<unknown, 
     response_format: v.optional(v.nullable(v.custom<never>(() => false, 'is not a /responses field: send text.format'))),
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
   }),
-  v.check((body) => body.background !== true, 'background mode is not supported: this gateway runs no background responses; stream or wait for the answer'),
+  v.check((body) => body.background !== true, BACKGROUND_REFUSED),
   v.check((body) => isImageConfigUsable(body), IMAGE_CONFIG_WITHOUT_IMAGES),
 )
 

@@ -66,6 +66,11 @@ import { internEnvironment } from '../interns/environment'
 import { startProvisioningSweep } from '../interns/sweep'
 import { settlementMemoryOf, type StorageDriver } from '../storage/contract'
 import { createStoredResponses, DEFAULT_STORED_RESPONSE_RETENTION_DAYS, DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS } from '../services/stored-responses'
+import { createBackgroundRuns, DEFAULT_BACKGROUND_FLUSH_INTERVAL_MS } from '../services/background-runs'
+import { stopLocalRuns, sweepAbandonedRuns, type BackgroundRunner } from '../routes/background-run'
+import { DEFAULT_LEASE_SWEEP_INTERVAL_MS, DEFAULT_LEASE_TTL_MS, heartbeatFor } from '../core/lease'
+import { randomId } from '../core/crypto'
+import { startPeriodicTask } from '../core/periodic'
 
 export interface Gateway extends ReplyHandler, ErrorReplier {
   /** Programmatic administration: accounts, keys, workspaces. */
@@ -108,6 +113,21 @@ export interface Gateway extends ReplyHandler, ErrorReplier {
   prices: {
     readonly ready: Promise<PriceReloadResult>
     reload(): Promise<PriceReloadResult>
+  }
+}
+
+const isStoring = (options: GatewayOptions['storedResponses']) => options !== undefined && options.enabled !== false
+
+type BackgroundOptions = NonNullable<NonNullable<GatewayOptions['storedResponses']>['background']>
+
+const backgroundSettings = (options: BackgroundOptions = {}) => {
+  const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS
+  return {
+    leaseTtlMs,
+    heartbeatIntervalMs: heartbeatFor(leaseTtlMs),
+    sweepIntervalMs: options.sweepIntervalMs ?? DEFAULT_LEASE_SWEEP_INTERVAL_MS,
+    flushIntervalMs: options.flushIntervalMs ?? DEFAULT_BACKGROUND_FLUSH_INTERVAL_MS,
+    holder: `gateway-${randomId()}`,
   }
 }
 
@@ -364,18 +384,25 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
             { recovery: settlementRecovery },
           ),
     storedResponses:
-      config.storedResponses === undefined || config.storedResponses.enabled === false
+      !isStoring(config.storedResponses)
         ? null
         : createStoredResponses(
             repositories.storedResponses,
             secrets,
             {
-              retentionDays: config.storedResponses.retentionDays ?? DEFAULT_STORED_RESPONSE_RETENTION_DAYS,
-              sweepIntervalMs: config.storedResponses.sweepIntervalMs ?? DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS,
+              retentionDays: config.storedResponses!.retentionDays ?? DEFAULT_STORED_RESPONSE_RETENTION_DAYS,
+              sweepIntervalMs: config.storedResponses!.sweepIntervalMs ?? DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS,
             },
             now,
             logger,
           ),
+    backgroundRuns: isStoring(config.storedResponses)
+      ? createBackgroundRuns(repositories.backgroundRuns, secrets, backgroundSettings(config.storedResponses?.background), now, {
+          retentionDays: config.storedResponses!.retentionDays ?? DEFAULT_STORED_RESPONSE_RETENTION_DAYS,
+          sweepIntervalMs: config.storedResponses!.sweepIntervalMs ?? DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS,
+          logger,
+        })
+      : null,
     auditLog: createAuditLog(
       repositories.auditLog,
       {
@@ -396,6 +423,12 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
 
   const { sweepIntervalMs } = runtime.interns.provisioning
   const sweep = sweepIntervalMs === false ? undefined : startProvisioningSweep(internEnvironment({ repositories, runtime, logger, now }), sweepIntervalMs)
+
+  // Background runs whose process died are taken over by every gateway on the store (docs/decisions.md, Background runs).
+  const backgroundRunner: BackgroundRunner | undefined = runtime.backgroundRuns ? { runtime, background: runtime.backgroundRuns, repositories, logger, now } : undefined
+  const backgroundSweep = backgroundRunner
+    ? startPeriodicTask(backgroundRunner.background.settings.sweepIntervalMs, () => sweepAbandonedRuns(backgroundRunner), (error) => logger.warn('background run sweep failed; retrying at the next', { error }))
+    : undefined
 
   const metrics = createMetricsEndpoint(config.metrics, normalizeBasePath(config.basePath), async (request) => {
     await readCache.revalidate()
@@ -526,12 +559,16 @@ export const createGateway = (options: GatewayOptions = {}): Gateway => {
     close: async () => {
       priceRefresher?.stop()
       await sweep?.stop()
+      await backgroundSweep?.stop()
+      // Detached runs are stopped, not awaited to their end: each is failed and billed for what it used (routes/background-run.ts).
+      if (backgroundRunner) await stopLocalRuns(backgroundRunner)
       // Let provisioning and destruction started by this process finish their writes first.
       await Promise.allSettled([...runtime.interns.tasks])
       // Records of answers already sent are written before the store goes.
       await runtime.ledger?.close()
       await runtime.auditLog.close()
       await runtime.storedResponses?.close()
+      await runtime.backgroundRuns?.close()
       await runtime.inference.spend.book.close()
       await runtime.inference.performance.close()
       await settlementRecovery?.close()

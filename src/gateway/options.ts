@@ -20,7 +20,7 @@ import type { InternRuntime } from '../interns/runtime'
 import type { HostResolver } from '../core/upstream-guard'
 import { PROVIDER_APIS } from '../providers/catalog'
 import type { ProviderAdapter } from '../providers/contract'
-import { DEFAULT_LEASE_TTL_MS } from '../interns/lease'
+import { DEFAULT_LEASE_TTL_MS } from '../core/lease'
 
 const isStorageDriver = (value: unknown): value is StorageDriver =>
   typeof value === 'object' &&
@@ -301,6 +301,19 @@ export const StoredResponsesOptionsSchema = v.strictObject({
   retentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650))),
   /** How often this process deletes expired responses (ms, default 10 minutes); `false` when another process sweeps. */
   sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(1000))])),
+  /**
+   * Background runs (`background: true`, docs/decisions.md, Background runs): how long a run counts as alive after its
+   * process last renewed its lease (ms, default 30 s; renewed three times per lease), how often this process looks for
+   * runs whose process died to take them over (ms, default 15 s; `false` never), and how often a run's new events are
+   * written to the store (ms, default 250).
+   */
+  background: v.optional(
+    v.strictObject({
+      leaseTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(3))),
+      sweepIntervalMs: v.optional(v.union([v.literal(false), v.pipe(v.number(), v.integer(), v.minValue(1))])),
+      flushIntervalMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    }),
+  ),
 })
 
 /** A header name, lower-cased. */

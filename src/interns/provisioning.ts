@@ -10,7 +10,8 @@ import { randomId } from '../core/crypto'
 import type { InternRecord, InternStatus } from '../repositories/interns'
 import type { WorkspaceRecord } from '../repositories/workspaces'
 import { invalidTransition, toView, track, type InternEnvironment } from './environment'
-import { every, hasLiveLease, newLease } from './lease'
+import { every, newLease } from '../core/lease'
+import { hasLiveLease } from './lease'
 
 const PROVISIONABLE: ReadonlySet<InternStatus> = new Set(['stopped', 'failed'])
 export const PROVISIONING: ReadonlySet<InternStatus> = new Set(['queued', 'provisioning'])

@@ -3,7 +3,8 @@
 import { randomId } from '../core/crypto'
 import { DEFAULT_HISTORY_LIMITS, type HistoryLimits } from './history'
 import { inProcessRuntime } from './in-process'
-import { DEFAULT_LEASE_TTL_MS, DEFAULT_SWEEP_INTERVAL_MS, type ProvisioningSettings } from './lease'
+import { DEFAULT_LEASE_SWEEP_INTERVAL_MS, DEFAULT_LEASE_TTL_MS, heartbeatFor } from '../core/lease'
+import type { ProvisioningSettings } from './lease'
 import type { InternRuntime } from './runtime'
 
 export interface InternSettings {
@@ -30,9 +31,8 @@ const provisioningSettings = (options: ProvisioningOptions = {}): ProvisioningSe
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS
   return {
     leaseTtlMs,
-    // Three beats per lease: one late or lost renewal does not let the lease lapse.
-    heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.max(1, Math.floor(leaseTtlMs / 3)),
-    sweepIntervalMs: options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? heartbeatFor(leaseTtlMs),
+    sweepIntervalMs: options.sweepIntervalMs ?? DEFAULT_LEASE_SWEEP_INTERVAL_MS,
     holder: `gateway-${randomId()}`,
   }
 }

@@ -6,7 +6,8 @@
 
 import type { InternStatus } from '../repositories/interns'
 import type { InternEnvironment } from './environment'
-import { every, hasLiveLease } from './lease'
+import { every } from '../core/lease'
+import { hasLiveLease } from './lease'
 import { resumeAbandonedProvisioning } from './provisioning'
 
 const PAGE_SIZE = 100

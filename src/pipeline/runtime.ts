@@ -9,6 +9,7 @@ import type { Ledger } from '../ledger/ledger'
 import type { AuditLog } from '../services/audit-log'
 import type { RateLimitOptions } from './rate-limit'
 import type { StoredResponses } from '../services/stored-responses'
+import type { BackgroundRuns } from '../services/background-runs'
 
 export interface GatewayRuntime {
   inference: InferenceService
@@ -21,6 +22,8 @@ export interface GatewayRuntime {
   auditLog: AuditLog
   /** Stored responses (docs/decisions.md, Stored responses); null when the gateway stores none. */
   storedResponses: StoredResponses | null
+  /** Background runs of `/responses` (docs/decisions.md, Background runs); null when the gateway stores no responses. */
+  backgroundRuns: BackgroundRuns | null
   /** The header a trusted proxy sets to the requested hostname; none means the host the server was reached on. */
   trustedHostHeader: string | undefined
   /** The per-key request limit, when one is configured (reported by `GET /key`). */

@@ -13,6 +13,7 @@ import { createPresetsRepository, PRESET_VERSIONS, PRESETS } from './presets'
 import { createResponseCacheRepository } from './response-cache'
 import { createSpendRepository } from './spend-counters'
 import { createStoredResponsesRepository } from './stored-responses'
+import { createBackgroundRunsRepository } from './background-runs'
 import { createSpendOwnersRepository } from './spend-owners'
 import { createWorkspacesRepository, WORKSPACES, type WorkspaceDefaults } from './workspaces'
 
@@ -49,6 +50,7 @@ export const createRepositories = (storage: StorageDriver, workspaceDefaults: Wo
   presets: createPresetsRepository(storage, now),
   auditLog: createAuditLogRepository(storage),
   storedResponses: createStoredResponsesRepository(storage),
+  backgroundRuns: createBackgroundRunsRepository(storage),
   responseCache: createResponseCacheRepository(storage),
   endpointPerformance: createEndpointPerformanceRepository(storage),
 })

@@ -8,7 +8,7 @@ import { liveness, readiness } from './health'
 import { apiIndex, openApiDocumentRoute } from './api'
 import { getActivity, getGeneration, getGenerationContent } from './generations'
 import { getStats } from './stats'
-import { createResponse, deleteResponse, getResponse, listResponseInputItems } from './responses'
+import { cancelResponse, createResponse, deleteResponse, getResponse, listResponseInputItems } from './responses'
 import { createChatCompletion } from './chat-completions'
 import { createMessage } from './messages'
 import { createEmbeddings, listEmbeddingModels } from './embeddings'
@@ -83,6 +83,7 @@ export const routes: readonly AnyRoute[] = [
   createResponse,
   getResponse,
   deleteResponse,
+  cancelResponse,
   listResponseInputItems,
   createChatCompletion,
   createMessage,

@@ -8,40 +8,35 @@
 import * as v from 'valibot'
 import { InvalidRequestError, NotFoundError } from '../core/errors'
 import { unknownFieldsRefused } from '../core/validation'
-import { defineRoute, json } from '../pipeline/route'
-import type { RouteExtensions } from '../engine/request'
-import type { ResponsesRequestBody } from '../engine/request.schemas'
+import type { Reply } from '../core/reply'
+import type { Caller } from '../pipeline/auth'
+import type { GatewayRuntime } from '../pipeline/runtime'
+import { defineRoute, json, type RouteContext } from '../pipeline/route'
+import { BACKGROUND_REFUSED, type ResponsesRequestBody } from '../engine/request.schemas'
 import { ResponsesRequestSchema } from '../features/request-body'
 import type { StoredResponseContent } from '../repositories/stored-responses'
 import type { JsonObject, JsonValue } from '../storage/contract'
 import type { ResponseOwner, StoredResponses } from '../services/stored-responses'
-import { resultObject } from '../formats/responses/object'
+import { inProgressObject, resultObject } from '../formats/responses/object'
+import { newResponseId } from '../engine/response-identity'
+import type { WorkspaceRecord } from '../repositories/workspaces'
+import { startBackgroundRun, withStatus } from './background-run'
+import { backgroundStreamReply } from './background-stream'
+import { TERMINAL, type BackgroundRuns } from '../services/background-runs'
+import type { BackgroundRunRecord } from '../repositories/background-runs'
 import { RESPONSES_FORMAT } from '../formats/responses/reply'
 import { answerInference, INFERENCE_BODY_LIMIT, type AnswerKeeper } from './inference'
 import { GetResponseQuerySchema, ListInputItemsQuerySchema, ResponseParamsSchema } from './responses.schemas'
-import { pluginsWithTransforms } from '../formats/shared/transforms'
-
-/**
- * spec `top_logprobs`: how many likely alternatives each output token carries. The spec's `include` has no
- * log-probabilities entry, so a positive `top_logprobs` is what asks for them: it becomes the `logprobs` setting
- * routing sends only where it is honoured, and the answer's `output_text` parts carry them. `0` and `null` ask for nothing.
- */
-const logprobsExtension = (body: ResponsesRequestBody): RouteExtensions | undefined =>
-  body.top_logprobs ? { values: { logprobs: { topLogprobs: body.top_logprobs } }, fieldNames: { logprobs: 'body.top_logprobs' } } : undefined
-
-/** `transforms: ["middle-out"]` is the context-compression plugin, `[]` turns it off (src/formats/shared/transforms.ts). */
-const withTransforms = (body: ResponsesRequestBody): ResponsesRequestBody => {
-  if (body.transforms == null) return body
-  const { transforms, ...rest } = body
-  const plugins = pluginsWithTransforms(body.plugins, transforms)
-  return plugins ? { ...rest, plugins } : rest
-}
+import { logprobsExtension, withTransforms } from './responses-body'
 
 /**
  * The body as `ResponsesRequestSchema` reads it, with every field it does not declare refused by name: a field takes
  * effect or is a 400 (docs/decisions.md, POST /responses).
  */
-const ResponsesRouteBodySchema = v.pipe(ResponsesRequestSchema, unknownFieldsRefused<v.InferOutput<typeof ResponsesRequestSchema>>(ResponsesRequestSchema.pipe[0].entries))
+const [responsesObject, ...responsesChecks] = ResponsesRequestSchema.pipe
+// `background: true` is this route's (docs/decisions.md, Background runs): the engine's refusal of it is dropped here.
+const routeChecks = responsesChecks.filter((check) => check.message !== BACKGROUND_REFUSED) as unknown as typeof responsesChecks
+const ResponsesRouteBodySchema = v.pipe(responsesObject, ...routeChecks, unknownFieldsRefused<v.InferOutput<typeof ResponsesRequestSchema>>(responsesObject.entries))
 
 const NO_STORE = 'this gateway stores no responses (its storedResponses option is off)'
 const REFUSALS = {
@@ -73,6 +68,7 @@ export const createResponse = defineRoute({
     const stored = runtime.storedResponses
     // Without a response store the request runs as it always did: no store read, no write.
     if (!stored) {
+      if (body.background === true) throw new InvalidRequestError(`body.background: ${NO_STORE}, and a background response is a stored one`)
       if (body.store === true) throw new InvalidRequestError(`body.store: ${NO_STORE}`)
       if (body.previous_response_id != null) throw new InvalidRequestError(`body.previous_response_id: ${NO_STORE}; send the whole conversation in input`)
       return answerInference(context, body, RESPONSES_FORMAT, 'responses', logprobsExtension(body))
@@ -82,6 +78,10 @@ export const createResponse = defineRoute({
     if (!workspace) throw new NotFoundError('Workspace not found')
     const refusal = stored.refusal(workspace)
     if (body.store === true && refusal) throw new InvalidRequestError(`body.store: ${REFUSALS[refusal]}`)
+    if (body.background === true) {
+      if (refusal) throw new InvalidRequestError(`body.background: ${REFUSALS[refusal]}, and a background response is a stored one`)
+      if (body.store === false) throw new InvalidRequestError('body.background: a background response is a stored one; leave store out or send true')
+    }
     const isStored = body.store ?? refusal === null
     const history = body.previous_response_id == null ? [] : await continued(stored, body.previous_response_id, owner)
     const input = inputItemsOf(body.input)
@@ -90,12 +90,31 @@ export const createResponse = defineRoute({
       store: isStored,
       ...(history.length > 0 ? { input: [...history, ...input] as ResponsesRequestBody['input'] } : {}),
     }
+    if (body.background === true) return startBackground(context, request, input, history, workspace)
     const keep: AnswerKeeper | undefined = isStored
       ? (answered, result) => stored.save(result.id, owner, workspace, { response: resultObject(answered, result) as unknown as JsonObject, input, history })
       : undefined
     return answerInference(context, request, RESPONSES_FORMAT, 'responses', logprobsExtension(request), keep)
   },
 })
+
+type CreateContext = Pick<RouteContext<unknown, unknown, unknown>, 'request' | 'caller' | 'repositories' | 'runtime' | 'logger' | 'now'>
+
+/**
+ * Queues a background run (docs/decisions.md, Background runs) and starts it detached: the answer is the queued
+ * Response object at once, or with `stream` the run's events, which the run does not wait for.
+ */
+const startBackground = async (context: CreateContext, request: ResponsesRequestBody, input: JsonValue[], history: JsonValue[], workspace: WorkspaceRecord): Promise<Reply> => {
+  const { runtime, caller } = context
+  const background = runtime.backgroundRuns!
+  const id = newResponseId()
+  const started = { id, createdAt: Math.floor(context.now().getTime() / 1000), model: request.model ?? workspace.defaultTextModel }
+  const queued = withStatus(inProgressObject(request, started) as unknown as JsonObject, 'queued')
+  const content = { request: request as unknown as JsonObject, input, history, response: queued }
+  const record = await background.queue(id, { ...ownerOf(caller), keyHash: caller.key.hash }, workspace, content)
+  startBackgroundRun({ runtime, background, repositories: context.repositories, logger: context.logger, now: context.now }, record, content, caller, context.request)
+  return request.stream ? backgroundStreamReply(background, id, -1) : json(queued)
+}
 
 /** The conversation `previousId` ends, as the next request's context; 404 unless the caller's workspace stored it. */
 const continued = async (stored: StoredResponses, previousId: string, owner: ResponseOwner): Promise<JsonValue[]> => {
@@ -110,16 +129,66 @@ const requireStore = (stored: StoredResponses | null, id: string): StoredRespons
   return stored
 }
 
+/** The Response object of a background run as it stands: the queued object in its current status, or the final one. */
+const backgroundObject = async (background: BackgroundRuns, record: BackgroundRunRecord): Promise<JsonObject> => {
+  const { response } = await background.content(record)
+  return TERMINAL.has(record.status) ? response : withStatus(response, record.status)
+}
+
+/** What the routes of one response read first: the response store, whose it is, and its background run if it had one. */
+const lookUp = async (runtime: GatewayRuntime, id: string, caller: Caller) => {
+  const stored = requireStore(runtime.storedResponses, id)
+  const owner = ownerOf(caller)
+  const background = runtime.backgroundRuns
+  const run = background ? await background.find(id, owner) : null
+  return { stored, owner, background, run }
+}
+
 export const getResponse = defineRoute({
   method: 'GET',
   path: '/responses/:id',
   auth: 'inference',
   params: ResponseParamsSchema,
   query: GetResponseQuerySchema,
-  async handle({ params, caller, runtime }) {
-    const content = await requireStore(runtime.storedResponses, params.id).load(params.id, ownerOf(caller))
+  async handle({ params, query, caller, runtime }) {
+    const { stored, owner, background, run } = await lookUp(runtime, params.id, caller)
+    if (run && background) {
+      if (query.stream === 'true') return backgroundStreamReply(background, params.id, query.starting_after ?? -1)
+      return json(await backgroundObject(background, run))
+    }
+    const content = await stored.load(params.id, owner)
     if (!content) throw notFound(params.id)
+    // OpenAI's answer too: only a background response's events are kept to stream again.
+    if (query.stream === 'true') throw new InvalidRequestError('query.stream: this response was not created with background: true, so it has no events to stream')
     return json(content.response)
+  },
+})
+
+/**
+ * `POST /responses/{id}/cancel` (docs/decisions.md, Background runs): a queued or running background response of the
+ * caller's workspace stops, and is billed for what its upstream produced. Cancelling a cancelled one answers it again;
+ * a finished one, or one not run in the background, is a 400.
+ */
+export const cancelResponse = defineRoute({
+  method: 'POST',
+  path: '/responses/:id/cancel',
+  auth: 'inference',
+  params: ResponseParamsSchema,
+  async handle({ params, caller, runtime }) {
+    const { stored, owner, background, run } = await lookUp(runtime, params.id, caller)
+    if (!run || !background) {
+      if (await stored.load(params.id, owner)) throw new InvalidRequestError('Only responses created with background: true can be cancelled')
+      throw notFound(params.id)
+    }
+    if (run.status === 'cancelled') return json(await backgroundObject(background, run))
+    if (TERMINAL.has(run.status)) throw new InvalidRequestError(`Cannot cancel a response that is already ${run.status}`)
+    const cancelled = await background.cancel(params.id, (content) => withStatus(content.response, 'cancelled'))
+    // Running here: stop the upstream call now; elsewhere its process reads the flag at its next heartbeat.
+    background.local.get(params.id)?.controller.abort()
+    const latest = cancelled ?? (await background.get(params.id))
+    if (!latest) throw notFound(params.id)
+    if (latest.status !== 'cancelled') throw new InvalidRequestError(`Cannot cancel a response that is already ${latest.status}`)
+    return json(await backgroundObject(background, latest))
   },
 })
 
@@ -129,7 +198,14 @@ export const deleteResponse = defineRoute({
   auth: 'inference',
   params: ResponseParamsSchema,
   async handle({ params, caller, runtime }) {
-    if (!(await requireStore(runtime.storedResponses, params.id).delete(params.id, ownerOf(caller)))) throw notFound(params.id)
+    const { stored, owner, background, run } = await lookUp(runtime, params.id, caller)
+    if (run && background) {
+      // A run still going stops first: nothing is left to write a record that is gone.
+      background.local.get(params.id)?.controller.abort()
+      await background.cancel(params.id, (content) => withStatus(content.response, 'cancelled'))
+      await background.delete(params.id)
+    }
+    if (!(await stored.delete(params.id, owner)) && !run) throw notFound(params.id)
     return json({ id: params.id, object: 'response', deleted: true })
   },
 })

@@ -11,6 +11,7 @@ import { startPeriodicTask, sweepOlderThan } from '../core/periodic'
 import type { SecretBox } from '../core/secrets'
 import type { StoredResponseContent, StoredResponseRecord, StoredResponsesRepository } from '../repositories/stored-responses'
 import type { WorkspaceRecord } from '../repositories/workspaces'
+import { keepContent, openContent } from './sealed-content'
 
 export const DEFAULT_STORED_RESPONSE_RETENTION_DAYS = 30
 export const DEFAULT_STORED_RESPONSE_SWEEP_INTERVAL_MS = 10 * 60_000
@@ -67,18 +68,14 @@ export const createStoredResponses = (
     },
 
     async save(id: string, owner: ResponseOwner, workspace: Pick<WorkspaceRecord, 'isObservabilityIoLoggingEnabled'>, content: StoredResponseContent): Promise<void> {
-      const kept = workspace.isObservabilityIoLoggingEnabled
-        ? { plain: content }
-        : { sealed: await secrets.seal(JSON.stringify(content), associatedData(id, owner)) }
-      await repository.save({ id, ...owner, createdAt: now().toISOString(), content: kept })
+      await repository.save({ id, ...owner, createdAt: now().toISOString(), content: await keepContent(secrets, workspace, content, associatedData(id, owner)) })
     },
 
     /** The content of `id` as `owner` may read it; null when it is not there for this owner (absent, expired, another's). */
     async load(id: string, owner: ResponseOwner): Promise<StoredResponseContent | null> {
       const record = await find(id, owner)
       if (!record) return null
-      if ('plain' in record.content) return record.content.plain
-      return JSON.parse(await secrets.open(record.content.sealed, associatedData(id, owner))) as StoredResponseContent
+      return openContent(secrets, record.content, associatedData(id, owner))
     },
 
     /** Whether `owner` had `id` to delete. */

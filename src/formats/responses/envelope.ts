@@ -73,7 +73,7 @@ export const toResponseObject = (
     safety_identifier: request.safety_identifier ?? null,
     service_tier: echoedServiceTier(state, request.service_tier),
     store: request.store ?? false,
-    background: false,
+    background: request.background === true,
     text: request.text ?? { format: { type: 'text' } },
     truncation: request.truncation ?? 'disabled',
     user: request.user ?? null,

@@ -307,10 +307,8 @@ export const toOpenAIBody = (call: UpstreamCall): Json => {
     if (text) body.text = text
   }
   if (typeof request.service_tier === 'string') body.service_tier = SERVICE_TIER_ALIASES.get(request.service_tier) ?? request.service_tier
-  if (request.background === true) {
-    // Background mode needs stored responses and polling; we stream or answer in one go.
-    throw new InvalidRequestError('background: background mode is not supported by OpenAI through this gateway')
-  }
+  // A background request is run detached by the gateway itself (docs/decisions.md, Background runs): its upstream call
+  // is an ordinary one, streamed to the gateway, so `background: true` is never forwarded.
   if (request.background === false) body.background = false
   if (call.extensions?.logprobs) {
     // The only extension the Responses API has: log probabilities come with the text when `include` asks.

@@ -279,7 +279,7 @@ describe('without a response store: previous_response_id, store, background', ()
   it('accepts background false or null and rejects background true', async () => {
     await expectAccepted(request({ background: false }))
     await expectAccepted(request({ background: null }))
-    await expectRejected(request({ background: true }), 'body: background mode is not supported: this gateway runs no background responses; stream or wait for the answer')
+    await expectRejected(request({ background: true }), 'body.background: this gateway stores no responses (its storedResponses option is off), and a background response is a stored one')
   })
 })
 

@@ -233,9 +233,10 @@ describe('openAIResponsesAdapter', () => {
 
       const untyped = thrown(() => adapter.buildRequest(makeCall({ input: [{ content: 'no role' }] }), target))
       expect((untyped as Error).message).toBe('input[0]: item type "undefined" is not supported by OpenAI')
+    })
 
-      const background = thrown(() => adapter.buildRequest(makeCall({ background: true }), target))
-      expect(background).toBeInstanceOf(InvalidRequestError)
+    it('never forwards background: true (the gateway runs a background request itself, as an ordinary call)', () => {
+      expect(sentBody(makeCall({ background: true }))).not.toHaveProperty('background')
     })
 
     it('asks for images through the image_generation tool, its options from image_config', () => {

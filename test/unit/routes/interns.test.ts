@@ -857,6 +857,7 @@ describe('access to intern routes', () => {
       'POST /responses',
       'GET /responses/:id',
       'DELETE /responses/:id',
+      'POST /responses/:id/cancel',
       'GET /responses/:id/input_items',
       'POST /chat/completions',
       'POST /messages',
