@@ -20,8 +20,13 @@ import type { Repositories } from '../repositories'
 import type { BackgroundRunContent, BackgroundRunRecord, BackgroundStatus } from '../repositories/background-runs'
 import { TERMINAL, type BackgroundRuns, type LocalRun } from '../services/background-runs'
 import type { JsonObject } from '../storage/contract'
+import { prepareRequest } from '../engine/run'
+import { prepareRecorded } from '../ledger/generation-record'
+import type { RouteContext } from '../pipeline/route'
 import { answerInference } from './inference'
+import { withPreset } from './presets.config'
 import { logprobsExtension } from './responses-body'
+import { sessionIdOf } from './session-id'
 
 export interface BackgroundRunner {
   runtime: GatewayRuntime
@@ -74,6 +79,22 @@ const callerOf = async (repositories: Repositories, record: BackgroundRunRecord)
   if (!key || key.disabled) return null
   const account = await repositories.accounts.get(key.accountId)
   return account ? { key, account, flags: account.flags } : null
+}
+
+type PlanContext = Pick<RouteContext<unknown, unknown, unknown>, 'request' | 'requestId' | 'caller' | 'repositories' | 'runtime' | 'clientSignal' | 'now'>
+
+/**
+ * Refuses at once, with its status, what the request would be refused before any upstream call were it not in the
+ * background (an unknown model, a guardrail's block, a setting no endpoint honours), and records the refusal as such a
+ * request's is; nothing is queued then. What only the run meets (a spend limit, the upstream) ends it `failed`.
+ */
+export const assertPlannable = async (context: PlanContext, body: ResponsesRequestBody): Promise<void> => {
+  const { runtime, caller, repositories, requestId, request } = context
+  const { body: resolved, presetId } = await withPreset(repositories, caller, body)
+  const sessionId = sessionIdOf(resolved.session_id, request.headers)
+  const generation = { api: 'responses' as const, caller, requestId, sessionId, arrivedAt: context.now(), startedAt: performance.now(), ...(presetId ? { presetId } : {}) }
+  const run = { caller, repositories, requestId, signal: context.clientSignal, isMetadataRequested: false, sessionId }
+  await prepareRecorded(runtime.ledger, runtime.inference, generation, resolved, () => prepareRequest(runtime.inference, run, resolved, logprobsExtension(resolved)))
 }
 
 /** Runs `record` (queued, held by this process) detached; resolves once it is under way. */

@@ -20,7 +20,7 @@ import type { ResponseOwner, StoredResponses } from '../services/stored-response
 import { inProgressObject, resultObject } from '../formats/responses/object'
 import { newResponseId } from '../engine/response-identity'
 import type { WorkspaceRecord } from '../repositories/workspaces'
-import { startBackgroundRun, withStatus } from './background-run'
+import { assertPlannable, startBackgroundRun, withStatus } from './background-run'
 import { backgroundStreamReply } from './background-stream'
 import { TERMINAL, type BackgroundRuns } from '../services/background-runs'
 import type { BackgroundRunRecord } from '../repositories/background-runs'
@@ -98,7 +98,7 @@ export const createResponse = defineRoute({
   },
 })
 
-type CreateContext = Pick<RouteContext<unknown, unknown, unknown>, 'request' | 'caller' | 'repositories' | 'runtime' | 'logger' | 'now'>
+type CreateContext = Pick<RouteContext<unknown, unknown, unknown>, 'request' | 'requestId' | 'caller' | 'repositories' | 'runtime' | 'logger' | 'clientSignal' | 'now'>
 
 /**
  * Queues a background run (docs/decisions.md, Background runs) and starts it detached: the answer is the queued
@@ -107,6 +107,7 @@ type CreateContext = Pick<RouteContext<unknown, unknown, unknown>, 'request' | '
 const startBackground = async (context: CreateContext, request: ResponsesRequestBody, input: JsonValue[], history: JsonValue[], workspace: WorkspaceRecord): Promise<Reply> => {
   const { runtime, caller } = context
   const background = runtime.backgroundRuns!
+  await assertPlannable(context, request)
   const id = newResponseId()
   const started = { id, createdAt: Math.floor(context.now().getTime() / 1000), model: request.model ?? workspace.defaultTextModel }
   const queued = withStatus(inProgressObject(request, started) as unknown as JsonObject, 'queued')

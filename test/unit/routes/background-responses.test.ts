@@ -309,6 +309,21 @@ describe('refusals', () => {
     expect((await refused.json()).error.message).toMatch(/^body\.background: this workspace does not store responses \(its is_response_storage_enabled is false\)/)
   })
 
+  it('refuses at once, queueing nothing, what a plain request would be refused before any upstream call', async () => {
+    const alpha = scriptedProvider({ reply: 'Hi' })
+    const storage = memoryStorage()
+    const t = await start({ alpha }, { storage })
+    const unknown = await t.responses({ model: 'nobody/no-such-model', input: 'Hi', background: true })
+    expect(unknown.status).toBe(404)
+    expect((await unknown.json()).error.message).toContain('nobody/no-such-model')
+    const unhonoured = await t.responses({ model: TEST_MODEL, input: 'Hi', background: true, service_tier: 'flex' })
+    expect(unhonoured.status).toBe(400)
+    expect(alpha.calls).toHaveLength(0)
+    expect((await storage.list('background_runs')).items).toEqual([])
+    // Nothing ran, so nothing is billed or recorded (only a guardrail's refusal leaves a record, as for a plain request).
+    expect(await generations(storage)).toBe(0)
+  })
+
   it('streams only a background response again, and cancels only one', async () => {
     const t = await start({ alpha: scriptedProvider({ reply: 'Hi' }) })
     const whole = await (await t.responses({ model: TEST_MODEL, input: 'Hi' })).json()
