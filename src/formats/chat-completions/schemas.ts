@@ -8,22 +8,17 @@
 import * as v from 'valibot'
 import { boundedJson, integer, sparseLooseObject, unknownFieldsRefused } from '../../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from '../shared/server-tool.schemas'
-import { PluginSchema } from '../../features/plugins/schemas'
-import { TransformsSchema } from '../shared/transforms'
+import { OPENROUTER_REQUEST_ENTRIES } from '../shared/openrouter-fields'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
-  ImageConfigSchema,
   isImageConfigUsable,
   MetadataSchema,
-  ModalitiesSchema,
   ModelSlugSchema,
   PresetSlugSchema,
   RequestModelSchema,
   MODELS_MAX,
-  ProviderPreferencesSchema,
   SchemaNameSchema,
-  SESSION_ID_MAX,
   USER_MAX,
   nullableNumber,
 } from '../../engine/request.schemas'
@@ -225,19 +220,10 @@ const ChatCompletionsEntries = {
     stream_options: v.optional(v.nullable(v.strictObject({ include_usage: v.optional(v.nullable(v.boolean())) }))),
     usage: v.optional(v.nullable(v.strictObject({ include: v.optional(v.nullable(v.boolean())) }))),
     user: v.optional(v.pipe(v.string(), v.maxLength(USER_MAX, `must be at most ${USER_MAX} characters`))),
-    session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
-    provider: v.optional(v.nullable(ProviderPreferencesSchema)),
-    // Checked as on /responses; the engine refuses by name a plugin it does not run (src/features/plugins/registry.ts).
-    plugins: v.optional(v.nullable(v.array(PluginSchema))),
-    transforms: TransformsSchema,
+    ...OPENROUTER_REQUEST_ENTRIES,
     metadata: v.optional(v.nullable(MetadataSchema)),
-    // OpenRouter's image output; `audio` (its third modality) fails the schema, naming the values it takes.
-    modalities: v.optional(v.nullable(ModalitiesSchema)),
-    image_config: v.optional(v.nullable(ImageConfigSchema)),
     // Forwarded where an endpoint's adapter sends the tier; another than auto or default routes only there.
     service_tier: v.optional(v.nullable(v.picklist(SERVICE_TIERS))),
-    // Kept in the usage ledger, as on /responses.
-    trace: v.optional(v.nullable(boundedJson(v.record(v.string(), v.unknown())))),
     // OpenAI's `text.verbosity`, as Chat Completions spells it.
     verbosity: v.optional(v.nullable(v.picklist(['low', 'medium', 'high']))),
     // OpenAI's search options: the web plugin with the caller's location (chat-completions.translate.ts).

@@ -8,20 +8,15 @@
 import * as v from 'valibot'
 import { boundedJson, integer, unknownFieldsRefused } from '../../core/validation'
 import { isServerToolEntry, ServerToolEntrySchema, type ServerToolEntry } from '../shared/server-tool.schemas'
-import { PluginSchema } from '../../features/plugins/schemas'
-import { TransformsSchema } from '../shared/transforms'
+import { OPENROUTER_REQUEST_ENTRIES } from '../shared/openrouter-fields'
 import {
   FunctionNameSchema,
   IMAGE_CONFIG_WITHOUT_IMAGES,
-  ImageConfigSchema,
   isImageConfigUsable,
-  ModalitiesSchema,
   ModelSlugSchema,
   PresetSlugSchema,
   RequestModelSchema,
   MODELS_MAX,
-  ProviderPreferencesSchema,
-  SESSION_ID_MAX,
   USER_MAX,
   nullableNumber,
 } from '../../engine/request.schemas'
@@ -217,20 +212,11 @@ const MessagesEntries = {
     cache_control: cacheControl,
     container: refused('containers belong to server tools, which this gateway does not run'),
     mcp_servers: emptyList('MCP servers are not run by this gateway'),
-    // OpenRouter's additions, as on /chat/completions.
-    session_id: v.optional(v.pipe(v.string(), v.maxLength(SESSION_ID_MAX, `must be at most ${SESSION_ID_MAX} characters`))),
-    provider: v.optional(v.nullable(ProviderPreferencesSchema)),
-    // Checked as on /responses; the engine refuses by name a plugin it does not run (src/features/plugins/registry.ts).
-    plugins: v.optional(v.nullable(v.array(PluginSchema))),
-    transforms: TransformsSchema,
-    // Image output as on /chat/completions: the answer's images come back as image blocks.
-    modalities: v.optional(v.nullable(ModalitiesSchema)),
-    image_config: v.optional(v.nullable(ImageConfigSchema)),
+    // OpenRouter's additions, as on /chat/completions; image output comes back as image blocks.
+    ...OPENROUTER_REQUEST_ENTRIES,
     // Anthropic's tiers: `auto` (its priority capacity when there is some), `standard_only` (the default tier).
     service_tier: v.optional(v.nullable(v.picklist(['auto', 'standard_only']))),
     context_management: refused('context editing runs on Anthropic alone; use the context-compression plugin'),
-    // Kept in the usage ledger, as on /responses.
-    trace: v.optional(v.nullable(boundedJson(v.record(v.string(), v.unknown())))),
 }
 
 export const MessagesRequestSchema = v.pipe(
