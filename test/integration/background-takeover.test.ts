@@ -1,9 +1,10 @@
 /**
- * A background response survives kill -9 of the process running it: two gateway processes share one store (Redis,
- * PostgreSQL, MariaDB, a SQLite file); the one that accepted the run is killed while the upstream is mid-answer, and the
- * other's sweep takes the run over once its lease ran out, runs it again from the start and completes it. The run is
- * billed once, by the process that finished it, and a poll from either side reads one answer. The processes run
- * `fixtures/background-gateway.mjs` (the built package on short leases; run `npm run build` first).
+ * A background response survives kill -9 of the process running it: three gateway processes share one store (Redis,
+ * PostgreSQL, MariaDB, a SQLite file); the one that accepted the run is killed while the upstream is mid-answer, and
+ * the two others' sweeps race to take the run over once its lease ran out: one wins, runs it again from the start and
+ * completes it. The run is billed once, by the process that finished it, and a poll from either survivor reads one
+ * answer. The processes run `fixtures/background-gateway.mjs` (the built package on short leases; run `npm run build`
+ * first).
  */
 
 import { resolve } from 'node:path'
@@ -60,9 +61,8 @@ describe.each(PROCESS_STORES)('a background run across two gateway processes on 
     return (await response.json()) as { id: string; status: string; output: Array<{ content?: Array<{ text?: string }> }> }
   }
 
-  it('is taken over by the other process after kill -9, run again from the start and billed once', async () => {
-    const accepting = await startGateway()
-    const survivor = await startGateway()
+  it('is taken over by one of the other processes after kill -9, run again from the start once and billed once', async () => {
+    const [accepting, survivor, other] = await Promise.all([startGateway(), startGateway(), startGateway()])
     const { key, hash } = await client.createKey(survivor, 'background')
     const created = await fetch(`${accepting.url}/api/v1/responses`, {
       method: 'POST',
@@ -82,6 +82,8 @@ describe.each(PROCESS_STORES)('a background run across two gateway processes on 
     const done = await poll(survivor, key, queued.id)
     expect(done.id).toBe(queued.id)
     expect(done.output.flatMap((item) => item.content ?? []).map((part) => part.text ?? '').join('')).not.toBe('')
+    expect((await poll(other, key, queued.id)).status).toBe('completed')
+    // The lost call and one re-run: two sweeps raced for the run and only one took it.
     expect(upstream.requests).toHaveLength(2)
     // One usage record, at one answer's cost: the lost run was never billed.
     await vi.waitFor(async () => expect((await client.ledgerOfKey(survivor, hash)).requests).toBe(1), WAIT)
