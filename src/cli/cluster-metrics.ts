@@ -10,6 +10,7 @@ import type { Worker } from 'node:cluster'
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client'
 import type { MetricsExporter } from '../core/telemetry'
 import type { PrometheusMetrics } from '../metrics/prometheus'
+import { isMessage } from './ipc-message'
 
 /** How long the primary waits for each worker's figures, and a worker for the primary's answer. */
 export const CLUSTER_SCRAPE_TIMEOUT_MS = 2_000
@@ -38,9 +39,6 @@ interface CollectAnswer {
   id: number
   figures: WorkerFigures
 }
-
-const isMessage = <T extends { type: string }>(message: unknown, type: T['type']): message is T =>
-  typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type
 
 /**
  * In a worker: answers the primary's collect requests with this worker's figures, and returns the exporter the

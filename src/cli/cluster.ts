@@ -11,6 +11,7 @@ import { availableParallelism } from 'node:os'
 import type { Logger } from '../core/logger'
 import type { RunnerConfig } from './config'
 import { createClusterScrapes } from './cluster-metrics'
+import { isMessage } from './ipc-message'
 import { formatFirstManagementKey } from './first-run'
 import { shouldWatchParent, watchParent } from './parent-watch'
 import { STREAM_FLUSH_MS } from './serve'
@@ -46,9 +47,6 @@ export interface ReadyMessage {
 
 // A worker asks for its start message once it listens for it: one sent at fork could arrive while its modules load.
 const ASK = 'modelgate:ask'
-
-const isMessage = <T extends { type: string }>(message: unknown, type: T['type']): message is T =>
-  typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type
 
 /** In a worker: asks the primary for the configuration and its part. */
 export const askPrimary = (): Promise<Omit<StartMessage, 'type'>> =>
