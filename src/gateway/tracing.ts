@@ -100,6 +100,12 @@ export const createTraceObserver = (provider?: TracerProvider): TraceObserver =>
   const fallbackReasons = new Map<string, string>()
   // Request spans still open: a store call in a context whose request has ended (a batched write) gets no span.
   const open = new WeakSet<Span>()
+  // The request span active where an event happened, while that request is open: the store and the events that name
+  // no request find theirs this way (only where the host's SDK propagates async context).
+  const activeRequestSpan = () => {
+    const span = trace.getSpan(context.active())
+    return span && open.has(span) ? span : undefined
+  }
   return {
     contextOf(started) {
       const span = requests.get(started)
@@ -178,24 +184,19 @@ export const createTraceObserver = (provider?: TracerProvider): TraceObserver =>
       endedSpan(tracer(), `stage ${event.stage}`, byRequestId.get(event.requestId), event.durationMs, { 'modelgate.stage': event.stage }, event.isError)
     },
     storeCalled(event) {
-      // Only where the host's SDK propagates context (Node's async context): the store knows no request.
-      const parent = trace.getSpan(context.active())
-      if (!parent || !open.has(parent)) return
+      const parent = activeRequestSpan()
+      if (!parent) return
       endedSpan(tracer(), `store ${event.operation}`, parent, event.durationMs, { 'db.operation.name': event.operation }, event.isError)
     },
-    // Neither event names its request: the span they land on is the one active where they happened, as for store
-    // calls (an SDK that propagates async context, as the runner's does).
+    // Neither event names its request: it lands on the request span active where it happened, as a store call does.
     outlierEjected(event) {
-      const span = trace.getSpan(context.active())
-      if (!span || !open.has(span)) return
-      span.addEvent(
+      activeRequestSpan()?.addEvent(
         'modelgate.outlier_ejected',
         defined({ 'modelgate.ejected.kind': event.kind, 'gen_ai.provider.name': event.provider, 'modelgate.ejected.seconds': event.seconds }),
       )
     },
     spendRefused(event) {
-      const span = trace.getSpan(context.active())
-      if (span && open.has(span)) span.addEvent('modelgate.spend_refused', { 'modelgate.spend_limit': event.limit })
+      activeRequestSpan()?.addEvent('modelgate.spend_refused', { 'modelgate.spend_limit': event.limit })
     },
     serverToolCalled(event) {
       endedSpan(
